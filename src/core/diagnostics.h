@@ -1,0 +1,63 @@
+// Diagnostics shared by both solvers (DESIGN.md, "Shared definitions").
+//
+// All take the velocity on the N³ grid (or its coefficients, grid.h normalisation) and
+// nothing else. Sums run over the full spectrum (half layout with mode_weight()).
+//   K   = ½⟨u·u⟩ = Σ_k ½|û|²            u′ = √(2K/3)
+//   E_n = Σ_{round|k| = n} ½|û|²          (shells of width 1 centred on integers; Σ E_n = K)
+//   ε   = 2ν Σ_k |k|² ½|û|²              (mode by mode, not from E_n)
+//   λ   = √(15 ν u′²/ε),  Re_λ = u′λ/ν,  L = π/(2u′²) Σ_{n≥1} E_n/n,  T = L/u′
+//   S₃  = ⅓ Σ_i ⟨(∂u_i/∂x_i)³⟩/⟨(∂u_i/∂x_i)²⟩^{3/2}
+//   Q   = −½ ∂_i u_j ∂_j u_i                (spectral derivatives)
+// Derivatives use i k with the Nyquist wavenumber set to zero.
+#pragma once
+
+#include <vector>
+
+#include "core/fft.h"
+#include "core/grid.h"
+
+namespace vh {
+
+/// Statistics of one velocity field.
+struct Statistics {
+  double K = 0, epsilon = 0, u_prime = 0, L = 0, T = 0, lambda = 0, Re_lambda = 0, S3 = 0;
+  double enstrophy = 0;       ///< ½⟨ω·ω⟩ = Σ_k |k|² ½|û|² (= ε/2ν)
+  double divergence_rel = 0;  ///< ‖∇·u‖₂ / ‖∇u‖₂, spectral
+};
+
+/// E_n for n = 0 … grid.max_shell().
+std::vector<double> energy_spectrum(const SpectralVector& u);
+
+/// Σ_k |k|² |û|² over the full spectrum: ε = ν · this, enstrophy = ½ · this.
+double gradient_norm2(const SpectralVector& u);
+
+/// Statistics that need only a shell spectrum E_n at integer shells k_n (n ≥ 1 entries used;
+/// ε here is the shell-binned 2ν Σ k² E(k)). For spectra read from elsewhere.
+struct SpectrumStatistics {
+  double K = 0, u_prime = 0, L = 0, T = 0, epsilon = 0, lambda = 0, Re_lambda = 0;
+};
+SpectrumStatistics spectrum_statistics(const std::vector<double>& k, const std::vector<double>& E,
+                                       double nu);
+
+/// Every statistic of the field with coefficients `u` (S₃ needs three inverse FFTs).
+Statistics statistics(const SpectralVector& u, double nu, Fft3d& fft);
+
+/// The same from the velocity on the grid.
+Statistics statistics(const VectorField& u, double nu, Fft3d& fft);
+
+/// ω = ∇×u on the grid.
+void vorticity(const SpectralVector& u, Fft3d& fft, VectorField& omega);
+
+/// Q = −½ ∂_i u_j ∂_j u_i on the grid.
+void q_criterion(const SpectralVector& u, Fft3d& fft, ScalarField& q);
+
+/// Coefficients of ∂u_c/∂x_d (c, d ∈ {0,1,2}) into `out` (g.modes() values).
+void derivative(const SpectralVector& u, int c, int d, std::vector<Complex>& out);
+
+#ifdef VH_HAVE_CUDA
+/// GPU counterpart of energy_spectrum() and gradient_norm2() on device coefficients
+/// d_u[0..2] (g.modes() complex doubles each). Fills E (host) and returns Σ|k|²|û|².
+double energy_spectrum_device(const void* const d_u[3], const Grid& g, std::vector<double>& E);
+#endif
+
+}  // namespace vh

@@ -1,0 +1,63 @@
+// Typed errors of vortexhit and the checking macros that throw them.
+//
+// The top level (src/app/main.cpp) maps them to exit statuses:
+//   InputError  -> 2  (bad deck, option or file: the message is one line naming file/key)
+//   RunStopped  -> 3  (the run stopped itself after writing a checkpoint)
+//   anything else -> 1
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace vh {
+
+/// Bad user input: deck, command-line option or input file. Exit status 2.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A run that stopped itself (NaN, CFL, signal) after writing a checkpoint. Exit status 3.
+class RunStopped : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A failure of a library call (HDF5, FFTW, CUDA, MPI) with the file:line where it was seen.
+class LibraryError : public std::runtime_error {
+ public:
+  LibraryError(const std::string& what, const char* file, int line)
+      : std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + what) {}
+};
+
+}  // namespace vh
+
+/// Throws vh::LibraryError when the HDF5 call returns a negative value.
+#define VH_CHECK_H5(call)                                                         \
+  do {                                                                            \
+    if ((call) < 0) throw ::vh::LibraryError("HDF5 call failed: " #call, __FILE__, __LINE__); \
+  } while (0)
+
+/// Throws vh::LibraryError when `cond` is false.
+#define VH_CHECK(cond, msg)                                                       \
+  do {                                                                            \
+    if (!(cond)) throw ::vh::LibraryError(std::string(msg) + " (" #cond ")", __FILE__, __LINE__); \
+  } while (0)
+
+#ifdef __CUDACC__
+/// Throws vh::LibraryError when a CUDA runtime call fails.
+#define VH_CHECK_CUDA(call)                                                              \
+  do {                                                                                   \
+    cudaError_t e_ = (call);                                                             \
+    if (e_ != cudaSuccess)                                                               \
+      throw ::vh::LibraryError(std::string("CUDA: ") + cudaGetErrorString(e_) + " in " #call, \
+                               __FILE__, __LINE__);                                      \
+  } while (0)
+/// Throws vh::LibraryError when a cuFFT call fails.
+#define VH_CHECK_CUFFT(call)                                                             \
+  do {                                                                                   \
+    int e_ = int(call);                                                                  \
+    if (e_ != 0)                                                                         \
+      throw ::vh::LibraryError("cuFFT error " + std::to_string(e_) + " in " #call, __FILE__, __LINE__); \
+  } while (0)
+#endif

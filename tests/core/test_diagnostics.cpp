@@ -1,0 +1,199 @@
+// Shared diagnostics against closed forms and against Wray's 512³ DNS (AGARD HOM02).
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "core/diagnostics.h"
+#include "core/fft.h"
+
+namespace {
+
+using vh::Grid;
+using vh::kPi;
+
+/// Fills a vector field from a function of (x, y, z).
+template <class F>
+vh::VectorField sample(const Grid& g, F&& f) {
+  vh::VectorField u(g);
+  const double h = g.h();
+  for (int k = 0; k < g.n; ++k)
+    for (int j = 0; j < g.n; ++j)
+      for (int i = 0; i < g.n; ++i) {
+        double v[3];
+        f(i * h, j * h, k * h, v);
+        for (int c = 0; c < 3; ++c) u.c[c][g.index(i, j, k)] = v[c];
+      }
+  return u;
+}
+
+double rel(double a, double b) { return std::abs(a - b) / std::abs(b); }
+
+// u = A (sin m y, sin m x, 0): one Fourier mode per component, solenoidal.
+// K = A²/2 (all in shell m), ε = ν A² m², L = 3π/(4m), Q = −A² m² cos mx cos my.
+TEST(Diagnostics, SingleModeClosedForms) {
+  const Grid g{16};
+  const double A = 0.7, nu = 0.013;
+  const int m = 3;
+  auto u = sample(g, [&](double x, double y, double, double* v) {
+    v[0] = A * std::sin(m * y);
+    v[1] = A * std::sin(m * x);
+    v[2] = 0.0;
+  });
+  vh::Fft3d fft(g.n);
+  const vh::Statistics s = vh::statistics(u, nu, fft);
+  EXPECT_LT(rel(s.K, A * A / 2), 1e-12);
+  EXPECT_LT(rel(s.epsilon, nu * A * A * m * m), 1e-12);
+  EXPECT_LT(rel(s.enstrophy, 0.5 * A * A * m * m), 1e-12);
+  EXPECT_LT(rel(s.L, 3 * kPi / (4 * m)), 1e-12);
+  EXPECT_LT(rel(s.T, s.L / std::sqrt(A * A / 3)), 1e-12);
+  EXPECT_LT(rel(s.lambda, std::sqrt(15 * nu * (A * A / 3) / (nu * A * A * m * m))), 1e-12);
+  EXPECT_LT(s.divergence_rel, 1e-14);
+
+  vh::SpectralVector c(g);
+  fft.forward(u, c);
+  const auto E = vh::energy_spectrum(c);
+  for (std::size_t n = 0; n < E.size(); ++n)
+    EXPECT_NEAR(E[n], n == std::size_t(m) ? A * A / 2 : 0.0, 1e-14) << "shell " << n;
+
+  vh::ScalarField q;
+  vh::q_criterion(c, fft, q);
+  double err = 0;
+  const double h = g.h();
+  for (int k = 0; k < g.n; ++k)
+    for (int j = 0; j < g.n; ++j)
+      for (int i = 0; i < g.n; ++i)
+        err = std::max(err, std::abs(q.v[g.index(i, j, k)] +
+                                     A * A * m * m * std::cos(m * i * h) * std::cos(m * j * h)));
+  EXPECT_LT(err, 1e-12 * A * A * m * m);
+}
+
+// Taylor–Green: K = 1/8 in shell round(√3) = 2, ½⟨ω²⟩ = 3/8, ε = 3ν/4, L = 3π/8,
+// Q = cos²z (sin²x sin²y − cos²x cos²y), S₃ = 0 by symmetry.
+TEST(Diagnostics, TaylorGreenClosedForms) {
+  const Grid g{16};
+  const double nu = 1.0 / 1600;
+  auto u = sample(g, [](double x, double y, double z, double* v) {
+    v[0] = std::sin(x) * std::cos(y) * std::cos(z);
+    v[1] = -std::cos(x) * std::sin(y) * std::cos(z);
+    v[2] = 0.0;
+  });
+  vh::Fft3d fft(g.n);
+  const vh::Statistics s = vh::statistics(u, nu, fft);
+  EXPECT_LT(rel(s.K, 0.125), 1e-12);
+  EXPECT_LT(rel(s.enstrophy, 0.375), 1e-12);
+  EXPECT_LT(rel(s.epsilon, 0.75 * nu), 1e-12);
+  EXPECT_LT(rel(s.L, 3 * kPi / 8), 1e-12);
+  EXPECT_NEAR(s.S3, 0.0, 1e-12);
+
+  vh::SpectralVector c(g);
+  fft.forward(u, c);
+  const auto E = vh::energy_spectrum(c);
+  EXPECT_LT(rel(E[2], 0.125), 1e-12);
+
+  vh::ScalarField q;
+  vh::q_criterion(c, fft, q);
+  vh::VectorField w;
+  vh::vorticity(c, fft, w);
+  double qerr = 0, werr = 0;
+  const double h = g.h();
+  for (int k = 0; k < g.n; ++k)
+    for (int j = 0; j < g.n; ++j)
+      for (int i = 0; i < g.n; ++i) {
+        const double x = i * h, y = j * h, z = k * h;
+        const double sx = std::sin(x), cx = std::cos(x), sy = std::sin(y), cy = std::cos(y);
+        const double sz = std::sin(z), cz = std::cos(z);
+        const std::size_t p = g.index(i, j, k);
+        qerr = std::max(qerr, std::abs(q.v[p] - cz * cz * (sx * sx * sy * sy - cx * cx * cy * cy)));
+        // ω = (−cx sy sz, −sx cy sz, 2 sx sy cz)
+        werr = std::max({werr, std::abs(w.c[0][p] + cx * sy * sz), std::abs(w.c[1][p] + sx * cy * sz),
+                         std::abs(w.c[2][p] - 2 * sx * sy * cz)});
+      }
+  EXPECT_LT(qerr, 1e-12);
+  EXPECT_LT(werr, 1e-12);
+}
+
+// u_i = f(x_i) with f' = cos s + β cos 2s: ⟨f'²⟩ = (1+β²)/2, ⟨f'³⟩ = 3β/4 (⟨cos²s cos 2s⟩ = ¼).
+TEST(Diagnostics, SkewnessClosedForm) {
+  const Grid g{16};
+  const double beta = 0.6;
+  auto f = [&](double s) { return std::sin(s) + 0.5 * beta * std::sin(2 * s); };
+  auto u = sample(g, [&](double x, double y, double z, double* v) {
+    v[0] = f(x);
+    v[1] = f(y);
+    v[2] = f(z);
+  });
+  vh::Fft3d fft(g.n);
+  const vh::Statistics s = vh::statistics(u, 1e-3, fft);
+  const double expected = (0.75 * beta) / std::pow(0.5 * (1 + beta * beta), 1.5);
+  EXPECT_LT(rel(s.S3, expected), 1e-12);
+  EXPECT_GT(s.divergence_rel, 0.5);  // this field is far from solenoidal, and the norm says so
+}
+
+// Parseval: Σ E_n equals ½⟨u·u⟩ summed in physical space for an arbitrary field.
+TEST(Diagnostics, SpectrumSumsToPhysicalEnergy) {
+  const Grid g{12};
+  vh::VectorField u(g);
+  std::uint64_t x = 12345;
+  double phys = 0;
+  for (auto& comp : u.c)
+    for (double& v : comp) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      v = double(x >> 11) / 9007199254740992.0 - 0.5;
+      phys += 0.5 * v * v / double(g.points());
+    }
+  vh::Fft3d fft(g.n);
+  vh::SpectralVector c(g);
+  fft.forward(u, c);
+  double sum = 0;
+  for (double e : vh::energy_spectrum(c)) sum += e;
+  EXPECT_LT(rel(sum, phys), 1e-13);
+}
+
+// Wray (1997) HOM02, 512³: the spectrum-level diagnostics fed CB512.es reproduce the
+// K and L of CB512.f_t (5 printed digits, so 1e-4) and ε = νΩ to 3e-3 (shell binning).
+TEST(Diagnostics, WrayHom02SpectraReproduceTimeSeries) {
+  const std::string dir = std::string(VH_SHARED_DIR) + "/data/wray_hom02/";
+  const double nu = 3.5014006e-4;
+  std::ifstream ft(dir + "CB512.f_t");
+  ASSERT_TRUE(ft) << dir + "CB512.f_t";
+  std::vector<std::array<double, 5>> rows;
+  std::string line;
+  while (std::getline(ft, line)) {
+    std::istringstream ss(line);
+    std::array<double, 5> r{};
+    if (ss >> r[0] >> r[1] >> r[2] >> r[3] >> r[4]) rows.push_back(r);
+  }
+  ASSERT_GT(rows.size(), 200u);
+
+  std::ifstream es(dir + "CB512.es");
+  ASSERT_TRUE(es) << dir + "CB512.es";
+  // Skip the prose header: data blocks start at the first line holding "nk t" as numbers.
+  int blocks = 0;
+  while (std::getline(es, line)) {
+    std::istringstream ss(line);
+    int nk = 0;
+    double t = 0;
+    std::string rest;
+    if (!(ss >> nk >> t) || (ss >> rest) || nk < 10) continue;
+    std::vector<double> k(nk), E(nk);
+    for (int i = 0; i < nk; ++i) {
+      es >> E[i];
+      k[i] = i;
+    }
+    const vh::SpectrumStatistics s = vh::spectrum_statistics(k, E, nu);
+    const std::array<double, 5>* match = nullptr;
+    for (const auto& r : rows)
+      if (std::abs(r[0] - t) < 1e-4 * t) match = &r;
+    ASSERT_NE(match, nullptr) << "no f_t row at t = " << t;
+    EXPECT_LT(rel(s.K, (*match)[1]), 1e-4) << "t = " << t;
+    EXPECT_LT(rel(s.L, (*match)[3]), 1e-4) << "t = " << t;
+    EXPECT_LT(rel(s.epsilon, nu * (*match)[2]), 3e-3) << "t = " << t;
+    ++blocks;
+  }
+  EXPECT_EQ(blocks, 28);
+}
+
+}  // namespace
