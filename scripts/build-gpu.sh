@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Builds with CUDA for Hopper (sm_90) into build-gpu/ and copies the executables the GPU
+# machine needs, plus Boost.Program_options (missing there), into .gpu/ (../shared/DEVICE.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -f build-gpu/CMakeCache.txt ] ||
+  cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DVH_ENABLE_CUDA=ON >/dev/null
+cmake --build build-gpu -j "$(nproc)"
+rm -rf .gpu && mkdir -p .gpu
+cp build-gpu/vortexhit .gpu/
+find build-gpu/tests build-gpu/bench -maxdepth 3 -type f -executable \( -name 'test_*' -o -name '*_bench' -o -name 'tgv_check' \) \
+  -exec cp {} .gpu/ \;
+cp /usr/lib/x86_64-linux-gnu/libboost_program_options.so.1.74.0 .gpu/
+du -sh .gpu

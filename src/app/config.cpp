@@ -1,0 +1,85 @@
+#include "app/config.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace vh::app {
+namespace {
+
+/// Two keys that say the same thing in different units: at most one may be set explicitly.
+void at_most_one(const Options& o, const std::string& a, const std::string& b) {
+  if (o.origin.count(a) && o.origin.count(b))
+    throw InputError(o.where(a) + " and " + o.where(b) + " are both given (allowed: one of them)");
+}
+
+void positive(const Options& o, const std::string& key, double v) {
+  if (!(v > 0)) throw InputError(o.where(key) + " is out of range (allowed: > 0)");
+}
+
+}  // namespace
+
+RunConfig make_config(const std::string& deck_path, const Options& o) {
+  RunConfig c;
+  c.deck_path = deck_path;
+  c.options = o;
+  c.device = o.choice("device", {"cpu", "gpu", "auto"});
+  c.name = o.text("case.name");
+  if (c.name.empty()) throw InputError(o.where("case.name") + " is empty (allowed: a name)");
+  c.solver = o.choice("case.solver", {"initial", "spectral"});
+  const long seed = o.integer("case.seed");
+  if (seed < 0) throw InputError(o.where("case.seed") + " is out of range (allowed: >= 0)");
+
+  const long n = o.integer("domain.n");
+  if (n < 8 || n % 2 != 0 || n > 4096)
+    throw InputError(o.where("domain.n") + " is out of range (allowed: even, 8 <= n <= 4096)");
+  c.n = int(n);
+
+  c.flow.shape = parse_spectrum_shape(o.choice("flow.spectrum", {"k4exp", "pope", "taylor-green"}),
+                                      "flow.spectrum");
+  c.flow.seed = std::uint64_t(seed);
+  c.flow.k_p = o.real("flow.k_p");
+  positive(o, "flow.k_p", c.flow.k_p);
+  c.flow.pope_L = o.real("flow.pope_L");
+  positive(o, "flow.pope_L", c.flow.pope_L);
+  c.flow.pope_eta = o.real("flow.pope_eta");
+  positive(o, "flow.pope_eta", c.flow.pope_eta);
+  c.flow.u_prime = o.real("flow.u_prime");
+  c.flow.K0 = o.real("flow.K0");
+  c.flow.Re_lambda = o.real("flow.Re_lambda");
+  c.flow.nu = o.real("flow.nu");
+  if (!std::isnan(c.flow.u_prime)) positive(o, "flow.u_prime", c.flow.u_prime);
+  if (!std::isnan(c.flow.K0)) positive(o, "flow.K0", c.flow.K0);
+  if (!std::isnan(c.flow.Re_lambda)) positive(o, "flow.Re_lambda", c.flow.Re_lambda);
+  if (!std::isnan(c.flow.nu) && c.flow.nu < 0)
+    throw InputError(o.where("flow.nu") + " is out of range (allowed: >= 0)");
+  validate(c.flow);  // the combinations: Re_lambda xor nu, u_prime or K0
+
+  at_most_one(o, "time.t_end", "time.t_end_over_T");
+  at_most_one(o, "time.dt", "time.cfl");
+  at_most_one(o, "time.output_interval", "time.output_interval_over_T");
+  c.t_end = o.real("time.t_end");
+  c.t_end_over_T = o.real("time.t_end_over_T");
+  if (!std::isnan(c.t_end)) positive(o, "time.t_end", c.t_end);
+  else positive(o, "time.t_end_over_T", c.t_end_over_T);
+  c.dt = o.real("time.dt");
+  c.cfl = o.real("time.cfl");
+  if (!std::isnan(c.dt)) positive(o, "time.dt", c.dt);
+  else positive(o, "time.cfl", c.cfl);
+  c.output_interval = o.real("time.output_interval");
+  c.output_over_T = o.real("time.output_interval_over_T");
+  if (!std::isnan(c.output_interval)) positive(o, "time.output_interval", c.output_interval);
+  else positive(o, "time.output_interval_over_T", c.output_over_T);
+
+  c.out_dir = o.text("output.dir");
+  if (c.out_dir.empty()) c.out_dir = "runs/" + c.name;
+  c.fields_at = o.reals("output.fields_at");
+  for (double f : c.fields_at)
+    if (f < 0) throw InputError(o.where("output.fields_at") + " holds a negative time (allowed: >= 0)");
+  c.overwrite = o.boolean("output.overwrite");
+
+  c.spectral = spectral::params_from(o, 0.0);
+  return c;
+}
+
+}  // namespace vh::app

@@ -1,0 +1,38 @@
+// The run's configuration, built from the parsed deck and checked in full before anything
+// is written: every bad value is a vh::InputError naming its key.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/initial_field.h"
+#include "core/options.h"
+#include "spectral/solver.h"
+
+namespace vh::app {
+
+struct RunConfig {
+  std::string deck_path;
+  Options options;            ///< the deck after overrides, with defaults filled in
+  std::string name;           ///< case.name
+  std::string solver;         ///< case.solver: initial | spectral
+  int n = 32;                 ///< domain.n
+  InitialFieldSpec flow;      ///< flow.* and case.seed
+  double t_end_over_T = 1;    ///< time.t_end_over_T (used when t_end is NaN)
+  double t_end = 0;           ///< time.t_end, NaN when given in T
+  double cfl = 0.5;           ///< time.cfl (used when dt is NaN)
+  double dt = 0;              ///< time.dt, NaN when from the CFL number
+  double output_over_T = 0.1; ///< time.output_interval_over_T (used when output_interval is NaN)
+  double output_interval = 0; ///< time.output_interval, NaN when given in T
+  std::string out_dir;        ///< output.dir (runs/<name> by default)
+  std::vector<double> fields_at;  ///< output.fields_at, in t/T
+  bool overwrite = false;     ///< output.overwrite
+  std::string device;         ///< device: cpu | gpu | auto
+  spectral::Params spectral;  ///< spectral.* (ν filled in once the initial field is known)
+};
+
+/// Builds and validates the configuration (throws vh::InputError).
+RunConfig make_config(const std::string& deck_path, const Options& o);
+
+}  // namespace vh::app

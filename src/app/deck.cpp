@@ -1,0 +1,225 @@
+#include "app/deck.h"
+
+#include <boost/program_options.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "core/error.h"
+#include "spectral/solver.h"
+
+namespace po = boost::program_options;
+
+namespace vh::app {
+namespace {
+
+std::vector<OptionSpec> app_options() {
+  return {
+      {"device", "cpu|gpu|auto", "auto", "", "back end: auto takes the GPU when one is visible"},
+      {"case.name", "string", "quick", "", "name of the case; default output folder runs/<name>"},
+      {"case.solver", "initial|spectral", "spectral", "",
+       "which solver runs: initial writes the initial field and its diagnostics and stops"},
+      {"case.seed", "int", "1", "", "seed of the random initial field (same field on any device)"},
+      {"domain.n", "int", "32", "points", "grid points (and lattice particles) per direction, even, >= 8"},
+      {"flow.spectrum", "k4exp|pope|taylor-green", "k4exp", "",
+       "initial spectrum: A k^4 exp(-2 (k/k_p)^2), Pope's model spectrum, or the Taylor-Green vortex"},
+      {"flow.k_p", "real", "4", "1/length", "peak wavenumber of k4exp"},
+      {"flow.pope_L", "real", "1", "length", "L = k^(3/2)/eps of Pope's model spectrum"},
+      {"flow.pope_eta", "real", "0.02", "length", "Kolmogorov scale eta of Pope's model spectrum"},
+      {"flow.u_prime", "real", "", "velocity",
+       "initial rms velocity u' = sqrt(2K/3); default 1 (random) or V0 = 1 (taylor-green)"},
+      {"flow.K0", "real", "", "velocity^2", "initial kinetic energy K = <u.u>/2, instead of u_prime"},
+      {"flow.Re_lambda", "real", "", "", "target Taylor-scale Reynolds number: sets nu (give this or nu)"},
+      {"flow.nu", "real", "", "length^2/time", "kinematic viscosity (give this or Re_lambda)"},
+      {"time.t_end_over_T", "real", "1", "T", "end time in eddy turnovers T = L/u' of the initial field"},
+      {"time.t_end", "real", "", "time", "end time, instead of t_end_over_T"},
+      {"time.cfl", "real", "0.5", "", "time step from dt = cfl h / max|u| (unless dt is given)"},
+      {"time.dt", "real", "", "time", "fixed time step, instead of cfl"},
+      {"time.output_interval_over_T", "real", "0.1", "T", "diagnostics every this many T"},
+      {"time.output_interval", "real", "", "time", "diagnostics interval in time units, instead"},
+      {"output.dir", "string", "", "", "run folder; default runs/<case.name>"},
+      {"output.fields_at", "list", "0,1", "T",
+       "t/T at which velocity, vorticity and Q are written (fields_<index>.h5 + .xdmf)"},
+      {"output.overwrite", "bool", "false", "", "replace the files of an existing run folder"},
+  };
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1] ? 1 : 0)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r"), e = s.find_last_not_of(" \t\r");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+bool known(const std::string& key) {
+  const auto& t = option_table();
+  return std::any_of(t.begin(), t.end(), [&](const OptionSpec& s) { return s.key == key; });
+}
+
+/// Line numbers of the deck's keys; rejects unknown keys, duplicates and malformed lines.
+std::map<std::string, int> scan_deck(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw InputError(path + ": cannot open the deck (" +
+                     (std::filesystem::exists(path, ec) ? "not a regular file" : "no such file") + ")");
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot open the deck (unreadable file)");
+  std::map<std::string, int> lines;
+  std::string line, section;
+  for (int no = 1; std::getline(in, line); ++no) {
+    line = trim(line.substr(0, line.find('#')));
+    if (line.empty()) continue;
+    const std::string here = path + ":" + std::to_string(no);
+    if (line.front() == '[') {
+      if (line.back() != ']') throw InputError(here + ": malformed section header '" + line + "'");
+      section = trim(line.substr(1, line.size() - 2));
+      continue;
+    }
+    const auto eq = line.find('=');
+    if (eq == std::string::npos)
+      throw InputError(here + ": expected 'key = value', found '" + line + "'");
+    const std::string key = (section.empty() ? "" : section + ".") + trim(line.substr(0, eq));
+    if (!known(key))
+      throw InputError(here + ": unknown key '" + key + "' (nearest valid key: '" + nearest_key(key) +
+                       "'; `vortexhit help` lists all)");
+    if (lines.count(key))
+      throw InputError(here + ": duplicate key '" + key + "' (first set at line " +
+                       std::to_string(lines[key]) + ")");
+    lines[key] = no;
+  }
+  return lines;
+}
+
+}  // namespace
+
+const std::vector<OptionSpec>& option_table() {
+  static const std::vector<OptionSpec> table = [] {
+    std::vector<OptionSpec> t = app_options();
+    for (auto& s : spectral::option_specs()) t.push_back(s);
+    return t;
+  }();
+  return table;
+}
+
+std::string nearest_key(const std::string& key) {
+  std::string best;
+  std::size_t best_d = std::string::npos;
+  for (const auto& s : option_table()) {
+    const std::size_t d = edit_distance(key, s.key);
+    if (d < best_d) best_d = d, best = s.key;
+  }
+  return best;
+}
+
+Options read_deck(const std::string& deck_path, const std::vector<std::string>& overrides) {
+  po::options_description desc;
+  for (const auto& s : option_table())
+    desc.add_options()(s.key.c_str(), po::value<std::string>(), s.help.c_str());
+
+  po::variables_map vm;
+  // 1. Command line first: store() keeps the first value, so these win over the deck.
+  std::vector<std::string> args;
+  for (const auto& o : overrides) {
+    if (o.rfind("--", 0) != 0 || o.find('=') == std::string::npos)
+      throw InputError("command line: '" + o + "' is not of the form --section.key=value");
+    const std::string key = o.substr(2, o.find('=') - 2);
+    if (!known(key))
+      throw InputError("command line: unknown key '" + key + "' (nearest valid key: '" +
+                       nearest_key(key) + "')");
+    args.push_back(o);
+  }
+  std::map<std::string, int> cmd_count;
+  for (const auto& a : args)
+    if (++cmd_count[a.substr(2, a.find('=') - 2)] > 1)
+      throw InputError("command line: key '" + a.substr(2, a.find('=') - 2) + "' given twice");
+  try {
+    po::store(po::command_line_parser(args).options(desc).style(po::command_line_style::unix_style)
+                  .run(), vm);
+  } catch (const po::error& e) {
+    throw InputError(std::string("command line: ") + e.what());
+  }
+  // 2. The deck.
+  std::map<std::string, int> lines;
+  if (!deck_path.empty()) {
+    lines = scan_deck(deck_path);
+    std::ifstream in(deck_path);
+    try {
+      po::store(po::parse_config_file(in, desc, false), vm);
+    } catch (const po::error& e) {
+      throw InputError(deck_path + ": " + e.what());
+    }
+  }
+  po::notify(vm);
+
+  Options o;
+  for (const auto& s : option_table()) {
+    if (vm.count(s.key)) {
+      o.value[s.key] = trim(vm[s.key].as<std::string>());
+      o.origin[s.key] = cmd_count.count(s.key) ? "command line"
+                                               : deck_path + ":" + std::to_string(lines[s.key]);
+    } else {
+      o.value[s.key] = s.fallback;
+    }
+  }
+  return o;
+}
+
+std::string deck_text(const Options& o) {
+  std::ostringstream out;
+  std::string section = "\x01";
+  for (const auto& s : option_table()) {
+    const auto dot = s.key.find('.');
+    const std::string sec = dot == std::string::npos ? "" : s.key.substr(0, dot);
+    const std::string name = dot == std::string::npos ? s.key : s.key.substr(dot + 1);
+    if (sec != section) {
+      if (!sec.empty()) out << "\n[" << sec << "]\n";
+      section = sec;
+    }
+    const std::string v = o.value.at(s.key);
+    if (v.empty())
+      out << "# " << name << " =\n";
+    else
+      out << name << " = " << v << "\n";
+  }
+  return out.str();
+}
+
+std::string help_text() {
+  std::ostringstream out;
+  out << "# vortexhit deck keys: every key with its type, default, unit and meaning.\n"
+         "# `[section] key = value` sets section.key; `--section.key=value` on the command line\n"
+         "# overrides the deck. A commented-out key (# key =) has no default: it is optional.\n";
+  std::string section = "\x01";
+  for (const auto& s : option_table()) {
+    const auto dot = s.key.find('.');
+    const std::string sec = dot == std::string::npos ? "" : s.key.substr(0, dot);
+    const std::string name = dot == std::string::npos ? s.key : s.key.substr(dot + 1);
+    if (sec != section) {
+      if (!sec.empty()) out << "\n[" << sec << "]\n";
+      section = sec;
+    }
+    out << "# " << s.help << "\n#   type: " << s.type;
+    if (!s.unit.empty()) out << ", unit: " << s.unit;
+    out << "\n";
+    if (s.fallback.empty())
+      out << "# " << name << " =\n";
+    else
+      out << name << " = " << s.fallback << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace vh::app

@@ -1,0 +1,33 @@
+// Input decks: INI files read with Boost.Program_options, overridden from the command line.
+//
+// `[section] key = value` is the key `section.key`; keys before any section have no dot
+// (`device`). `#` anywhere starts a comment; quotes are not stripped. The command line is
+// parsed before the deck because Boost's store() keeps the first value it sees: that is how
+// `--section.key=value` wins over the deck. Unknown and duplicate keys are rejected with
+// file:line and the nearest valid key.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/options.h"
+
+namespace vh::app {
+
+/// Every key the program knows: the app's own, then each module's (spectral.*, fmm.*, …).
+const std::vector<OptionSpec>& option_table();
+
+/// Reads `deck_path` (may be empty: defaults only) and the `--key=value` overrides.
+/// Throws vh::InputError with one line naming the file/line or key on any problem.
+Options read_deck(const std::string& deck_path, const std::vector<std::string>& overrides);
+
+/// The deck after overrides, as INI text (stored in run.h5:/deck).
+std::string deck_text(const Options& o);
+
+/// A fully commented deck of every key, grouped by section (`vortexhit help`).
+std::string help_text();
+
+/// The key of the table nearest to `key` (edit distance), for "did you mean" messages.
+std::string nearest_key(const std::string& key);
+
+}  // namespace vh::app

@@ -1,0 +1,74 @@
+// vortexhit: decaying homogeneous isotropic turbulence by a vortex particle method and a
+// pseudo-spectral method from the same initial field (see README.md).
+//
+//   vortexhit run [DECK] [--section.key=value ...] [--quiet]
+//   vortexhit help
+//
+// Exit status: 0 success, 1 a check or comparison failed (or an internal error), 2 bad
+// input, 3 the run stopped itself.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "app/deck.h"
+#include "app/run.h"
+#include "core/error.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: vortexhit run [DECK] [--section.key=value ...] [--quiet]\n"
+    "       vortexhit help            list every deck key with its type, default and meaning\n";
+
+int dispatch(const std::vector<std::string>& args) {
+  if (args.empty()) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  const std::string& cmd = args[0];
+  if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+    std::cout << kUsage << "\n" << vh::app::help_text();
+    return 0;
+  }
+  if (cmd == "run") {
+    std::string deck;
+    std::vector<std::string> overrides;
+    bool quiet = false;
+    for (std::size_t i = 1; i < args.size(); ++i) {
+      const std::string& a = args[i];
+      if (a == "--quiet") {
+        quiet = true;
+      } else if (a.rfind("--", 0) == 0) {
+        // --key=value, or --key value
+        if (a.find('=') == std::string::npos && i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0)
+          overrides.push_back(a + "=" + args[++i]);
+        else
+          overrides.push_back(a);
+      } else if (deck.empty()) {
+        deck = a;
+      } else {
+        throw vh::InputError("command line: a second deck '" + a + "' (allowed: one DECK)");
+      }
+    }
+    return vh::app::run(deck, overrides, quiet, args);
+  }
+  throw vh::InputError("command line: unknown command '" + cmd + "' (allowed: run, help)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    return dispatch(args);
+  } catch (const vh::InputError& e) {
+    std::cerr << "vortexhit: error: " << e.what() << "\n";
+    return 2;
+  } catch (const vh::RunStopped& e) {
+    std::cerr << "vortexhit: stopped: " << e.what() << "\n";
+    return 3;
+  } catch (const std::exception& e) {
+    std::cerr << "vortexhit: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}

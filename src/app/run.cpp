@@ -1,0 +1,220 @@
+#include "app/run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+#include "app/config.h"
+#include "app/deck.h"
+#include "core/console.h"
+#include "core/device.h"
+#include "core/diagnostics.h"
+#include "core/error.h"
+#include "core/fft.h"
+#include "core/fields_file.h"
+#include "core/h5.h"
+#include "core/initial_field.h"
+#include "core/run_file.h"
+#include "spectral/solver.h"
+
+namespace fs = std::filesystem;
+
+namespace vh::app {
+namespace {
+
+std::string fmt(double v, int prec = 6) {
+  std::ostringstream s;
+  s << std::setprecision(prec) << v;
+  return s.str();
+}
+
+std::string now_iso() {
+  const std::time_t t = std::time(nullptr);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+/// Refuses an existing run folder unless output.overwrite; creates it otherwise. Called only
+/// after the whole configuration has been checked, so bad input never creates anything.
+void prepare_output_dir(const RunConfig& c) {
+  std::error_code ec;
+  if (fs::exists(c.out_dir, ec)) {
+    if (!fs::is_directory(c.out_dir, ec))
+      throw InputError(c.options.where("output.dir") + " exists and is not a folder");
+    if (!c.overwrite)
+      throw InputError(c.options.where("output.dir") +
+                       " exists (allowed: a new folder, or output.overwrite = true to replace its files)");
+  }
+  fs::create_directories(c.out_dir, ec);
+  if (ec) throw InputError(c.options.where("output.dir") + " cannot be created: " + ec.message());
+  // An overwritten run must not inherit the old run's fields in its fields.xdmf collection.
+  for (const auto& e : fs::directory_iterator(c.out_dir))
+    if (e.path().filename().string().rfind("fields", 0) == 0) fs::remove(e.path());
+}
+
+/// One diagnostics row in the order of kSeriesNames, plus enstrophy and divergence.
+std::vector<std::pair<std::string, double>> series_row(double t, long step, double dt,
+                                                       const Statistics& s) {
+  return {{"t", t},           {"step", double(step)},  {"dt", dt},
+          {"K", s.K},         {"epsilon", s.epsilon},  {"L", s.L},
+          {"T", s.T},         {"lambda", s.lambda},    {"Re_lambda", s.Re_lambda},
+          {"S3", s.S3},       {"enstrophy", s.enstrophy}, {"divergence_rel", s.divergence_rel}};
+}
+
+/// Times at which the run stops to output: every output interval, every requested field
+/// time and the end, sorted, without near-duplicates.
+std::vector<double> stop_times(double t_end, double out_dt, const std::vector<double>& field_t) {
+  std::vector<double> t;
+  for (long k = 1; k * out_dt < t_end * (1 - 1e-12); ++k) t.push_back(k * out_dt);
+  for (double f : field_t)
+    if (f > 0 && f < t_end) t.push_back(f);
+  t.push_back(t_end);
+  std::sort(t.begin(), t.end());
+  std::vector<double> out;
+  for (double v : t)
+    if (out.empty() || v - out.back() > 1e-9 * t_end) out.push_back(v);
+  return out;
+}
+
+bool near(double a, double b, double scale) { return std::abs(a - b) <= 1e-9 * scale; }
+
+/// Velocity, vorticity and Q of coefficients `u` on the grid, for a fields file.
+struct GridFields {
+  VectorField velocity, vorticity;
+  ScalarField q;
+  FieldSet set(long step) const { return {&velocity, &vorticity, &q, step}; }
+};
+
+GridFields grid_fields(const SpectralVector& u, Fft3d& fft) {
+  GridFields f;
+  fft.inverse(u, f.velocity);
+  vorticity(u, fft, f.vorticity);
+  q_criterion(u, fft, f.q);
+  return f;
+}
+
+}  // namespace
+
+int run(const std::string& deck_path, const std::vector<std::string>& overrides, bool quiet,
+        const std::vector<std::string>& argv) {
+  const auto wall0 = std::chrono::steady_clock::now();
+  const Options opts = read_deck(deck_path, overrides);
+  RunConfig cfg = make_config(deck_path, opts);
+  const Backend backend = resolve_backend(cfg.device);
+  prepare_output_dir(cfg);
+
+  Console con(quiet);
+  con.open_log((fs::path(cfg.out_dir) / "log.txt").string());
+  const std::string device = device_name(backend);
+  const Grid g{cfg.n};
+  const InitialField init = make_initial_field(cfg.flow, g);
+  Fft3d fft(g.n);
+  const Statistics s0 = statistics(init.u, init.nu, fft);
+  const double T0 = s0.T;
+  const double t_end = std::isnan(cfg.t_end) ? cfg.t_end_over_T * T0 : cfg.t_end;
+  const double out_dt = std::isnan(cfg.output_interval) ? cfg.output_over_T * T0 : cfg.output_interval;
+
+  std::string args;
+  for (const auto& a : argv) args += (args.empty() ? "" : " ") + a;
+  con.line("vortexhit " VH_VERSION " (" VH_GIT_HASH ", " VH_BUILD_TYPE ", " VH_COMPILER ")");
+  con.line("device " + device + "  ranks 1  deck " + (deck_path.empty() ? "(defaults)" : deck_path));
+  con.line("case " + cfg.name + "  solver " + cfg.solver + "  N " + std::to_string(g.n) + "  nu " +
+           fmt(init.nu) + "  Re_lambda " + fmt(s0.Re_lambda, 4) + "  u' " + fmt(s0.u_prime, 4) +
+           "  L " + fmt(s0.L, 4) + "  T " + fmt(T0, 4) + "  t_end " + fmt(t_end, 4));
+
+  RunFile rf((fs::path(cfg.out_dir) / "run.h5").string());
+  rf.set_deck(deck_text(opts));
+  rf.set_meta({{"version", VH_VERSION},
+               {"git_hash", VH_GIT_HASH},
+               {"build_type", VH_BUILD_TYPE},
+               {"compiler", VH_COMPILER},
+               {"cuda_version", VH_CUDA_VERSION},
+               {"device", device},
+               {"ranks", "1"},
+               {"start_time", now_iso()},
+               {"deck_path", deck_path},
+               {"argv", args}});
+  rf.append_series("initial", series_row(0.0, 0, 0.0, s0));
+  rf.append_spectrum("initial", 0.0, energy_spectrum(init.u));
+
+  // Field outputs, in t/T of the initial field.
+  std::vector<double> field_t;
+  for (double f : cfg.fields_at) field_t.push_back(f * T0);
+  auto field_due = [&](double t) {
+    return std::any_of(field_t.begin(), field_t.end(), [&](double f) { return near(f, t, t_end); });
+  };
+  int field_index = 0;
+  const std::string initial_name = cfg.solver == "initial" ? "initial" : cfg.solver;
+  if (field_due(0.0)) {
+    const GridFields f = grid_fields(init.u, fft);
+    write_fields(cfg.out_dir, field_index++, 0.0, {{initial_name, f.set(0)}});
+  }
+  rf.write();
+
+  long steps = 0;
+  double t = 0.0;
+  Statistics last = s0;
+  if (cfg.solver == "spectral") {
+    cfg.spectral.nu = init.nu;
+    auto solver = spectral::make_solver(cfg.spectral, g, backend);
+    solver->set_velocity(init.u, 0.0);
+    rf.append_series("spectral", series_row(0.0, 0, 0.0, s0));
+    rf.append_spectrum("spectral", 0.0, energy_spectrum(init.u));
+    SpectralVector u(g);
+    double dt = 0.0;
+    for (double stop : stop_times(t_end, out_dt, field_t)) {
+      while (t < stop && !near(t, stop, t_end)) {
+        dt = std::isnan(cfg.dt) ? cfg.cfl * g.h() / solver->max_velocity() : cfg.dt;
+        if (!(dt > 0) || !std::isfinite(dt))
+          throw RunStopped("spectral: the CFL time step is " + fmt(dt) + " at step " +
+                           std::to_string(steps) + " (velocity not finite?)");
+        // Land on the stop in equal steps no longer than the stable one (no sliver steps).
+        dt = (stop - t) / std::ceil((stop - t) / dt * (1 - 1e-12));
+        solver->step(dt);
+        t = solver->time();
+        ++steps;
+        con.progress("spectral", steps, t, T0, dt, last.K / s0.K, last.Re_lambda, t_end);
+      }
+      solver->velocity(u);
+      const Statistics s = statistics(u, init.nu, fft);
+      if (!std::isfinite(s.K))
+        throw RunStopped("spectral: K is not finite at step " + std::to_string(steps) +
+                         ", t = " + fmt(t));
+      // Energy balance between outputs: −dK/dt against the mean of ε at both ends.
+      const double dKdt = -(s.K - last.K) / (t - rf.data().solvers.at("spectral").series.at("t").back());
+      con.line("energy balance t/T " + fmt(t / T0, 4) + "  -dK/dt " + fmt(dKdt, 6) + "  eps " +
+               fmt(0.5 * (s.epsilon + last.epsilon), 6));
+      rf.append_series("spectral", series_row(t, steps, dt, s));
+      rf.append_spectrum("spectral", t, energy_spectrum(u));
+      if (field_due(t)) {
+        const GridFields f = grid_fields(u, fft);
+        write_fields(cfg.out_dir, field_index++, t, {{"spectral", f.set(steps)}});
+      }
+      rf.write();
+      last = s;
+      con.progress("spectral", steps, t, T0, dt, s.K / s0.K, s.Re_lambda, t_end, true);
+    }
+  }
+
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  std::ostringstream sum;
+  sum << "case        " << cfg.name << "\nsolver      " << cfg.solver << "\nN           " << g.n
+      << "\ndevice      " << device << "\nK0          " << fmt(s0.K, 10) << "\nu_prime     "
+      << fmt(s0.u_prime, 10) << "\nL           " << fmt(s0.L, 10) << "\nT           " << fmt(T0, 10)
+      << "\nlambda      " << fmt(s0.lambda, 10) << "\nRe_lambda   " << fmt(s0.Re_lambda, 10)
+      << "\nnu          " << fmt(init.nu, 10) << "\nt_end       " << fmt(t, 10) << "\nsteps       "
+      << steps << "\nK/K0_end    " << fmt(last.K / s0.K, 10) << "\nwall_s      " << fmt(wall, 4)
+      << "\n";
+  h5::atomic_write_text((fs::path(cfg.out_dir) / "summary.txt").string(), sum.str());
+  con.line("done in " + format_duration(wall) + " (" + fmt(wall, 3) + " s): " + cfg.out_dir +
+           "/{run.h5, summary.txt, fields*.h5, fields.xdmf, log.txt}");
+  return 0;
+}
+
+}  // namespace vh::app

@@ -1,0 +1,14 @@
+// `vortexhit run`: from the deck to the run folder.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace vh::app {
+
+/// Runs the deck at `deck_path` with `--key=value` overrides; `quiet` silences all but
+/// errors. Returns the exit status (0); throws vh::InputError (2) or vh::RunStopped (3).
+int run(const std::string& deck_path, const std::vector<std::string>& overrides, bool quiet,
+        const std::vector<std::string>& argv);
+
+}  // namespace vh::app
