@@ -1,0 +1,15 @@
+// CPU back end of the spectral solver: FFTW (threads) in place, double, OpenMP loops over
+// the per-mode and per-point math of rhs_kernel.h. Internal to spectral/.
+#pragma once
+
+#include <memory>
+
+#include "spectral/decomposition.h"
+#include "spectral/solver.h"
+
+namespace vh::spectral {
+
+/// The CPU solver on slab `s` (one rank: Slab::single).
+std::unique_ptr<Solver> make_cpu_solver(const Params& p, const Slab& s);
+
+}  // namespace vh::spectral

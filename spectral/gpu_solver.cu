@@ -1,0 +1,312 @@
+// GPU back end (gpu_solver.h). One kernel per phase of rk4.h, each the device twin of a
+// loop in cpu_solver.cpp, all calling rhs_kernel.h:
+//   load_kernel   ↔ CpuSolver::load_state_inputs     (û, ω̂ → zero-padded buffers)
+//   cross_kernel  ↔ CpuSolver::nonlinear_transforms  (u × ω on the M³ grid)
+//   post_kernel   ↔ CpuSolver::post                  (project, truncate, RK4 stage, next input)
+//   max_kernel    ↔ CpuSolver::max_velocity          (max |u_i| on the N³ grid)
+// Transforms: cuFFT in place, one batched plan for the 6 inverse and one for the 3 forward
+// transforms of an evaluation (T = double: Z2D/D2Z; T = float: C2R/R2C). Everything in
+// the time loop stays on the device; the host only launches.
+#include <cuda_runtime.h>
+#include <cufft.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "spectral/gpu_solver.h"
+#include "spectral/rhs_kernel.h"
+#include "spectral/rk4.h"
+
+namespace vh::spectral {
+namespace {
+
+using kernel::Cx;
+using kernel::Geometry;
+using kernel::StageArrays;
+
+constexpr int kBx = 32, kBy = 8;  // warps run along x: coalesced rows
+
+dim3 grid_for(int nx, int ny, int nz) { return dim3((nx + kBx - 1) / kBx, (ny + kBy - 1) / kBy, nz); }
+
+template <class T>
+__global__ void load_kernel(Geometry g, StageArrays<T> arr) {
+  const int ix = blockIdx.x * kBx + threadIdx.x, iy = blockIdx.y * kBy + threadIdx.y;
+  const int iz = blockIdx.z;
+  if (ix >= g.mxh() || iy >= g.m) return;
+  const Cx<T>* src[3] = {arr.u0[0], arr.u0[1], arr.u0[2]};
+  kernel::load_mode(g, ix, iy, iz, arr.buf, src);
+}
+
+template <class T>
+__global__ void post_kernel(Geometry g, int s, bool expl, T nu, T dt, StageArrays<T> arr) {
+  const int ix = blockIdx.x * kBx + threadIdx.x, iy = blockIdx.y * kBy + threadIdx.y;
+  const int iz = blockIdx.z;
+  if (ix >= g.mxh() || iy >= g.m) return;
+  kernel::post_mode(g, s, expl, nu, dt, ix, iy, iz, arr);
+}
+
+/// u × ω over buffers 0–2 (u) and 3–5 (ω), real in-place layout; `cd` reals per buffer.
+template <class T>
+__global__ void cross_kernel(int m, int row, long long cd, T* __restrict__ r) {
+  const int ix = blockIdx.x * kBx + threadIdx.x, iy = blockIdx.y * kBy + threadIdx.y;
+  const int iz = blockIdx.z;
+  if (ix >= m || iy >= m) return;
+  T* p = r + ((long long)iz * m + iy) * row + ix;
+  T ux = p[0], uy = p[cd], uz = p[2 * cd];
+  kernel::cross_in_place(ux, uy, uz, p[3 * cd], p[4 * cd], p[5 * cd]);
+  p[0] = ux;
+  p[cd] = uy;
+  p[2 * cd] = uz;
+}
+
+// max of non-negative floating-point numbers via their bit patterns (monotone for x ≥ 0).
+__device__ inline void atomic_max_nonneg(double* a, double v) {
+  atomicMax(reinterpret_cast<unsigned long long*>(a), (unsigned long long)__double_as_longlong(v));
+}
+__device__ inline void atomic_max_nonneg(float* a, float v) {
+  atomicMax(reinterpret_cast<unsigned int*>(a), (unsigned int)__float_as_uint(v));
+}
+
+/// max over the N³ points of |u_i| for the 3 buffers of an N-size in-place transform.
+template <class T>
+__global__ void max_kernel(int n, int row, long long cd, const T* __restrict__ r, T* out) {
+  __shared__ T red[kBx * kBy];
+  const int ix = blockIdx.x * kBx + threadIdx.x, iy = blockIdx.y * kBy + threadIdx.y;
+  const int iz = blockIdx.z;
+  T mx = 0;
+  if (ix < n && iy < n) {
+    const T* p = r + ((long long)iz * n + iy) * row + ix;
+    for (int c = 0; c < 3; ++c) mx = fmax(mx, fabs(p[c * cd]));
+  }
+  const int t = threadIdx.y * kBx + threadIdx.x;
+  red[t] = mx;
+  __syncthreads();
+  for (int w = kBx * kBy / 2; w > 0; w /= 2) {
+    if (t < w) red[t] = fmax(red[t], red[t + w]);
+    __syncthreads();
+  }
+  if (t == 0) atomic_max_nonneg(out, red[0]);
+}
+
+template <class T>
+struct CufftTypes;
+template <>
+struct CufftTypes<double> {
+  static constexpr cufftType r2c = CUFFT_D2Z, c2r = CUFFT_Z2D;
+  static cufftResult fwd(cufftHandle h, double* d) {
+    return cufftExecD2Z(h, d, reinterpret_cast<cufftDoubleComplex*>(d));
+  }
+  static cufftResult inv(cufftHandle h, double* d) {
+    return cufftExecZ2D(h, reinterpret_cast<cufftDoubleComplex*>(d), d);
+  }
+};
+template <>
+struct CufftTypes<float> {
+  static constexpr cufftType r2c = CUFFT_R2C, c2r = CUFFT_C2R;
+  static cufftResult fwd(cufftHandle h, float* d) {
+    return cufftExecR2C(h, d, reinterpret_cast<cufftComplex*>(d));
+  }
+  static cufftResult inv(cufftHandle h, float* d) {
+    return cufftExecC2R(h, reinterpret_cast<cufftComplex*>(d), d);
+  }
+};
+
+/// In-place batched plan of `howmany` m³ transforms, buffers `cdist` complex apart.
+template <class T>
+cufftHandle plan_many(int m, int howmany, bool inverse, cudaStream_t st) {
+  int n[3] = {m, m, m};
+  int cemb[3] = {m, m, m / 2 + 1};
+  int remb[3] = {m, m, 2 * (m / 2 + 1)};
+  const int cdist = m * m * (m / 2 + 1);
+  cufftHandle h;
+  if (inverse)
+    VH_CHECK_CUFFT(cufftPlanMany(&h, 3, n, cemb, 1, cdist, remb, 1, 2 * cdist,
+                                 CufftTypes<T>::c2r, howmany));
+  else
+    VH_CHECK_CUFFT(cufftPlanMany(&h, 3, n, remb, 1, 2 * cdist, cemb, 1, cdist,
+                                 CufftTypes<T>::r2c, howmany));
+  VH_CHECK_CUFFT(cufftSetStream(h, st));
+  return h;
+}
+
+template <class T>
+class GpuSolver final : public Rk4Solver {
+ public:
+  GpuSolver(const Params& p, const Slab& s) : p_(p), slab_(s) {
+    VH_CHECK(s.ranks == 1, "the spectral solver runs on one rank for now");
+    const int n = s.grid.n;
+    g_.n = n;
+    g_.m = p.dealias == Dealias::three_halves ? 3 * n / 2 : n;
+    g_.dealias = p.dealias == Dealias::three_halves ? kernel::kThreeHalves
+                 : p.dealias == Dealias::two_thirds ? kernel::kTwoThirds
+                                                    : kernel::kNone;
+    nmodes_ = s.local_modes();
+    pmodes_ = std::size_t(g_.m) * g_.m * g_.mxh();
+    VH_CHECK_CUDA(cudaStreamCreate(&st_));
+    const bool expl = p.viscosity == Viscosity::explicit_rk4;
+    const std::size_t nstate = (expl ? 9 : 6) * nmodes_;
+    VH_CHECK_CUDA(cudaMalloc(&state_, nstate * sizeof(Cx<T>)));
+    VH_CHECK_CUDA(cudaMemset(state_, 0, nstate * sizeof(Cx<T>)));
+    VH_CHECK_CUDA(cudaMalloc(&work_, 6 * pmodes_ * sizeof(Cx<T>)));
+    VH_CHECK_CUDA(cudaMemset(work_, 0, 6 * pmodes_ * sizeof(Cx<T>)));
+    VH_CHECK_CUDA(cudaMalloc(&dmax_, sizeof(T)));
+    for (int c = 0; c < 6; ++c) arr_.buf[c] = work_ + c * pmodes_;
+    for (int c = 0; c < 3; ++c) {
+      arr_.u0[c] = state_ + c * nmodes_;
+      arr_.acc[c] = state_ + (3 + c) * nmodes_;
+      arr_.a[c] = expl ? state_ + (6 + c) * nmodes_ : nullptr;
+    }
+    inv6_ = plan_many<T>(g_.m, 6, true, st_);
+    fwd3_ = plan_many<T>(g_.m, 3, false, st_);
+    invn_ = plan_many<T>(n, 3, true, st_);
+    VH_CHECK_CUDA(cudaEventCreate(&e0_));
+    VH_CHECK_CUDA(cudaEventCreate(&e1_));
+  }
+  ~GpuSolver() override {
+    cufftDestroy(inv6_);
+    cufftDestroy(fwd3_);
+    cufftDestroy(invn_);
+    cudaFree(state_);
+    cudaFree(work_);
+    cudaFree(dmax_);
+    cudaEventDestroy(e0_);
+    cudaEventDestroy(e1_);
+    cudaStreamDestroy(st_);
+  }
+
+  void set_velocity(const SpectralVector& u, double t) override {
+    VH_CHECK(u.grid.n == g_.n, "set_velocity: grid size differs from the solver's");
+    const int n = g_.n, nxh = g_.nxh();
+    std::vector<Cx<T>> h(3 * nmodes_);
+    for (int iz = 0; iz < slab_.nkz; ++iz)
+      for (int iy = 0; iy < n; ++iy)
+        for (int ix = 0; ix < nxh; ++ix) {
+          const std::size_t m = (std::size_t(iz) * n + iy) * nxh + ix;
+          const bool keep = kernel::retained(g_, ix, kernel::signed_k(iy, n),
+                                             kernel::signed_k(iz + slab_.kz0, n));
+          for (int c = 0; c < 3; ++c)
+            h[c * nmodes_ + m] = keep ? Cx<T>{T(u.c[c][m].real()), T(u.c[c][m].imag())}
+                                      : Cx<T>{T(0), T(0)};
+        }
+    VH_CHECK_CUDA(cudaMemcpyAsync(state_, h.data(), h.size() * sizeof(Cx<T>),
+                                  cudaMemcpyHostToDevice, st_));
+    VH_CHECK_CUDA(cudaStreamSynchronize(st_));
+    t_ = t;
+    inputs_ready_ = false;
+    max_valid_ = false;
+  }
+
+  void velocity(SpectralVector& u) override { download(state_, u); }
+
+  double max_velocity() override {
+    if (max_valid_) return max_cache_;
+    const int n = g_.n;
+    const std::size_t cd = std::size_t(n) * n * g_.nxh();
+    for (int c = 0; c < 3; ++c)
+      VH_CHECK_CUDA(cudaMemcpyAsync(work_ + c * cd, arr_.u0[c], nmodes_ * sizeof(Cx<T>),
+                                    cudaMemcpyDeviceToDevice, st_));
+    VH_CHECK_CUFFT(CufftTypes<T>::inv(invn_, reinterpret_cast<T*>(work_)));
+    VH_CHECK_CUDA(cudaMemsetAsync(dmax_, 0, sizeof(T), st_));
+    max_kernel<T><<<grid_for(n, n, n), dim3(kBx, kBy), 0, st_>>>(
+        n, 2 * g_.nxh(), 2 * (long long)cd, reinterpret_cast<const T*>(work_), dmax_);
+    VH_CHECK_CUDA(cudaGetLastError());
+    T mx = 0;
+    VH_CHECK_CUDA(cudaMemcpyAsync(&mx, dmax_, sizeof(T), cudaMemcpyDeviceToHost, st_));
+    VH_CHECK_CUDA(cudaStreamSynchronize(st_));
+    inputs_ready_ = false;
+    max_valid_ = true;
+    return max_cache_ = double(mx);
+  }
+
+  void nonlinear_term(SpectralVector& out) override {
+    load_state_inputs();
+    nonlinear_transforms();
+    StageArrays<T> arr = arr_;
+    for (int c = 0; c < 3; ++c) arr.a[c] = arr.acc[c];
+    VH_CHECK_CUDA(cudaMemsetAsync(arr_.acc[0], 0, 3 * nmodes_ * sizeof(Cx<T>), st_));
+    post(kernel::kRhsOnly, 0.0, arr);
+    download(arr_.acc[0], out);
+    inputs_ready_ = false;
+  }
+
+  double time_transforms(int reps) override {
+    std::vector<double> t;
+    for (int r = 0; r < reps; ++r) {
+      load_state_inputs();
+      VH_CHECK_CUDA(cudaEventRecord(e0_, st_));
+      for (int s = 0; s < 4; ++s) {
+        VH_CHECK_CUFFT(CufftTypes<T>::inv(inv6_, reinterpret_cast<T*>(work_)));
+        VH_CHECK_CUFFT(CufftTypes<T>::fwd(fwd3_, reinterpret_cast<T*>(work_)));
+      }
+      VH_CHECK_CUDA(cudaEventRecord(e1_, st_));
+      VH_CHECK_CUDA(cudaEventSynchronize(e1_));
+      float ms = 0;
+      VH_CHECK_CUDA(cudaEventElapsedTime(&ms, e0_, e1_));
+      t.push_back(1e-3 * ms);
+    }
+    inputs_ready_ = false;
+    std::sort(t.begin(), t.end());
+    return t.empty() ? 0.0 : t[t.size() / 2];
+  }
+
+  void synchronize() override { VH_CHECK_CUDA(cudaStreamSynchronize(st_)); }
+  int transform_size() const override { return g_.m; }
+
+ protected:
+  void load_state_inputs() override {
+    load_kernel<T><<<grid_for(g_.mxh(), g_.m, g_.m), dim3(kBx, kBy), 0, st_>>>(g_, arr_);
+    VH_CHECK_CUDA(cudaGetLastError());
+  }
+
+  void nonlinear_transforms() override {
+    T* r = reinterpret_cast<T*>(work_);
+    VH_CHECK_CUFFT(CufftTypes<T>::inv(inv6_, r));
+    cross_kernel<T><<<grid_for(g_.m, g_.m, g_.m), dim3(kBx, kBy), 0, st_>>>(
+        g_.m, g_.mrow(), 2 * (long long)pmodes_, r);
+    VH_CHECK_CUDA(cudaGetLastError());
+    VH_CHECK_CUFFT(CufftTypes<T>::fwd(fwd3_, r));
+  }
+
+  void post_transform(int s, double dt) override { post(s, dt, arr_); }
+
+ private:
+  void post(int s, double dt, const StageArrays<T>& arr) {
+    post_kernel<T><<<grid_for(g_.mxh(), g_.m, g_.m), dim3(kBx, kBy), 0, st_>>>(
+        g_, s, p_.viscosity == Viscosity::explicit_rk4, T(p_.nu), T(dt), arr);
+    VH_CHECK_CUDA(cudaGetLastError());
+  }
+
+  void download(const Cx<T>* d, SpectralVector& u) {
+    std::vector<Cx<T>> h(3 * nmodes_);
+    VH_CHECK_CUDA(cudaMemcpyAsync(h.data(), d, h.size() * sizeof(Cx<T>), cudaMemcpyDeviceToHost, st_));
+    VH_CHECK_CUDA(cudaStreamSynchronize(st_));
+    if (u.grid.n != g_.n) u = SpectralVector(slab_.grid);
+    for (int c = 0; c < 3; ++c)
+      for (std::size_t m = 0; m < nmodes_; ++m)
+        u.c[c][m] = Complex(double(h[c * nmodes_ + m].re), double(h[c * nmodes_ + m].im));
+  }
+
+  Params p_;
+  Slab slab_;
+  Geometry g_{};
+  std::size_t nmodes_ = 0, pmodes_ = 0;
+  cudaStream_t st_ = nullptr;
+  Cx<T>* state_ = nullptr;  // u0 (3), acc (3), stage input a (3, explicit viscosity only)
+  Cx<T>* work_ = nullptr;   // 6 transform buffers of pmodes_ complex each
+  T* dmax_ = nullptr;
+  cufftHandle inv6_ = 0, fwd3_ = 0, invn_ = 0;
+  cudaEvent_t e0_ = nullptr, e1_ = nullptr;
+  StageArrays<T> arr_{};
+};
+
+}  // namespace
+
+std::unique_ptr<Solver> make_gpu_solver(const Params& p, const Slab& s) {
+  if (!vh::gpu_available()) throw vh::InputError("device: gpu requested but no GPU is visible");
+  if (p.single_precision) return std::make_unique<GpuSolver<float>>(p, s);
+  return std::make_unique<GpuSolver<double>>(p, s);
+}
+
+}  // namespace vh::spectral

@@ -1,0 +1,51 @@
+#include "spectral/solver.h"
+
+#include "core/error.h"
+#include "spectral/cpu_solver.h"
+#include "spectral/gpu_solver.h"
+
+namespace vh::spectral {
+
+std::vector<vh::OptionSpec> option_specs() {
+  return {
+      {"spectral.dealias", "3/2|2/3|none", "3/2", "",
+       "dealiasing of u×ω: 3/2-rule zero padding, 2/3-rule truncation, or none"},
+      {"spectral.viscosity", "integrating-factor|explicit", "integrating-factor", "",
+       "viscous term: exact integrating factor exp(-nu k^2 dt), or explicit in RK4"},
+      {"spectral.precision", "double|single", "double", "",
+       "floating-point precision of the spectral solver (single: GPU only)"},
+  };
+}
+
+Params params_from(const vh::Options& o, double nu) {
+  Params p;
+  const std::string d = o.choice("spectral.dealias", {"3/2", "2/3", "none"});
+  p.dealias = d == "3/2" ? Dealias::three_halves : d == "2/3" ? Dealias::two_thirds : Dealias::none;
+  const std::string v = o.choice("spectral.viscosity", {"integrating-factor", "explicit"});
+  p.viscosity = v == "explicit" ? Viscosity::explicit_rk4 : Viscosity::integrating_factor;
+  p.single_precision = o.choice("spectral.precision", {"double", "single"}) == "single";
+  if (!(nu >= 0)) throw vh::InputError("flow.nu: viscosity must be >= 0 for the spectral solver");
+  p.nu = nu;
+  return p;
+}
+
+const char* to_string(Dealias d) {
+  switch (d) {
+    case Dealias::three_halves: return "3/2";
+    case Dealias::two_thirds: return "2/3";
+    case Dealias::none: return "none";
+  }
+  return "?";
+}
+
+std::unique_ptr<Solver> make_solver(const Params& p, const vh::Grid& g, vh::Backend b) {
+  if (g.n < 8 || g.n % 2 != 0) throw vh::InputError("domain.n: the spectral solver needs an even N >= 8");
+  if (p.dealias == Dealias::three_halves && g.n % 4 != 0)
+    throw vh::InputError("domain.n: the 3/2 rule needs N divisible by 4 (even 3N/2)");
+  if (b == vh::Backend::gpu) return make_gpu_solver(p, Slab::single(g));
+  if (p.single_precision)
+    throw vh::InputError("spectral.precision: single precision is available on the GPU only");
+  return make_cpu_solver(p, Slab::single(g));
+}
+
+}  // namespace vh::spectral

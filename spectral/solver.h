@@ -1,0 +1,76 @@
+// The Rogallo pseudo-spectral Navier–Stokes solver: the interface both back ends implement.
+//
+// Spectral Galerkin in primitive variables on [0, 2π)³ (Rogallo 1981, NASA TM 81315):
+//   ∂û/∂t = P(k) FFT[u × ω] − ν|k|² û,   P = I − k kᵀ/|k|²,
+// the nonlinear term in rotational form evaluated pseudo-spectrally (6 inverse and 3 forward
+// real transforms per evaluation), dealiased by 3/2 zero padding (default), 2/3 truncation
+// or not at all; classical RK4 with the viscous term through the exact integrating factor
+// e^{−ν|k|²Δt} or explicitly (rk4.h, rhs_kernel.h). Coefficients use the normalisation of
+// core/grid.h (u = Σ c e^{ik·x}). The Nyquist modes and k = 0 stay zero / constant.
+//
+// Back ends: CPU (FFTW with threads, double, OpenMP) and GPU (cuFFT, everything in the time
+// loop on the device; fp64, or fp32 with `single_precision`).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/device.h"
+#include "core/grid.h"
+#include "core/options.h"
+
+namespace vh::spectral {
+
+/// Dealiasing of the nonlinear term: 3/2-rule zero padding, 2/3-rule truncation, none.
+enum class Dealias { three_halves, two_thirds, none };
+/// Viscous term: exact integrating factor, or explicit inside RK4.
+enum class Viscosity { integrating_factor, explicit_rk4 };
+
+struct Params {
+  Dealias dealias = Dealias::three_halves;
+  Viscosity viscosity = Viscosity::integrating_factor;
+  bool single_precision = false;  ///< GPU only: fp32 state and transforms
+  double nu = 0;                  ///< kinematic viscosity [length²/time]
+};
+
+/// Deck rows spectral.dealias (3/2|2/3|none), spectral.viscosity
+/// (integrating-factor|explicit), spectral.precision (double|single).
+std::vector<vh::OptionSpec> option_specs();
+/// Reads the keys of option_specs(); throws vh::InputError naming the key on a bad value.
+Params params_from(const vh::Options& o, double nu);
+/// "3/2", "2/3", "none".
+const char* to_string(Dealias d);
+
+class Solver {
+ public:
+  virtual ~Solver() = default;
+  /// Sets the state from host coefficients (grid.h layout, same N) at time t. Modes
+  /// outside the retained set (Nyquist planes; beyond N/3 for the 2/3 rule) are zeroed.
+  virtual void set_velocity(const vh::SpectralVector& u, double t) = 0;
+  /// One classical RK4 step of length dt; time() advances by dt.
+  virtual void step(double dt) = 0;
+  /// max over the N³ grid points and components of |u_i| (for dt = cfl·h/max_velocity).
+  /// Costs three inverse N³ transforms; cached until the state changes.
+  virtual double max_velocity() = 0;
+  /// Copies the current coefficients to the host (resized to this grid if needed).
+  virtual void velocity(vh::SpectralVector& u) = 0;
+  virtual double time() const = 0;
+
+  /// n̂ = P FFT[u × ω] of the current state (dealiased as configured; no viscous term).
+  virtual void nonlinear_term(vh::SpectralVector& out) = 0;
+  /// Times the bare FFTs one step performs (4 × (6 inverse + 3 forward) at the transform
+  /// size), on this solver's buffers and plans: the floor of step(). Returns seconds for one
+  /// step's worth, median of `reps`. Leaves the state unchanged.
+  virtual double time_transforms(int reps) = 0;
+  /// Waits for outstanding device work (no-op on the CPU); for timing.
+  virtual void synchronize() {}
+  /// Transform size per direction (3N/2 with the 3/2 rule, else N).
+  virtual int transform_size() const = 0;
+};
+
+/// Builds a solver for grid g (N even, ≥ 8; N divisible by 4 for the 3/2 rule) on back end
+/// b. Backend::gpu needs a CUDA build and a GPU (throws vh::InputError otherwise);
+/// single_precision needs Backend::gpu.
+std::unique_ptr<Solver> make_solver(const Params& p, const vh::Grid& g, vh::Backend b);
+
+}  // namespace vh::spectral
