@@ -11,4 +11,7 @@ cp build-gpu/vortexhit .gpu/
 find build-gpu/tests build-gpu/bench -maxdepth 3 -type f -executable \( -name 'test_*' -o -name '*_bench' -o -name 'tgv_check' \) \
   -exec cp {} .gpu/ \;
 cp /usr/lib/x86_64-linux-gnu/libboost_program_options.so.1.74.0 .gpu/
+# The tests read reference data from the path compiled in (VH_SHARED_DIR = <repo>/../shared).
+mkdir -p .gpu/shared && cp -r ../shared/data .gpu/shared/
+echo "$(cd .. && pwd)/shared" > .gpu/shared_dir.txt
 du -sh .gpu
