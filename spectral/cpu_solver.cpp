@@ -128,6 +128,22 @@ class CpuSolver final : public Rk4Solver {
     return max_cache_ = mx;
   }
 
+  Energies energies() override {
+    const int n = g_.n, nxh = g_.nxh();
+    const C* u[3] = {arr_.u0[0], arr_.u0[1], arr_.u0[2]};
+    double K = 0, Z = 0;
+#pragma omp parallel for collapse(2) reduction(+ : K, Z) schedule(static)
+    for (int iz = 0; iz < slab_.nkz; ++iz)
+      for (int iy = 0; iy < n; ++iy)
+        for (int ix = 0; ix < nxh; ++ix) {
+          double e, z;
+          kernel::mode_energy(g_, ix, iy, iz, u, e, z);
+          K += e;
+          Z += z;
+        }
+    return {K, Z};
+  }
+
   void nonlinear_term(SpectralVector& out) override {
     load_state_inputs();
     nonlinear_transforms();

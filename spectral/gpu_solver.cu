@@ -90,6 +90,35 @@ __global__ void max_kernel(int n, int row, long long cd, const T* __restrict__ r
   if (t == 0) atomic_max_nonneg(out, red[0]);
 }
 
+/// Per-block partial sums of mode_energy() over the N-layout state: part[2b], part[2b+1].
+template <class T>
+__global__ void energy_kernel(Geometry g, StageArrays<T> arr, double* part) {
+  __shared__ double se[kBx * kBy], sz[kBx * kBy];
+  const int ix = blockIdx.x * kBx + threadIdx.x, iy = blockIdx.y * kBy + threadIdx.y;
+  const int iz = blockIdx.z;
+  double e = 0, z = 0;
+  if (ix < g.nxh() && iy < g.n) {
+    const Cx<T>* u[3] = {arr.u0[0], arr.u0[1], arr.u0[2]};
+    kernel::mode_energy(g, ix, iy, iz, u, e, z);
+  }
+  const int t = threadIdx.y * kBx + threadIdx.x;
+  se[t] = e;
+  sz[t] = z;
+  __syncthreads();
+  for (int w = kBx * kBy / 2; w > 0; w /= 2) {
+    if (t < w) {
+      se[t] += se[t + w];
+      sz[t] += sz[t + w];
+    }
+    __syncthreads();
+  }
+  if (t == 0) {
+    const long long b = ((long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+    part[2 * b] = se[0];
+    part[2 * b + 1] = sz[0];
+  }
+}
+
 template <class T>
 struct CufftTypes;
 template <>
@@ -171,6 +200,7 @@ class GpuSolver final : public Rk4Solver {
     cudaFree(state_);
     cudaFree(work_);
     cudaFree(dmax_);
+    cudaFree(part_);
     cudaEventDestroy(e0_);
     cudaEventDestroy(e1_);
     cudaStreamDestroy(st_);
@@ -218,6 +248,23 @@ class GpuSolver final : public Rk4Solver {
     inputs_ready_ = false;
     max_valid_ = true;
     return max_cache_ = double(mx);
+  }
+
+  Energies energies() override {
+    const dim3 grid = grid_for(g_.nxh(), g_.n, slab_.nkz);
+    const std::size_t nb = std::size_t(grid.x) * grid.y * grid.z;
+    if (!part_) VH_CHECK_CUDA(cudaMalloc(&part_, 2 * nb * sizeof(double)));
+    energy_kernel<T><<<grid, dim3(kBx, kBy), 0, st_>>>(g_, arr_, part_);
+    VH_CHECK_CUDA(cudaGetLastError());
+    std::vector<double> h(2 * nb);
+    VH_CHECK_CUDA(cudaMemcpyAsync(h.data(), part_, h.size() * sizeof(double), cudaMemcpyDeviceToHost, st_));
+    VH_CHECK_CUDA(cudaStreamSynchronize(st_));
+    Energies r;
+    for (std::size_t b = 0; b < nb; ++b) {
+      r.K += h[2 * b];
+      r.enstrophy += h[2 * b + 1];
+    }
+    return r;
   }
 
   void nonlinear_term(SpectralVector& out) override {
@@ -296,6 +343,7 @@ class GpuSolver final : public Rk4Solver {
   Cx<T>* state_ = nullptr;  // u0 (3), acc (3), stage input a (3, explicit viscosity only)
   Cx<T>* work_ = nullptr;   // 6 transform buffers of pmodes_ complex each
   T* dmax_ = nullptr;
+  double* part_ = nullptr;  // per-block partial sums of energies()
   cufftHandle inv6_ = 0, fwd3_ = 0, invn_ = 0;
   cudaEvent_t e0_ = nullptr, e1_ = nullptr;
   StageArrays<T> arr_{};

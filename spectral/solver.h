@@ -41,6 +41,13 @@ Params params_from(const vh::Options& o, double nu);
 /// "3/2", "2/3", "none".
 const char* to_string(Dealias d);
 
+/// Energy and enstrophy of a state: K = Σ_k ½|û|², enstrophy = ½⟨ω·ω⟩ = Σ_k |k|² ½|û|²
+/// (full-spectrum sums, core/grid.h mode_weight), so ε = 2ν · enstrophy.
+struct Energies {
+  double K = 0;
+  double enstrophy = 0;
+};
+
 class Solver {
  public:
   virtual ~Solver() = default;
@@ -56,6 +63,8 @@ class Solver {
   virtual void velocity(vh::SpectralVector& u) = 0;
   virtual double time() const = 0;
 
+  /// K and ½⟨ω·ω⟩ of the current state, summed where the state lives (no host copy).
+  virtual Energies energies() = 0;
   /// n̂ = P FFT[u × ω] of the current state (dealiased as configured; no viscous term).
   virtual void nonlinear_term(vh::SpectralVector& out) = 0;
   /// Times the bare FFTs one step performs (4 × (6 inverse + 3 forward) at the transform

@@ -195,6 +195,18 @@ TEST(SpectralCpu, MaxVelocityOnTheGrid) {
   EXPECT_NEAR(s->max_velocity(), 1.0, 1e-14);
 }
 
+TEST(SpectralCpu, EnergiesMatchDiagnostics) {
+  const int n = 16;
+  const SpectralVector u = random_field(n);
+  auto s = cpu(Dealias::none, Viscosity::integrating_factor, 0.0, n);
+  s->set_velocity(u, 0.0);
+  const Energies e = s->energies();
+  SpectralVector v;
+  s->velocity(v);
+  EXPECT_NEAR(e.K, energy(v), 1e-14 * e.K);
+  EXPECT_NEAR(e.enstrophy, 0.5 * gradient_norm2(v), 1e-13 * e.enstrophy);
+}
+
 TEST(SpectralCpu, OptionsAndErrors) {
   const auto specs = option_specs();
   Options o;

@@ -68,6 +68,20 @@ TEST(SpectralGpu, MaxVelocityMatchesCpu) {
   EXPECT_NEAR(b, a, 1e-13 * a);
 }
 
+// energy_kernel.
+TEST(SpectralGpu, EnergiesMatchCpu) {
+  SKIP_WITHOUT_GPU();
+  const int n = 32;
+  const SpectralVector u = random_field(n);
+  auto c = make_solver(params(Dealias::none, Viscosity::integrating_factor), Grid{n}, Backend::cpu);
+  auto g = make_solver(params(Dealias::none, Viscosity::integrating_factor), Grid{n}, Backend::gpu);
+  c->set_velocity(u, 0);
+  g->set_velocity(u, 0);
+  const Energies a = c->energies(), b = g->energies();
+  EXPECT_NEAR(b.K, a.K, 1e-13 * a.K);
+  EXPECT_NEAR(b.enstrophy, a.enstrophy, 1e-13 * a.enstrophy);
+}
+
 // post_kernel in every RK4 stage: 20 steps, every dealias and viscosity treatment, fp64.
 TEST(SpectralGpu, TwentyStepsMatchCpu) {
   SKIP_WITHOUT_GPU();

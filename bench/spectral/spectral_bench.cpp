@@ -1,0 +1,143 @@
+// spectral_bench: time per RK4 step of the pseudo-spectral solver against the bare FFTs the
+// step needs (4 × (6 inverse + 3 forward) real transforms at the transform size: the floor).
+//
+//   spectral_bench [--device cpu|gpu] [--n 128,256,512] [--dealias 3/2,2/3,none]
+//                  [--precision double|single] [--steps 20] [--warmup 3] [--csv]
+//
+// Each case starts from a real random field (k⁴ exp spectrum, u′ = 1), takes `warmup` steps,
+// then times `steps` single steps (median) and `steps` repetitions of the bare transforms
+// on the solver's own plans and buffers (median). Prints one table; with --csv, rows in the
+// form of ../shared/RESULTS-FORMAT.md. Cost: seconds per case up to 512³ on one GPU.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/error.h"
+#include "core/initial_field.h"
+#include "spectral/solver.h"
+
+using namespace vh;
+using namespace vh::spectral;
+
+namespace {
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> r;
+  std::stringstream ss(s);
+  std::string x;
+  while (std::getline(ss, x, ',')) r.push_back(x);
+  return r;
+}
+
+std::string today() {
+  char b[16];
+  const std::time_t t = std::time(nullptr);
+  std::strftime(b, sizeof b, "%Y-%m-%d", std::gmtime(&t));
+  return b;
+}
+
+std::string commit() {
+  std::string h = VH_GIT_HASH;
+  const bool dirty = h.find("dirty") != std::string::npos;
+  return h.substr(0, 7) + (dirty ? "-dirty" : "");
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string device = "gpu", ns = "", dealias = "3/2,2/3,none", precision = "double";
+  int steps = 20, warmup = 3;
+  bool csv = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "spectral_bench: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--device") device = next();
+    else if (a == "--n") ns = next();
+    else if (a == "--dealias") dealias = next();
+    else if (a == "--precision") precision = next();
+    else if (a == "--steps") steps = std::stoi(next());
+    else if (a == "--warmup") warmup = std::stoi(next());
+    else if (a == "--csv") csv = true;
+    else {
+      std::fprintf(stderr, "spectral_bench: unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+  try {
+    const Backend b = resolve_backend(device);
+    if (ns.empty()) ns = b == Backend::gpu ? "128,256,512" : "64,128";
+    const std::string dev = device_name(b);
+    const std::string prec = precision == "single" ? "fp32" : "fp64";
+    std::printf("# spectral_bench on %s, %s, median of %d steps after %d warm-up steps\n",
+                dev.c_str(), prec.c_str(), steps, warmup);
+    std::printf("%6s %8s %6s %14s %14s %8s\n", "N", "dealias", "M", "step [ms]", "FFT floor [ms]",
+                "ratio");
+    std::vector<std::string> rows;
+    for (const std::string& nstr : split(ns)) {
+      const Grid g{std::stoi(nstr)};
+      InitialFieldSpec spec;
+      spec.nu = 1e-3;
+      const SpectralVector u0 = make_initial_field(spec, g).u;
+      for (const std::string& d : split(dealias)) {
+        Params p;
+        p.dealias = d == "3/2" ? Dealias::three_halves : d == "2/3" ? Dealias::two_thirds : Dealias::none;
+        p.single_precision = precision == "single";
+        p.nu = spec.nu;
+        auto s = make_solver(p, g, b);
+        s->set_velocity(u0, 0.0);
+        const double dt = 0.5 * g.h() / s->max_velocity();
+        for (int i = 0; i < warmup; ++i) s->step(dt);
+        s->synchronize();
+        std::vector<double> t;
+        for (int i = 0; i < steps; ++i) {
+          const auto t0 = std::chrono::steady_clock::now();
+          s->step(dt);
+          s->synchronize();
+          t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+        const double step = median(t);
+        const double floor = s->time_transforms(steps);
+        std::printf("%6d %8s %6d %14.3f %14.3f %8.3f\n", g.n, d.c_str(), s->transform_size(),
+                    1e3 * step, 1e3 * floor, step / floor);
+        std::fflush(stdout);
+        const std::string cs = "N=" + nstr + " dealias=" + d + " " + prec;
+        const std::string pre = today() + "," + commit() + "," + dev + ",spectral," + cs + ",";
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.6g", step);
+        rows.push_back(pre + "time_per_step," + buf + ",s");
+        std::snprintf(buf, sizeof buf, "%.6g", floor);
+        rows.push_back(pre + "fft_floor_per_step," + buf + ",s");
+        std::snprintf(buf, sizeof buf, "%.4g", step / floor);
+        rows.push_back(pre + "ratio_to_fft_bound," + buf + ",1");
+      }
+    }
+    if (csv) {
+      std::printf("date,commit,device,benchmark,case,metric,value,unit\n");
+      for (const auto& r : rows) std::printf("%s\n", r.c_str());
+    }
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "spectral_bench: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "spectral_bench: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
