@@ -142,20 +142,24 @@ struct CufftTypes<float> {
   }
 };
 
-/// In-place batched plan of `howmany` m³ transforms, buffers `cdist` complex apart.
+/// In-place batched plan of `howmany` m³ transforms, buffers m²(m/2+1) complex apart,
+/// without its own work area (the solver shares one among its plans); `ws` gets its size.
+/// 64-bit sizes: six 768³ buffers exceed 2³¹ reals.
 template <class T>
-cufftHandle plan_many(int m, int howmany, bool inverse, cudaStream_t st) {
-  int n[3] = {m, m, m};
-  int cemb[3] = {m, m, m / 2 + 1};
-  int remb[3] = {m, m, 2 * (m / 2 + 1)};
-  const int cdist = m * m * (m / 2 + 1);
+cufftHandle plan_many(int m, int howmany, bool inverse, cudaStream_t st, std::size_t& ws) {
+  long long n[3] = {m, m, m};
+  long long cemb[3] = {m, m, m / 2 + 1};
+  long long remb[3] = {m, m, 2 * (m / 2 + 1)};
+  const long long cdist = (long long)m * m * (m / 2 + 1);
   cufftHandle h;
+  VH_CHECK_CUFFT(cufftCreate(&h));
+  VH_CHECK_CUFFT(cufftSetAutoAllocation(h, 0));
   if (inverse)
-    VH_CHECK_CUFFT(cufftPlanMany(&h, 3, n, cemb, 1, cdist, remb, 1, 2 * cdist,
-                                 CufftTypes<T>::c2r, howmany));
+    VH_CHECK_CUFFT(cufftMakePlanMany64(h, 3, n, cemb, 1, cdist, remb, 1, 2 * cdist,
+                                       CufftTypes<T>::c2r, howmany, &ws));
   else
-    VH_CHECK_CUFFT(cufftPlanMany(&h, 3, n, remb, 1, 2 * cdist, cemb, 1, cdist,
-                                 CufftTypes<T>::r2c, howmany));
+    VH_CHECK_CUFFT(cufftMakePlanMany64(h, 3, n, remb, 1, 2 * cdist, cemb, 1, cdist,
+                                       CufftTypes<T>::r2c, howmany, &ws));
   VH_CHECK_CUFFT(cufftSetStream(h, st));
   return h;
 }
@@ -187,9 +191,13 @@ class GpuSolver final : public Rk4Solver {
       arr_.acc[c] = state_ + (3 + c) * nmodes_;
       arr_.a[c] = expl ? state_ + (6 + c) * nmodes_ : nullptr;
     }
-    inv6_ = plan_many<T>(g_.m, 6, true, st_);
-    fwd3_ = plan_many<T>(g_.m, 3, false, st_);
-    invn_ = plan_many<T>(n, 3, true, st_);
+    std::size_t w1 = 0, w2 = 0, w3 = 0;
+    inv6_ = plan_many<T>(g_.m, 6, true, st_, w1);
+    fwd3_ = plan_many<T>(g_.m, 3, false, st_, w2);
+    invn_ = plan_many<T>(n, 3, true, st_, w3);
+    const std::size_t ws = std::max({w1, w2, w3, std::size_t(256)});
+    VH_CHECK_CUDA(cudaMalloc(&fftws_, ws));
+    for (cufftHandle h : {inv6_, fwd3_, invn_}) VH_CHECK_CUFFT(cufftSetWorkArea(h, fftws_));
     VH_CHECK_CUDA(cudaEventCreate(&e0_));
     VH_CHECK_CUDA(cudaEventCreate(&e1_));
   }
@@ -201,6 +209,7 @@ class GpuSolver final : public Rk4Solver {
     cudaFree(work_);
     cudaFree(dmax_);
     cudaFree(part_);
+    cudaFree(fftws_);
     cudaEventDestroy(e0_);
     cudaEventDestroy(e1_);
     cudaStreamDestroy(st_);
@@ -344,6 +353,7 @@ class GpuSolver final : public Rk4Solver {
   Cx<T>* work_ = nullptr;   // 6 transform buffers of pmodes_ complex each
   T* dmax_ = nullptr;
   double* part_ = nullptr;  // per-block partial sums of energies()
+  void* fftws_ = nullptr;   // cuFFT work area shared by the three plans
   cufftHandle inv6_ = 0, fwd3_ = 0, invn_ = 0;
   cudaEvent_t e0_ = nullptr, e1_ = nullptr;
   StageArrays<T> arr_{};
