@@ -1,0 +1,275 @@
+#include "fmm/fmm.h"
+
+#include <chrono>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#include "fmm/expansions.h"
+#include "fmm/p2p.h"
+#include "fmm/periodic.h"
+#include "fmm/traverse.h"
+#include "fmm/tree.h"
+
+namespace vh::fmm {
+
+void Params::validate() const {
+  auto fail = [](const std::string& m) { throw std::invalid_argument("fmm: " + m); };
+  if (p < 1 || p > kMaxOrder) fail("p = " + std::to_string(p) + " must be in [1, 30]");
+  if (ncrit < 1) fail("ncrit = " + std::to_string(ncrit) + " must be >= 1");
+  if (!(theta > 0 && theta < 1)) fail("theta = " + std::to_string(theta) + " must be in (0, 1)");
+  if (images < 0 || images > 12) fail("images = " + std::to_string(images) + " must be in [0, 12]");
+  if (!(tolerance > 0 && tolerance <= 0.1)) fail("tolerance = " + std::to_string(tolerance) + " must be in (0, 0.1]");
+}
+
+void Params::set(const std::string& key, const std::string& value) {
+  auto bad = [&]() { throw std::invalid_argument("fmm." + key + ": cannot parse '" + value + "'"); };
+  auto to_int = [&]() {
+    std::size_t pos = 0;
+    int v = 0;
+    try { v = std::stoi(value, &pos); } catch (const std::exception&) { bad(); }
+    if (pos != value.size()) bad();
+    return v;
+  };
+  auto to_double = [&]() {
+    std::size_t pos = 0;
+    double v = 0;
+    try { v = std::stod(value, &pos); } catch (const std::exception&) { bad(); }
+    if (pos != value.size()) bad();
+    return v;
+  };
+  if (key == "p") p = to_int();
+  else if (key == "ncrit") ncrit = to_int();
+  else if (key == "theta") theta = to_double();
+  else if (key == "images") images = to_int();
+  else if (key == "tolerance") tolerance = to_double();
+  else if (key == "periodic") {
+    if (value == "true" || value == "1") periodic = true;
+    else if (value == "false" || value == "0") periodic = false;
+    else bad();
+  } else {
+    throw std::invalid_argument("fmm: unknown parameter '" + key + "'");
+  }
+}
+
+std::vector<ParamInfo> describe_params() {
+  const Params d;
+  auto str = [](double v) { std::ostringstream s; s << v; return s.str(); };
+  return {
+      {"p", "int", std::to_string(d.p), "expansion order of the solid harmonics (1..30)"},
+      {"ncrit", "int", std::to_string(d.ncrit), "maximum number of particles in a leaf cell"},
+      {"theta", "double", str(d.theta), "multipole acceptance: (R_A + R_B) < theta * distance, in (0, 1)"},
+      {"images", "int", std::to_string(d.images),
+       "periodic far-lattice levels; each triples the summed lattice width (0..12)"},
+      {"tolerance", "double", str(d.tolerance),
+       "far field only where 1 - g(rho) at the closest distance is below this (kernel regularisation)"},
+      {"periodic", "bool", d.periodic ? "true" : "false", "periodic in [0, 2 pi)^3 (positions wrapped in) or free space"},
+  };
+}
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+double seconds(clock_type::time_point a, clock_type::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+bool finite3(const Vec3& v) { return std::isfinite(v[0]) && std::isfinite(v[1]) && std::isfinite(v[2]); }
+
+void check_inputs(const std::vector<Vec3>& x, const std::vector<Vec3>& alpha, const std::vector<double>& sigma,
+                  const std::vector<Vec3>* targets) {
+  if (alpha.size() != x.size() || sigma.size() != x.size())
+    throw std::invalid_argument("fmm: x, alpha and sigma must have the same length");
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (!finite3(x[i])) throw std::invalid_argument("fmm: source position " + std::to_string(i) + " is not finite");
+    if (!finite3(alpha[i])) throw std::invalid_argument("fmm: strength " + std::to_string(i) + " is not finite");
+    if (!(sigma[i] > 0) || !std::isfinite(sigma[i]))
+      throw std::invalid_argument("fmm: core radius sigma[" + std::to_string(i) + "] must be > 0 and finite");
+  }
+  if (targets)
+    for (std::size_t i = 0; i < targets->size(); ++i)
+      if (!finite3((*targets)[i]))
+        throw std::invalid_argument("fmm: target position " + std::to_string(i) + " is not finite");
+}
+
+Timings run(const Params& prm, const std::vector<Vec3>& x_in, const std::vector<Vec3>& alpha_in,
+            const std::vector<double>& sigma_in, const std::vector<Vec3>* targets_in, std::vector<Vec3>& u_out,
+            std::vector<Mat3>& grad_out) {
+  prm.validate();
+  check_inputs(x_in, alpha_in, sigma_in, targets_in);
+  Timings tm;
+  const auto t_start = clock_type::now();
+  const bool self = targets_in == nullptr;
+  const int p = prm.p, nc = ncoef(p);
+
+  // --- tree -------------------------------------------------------------------------------
+  std::vector<Vec3> xs = x_in, xt;
+  if (!self) xt = *targets_in;
+  Vec3 center;
+  double half;
+  if (prm.periodic) {
+    wrap_into_box(xs);
+    if (!self) wrap_into_box(xt);
+    center = {0.5 * kBoxLength, 0.5 * kBoxLength, 0.5 * kBoxLength};
+    half = 0.5 * kBoxLength;
+  } else {
+    bounding_cube(xs, self ? nullptr : &xt, center, half);
+  }
+  const Tree src = build_tree(xs, sigma_in, center, half, prm.ncrit);
+  Tree tgt_own;
+  if (!self) tgt_own = build_tree(xt, {}, center, half, prm.ncrit);
+  const Tree& tgt = self ? src : tgt_own;
+  const int ns = static_cast<int>(src.x.size()), nt = static_cast<int>(tgt.x.size());
+  std::vector<Vec3> as(ns);
+  std::vector<double> ss(ns);
+  for (int i = 0; i < ns; ++i) {
+    as[i] = alpha_in[src.perm[i]];
+    ss[i] = sigma_in[src.perm[i]];
+  }
+  const auto t_tree = clock_type::now();
+  tm.tree = seconds(t_start, t_tree);
+
+  // --- upward pass: P2M at leaves, M2M level by level ----------------------------------------
+  const int ncs = static_cast<int>(src.cells.size()), nct = static_cast<int>(tgt.cells.size());
+  std::vector<cplx> M(static_cast<std::size_t>(ncs) * 3 * nc), L(static_cast<std::size_t>(nct) * 3 * nc);
+  std::vector<char> has_local(nct, 0);
+#pragma omp parallel for schedule(dynamic, 8)
+  for (int c = 0; c < ncs; ++c) {
+    const Cell& C = src.cells[c];
+    if (!C.leaf()) continue;
+    for (int i = C.begin; i < C.end; ++i)
+      p2m(p, {src.x[i][0] - C.center[0], src.x[i][1] - C.center[1], src.x[i][2] - C.center[2]}, as[i],
+          &M[std::size_t(c) * 3 * nc]);
+  }
+  for (int lev = static_cast<int>(src.levels.size()) - 2; lev >= 0; --lev) {
+    const auto& cells = src.levels[lev];
+#pragma omp parallel for schedule(dynamic, 4)
+    for (int k = 0; k < static_cast<int>(cells.size()); ++k) {
+      const int c = cells[k];
+      const Cell& C = src.cells[c];
+      for (int ch = C.child; ch < C.child + C.nchild; ++ch) {
+        const Cell& H = src.cells[ch];
+        m2m(p, {H.center[0] - C.center[0], H.center[1] - C.center[1], H.center[2] - C.center[2]},
+            &M[std::size_t(ch) * 3 * nc], &M[std::size_t(c) * 3 * nc]);
+      }
+    }
+  }
+  // Periodic far lattice into the target root's local expansion (both roots at the box centre).
+  int r0 = 0;
+  const double rcut_per_sigma = std::sqrt(2.0) * rho_tolerance(prm.tolerance);
+  if (prm.periodic) {
+    r0 = near_image_range(prm.theta);
+    if (ns > 0 && r0 * kBoxLength < rcut_per_sigma * src.cells[0].sigma_max)
+      throw std::invalid_argument("fmm: sigma too large for the periodic box at this tolerance");
+    if (ns > 0 && nt > 0 && prm.images > 0) {
+      lattice_m2l(p, r0, prm.images, &M[0], &L[0]);
+      has_local[0] = 1;
+    }
+  }
+  const auto t_up = clock_type::now();
+  tm.p2m_m2m = seconds(t_tree, t_up);
+
+  // --- traversal ------------------------------------------------------------------------------
+  const std::vector<Vec3> shifts = prm.periodic ? near_image_shifts(r0) : std::vector<Vec3>{{0, 0, 0}};
+  const Lists lists = build_lists(tgt, src, shifts, Acceptance{prm.theta, rcut_per_sigma});
+  const auto t_trav = clock_type::now();
+  tm.traverse = seconds(t_up, t_trav);
+
+  // --- M2L ----------------------------------------------------------------------------------
+  long long n_m2l = 0, n_pairs = 0;
+#pragma omp parallel for schedule(dynamic, 4) reduction(+ : n_m2l)
+  for (int i = 0; i < nct; ++i) {
+    const Cell& A = tgt.cells[i];
+    for (const Interaction& in : lists.m2l[i]) {
+      const Cell& B = src.cells[in.source];
+      const Vec3& s = shifts[in.shift];
+      m2l(p, {B.center[0] + s[0] - A.center[0], B.center[1] + s[1] - A.center[1], B.center[2] + s[2] - A.center[2]},
+          &M[std::size_t(in.source) * 3 * nc], &L[std::size_t(i) * 3 * nc]);
+      ++n_m2l;
+    }
+    if (!lists.m2l[i].empty()) has_local[i] = 1;
+  }
+  const auto t_m2l = clock_type::now();
+  tm.m2l = seconds(t_trav, t_m2l);
+
+  // --- downward pass: L2L, then L2P at target leaves -----------------------------------------
+  std::vector<Vec3> u(nt, Vec3{});
+  std::vector<Mat3> grad(nt, Mat3{});
+  for (int lev = 1; lev < static_cast<int>(tgt.levels.size()); ++lev) {
+    const auto& cells = tgt.levels[lev];
+#pragma omp parallel for schedule(dynamic, 4)
+    for (int k = 0; k < static_cast<int>(cells.size()); ++k) {
+      const int c = cells[k];
+      const Cell& C = tgt.cells[c];
+      if (!has_local[C.parent]) continue;
+      const Cell& P = tgt.cells[C.parent];
+      l2l(p, {C.center[0] - P.center[0], C.center[1] - P.center[1], C.center[2] - P.center[2]},
+          &L[std::size_t(C.parent) * 3 * nc], &L[std::size_t(c) * 3 * nc]);
+      has_local[c] = 1;
+    }
+  }
+  const double inv4pi = 1.0 / (4.0 * M_PI);
+#pragma omp parallel for schedule(dynamic, 8)
+  for (int c = 0; c < nct; ++c) {
+    const Cell& C = tgt.cells[c];
+    if (!C.leaf() || !has_local[c]) continue;
+    for (int i = C.begin; i < C.end; ++i) {
+      double dphi[3][3], h[3][3][3];
+      l2p(p, {tgt.x[i][0] - C.center[0], tgt.x[i][1] - C.center[1], tgt.x[i][2] - C.center[2]},
+          &L[std::size_t(c) * 3 * nc], dphi, h);
+      // u = curl psi, psi_a = phi_a / (4 pi); grad[m][l] = eps_{mjk} d_l d_j psi_k.
+      u[i][0] += inv4pi * (dphi[2][1] - dphi[1][2]);
+      u[i][1] += inv4pi * (dphi[0][2] - dphi[2][0]);
+      u[i][2] += inv4pi * (dphi[1][0] - dphi[0][1]);
+      for (int l = 0; l < 3; ++l) {
+        grad[i][0][l] += inv4pi * (h[2][1][l] - h[1][2][l]);
+        grad[i][1][l] += inv4pi * (h[0][2][l] - h[2][0][l]);
+        grad[i][2][l] += inv4pi * (h[1][0][l] - h[0][1][l]);
+      }
+    }
+  }
+  const auto t_down = clock_type::now();
+  tm.l2l_l2p = seconds(t_m2l, t_down);
+
+  // --- P2P ----------------------------------------------------------------------------------
+#pragma omp parallel for schedule(dynamic, 4) reduction(+ : n_pairs)
+  for (int c = 0; c < nct; ++c) {
+    const Cell& A = tgt.cells[c];
+    for (const Interaction& in : lists.p2p[c]) {
+      const Cell& B = src.cells[in.source];
+      p2p(&tgt.x[A.begin], A.end - A.begin, A.begin, &src.x[B.begin], &as[B.begin], &ss[B.begin], B.end - B.begin,
+          B.begin, shifts[in.shift], self && in.shift == 0, &u[A.begin], &grad[A.begin]);
+      n_pairs += static_cast<long long>(A.end - A.begin) * (B.end - B.begin);
+    }
+  }
+  const auto t_p2p = clock_type::now();
+  tm.p2p = seconds(t_down, t_p2p);
+
+  // --- periodic mean removal, back to input order ------------------------------------------
+  if (prm.periodic) periodic_correction(src.x, as, tgt.x, u, grad);
+  u_out.assign(nt, Vec3{});
+  grad_out.assign(nt, Mat3{});
+  for (int i = 0; i < nt; ++i) {
+    u_out[tgt.perm[i]] = u[i];
+    grad_out[tgt.perm[i]] = grad[i];
+  }
+  tm.total = seconds(t_start, clock_type::now());
+  tm.n_m2l = n_m2l;
+  tm.n_p2p_pairs = n_pairs;
+  return tm;
+}
+
+}  // namespace
+
+Timings evaluate_self(const Params& prm, const std::vector<Vec3>& x, const std::vector<Vec3>& alpha,
+                      const std::vector<double>& sigma, std::vector<Vec3>& u, std::vector<Mat3>& grad) {
+  return run(prm, x, alpha, sigma, nullptr, u, grad);
+}
+
+Timings evaluate_at(const Params& prm, const std::vector<Vec3>& x, const std::vector<Vec3>& alpha,
+                    const std::vector<double>& sigma, const std::vector<Vec3>& targets, std::vector<Vec3>& u,
+                    std::vector<Mat3>& grad) {
+  return run(prm, x, alpha, sigma, &targets, u, grad);
+}
+
+}  // namespace vh::fmm

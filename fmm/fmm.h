@@ -1,0 +1,71 @@
+// Fast multipole method for the Gaussian-regularised Biot-Savart kernel (DESIGN.md "Vortex
+// method definitions"): velocity u and gradient grad[m][k] = du_m/dx_k at target points, induced
+// by blobs of vector strength alpha_q and core radius sigma_q at x_q,
+//   u(x) = sum_q K_sigma_q(x - x_q) x alpha_q,   K_sigma(r) = -r g(|r|/(sqrt(2) sigma)) / (4 pi |r|^3).
+// CPU reference, double precision, OpenMP over target cells.
+//
+// Method: Morton octree (fmm/tree.h); the far field is the Laplace vector potential
+// psi = sum alpha / (4 pi r) in solid harmonics (fmm/expansions.h) with u = curl psi and
+// du_m/dx_l = eps_{mjk} d_l d_j psi_k from one local expansion (gradient and Hessian of psi);
+// dual tree traversal with a criterion that also bounds the regularisation error
+// (fmm/traverse.h); near field by the exact kernel (fmm/p2p_kernel.h); periodic images
+// (fmm/periodic.h).  Units: those of the inputs (periodic: the box is [0, 2 pi)^3).
+//
+// Periodic mode: every position (sources and targets) is wrapped into [0, 2 pi)^3 first; the
+// result is the periodic field with zero mean velocity (and without the k = 0 vorticity mode).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "fmm/types.h"
+
+namespace vh::fmm {
+
+/// Parameters.  Deck keys are "fmm.<name>"; see describe_params().
+struct Params {
+  int p = 10;               ///< expansion order (degrees 0..p), 1..30
+  int ncrit = 64;           ///< max particles per leaf, >= 1
+  double theta = 0.5;       ///< acceptance: R_A + R_B < theta * distance, in (0, 1)
+  int images = 5;           ///< periodic far-lattice levels (each x3 in width), 0..12
+  double tolerance = 1e-6;  ///< far field only where 1 - g(rho) < tolerance, in (0, 0.1]
+  bool periodic = false;    ///< periodic in [0, 2 pi)^3 or free space
+  /// Throws std::invalid_argument naming the bad parameter.
+  void validate() const;
+  /// Sets a parameter from its deck string ("p", "ncrit", "theta", "images", "tolerance",
+  /// "periodic" = true/false/1/0); throws std::invalid_argument for unknown keys or bad values.
+  void set(const std::string& key, const std::string& value);
+};
+
+/// One parameter for the deck: key without the "fmm." prefix, type, default, help text.
+struct ParamInfo {
+  std::string key, type, default_value, help;
+};
+/// The table of all Params members, in declaration order (defaults from Params{}).
+std::vector<ParamInfo> describe_params();
+
+/// Wall time per phase of one evaluation, seconds.
+struct Timings {
+  double tree = 0;      ///< wrapping, Morton sort, tree build
+  double p2m_m2m = 0;   ///< upward pass (and the periodic lattice)
+  double traverse = 0;  ///< interaction lists
+  double m2l = 0;
+  double l2l_l2p = 0;   ///< downward pass and evaluation at targets
+  double p2p = 0;
+  double total = 0;
+  long long n_m2l = 0, n_p2p_pairs = 0;  ///< work counters
+};
+
+/// Field at the sources themselves (self interaction of each blob left out exactly; its only
+/// effect would be sigma-dependent G(0) eps.alpha in grad, which drops out of stretching).
+/// x, alpha, sigma: N entries each; u, grad resized to N.  Throws std::invalid_argument on bad
+/// parameters or inputs (NaN/inf positions or strengths, sigma <= 0 or NaN, size mismatch).
+Timings evaluate_self(const Params& prm, const std::vector<Vec3>& x, const std::vector<Vec3>& alpha,
+                      const std::vector<double>& sigma, std::vector<Vec3>& u, std::vector<Mat3>& grad);
+
+/// Field at separate targets (no pair left out; r = 0 is regular).  u, grad resized to targets.size().
+Timings evaluate_at(const Params& prm, const std::vector<Vec3>& x, const std::vector<Vec3>& alpha,
+                    const std::vector<double>& sigma, const std::vector<Vec3>& targets, std::vector<Vec3>& u,
+                    std::vector<Mat3>& grad);
+
+}  // namespace vh::fmm

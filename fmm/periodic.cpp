@@ -1,0 +1,110 @@
+#include "fmm/periodic.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace vh::fmm {
+
+int near_image_range(double theta) {
+  // sqrt(3) < theta (R0 + 1), R0 >= 1
+  int r0 = 1;
+  while (!(std::sqrt(3.0) < theta * (r0 + 1))) ++r0;
+  return r0;
+}
+
+std::vector<Vec3> near_image_shifts(int r0) {
+  std::vector<Vec3> s{{0, 0, 0}};
+  for (int i = -r0; i <= r0; ++i)
+    for (int j = -r0; j <= r0; ++j)
+      for (int k = -r0; k <= r0; ++k)
+        if (i || j || k) s.push_back({i * kBoxLength, j * kBoxLength, k * kBoxLength});
+  return s;
+}
+
+long long lattice_half_width(int r0, int images) {
+  long long w = 2 * r0 + 1;
+  for (int k = 0; k < images; ++k) w *= 3;
+  return (w - 1) / 2;
+}
+
+double lattice_worst_ratio(int r0, int images, double theta) {
+  const int w = 2 * r0 + 1, inner = (w - 1) / 2, outer = (3 * w - 1) / 2;
+  double worst = 0, block = 1;  // block side in boxes
+  for (int k = 0; k < images; ++k, block *= 3) {
+    const double rt = std::sqrt(3.0) / 2, rs = std::sqrt(3.0) / 2 * block;
+    for (int i = -outer; i <= outer; ++i)
+      for (int j = -outer; j <= outer; ++j)
+        for (int l = -outer; l <= outer; ++l) {
+          if (std::max({std::abs(i), std::abs(j), std::abs(l)}) <= inner) continue;
+          const double d = block * std::sqrt(double(i * i + j * j + l * l));
+          worst = std::max(worst, (rt + rs) / (theta * d));
+        }
+  }
+  return worst;
+}
+
+void lattice_m2l(int p, int r0, int images, const cplx* Mroot, cplx* Lroot) {
+  const int nc = ncoef(p);
+  const int w = 2 * r0 + 1, inner = (w - 1) / 2, outer = (3 * w - 1) / 2;
+  Expansion M(Mroot, Mroot + 3 * nc), Mnext(3 * nc);
+  std::vector<cplx> R(nc), I(nc), T(nc);
+  double block = kBoxLength;  // block side
+  for (int k = 0; k < images; ++k, block *= 3) {
+    // T = sum over the level's shell of I_lm(n * block), then one M2L.
+    std::fill(T.begin(), T.end(), cplx(0.0));
+    for (int i = -outer; i <= outer; ++i)
+      for (int j = -outer; j <= outer; ++j)
+        for (int l = -outer; l <= outer; ++l) {
+          if (std::max({std::abs(i), std::abs(j), std::abs(l)}) <= inner) continue;
+          solid_harmonics({i * block, j * block, l * block}, p, R.data(), I.data());
+          for (int c = 0; c < nc; ++c) T[c] += I[c];
+        }
+    m2l_table(p, T.data(), M.data(), Lroot);
+    // M_{k+1}: 27 copies of the block at offsets (-1, 0, 1) * block.
+    std::fill(Mnext.begin(), Mnext.end(), cplx(0.0));
+    for (int i = -1; i <= 1; ++i)
+      for (int j = -1; j <= 1; ++j)
+        for (int l = -1; l <= 1; ++l) m2m(p, {i * block, j * block, l * block}, M.data(), Mnext.data());
+    M.swap(Mnext);
+  }
+}
+
+void wrap_into_box(std::vector<Vec3>& x) {
+  for (auto& p : x)
+    for (int d = 0; d < 3; ++d) {
+      double v = p[d] - kBoxLength * std::floor(p[d] / kBoxLength);
+      if (v >= kBoxLength || v < 0) v = 0;  // rounding of values just below a multiple of L
+      p[d] = v;
+    }
+}
+
+void periodic_correction(const std::vector<Vec3>& xs, const std::vector<Vec3>& alpha, const std::vector<Vec3>& xt,
+                         std::vector<Vec3>& u, std::vector<Mat3>& grad) {
+  const double c = 0.5 * kBoxLength, V3 = 3 * kBoxLength * kBoxLength * kBoxLength;
+  Vec3 Q{}, D{};
+  for (std::size_t q = 0; q < xs.size(); ++q) {
+    const Vec3 r = {xs[q][0] - c, xs[q][1] - c, xs[q][2] - c};
+    const Vec3& a = alpha[q];
+    Q[0] += a[0];
+    Q[1] += a[1];
+    Q[2] += a[2];
+    D[0] += r[1] * a[2] - r[2] * a[1];
+    D[1] += r[2] * a[0] - r[0] * a[2];
+    D[2] += r[0] * a[1] - r[1] * a[0];
+  }
+  for (std::size_t i = 0; i < xt.size(); ++i) {
+    const Vec3 r = {xt[i][0] - c, xt[i][1] - c, xt[i][2] - c};
+    u[i][0] += (r[1] * Q[2] - r[2] * Q[1] - D[0]) / V3;
+    u[i][1] += (r[2] * Q[0] - r[0] * Q[2] - D[1]) / V3;
+    u[i][2] += (r[0] * Q[1] - r[1] * Q[0] - D[2]) / V3;
+    // eps_{mlk} Q_k
+    grad[i][0][1] += Q[2] / V3;
+    grad[i][0][2] -= Q[1] / V3;
+    grad[i][1][0] -= Q[2] / V3;
+    grad[i][1][2] += Q[0] / V3;
+    grad[i][2][0] += Q[1] / V3;
+    grad[i][2][1] -= Q[0] / V3;
+  }
+}
+
+}  // namespace vh::fmm

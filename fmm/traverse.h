@@ -1,0 +1,50 @@
+// Dual tree traversal (Dehnen 2002; Yokota, exafmm) that builds, for every target cell, the list
+// of source cells it takes by M2L and, for target leaves, the list it sums by P2P.
+//
+// A pair (target cell A, source cell B translated by a periodic shift s) is far, i.e. M2L, when
+//   (1) R_A + R_B < theta |c_A - c_B - s|        (multipole acceptance, tight radii), and
+//   (2) dist(box_A, box_B + s) >= rcut(sigma_max(B)),
+// where box_* are the tight particle bounding boxes and rcut(sigma) = sqrt(2) rho_tol sigma with
+// 1 - g(rho_tol) = tolerance, so that no pair in the far field differs from the singular
+// kernel by more than the tolerance (DESIGN.md "Far field").  Otherwise the larger cell (by
+// radius) is split; two leaves that are not far go to P2P.
+// Cost: O(N) list entries for a fixed particle density and fixed theta, sigma/spacing and ncrit
+// (each cell meets a bounded number of cells of its own size), built serially in O(N) time.
+// Lists are built in a fixed order, so the sums do not depend on the number of threads.
+#pragma once
+
+#include <vector>
+
+#include "fmm/tree.h"
+
+namespace vh::fmm {
+
+/// One entry of an interaction list: source cell and index of its periodic shift.
+struct Interaction {
+  int source;
+  int shift;
+};
+
+/// Per target cell: sources taken by M2L and (leaves only) by P2P.
+struct Lists {
+  std::vector<std::vector<Interaction>> m2l;
+  std::vector<std::vector<Interaction>> p2p;
+};
+
+/// Acceptance criterion: theta and the regularisation cut-off rcut = rcut_per_sigma * sigma.
+struct Acceptance {
+  double theta;
+  double rcut_per_sigma;
+  /// The criterion above for given radii, centre distance, closest box distance and sigma.
+  bool far(double ra, double rb, double dist_centres, double dist_boxes, double sigma_max) const {
+    return ra + rb < theta * dist_centres && dist_boxes >= rcut_per_sigma * sigma_max;
+  }
+};
+
+/// rho_tol with 1 - g(rho_tol) = tol (bisection; g from DESIGN.md).
+double rho_tolerance(double tol);
+
+/// Traverses target tree `tgt` against source tree `src` once per shift in `shifts`.
+Lists build_lists(const Tree& tgt, const Tree& src, const std::vector<Vec3>& shifts, const Acceptance& mac);
+
+}  // namespace vh::fmm

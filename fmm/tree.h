@@ -1,0 +1,48 @@
+// Morton-ordered octree over a cube.  Particles are sorted by their 63-bit Morton key
+// (21 bits per axis, x fastest in the interleave) and a cell is split while it holds more than
+// ncrit particles (or until level 21).  Children of a cell are contiguous in Tree::cells.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "fmm/types.h"
+
+namespace vh::fmm {
+
+
+
+/// One octree cell.  Lengths are in the units of the positions.
+struct Cell {
+  Vec3 center{};         ///< geometric centre of the cell's cube: the expansion centre
+  double half = 0;       ///< half side of the cube
+  double radius = 0;     ///< max distance from `center` to a particle of the cell
+  Vec3 bmin{}, bmax{};   ///< tight bounding box of the particles
+  double sigma_max = 0;  ///< largest core radius among the particles (sources only)
+  int begin = 0, end = 0;        ///< particle range [begin, end) in sorted order
+  int child = -1, nchild = 0;    ///< first child index and number of children (0: leaf)
+  int level = 0;                 ///< 0 for the root
+  int parent = -1;
+  bool leaf() const { return nchild == 0; }
+};
+
+/// Octree and the sort permutation: sorted particle i is input particle perm[i].
+struct Tree {
+  std::vector<Cell> cells;            ///< cells[0] is the root; children after parents
+  std::vector<int> perm;              ///< sorted -> input index
+  std::vector<Vec3> x;                ///< positions in sorted order
+  std::vector<std::vector<int>> levels;  ///< cell indices per level
+};
+
+/// Builds the tree of points x (sigma may be empty for targets) in the cube of centre `center`
+/// and half side `half`; every point must lie inside it.  Expansions are about the cube centres
+/// (regular offsets; measured on a lattice, as accurate per M2L as tight-box centres with a
+/// correspondingly smaller theta, and the periodic lattice needs the root at the box centre).
+Tree build_tree(const std::vector<Vec3>& x, const std::vector<double>& sigma, const Vec3& center,
+                double half, int ncrit);
+
+/// Bounding cube (centre, half side) of one or two point sets, enlarged by a relative 1e-6.
+void bounding_cube(const std::vector<Vec3>& a, const std::vector<Vec3>* b, Vec3& center, double& half);
+
+}  // namespace vh::fmm

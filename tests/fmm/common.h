@@ -1,0 +1,61 @@
+// Helpers shared by the fmm tests: relative L2 errors and random particle sets.
+#pragma once
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "fmm/types.h"
+
+namespace vh::fmm::testing {
+
+/// ||a - b||_2 / ||b||_2 over all components.
+inline double rel_l2(const std::vector<Vec3>& a, const std::vector<Vec3>& b) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    for (int k = 0; k < 3; ++k) {
+      num += (a[i][k] - b[i][k]) * (a[i][k] - b[i][k]);
+      den += b[i][k] * b[i][k];
+    }
+  return std::sqrt(num / den);
+}
+
+inline double rel_l2(const std::vector<Mat3>& a, const std::vector<Mat3>& b) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    for (int k = 0; k < 3; ++k)
+      for (int l = 0; l < 3; ++l) {
+        num += (a[i][k][l] - b[i][k][l]) * (a[i][k][l] - b[i][k][l]);
+        den += b[i][k][l] * b[i][k][l];
+      }
+  return std::sqrt(num / den);
+}
+
+/// n blobs uniform in [lo, lo + side)^3, alpha uniform in [-0.5, 0.5)^3 (mean removed when
+/// zero_mean), sigma = h (0.8 + 0.4 U) with h = side / n^(1/3) the mean spacing.
+struct Blobs {
+  std::vector<Vec3> x, alpha;
+  std::vector<double> sigma;
+};
+
+inline Blobs random_blobs(int n, double lo, double side, unsigned seed, bool zero_mean) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> U(0.0, 1.0);
+  Blobs b;
+  b.x.resize(n);
+  b.alpha.resize(n);
+  b.sigma.resize(n);
+  const double h = side / std::cbrt(double(n));
+  Vec3 mean{};
+  for (int i = 0; i < n; ++i) {
+    for (int d = 0; d < 3; ++d) b.x[i][d] = lo + side * U(gen);
+    for (int d = 0; d < 3; ++d) mean[d] += (b.alpha[i][d] = U(gen) - 0.5) / n;
+    b.sigma[i] = h * (0.8 + 0.4 * U(gen));
+  }
+  if (zero_mean)
+    for (auto& a : b.alpha)
+      for (int d = 0; d < 3; ++d) a[d] -= mean[d];
+  return b;
+}
+
+}  // namespace vh::fmm::testing

@@ -1,0 +1,242 @@
+// Single-blob handover, invariances, thread independence, parameters (issue 4, "Must show" 3-5).
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+
+#include "common.h"
+#include "fmm/fmm.h"
+#include "fmm/p2p_kernel.h"
+#include "fmm/periodic.h"
+#include "fmm/traverse.h"
+
+namespace vh::fmm {
+namespace {
+
+TEST(FmmBlob, FarFieldHandsOverWithoutJump) {
+  // One blob; 3000 targets on three rays at r = 0.1 sigma ... 20 sigma (geometric spacing).
+  // Targets closer than rcut = sqrt(2) rho_tol sigma are P2P by construction: exact to 1e-12.
+  // Beyond, a target may get the far field: its error is 1 - g(rho) <= tolerance = 1e-6 plus
+  // the expansion truncation, ~((R_A + R_B) / d)^(p+1) <= theta^25 ~ 3e-8 at p = 24, so no
+  // jump larger than 2e-6 anywhere (the default p = 10 bounds it by ~1e-3 for a lone source).
+  const double sigma = 0.05;
+  const Vec3 x0 = {0.3, -0.2, 0.1}, a = {0.4, -0.9, 0.3};
+  const Vec3 dirs[3] = {{1, 0, 0}, {0.36, 0.48, 0.8}, {-0.6, 0.0, -0.8}};
+  std::vector<Vec3> tg;
+  std::vector<double> dist;
+  for (const auto& d : dirs)
+    for (int i = 0; i < 1000; ++i) {
+      const double r = 0.1 * sigma * std::pow(200.0, i / 999.0);
+      tg.push_back({x0[0] + r * d[0], x0[1] + r * d[1], x0[2] + r * d[2]});
+      dist.push_back(r);
+    }
+  Params prm;
+  prm.ncrit = 4;
+  prm.p = 24;
+  std::vector<Vec3> u;
+  std::vector<Mat3> g;
+  const Timings t = evaluate_at(prm, {x0}, {a}, {sigma}, tg, u, g);
+  ASSERT_GT(t.n_m2l, 0) << "the far-field branch was not exercised";
+  ASSERT_GT(t.n_p2p_pairs, 0);
+  const double rcut = std::sqrt(2.0) * rho_tolerance(prm.tolerance) * sigma;
+  int n_near = 0;
+  double max_near = 0, max_far = 0;
+  for (std::size_t i = 0; i < tg.size(); ++i) {
+    const double r[3] = {tg[i][0] - x0[0], tg[i][1] - x0[1], tg[i][2] - x0[2]};
+    double ue[3] = {}, ge[3][3] = {};
+    p2p_pair(r, a.data(), sigma, ue, ge);  // closed form (checked against quadrature in test_kernel)
+    const double nu = std::sqrt(ue[0] * ue[0] + ue[1] * ue[1] + ue[2] * ue[2]);
+    const double err = std::sqrt(std::pow(u[i][0] - ue[0], 2) + std::pow(u[i][1] - ue[1], 2) +
+                                 std::pow(u[i][2] - ue[2], 2)) / nu;
+    (dist[i] < rcut ? max_near : max_far) = std::max(dist[i] < rcut ? max_near : max_far, err);
+    if (dist[i] < rcut) {
+      ++n_near;
+      EXPECT_LE(err, 1e-12) << "r/sigma = " << dist[i] / sigma;
+    } else {
+      EXPECT_LE(err, 2e-6) << "r/sigma = " << dist[i] / sigma;
+    }
+  }
+  EXPECT_GT(n_near, 100);
+  std::printf("single blob: rcut = %.2f sigma, max rel. error below rcut %.2e, beyond %.2e\n", rcut / sigma,
+              max_near, max_far);
+}
+
+testing::Blobs periodic_blobs(int n, unsigned seed) {
+  // Zero total strength, as any periodic vorticity field has.
+  return testing::random_blobs(n, 0.0, kBoxLength, seed, true);
+}
+
+TEST(FmmInvariance, PermutationOfParticles) {
+  for (bool periodic : {false, true}) {
+    const auto b = periodic_blobs(3000, 21);
+    std::vector<int> perm(b.x.size());
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), std::mt19937(5));
+    testing::Blobs q = b;
+    for (std::size_t i = 0; i < perm.size(); ++i) {
+      q.x[i] = b.x[perm[i]];
+      q.alpha[i] = b.alpha[perm[i]];
+      q.sigma[i] = b.sigma[perm[i]];
+    }
+    Params prm;
+    prm.periodic = periodic;
+    std::vector<Vec3> u0, u1, u1b(perm.size());
+    std::vector<Mat3> g0, g1, g1b(perm.size());
+    evaluate_self(prm, b.x, b.alpha, b.sigma, u0, g0);
+    evaluate_self(prm, q.x, q.alpha, q.sigma, u1, g1);
+    for (std::size_t i = 0; i < perm.size(); ++i) {
+      u1b[perm[i]] = u1[i];
+      g1b[perm[i]] = g1[i];
+    }
+    // Same tree, same lists; only the order of sums inside a leaf pair changes: round-off.
+    EXPECT_LE(testing::rel_l2(u1b, u0), 1e-12) << "periodic " << periodic;
+    EXPECT_LE(testing::rel_l2(g1b, g0), 1e-12) << "periodic " << periodic;
+  }
+}
+
+TEST(FmmInvariance, PeriodicTranslation) {
+  // Translating all particles (and wrapping) moves the field with them; the two evaluations see
+  // different trees, so they agree to the FMM error (~1e-5 for u, 1e-4 for grad u, each).
+  const auto b = periodic_blobs(3000, 33);
+  auto moved = b.x;
+  const Vec3 v = {1.2345, -2.71828, 5.5};
+  for (auto& x : moved)
+    for (int d = 0; d < 3; ++d) x[d] += v[d];
+  wrap_into_box(moved);
+  Params prm;
+  prm.periodic = true;
+  std::vector<Vec3> u0, u1;
+  std::vector<Mat3> g0, g1;
+  evaluate_self(prm, b.x, b.alpha, b.sigma, u0, g0);
+  evaluate_self(prm, moved, b.alpha, b.sigma, u1, g1);
+  EXPECT_LE(testing::rel_l2(u1, u0), 2e-5);
+  EXPECT_LE(testing::rel_l2(g1, g0), 2e-4);
+}
+
+TEST(FmmInvariance, WrapsParticlesOutsideTheBox) {
+  // Periodic mode wraps positions into [0, 2 pi)^3: shifting particles by whole periods changes
+  // nothing but the round-off of the wrapped coordinates (~1e-15 relative in positions).
+  const auto b = periodic_blobs(2000, 8);
+  auto out = b.x;
+  for (std::size_t i = 0; i < out.size(); ++i) out[i][i % 3] += (i % 2 ? 1 : -2) * kBoxLength;
+  Params prm;
+  prm.periodic = true;
+  std::vector<Vec3> u0, u1;
+  std::vector<Mat3> g0, g1;
+  evaluate_self(prm, b.x, b.alpha, b.sigma, u0, g0);
+  evaluate_self(prm, out, b.alpha, b.sigma, u1, g1);
+  EXPECT_LE(testing::rel_l2(u1, u0), 1e-12);
+  EXPECT_LE(testing::rel_l2(g1, g0), 1e-12);
+}
+
+TEST(FmmInvariance, OneAndTwoThreadsAgree) {
+  // Lists are built serially and every target cell sums its list in a fixed order, so the
+  // result does not depend on the thread count (bitwise in practice; 1e-13 required).
+  const auto b = periodic_blobs(3000, 44);
+  Params prm;
+  prm.periodic = true;
+  std::vector<Vec3> u1, u2;
+  std::vector<Mat3> g1, g2;
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  evaluate_self(prm, b.x, b.alpha, b.sigma, u1, g1);
+  omp_set_num_threads(2);
+  evaluate_self(prm, b.x, b.alpha, b.sigma, u2, g2);
+  omp_set_num_threads(saved);
+  EXPECT_LE(testing::rel_l2(u2, u1), 1e-13);
+  EXPECT_LE(testing::rel_l2(g2, g1), 1e-13);
+}
+
+TEST(FmmParams, BadParametersThrow) {
+  const std::vector<Vec3> x = {{0.1, 0.2, 0.3}, {0.5, 0.5, 0.5}}, a = {{1, 0, 0}, {0, 1, 0}};
+  const std::vector<double> s = {0.1, 0.1};
+  std::vector<Vec3> u;
+  std::vector<Mat3> g;
+  auto expect_bad = [&](const Params& prm, const std::vector<Vec3>& xx, const std::vector<double>& ss) {
+    EXPECT_THROW(evaluate_self(prm, xx, a, ss, u, g), std::invalid_argument);
+  };
+  Params prm;
+  prm.p = 0;
+  expect_bad(prm, x, s);
+  prm.p = 31;
+  expect_bad(prm, x, s);
+  prm = Params{};
+  for (double th : {0.0, 1.0, -0.5, 1.5, std::nan("")}) {
+    prm.theta = th;
+    expect_bad(prm, x, s);
+  }
+  prm = Params{};
+  prm.ncrit = 0;
+  expect_bad(prm, x, s);
+  prm = Params{};
+  prm.images = -1;
+  expect_bad(prm, x, s);
+  prm = Params{};
+  prm.tolerance = 0;
+  expect_bad(prm, x, s);
+  prm = Params{};
+  auto xn = x;
+  xn[1][2] = std::nan("");
+  expect_bad(prm, xn, s);
+  expect_bad(prm, x, {0.1, 0.0});
+  expect_bad(prm, x, {-0.1, 0.1});
+  expect_bad(prm, x, {0.1});
+  EXPECT_THROW(evaluate_at(prm, x, a, s, xn, u, g), std::invalid_argument);
+  // the message names the parameter
+  try {
+    Params bad;
+    bad.p = 40;
+    bad.validate();
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("p = 40"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(prm.set("nosuch", "1"), std::invalid_argument);
+  EXPECT_THROW(prm.set("p", "ten"), std::invalid_argument);
+  EXPECT_THROW(prm.set("theta", "0.5x"), std::invalid_argument);
+  EXPECT_THROW(prm.set("periodic", "maybe"), std::invalid_argument);
+}
+
+TEST(FmmParams, TableDescribesEveryParameter) {
+  const auto table = describe_params();
+  ASSERT_EQ(table.size(), 6u);
+  Params p;
+  p.p = 3;
+  p.ncrit = 7;
+  p.theta = 0.9;
+  p.images = 1;
+  p.tolerance = 0.01;
+  p.periodic = true;
+  for (const auto& e : table) {
+    EXPECT_FALSE(e.help.empty()) << e.key;
+    p.set(e.key, e.default_value);
+  }
+  const Params d;
+  EXPECT_EQ(p.p, d.p);
+  EXPECT_EQ(p.ncrit, d.ncrit);
+  EXPECT_EQ(p.theta, d.theta);
+  EXPECT_EQ(p.images, d.images);
+  EXPECT_EQ(p.tolerance, d.tolerance);
+  EXPECT_EQ(p.periodic, d.periodic);
+}
+
+TEST(FmmParams, EmptyInputs) {
+  std::vector<Vec3> u;
+  std::vector<Mat3> g;
+  Params prm;
+  EXPECT_NO_THROW(evaluate_self(prm, {}, {}, {}, u, g));
+  EXPECT_TRUE(u.empty());
+  prm.periodic = true;
+  EXPECT_NO_THROW(evaluate_at(prm, {{1, 1, 1}}, {{1, 0, 0}}, {0.1}, {}, u, g));
+  EXPECT_NO_THROW(evaluate_at(prm, {}, {}, {}, {{1, 1, 1}}, u, g));
+  ASSERT_EQ(u.size(), 1u);
+  EXPECT_EQ(u[0][0], 0.0);
+}
+
+}  // namespace
+}  // namespace vh::fmm
