@@ -2,6 +2,7 @@
 // pseudo-spectral method from the same initial field (see README.md).
 //
 //   vortexhit run [DECK] [--section.key=value ...] [--quiet]
+//   vortexhit compare RUN_DIR [--solvers A,B] | RUN_A RUN_B [--solver S]  [OPTIONS]
 //   vortexhit help
 //
 // Exit status: 0 success, 1 a check or comparison failed (or an internal error), 2 bad
@@ -10,14 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "app/compare.h"
 #include "app/deck.h"
 #include "app/run.h"
 #include "core/error.h"
 
 namespace {
 
-const char* kUsage =
-    "usage: vortexhit run [DECK] [--section.key=value ...] [--quiet]\n"
+const std::string kUsage =
+    std::string("usage: vortexhit run [DECK] [--section.key=value ...] [--quiet]\n") + vh::app::kCompareUsage +
     "       vortexhit help            list every deck key with its type, default and meaning\n";
 
 int dispatch(const std::vector<std::string>& args) {
@@ -52,7 +54,8 @@ int dispatch(const std::vector<std::string>& args) {
     }
     return vh::app::run(deck, overrides, quiet, args);
   }
-  throw vh::InputError("command line: unknown command '" + cmd + "' (allowed: run, help)");
+  if (cmd == "compare") return vh::app::compare({args.begin() + 1, args.end()});
+  throw vh::InputError("command line: unknown command '" + cmd + "' (allowed: run, compare, help)");
 }
 
 }  // namespace

@@ -1,0 +1,644 @@
+#include "app/compare.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/fields_file.h"
+#include "core/run_file.h"
+
+namespace fs = std::filesystem;
+
+namespace vh::app {
+
+const char* const kCompareUsage =
+    "       vortexhit compare RUN_DIR [--solvers A,B] [OPTIONS]       solver B vs solver A of one run\n"
+    "                                                   (default --solvers spectral,vortex)\n"
+    "       vortexhit compare RUN_A RUN_B [--solver S] [OPTIONS]      one solver, run B vs run A\n"
+    "         --at 1,5,10          t/T (T of the initial field) for spectra and Q fields\n"
+    "         --spectrum-tol 0.1   |E_B/E_A - 1| that counts as agreement for k_agree\n"
+    "         --q-level 1          Q threshold in units of <Q^2>^1/2 for the Jaccard index\n"
+    "         --json FILE          also write every number as JSON\n"
+    "         checks (exit 1 when exceeded): --K-tol X --epsilon-tol X --Re_lambda-tol X\n"
+    "           --L-tol X --T-tol X (max |B/A - 1| over common times), --band-tol X,\n"
+    "           --k-agree-min K, --q-corr-min C, --q-jaccard-min J\n";
+
+namespace {
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+/// Series compared over the common output times, in table order; each has a --<name>-tol.
+const std::vector<std::string> kCompared = {"K", "epsilon", "Re_lambda", "L", "T"};
+
+// ---- options -----------------------------------------------------------------------------
+
+struct Options {
+  std::vector<std::string> dirs;                 ///< one run folder or two
+  std::string solver;                            ///< two-run mode; empty: automatic
+  std::string solver_a = "spectral", solver_b = "vortex";  ///< one-run mode
+  bool solvers_given = false;
+  std::vector<double> at = {1, 5, 10};
+  double spectrum_tol = 0.1;
+  double q_level = 1.0;
+  std::string json;
+  std::map<std::string, double> series_tol;  ///< series name → limit on max |B/A − 1|
+  double band_tol = kNaN, k_agree_min = kNaN, q_corr_min = kNaN, q_jaccard_min = kNaN;
+};
+
+/// "--Re_lambda-tol" → "re-lambda-tol": flag names compare case- and '_'/'-'-insensitively.
+std::string norm_flag(std::string s) {
+  for (char& c : s) c = c == '_' ? '-' : char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+double parse_number(const std::string& flag, const std::string& v) {
+  try {
+    std::size_t used = 0;
+    const double x = std::stod(v, &used);
+    if (used == v.size() && std::isfinite(x)) return x;
+  } catch (const std::exception&) {
+  }
+  throw InputError("command line: " + flag + " '" + v + "' is not a number");
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, sep)) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    out.push_back(item);
+  }
+  return out;
+}
+
+Options parse(const std::vector<std::string>& args) {
+  Options o;
+  std::map<std::string, std::string> series_flags;  // normalised flag → series name
+  for (const auto& s : kCompared) series_flags[norm_flag("--" + s + "-tol")] = s;
+  const std::string allowed =
+      "--solvers, --solver, --at, --spectrum-tol, --q-level, --json, --K-tol, --epsilon-tol, "
+      "--Re_lambda-tol, --L-tol, --T-tol, --band-tol, --k-agree-min, --q-corr-min, --q-jaccard-min";
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.rfind("--", 0) != 0) {
+      o.dirs.push_back(a);
+      continue;
+    }
+    std::string flag = a, value;
+    if (const auto eq = a.find('='); eq != std::string::npos) {
+      flag = a.substr(0, eq);
+      value = a.substr(eq + 1);
+    } else if (i + 1 < args.size()) {
+      value = args[++i];
+    } else {
+      throw InputError("command line: " + a + " needs a value");
+    }
+    const std::string f = norm_flag(flag);
+    if (f == "--solvers") {
+      const auto v = split(value, ',');
+      if (v.size() != 2 || v[0].empty() || v[1].empty() || v[0] == v[1])
+        throw InputError("command line: --solvers '" + value + "' (allowed: two different solvers A,B, e.g. initial,spectral)");
+      o.solver_a = v[0];
+      o.solver_b = v[1];
+      o.solvers_given = true;
+    } else if (f == "--solver") {
+      o.solver = value;
+    } else if (f == "--at") {
+      o.at.clear();
+      for (const auto& v : split(value, ',')) o.at.push_back(parse_number(flag, v));
+      if (o.at.empty()) throw InputError("command line: --at is empty (allowed: t/T values, e.g. 1,5,10)");
+    } else if (f == "--spectrum-tol") {
+      o.spectrum_tol = parse_number(flag, value);
+    } else if (f == "--q-level") {
+      o.q_level = parse_number(flag, value);
+    } else if (f == "--json") {
+      o.json = value;
+    } else if (series_flags.count(f)) {
+      o.series_tol[series_flags[f]] = parse_number(flag, value);
+    } else if (f == "--band-tol") {
+      o.band_tol = parse_number(flag, value);
+    } else if (f == "--k-agree-min") {
+      o.k_agree_min = parse_number(flag, value);
+    } else if (f == "--q-corr-min") {
+      o.q_corr_min = parse_number(flag, value);
+    } else if (f == "--q-jaccard-min") {
+      o.q_jaccard_min = parse_number(flag, value);
+    } else {
+      throw InputError("command line: unknown compare option '" + flag + "' (allowed: " + allowed + ")");
+    }
+  }
+  if (o.dirs.empty() || o.dirs.size() > 2)
+    throw InputError("command line: compare takes RUN_DIR or RUN_A RUN_B (got " +
+                     std::to_string(o.dirs.size()) + " folders)");
+  if (o.dirs.size() == 2 && o.solvers_given)
+    throw InputError("command line: --solvers is for one run; with two runs use --solver S");
+  if (o.dirs.size() == 1 && !o.solver.empty())
+    throw InputError("command line: --solver is for two runs; with one run use --solvers A,B");
+  return o;
+}
+
+// ---- inputs ------------------------------------------------------------------------------
+
+/// One side of the comparison: a run folder, its run.h5 and the solver group compared.
+struct Side {
+  std::string dir;       ///< run folder
+  std::string run_path;  ///< dir/run.h5
+  std::string solver;
+  const SolverRecord* rec = nullptr;
+  int n = 0;  ///< domain.n from /deck (0 when the deck does not say)
+  std::string where(const std::string& dataset) const { return run_path + ":/" + solver + "/" + dataset; }
+};
+
+/// A run folder, or run.h5 itself.
+std::string run_dir(const std::string& arg) {
+  const fs::path p(arg);
+  if (p.extension() == ".h5" && !fs::is_directory(p)) return p.parent_path().empty() ? "." : p.parent_path().string();
+  return arg;
+}
+
+/// domain.n of a deck text ("[domain]" then "n = 32"), 0 when absent.
+int deck_n(const std::string& deck) {
+  std::istringstream in(deck);
+  std::string line, section;
+  while (std::getline(in, line)) {
+    line = line.substr(0, line.find('#'));
+    line.erase(0, line.find_first_not_of(" \t"));
+    line.erase(line.find_last_not_of(" \t\r") + 1);
+    if (line.empty()) continue;
+    if (line.front() == '[') {
+      section = line.substr(1, line.find(']') - 1);
+    } else if (section == "domain" && line.rfind("n", 0) == 0) {
+      const auto eq = line.find('=');
+      if (eq == std::string::npos || line.substr(0, eq).find_first_not_of(" \t", 1) != std::string::npos) continue;
+      try {
+        return std::stoi(line.substr(eq + 1));
+      } catch (const std::exception&) {
+        return 0;
+      }
+    }
+  }
+  return 0;
+}
+
+const std::vector<double>& series(const Side& s, const std::string& name) {
+  const auto it = s.rec->series.find(name);
+  if (it == s.rec->series.end()) throw InputError(s.where("series/" + name) + " is missing");
+  return it->second;
+}
+
+Side make_side(const std::string& arg, const RunData& data, const std::string& solver) {
+  Side s;
+  s.dir = run_dir(arg);
+  s.run_path = (fs::path(s.dir) / "run.h5").string();
+  s.solver = solver;
+  const auto it = data.solvers.find(solver);
+  if (it == data.solvers.end()) {
+    std::string have;
+    for (const auto& [name, rec] : data.solvers) have += (have.empty() ? "" : ", ") + name;
+    throw InputError(s.run_path + ": no solver group /" + solver + " (has: " + (have.empty() ? "none" : have) + ")");
+  }
+  s.rec = &it->second;
+  s.n = deck_n(data.deck);
+  return s;
+}
+
+/// T of the initial field of a run, the unit of t/T.
+double initial_T(const RunData& d, const std::string& run_path) {
+  const auto it = d.solvers.find("initial");
+  if (it == d.solvers.end() || !it->second.series.count("T") || it->second.series.at("T").empty())
+    throw InputError(run_path + ":/initial/series/T is missing (needed for t/T)");
+  const double T = it->second.series.at("T")[0];
+  if (!(T > 0) || !std::isfinite(T)) throw InputError(run_path + ":/initial/series/T[0] is not positive");
+  return T;
+}
+
+/// Different grids cannot be compared point by point or shell by shell: exit 2.
+void check_same_grid(const Side& a, const Side& b) {
+  if (a.n && b.n && a.n != b.n)
+    throw InputError("different N: " + a.run_path + ":/deck has domain.n = " + std::to_string(a.n) + ", " +
+                     b.run_path + ":/deck has domain.n = " + std::to_string(b.n));
+  if (!a.rec->k.empty() && !b.rec->k.empty() && a.rec->k.size() != b.rec->k.size())
+    throw InputError("different N: " + a.where("spectra/k") + " has " + std::to_string(a.rec->k.size()) +
+                     " shells, " + b.where("spectra/k") + " has " + std::to_string(b.rec->k.size()));
+}
+
+/// Pairs (i, j) of equal times t_a[i] ≈ t_b[j] (within tol), in order of t_a.
+std::vector<std::pair<std::size_t, std::size_t>> common_times(const std::vector<double>& ta,
+                                                              const std::vector<double>& tb, double tol) {
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  for (std::size_t i = 0; i < ta.size(); ++i)
+    for (std::size_t j = 0; j < tb.size(); ++j)
+      if (std::abs(ta[i] - tb[j]) <= tol) {
+        out.emplace_back(i, j);
+        break;
+      }
+  return out;
+}
+
+// ---- measures ----------------------------------------------------------------------------
+
+double rel(double b, double a) { return std::abs(b / a - 1.0); }
+
+struct Band {
+  int lo, hi;
+  double rel_diff;
+};
+
+/// Bands 1–4, 5–16, 17–64, … (×4), cut at k_cut; Σ|E_B − E_A| / Σ E_A in each.
+std::vector<Band> band_differences(const std::vector<double>& ea, const std::vector<double>& eb, int k_cut) {
+  std::vector<Band> out;
+  for (int lo = 1, hi = 4; lo <= k_cut; lo = hi + 1, hi *= 4) {
+    const int top = std::min({hi, k_cut, int(ea.size()) - 1});
+    if (top < lo) break;
+    double num = 0, den = 0;
+    for (int k = lo; k <= top; ++k) {
+      num += std::abs(eb[k] - ea[k]);
+      den += ea[k];
+    }
+    out.push_back({lo, top, den > 0 ? num / den : kNaN});
+  }
+  return out;
+}
+
+/// Largest k with |E_B/E_A − 1| ≤ tol on every shell 1 … k (0 when shell 1 already differs).
+int agreement_k(const std::vector<double>& ea, const std::vector<double>& eb, double tol) {
+  int k = 0;
+  for (std::size_t i = 1; i < ea.size(); ++i) {
+    // Equal values agree even when zero (shells beyond the dealiasing cut-off).
+    if (eb[i] != ea[i] && (!(ea[i] > 0) || !(rel(eb[i], ea[i]) <= tol))) break;
+    k = int(i);
+  }
+  return k;
+}
+
+/// A fields file holding the compared solver, and the solver's output time there.
+struct FieldsAt {
+  std::string path;
+  double t;
+};
+
+/// fields_*.h5 of `dir` that hold `solver`, by index.
+std::vector<FieldsAt> fields_of(const std::string& dir, const std::string& solver,
+                                std::map<std::string, std::map<std::string, double>>& cache) {
+  static const std::regex name(R"(fields_(\d+)\.h5)");
+  std::vector<std::pair<long, std::string>> files;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const std::string f = e.path().filename().string();
+    if (std::regex_match(f, m, name)) files.emplace_back(std::stol(m[1]), e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<FieldsAt> out;
+  for (const auto& [idx, path] : files) {
+    if (!cache.count(path)) cache[path] = fields_solvers(path);
+    const auto& groups = cache[path];
+    if (const auto it = groups.find(solver); it != groups.end()) out.push_back({path, it->second});
+  }
+  return out;
+}
+
+struct QResult {
+  double requested, t_over_T;
+  std::string file_a, file_b;
+  double correlation, jaccard;
+};
+
+/// Correlation coefficient and Jaccard index of {Q > q rms} of two Q fields on one grid.
+void q_measures(const ScalarField& a, const ScalarField& b, double q, double& corr, double& jaccard) {
+  const std::size_t n = a.v.size();
+  double ma = 0, mb = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    ma += a.v[i];
+    mb += b.v[i];
+  }
+  ma /= double(n);
+  mb /= double(n);
+  double sab = 0, saa = 0, sbb = 0, qa2 = 0, qb2 = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    sab += (a.v[i] - ma) * (b.v[i] - mb);
+    saa += (a.v[i] - ma) * (a.v[i] - ma);
+    sbb += (b.v[i] - mb) * (b.v[i] - mb);
+    qa2 += a.v[i] * a.v[i];
+    qb2 += b.v[i] * b.v[i];
+  }
+  corr = (saa > 0 && sbb > 0) ? sab / std::sqrt(saa * sbb) : kNaN;
+  // Each field against its own ⟨Q²⟩^½: the overlap measures where the structures are, while
+  // their amplitude is already in the K, ε and spectrum ratios.
+  const double la = q * std::sqrt(qa2 / double(n)), lb = q * std::sqrt(qb2 / double(n));
+  std::size_t both = 0, either = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool ia = a.v[i] > la, ib = b.v[i] > lb;
+    both += ia && ib;
+    either += ia || ib;
+  }
+  jaccard = either ? double(both) / double(either) : kNaN;
+}
+
+// ---- output ------------------------------------------------------------------------------
+
+std::string num(double v, const char* f = "%.6g") {
+  if (std::isnan(v)) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+/// A JSON number (NaN and infinities as null, as JSON has no such numbers).
+std::string jnum(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+std::string jstr(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      o += buf;
+    } else {
+      o += c;
+    }
+  }
+  return o + "\"";
+}
+
+struct Check {
+  std::string name;
+  double limit, value;
+  bool is_max;  ///< value must be ≤ limit (true) or ≥ limit (false)
+  std::string note;
+  bool passed() const { return is_max ? value <= limit : value >= limit; }  // NaN fails
+};
+
+}  // namespace
+
+int compare(const std::vector<std::string>& args) {
+  const Options o = parse(args);
+  const bool two_runs = o.dirs.size() == 2;
+
+  // Inputs: both run files read before anything is printed, so bad input gives one line.
+  std::vector<RunData> data;
+  for (const auto& d : o.dirs) {
+    const std::string dir = run_dir(d);
+    if (!fs::is_directory(dir)) throw InputError(d + ": not a run folder");
+    data.push_back(RunFile::read((fs::path(dir) / "run.h5").string()));
+  }
+  Side a, b;
+  if (two_runs) {
+    std::string s = o.solver;
+    if (s.empty()) {
+      for (const char* c : {"spectral", "vortex", "initial"})
+        if (data[0].solvers.count(c) && data[1].solvers.count(c)) {
+          s = c;
+          break;
+        }
+      if (s.empty()) s = "spectral";  // make_side names what is missing
+    }
+    a = make_side(o.dirs[0], data[0], s);
+    b = make_side(o.dirs[1], data[1], s);
+  } else {
+    a = make_side(o.dirs[0], data[0], o.solver_a);
+    b = make_side(o.dirs[0], data[0], o.solver_b);
+  }
+  check_same_grid(a, b);
+  const double T0 = initial_T(data[0], a.run_path);
+  const double T0b = two_runs ? initial_T(data[1], b.run_path) : T0;
+  const double t_tol = 1e-6 * T0;
+
+  std::ostringstream out;
+  out << "compare  A: " << a.run_path << " /" << a.solver << "   B: " << b.run_path << " /" << b.solver << "\n";
+  out << "N " << (a.n ? std::to_string(a.n) : "?") << "   T = " << num(T0) << " (" << a.run_path
+      << ":/initial/series/T[0]; t/T below in this unit)";
+  if (two_runs && rel(T0b, T0) > 1e-6) out << "   note: T of run B = " << num(T0b);
+  out << "\n\n";
+
+  // ---- series over the common output times
+  const auto& ta = series(a, "t");
+  const auto& tb = series(b, "t");
+  const auto pairs = common_times(ta, tb, t_tol);
+  if (pairs.empty())
+    throw InputError("no common output times in " + a.where("series/t") + " and " + b.where("series/t"));
+  std::map<std::string, double> max_rel;
+  for (const auto& s : kCompared) max_rel[s] = 0.0;
+  char line[256];
+  out << "series at " << pairs.size() << " common output times (ratios B/A)\n";
+  std::snprintf(line, sizeof line, "%8s %10s %10s %9s %9s %9s %9s %9s %9s\n", "t/T", "K ratio", "eps ratio",
+                "Re_l A", "Re_l B", "L A", "L B", "T A", "T B");
+  out << line;
+  std::ostringstream js_series;
+  for (std::size_t p = 0; p < pairs.size(); ++p) {
+    const auto [i, j] = pairs[p];
+    auto va = [&](const std::string& s) { return series(a, s).at(i); };
+    auto vb = [&](const std::string& s) { return series(b, s).at(j); };
+    for (const auto& s : kCompared) {
+      const double r = rel(vb(s), va(s));
+      max_rel[s] = std::isnan(r) || std::isnan(max_rel[s]) ? kNaN : std::max(max_rel[s], r);
+    }
+    const double kr = vb("K") / va("K"), er = vb("epsilon") / va("epsilon");
+    std::snprintf(line, sizeof line, "%8.4f %10.6f %10.6f %9.4g %9.4g %9.4g %9.4g %9.4g %9.4g\n", ta[i] / T0, kr,
+                  er, va("Re_lambda"), vb("Re_lambda"), va("L"), vb("L"), va("T"), vb("T"));
+    out << line;
+    js_series << (p ? ",\n    " : "") << "{\"t\": " << jnum(ta[i]) << ", \"t_over_T\": " << jnum(ta[i] / T0)
+              << ", \"K_ratio\": " << jnum(kr) << ", \"epsilon_ratio\": " << jnum(er);
+    for (const char* s : {"Re_lambda", "L", "T"})
+      js_series << ", \"" << s << "_a\": " << jnum(va(s)) << ", \"" << s << "_b\": " << jnum(vb(s));
+    js_series << "}";
+  }
+  out << "max |B/A - 1|:";
+  for (const auto& s : kCompared) out << "  " << s << " " << num(max_rel[s], "%.3g");
+  out << "\n\n";
+
+  // ---- spectra at the requested t/T
+  const int k_max = int(a.rec->k.size()) - 1;
+  const int k_cut = a.n ? std::min(a.n / 3, k_max) : k_max;
+  const auto spairs = common_times(a.rec->spectrum_t, b.rec->spectrum_t, t_tol);
+  struct SpecResult {
+    double requested, t_over_T;
+    std::vector<Band> bands;
+    int k_agree;
+  };
+  std::vector<SpecResult> spec;
+  if (spairs.empty()) {
+    out << "spectra: no common spectrum times in " << a.where("spectra/t") << " and " << b.where("spectra/t")
+        << "\n\n";
+  } else {
+    for (double want : o.at) {
+      const auto best = *std::min_element(spairs.begin(), spairs.end(), [&](const auto& x, const auto& y) {
+        return std::abs(a.rec->spectrum_t[x.first] / T0 - want) < std::abs(a.rec->spectrum_t[y.first] / T0 - want);
+      });
+      const auto& ea = a.rec->E.at(best.first);
+      const auto& eb = b.rec->E.at(best.second);
+      spec.push_back({want, a.rec->spectrum_t[best.first] / T0, band_differences(ea, eb, k_cut),
+                      agreement_k(ea, eb, o.spectrum_tol)});
+    }
+    out << "spectra: sum_band |E_B - E_A| / sum_band E_A; k_agree: largest k with |E_B/E_A - 1| <= "
+        << num(o.spectrum_tol) << " on every shell 1..k\n";
+    std::snprintf(line, sizeof line, "%8s %8s", "t/T req", "t/T");
+    out << line;
+    for (const auto& bd : spec.front().bands) {
+      std::snprintf(line, sizeof line, " %10s", ("k " + std::to_string(bd.lo) + "-" + std::to_string(bd.hi)).c_str());
+      out << line;
+    }
+    out << "  k_agree\n";
+    for (const auto& s : spec) {
+      std::snprintf(line, sizeof line, "%8.4g %8.4f", s.requested, s.t_over_T);
+      out << line;
+      for (const auto& bd : s.bands) {
+        std::snprintf(line, sizeof line, " %10s", num(bd.rel_diff, "%.4g").c_str());
+        out << line;
+      }
+      out << "  " << s.k_agree << " of " << k_max << "\n";
+    }
+    out << "\n";
+  }
+
+  // ---- Q fields at the requested t/T
+  std::map<std::string, std::map<std::string, double>> cache;
+  const auto fa = fields_of(a.dir, a.solver, cache);
+  const auto fb = fields_of(b.dir, b.solver, cache);
+  std::vector<std::pair<FieldsAt, FieldsAt>> fpairs;
+  for (const auto& x : fa)
+    for (const auto& y : fb)
+      if (std::abs(x.t - y.t) <= t_tol) {
+        fpairs.emplace_back(x, y);
+        break;
+      }
+  std::vector<QResult> qres;
+  if (fpairs.empty()) {
+    out << "Q fields: no fields_*.h5 with /" << a.solver << "/Q and /" << b.solver << "/Q at a common time\n\n";
+  } else {
+    std::set<std::size_t> done;
+    std::map<std::size_t, std::pair<double, double>> measured;
+    for (double want : o.at) {
+      std::size_t best = 0;
+      for (std::size_t p = 1; p < fpairs.size(); ++p)
+        if (std::abs(fpairs[p].first.t / T0 - want) < std::abs(fpairs[best].first.t / T0 - want)) best = p;
+      if (!measured.count(best)) {
+        const ScalarField qa = read_scalar_field(fpairs[best].first.path, a.solver);
+        const ScalarField qb = read_scalar_field(fpairs[best].second.path, b.solver);
+        if (qa.grid.n != qb.grid.n)
+          throw InputError("different N: " + fpairs[best].first.path + ":/" + a.solver + "/Q is " +
+                           std::to_string(qa.grid.n) + "^3, " + fpairs[best].second.path + ":/" + b.solver +
+                           "/Q is " + std::to_string(qb.grid.n) + "^3");
+        double c = 0, j = 0;
+        q_measures(qa, qb, o.q_level, c, j);
+        measured[best] = {c, j};
+      }
+      qres.push_back({want, fpairs[best].first.t / T0, fpairs[best].first.path, fpairs[best].second.path,
+                      measured[best].first, measured[best].second});
+    }
+    out << "Q fields: correlation coefficient; Jaccard index of Q > " << num(o.q_level) << " <Q^2>^1/2\n";
+    std::snprintf(line, sizeof line, "%8s %8s %12s %9s  %s\n", "t/T req", "t/T", "correlation", "Jaccard", "files");
+    out << line;
+    for (const auto& q : qres) {
+      std::snprintf(line, sizeof line, "%8.4g %8.4f %12s %9s  ", q.requested, q.t_over_T,
+                    num(q.correlation, "%.6f").c_str(), num(q.jaccard, "%.6f").c_str());
+      out << line << (two_runs ? q.file_a + " | " + q.file_b : fs::path(q.file_a).filename().string());
+      out << "\n";
+    }
+    out << "\n";
+  }
+
+  // ---- checks
+  std::vector<Check> checks;
+  for (const auto& [s, limit] : o.series_tol)
+    checks.push_back({"--" + s + "-tol", limit, max_rel[s], true, "max |" + s + " B/A - 1|"});
+  auto worst = [](const std::vector<double>& v, bool largest) {
+    if (v.empty()) return kNaN;
+    double w = v[0];
+    for (double x : v) w = (std::isnan(x) || std::isnan(w)) ? kNaN : (largest ? std::max(w, x) : std::min(w, x));
+    return w;
+  };
+  if (!std::isnan(o.band_tol)) {
+    std::vector<double> v;
+    for (const auto& s : spec)
+      for (const auto& bd : s.bands) v.push_back(bd.rel_diff);
+    checks.push_back({"--band-tol", o.band_tol, worst(v, true), true, "largest band difference of E(k)"});
+  }
+  if (!std::isnan(o.k_agree_min)) {
+    std::vector<double> v;
+    for (const auto& s : spec) v.push_back(s.k_agree);
+    checks.push_back({"--k-agree-min", o.k_agree_min, worst(v, false), false, "smallest k_agree"});
+  }
+  if (!std::isnan(o.q_corr_min)) {
+    std::vector<double> v;
+    for (const auto& q : qres) v.push_back(q.correlation);
+    checks.push_back({"--q-corr-min", o.q_corr_min, worst(v, false), false, "smallest Q correlation"});
+  }
+  if (!std::isnan(o.q_jaccard_min)) {
+    std::vector<double> v;
+    for (const auto& q : qres) v.push_back(q.jaccard);
+    checks.push_back({"--q-jaccard-min", o.q_jaccard_min, worst(v, false), false, "smallest Q Jaccard index"});
+  }
+  int failed = 0;
+  for (const auto& c : checks) {
+    failed += !c.passed();
+    out << "check " << c.name << " " << num(c.limit) << ": " << c.note << " = " << num(c.value)
+        << (c.passed() ? "  ok" : std::isnan(c.value) ? "  FAILED (not measured)" : "  FAILED") << "\n";
+  }
+  if (checks.empty())
+    out << "no checks requested (give e.g. --K-tol 0.05 to make the exit status say whether they agree)\n";
+  else if (failed)
+    out << "compare: " << failed << " of " << checks.size() << " checks failed\n";
+  else
+    out << "compare: all " << checks.size() << " checks passed\n";
+  std::cout << out.str() << std::flush;
+
+  if (!o.json.empty()) {
+    std::ostringstream j;
+    j << "{\n  \"mode\": " << jstr(two_runs ? "runs" : "solvers") << ",\n";
+    for (const Side* s : {&a, &b})
+      j << "  \"" << (s == &a ? 'a' : 'b') << "\": {\"run\": " << jstr(s->run_path) << ", \"solver\": "
+        << jstr(s->solver) << ", \"N\": " << (s->n ? std::to_string(s->n) : "null") << "},\n";
+    j << "  \"T0\": " << jnum(T0) << ",\n  \"T0_b\": " << jnum(T0b) << ",\n";
+    j << "  \"series\": [\n    " << js_series.str() << "\n  ],\n  \"series_max_rel_diff\": {";
+    for (std::size_t i = 0; i < kCompared.size(); ++i)
+      j << (i ? ", " : "") << jstr(kCompared[i]) << ": " << jnum(max_rel[kCompared[i]]);
+    j << "},\n  \"spectrum_tol\": " << jnum(o.spectrum_tol) << ",\n  \"k_max\": " << k_max
+      << ",\n  \"spectra\": [";
+    for (std::size_t i = 0; i < spec.size(); ++i) {
+      j << (i ? "," : "") << "\n    {\"t_over_T_requested\": " << jnum(spec[i].requested)
+        << ", \"t_over_T\": " << jnum(spec[i].t_over_T) << ", \"k_agree\": " << spec[i].k_agree << ", \"bands\": [";
+      for (std::size_t k = 0; k < spec[i].bands.size(); ++k)
+        j << (k ? ", " : "") << "{\"k_lo\": " << spec[i].bands[k].lo << ", \"k_hi\": " << spec[i].bands[k].hi
+          << ", \"rel_diff\": " << jnum(spec[i].bands[k].rel_diff) << "}";
+      j << "]}";
+    }
+    j << "\n  ],\n  \"q_level\": " << jnum(o.q_level) << ",\n  \"q_fields\": [";
+    for (std::size_t i = 0; i < qres.size(); ++i)
+      j << (i ? "," : "") << "\n    {\"t_over_T_requested\": " << jnum(qres[i].requested)
+        << ", \"t_over_T\": " << jnum(qres[i].t_over_T) << ", \"file_a\": " << jstr(qres[i].file_a)
+        << ", \"file_b\": " << jstr(qres[i].file_b) << ", \"correlation\": " << jnum(qres[i].correlation)
+        << ", \"jaccard\": " << jnum(qres[i].jaccard) << "}";
+    j << "\n  ],\n  \"checks\": [";
+    for (std::size_t i = 0; i < checks.size(); ++i)
+      j << (i ? "," : "") << "\n    {\"name\": " << jstr(checks[i].name) << ", \"limit\": " << jnum(checks[i].limit)
+        << ", \"value\": " << jnum(checks[i].value) << ", \"passed\": " << (checks[i].passed() ? "true" : "false")
+        << "}";
+    j << "\n  ],\n  \"passed\": " << (failed ? "false" : "true") << "\n}\n";
+    std::ofstream f(o.json);
+    f << j.str();
+    if (!f.good()) throw InputError("--json " + o.json + ": cannot be written");
+  }
+  return failed ? 1 : 0;
+}
+
+}  // namespace vh::app

@@ -1,0 +1,51 @@
+// `vortexhit compare`: do two solvers (or two runs) agree? (DESIGN.md "The program's surface")
+//
+//   vortexhit compare RUN_DIR [--solvers A,B]          solver B against solver A in one run
+//                                                      (default spectral,vortex)
+//   vortexhit compare RUN_A RUN_B [--solver S]          solver S of run B against run A
+//                                                      (default: the first of spectral, vortex,
+//                                                      initial that both runs hold)
+//
+// A is the reference: ratios are B/A, relative differences are taken against A. Times are
+// given as t/T with T = /initial/series/T[0] of run A (the initial field's eddy turnover).
+//
+// What it reports (and writes with --json FILE):
+//   - over the common output times (/<solver>/series/t equal within 1e-6 T): K_B/K_A,
+//     ε_B/ε_A, and Re_λ, L, T of both;
+//   - at each requested t/T (--at, default 1,5,10) the nearest common spectrum time, and there
+//     the band-wise relative difference Σ_band |E_B − E_A| / Σ_band E_A over the bands
+//     1–4, 5–16, 17–64, 65–256, … cut at k = N/3, plus k_agree: the largest k such that
+//     |E_B(k')/E_A(k') − 1| ≤ --spectrum-tol (default 0.1) for every shell 1 ≤ k' ≤ k;
+//   - for the Q fields (fields_*.h5) nearest each requested t/T that both sides hold at the
+//     same time: the correlation coefficient of Q_A and Q_B over the grid, and the Jaccard
+//     index |S_A ∩ S_B| / |S_A ∪ S_B| of S = {Q > q ⟨Q²⟩^½}, each field with its own rms,
+//     q = --q-level (default 1).
+//
+// Checks, each only when its flag is given (exit 1 when any fails, also when the quantity
+// could not be measured, e.g. no common Q fields):
+//   --K-tol X  --epsilon-tol X  --Re_lambda-tol X  --L-tol X  --T-tol X
+//                        max over common output times of |B/A − 1| of that series ≤ X
+//                        (flag names are case-insensitive, '_' and '-' alike: --k-tol works)
+//   --band-tol X         every band's relative spectrum difference at every --at time ≤ X
+//   --k-agree-min K      k_agree ≥ K at every --at time
+//   --q-corr-min C       Q correlation ≥ C at every --at time
+//   --q-jaccard-min J    Jaccard index ≥ J at every --at time
+//
+// Exit status: 0 all requested checks passed (or none requested), 1 a check failed, 2 bad
+// input (unreadable file, missing solver or dataset, different N), with a message naming the
+// file and dataset (thrown as vh::InputError; main.cpp maps it).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace vh::app {
+
+/// Usage lines of the compare command, for `vortexhit help` and error messages.
+extern const char* const kCompareUsage;
+
+/// Runs `vortexhit compare` with `args` (the words after "compare"). Prints the report to
+/// stdout and returns the exit status (0 or 1); throws vh::InputError for bad input.
+int compare(const std::vector<std::string>& args);
+
+}  // namespace vh::app
