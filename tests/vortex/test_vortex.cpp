@@ -1,0 +1,190 @@
+// The vortex particle solver: a Gaussian vortex ring against its closed form, RBF
+// reinitialisation against the lattice vorticity it must reproduce, and what a
+// reinitialisation does to K.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "core/diagnostics.h"
+#include "core/fft.h"
+#include "core/initial_field.h"
+#include "fmm/fmm.h"
+#include "fmm/p2p_kernel.h"
+#include "vortex/blobs.h"
+#include "vortex/reinit.h"
+#include "vortex/solver.h"
+
+namespace {
+
+using vh::Grid;
+using vh::vortex::Vec3;
+
+double rel_l2(const vh::VectorField& a, const vh::VectorField& b) {
+  double num = 0, den = 0;
+  for (int d = 0; d < 3; ++d)
+    for (std::size_t i = 0; i < a.c[d].size(); ++i) {
+      num += (a.c[d][i] - b.c[d][i]) * (a.c[d][i] - b.c[d][i]);
+      den += b.c[d][i] * b.c[d][i];
+    }
+  return std::sqrt(num / den);
+}
+
+/// g(ρ) = erf(ρ) − (2/√π) ρ exp(−ρ²) (DESIGN.md).
+double g_cut(double rho) { return std::erf(rho) - 2.0 / std::sqrt(vh::kPi) * rho * std::exp(-rho * rho); }
+
+// A ring of radius R in the xy plane, n blobs with α = Γ (2πR/n) t̂: every blob induces the
+// same axial velocity at the centre, so u_z = Γ/(2R) g(R/(√2σ)) for any n.
+TEST(VortexRing, CentreVelocityIsTheClosedFormForAnyN) {
+  const double R = 1.0, Gamma = 1.3;
+  for (int n : {3, 16, 1000}) {
+    for (double sigma : {0.05, 0.2, 0.8}) {
+      double u[3] = {0, 0, 0}, grad[3][3] = {};
+      for (int q = 0; q < n; ++q) {
+        const double th = 2 * vh::kPi * q / n, ds = 2 * vh::kPi * R / n;
+        const double r[3] = {-R * std::cos(th), -R * std::sin(th), 0.0};  // centre − x_q
+        const double a[3] = {-Gamma * ds * std::sin(th), Gamma * ds * std::cos(th), 0.0};
+        vh::fmm::p2p_pair(r, a, sigma, u, grad);
+      }
+      const double expected = Gamma / (2 * R) * g_cut(R / (std::sqrt(2.0) * sigma));
+      EXPECT_NEAR(u[2], expected, 1e-10 * std::abs(expected) + 1e-300) << "n " << n << " sigma " << sigma;
+      EXPECT_NEAR(u[0], 0.0, 1e-12 * Gamma);
+      EXPECT_NEAR(u[1], 0.0, 1e-12 * Gamma);
+    }
+  }
+}
+
+// The same ring through the free-space FMM: it agrees with the direct sum to its tolerance.
+TEST(VortexRing, FmmAgreesWithTheDirectSum) {
+  const int n = 4000;
+  const double R = 1.0, Gamma = 1.0, sigma = 0.05;
+  std::vector<Vec3> x(n), alpha(n), targets;
+  std::vector<double> sig(n, sigma);
+  for (int q = 0; q < n; ++q) {
+    const double th = 2 * vh::kPi * q / n, ds = 2 * vh::kPi * R / n;
+    x[q] = {3 + R * std::cos(th), 3 + R * std::sin(th), 3.0};
+    alpha[q] = {-Gamma * ds * std::sin(th), Gamma * ds * std::cos(th), 0.0};
+  }
+  for (int i = 0; i < 200; ++i) {
+    const double s = 0.01 * i;
+    targets.push_back({3 + 0.9 * std::cos(s * 7), 3 + 1.2 * std::sin(s * 5), 3 + 0.4 * std::sin(s * 3) + 0.0});
+  }
+  targets.push_back({3, 3, 3});
+  vh::fmm::Params prm;
+  prm.periodic = false;
+  std::vector<Vec3> u;
+  std::vector<vh::fmm::Mat3> grad;
+  vh::fmm::evaluate_at(prm, x, alpha, sig, targets, u, grad);
+  double num = 0, den = 0;
+  for (std::size_t t = 0; t < targets.size(); ++t) {
+    double ud[3] = {0, 0, 0}, gd[3][3] = {};
+    for (int q = 0; q < n; ++q) {
+      const double r[3] = {targets[t][0] - x[q][0], targets[t][1] - x[q][1], targets[t][2] - x[q][2]};
+      const double a[3] = {alpha[q][0], alpha[q][1], alpha[q][2]};
+      vh::fmm::p2p_pair(r, a, sigma, ud, gd);
+    }
+    for (int d = 0; d < 3; ++d) {
+      num += (u[t][d] - ud[d]) * (u[t][d] - ud[d]);
+      den += ud[d] * ud[d];
+    }
+  }
+  EXPECT_LT(std::sqrt(num / den), 1e-5);
+  EXPECT_NEAR(u.back()[2], Gamma / (2 * R) * g_cut(R / (std::sqrt(2.0) * sigma)), 1e-5);
+}
+
+/// ω of a random solenoidal field on an n³ lattice.
+vh::VectorField random_vorticity(int n, vh::SpectralVector* u_out = nullptr) {
+  vh::InitialFieldSpec spec;
+  spec.k_p = 2.5;
+  spec.nu = 0.02;
+  spec.seed = 7;
+  const Grid g{n};
+  auto f = vh::make_initial_field(spec, g);
+  vh::Fft3d fft(n);
+  vh::VectorField omega;
+  vh::vorticity(f.u, fft, omega);
+  if (u_out) *u_out = f.u;
+  return omega;
+}
+
+vh::vortex::Particles particles_from(const vh::VectorField& alpha, double sigma) {
+  auto p = vh::vortex::lattice_particles(alpha.grid, sigma);
+  for (std::size_t i = 0; i < p.size(); ++i)
+    for (int d = 0; d < 3; ++d) p.alpha[i][d] = alpha.c[d][i];
+  return p;
+}
+
+// Reinitialisation alone: the new blobs reproduce ω at the lattice points to 1e-10 (fft; the
+// blob sums are cut off at 7σ, exp(−24.5) = 2e-11) or to rbf_tol (cg), and Σα stays zero.
+TEST(Reinit, BlobsReproduceTheLatticeVorticity) {
+  const int n = 16;
+  const auto omega = random_vorticity(n);
+  const double sigma = 2 * vh::kPi / n;
+  for (auto solver : {vh::vortex::RbfSolver::fft, vh::vortex::RbfSolver::cg}) {
+    vh::vortex::RbfParams prm;
+    prm.solver = solver;
+    prm.tol = 1e-3;
+    vh::VectorField alpha;
+    const auto res = vh::vortex::rbf_strengths(omega, sigma, prm, alpha);
+    const auto p = particles_from(alpha, sigma);
+    vh::VectorField back;
+    vh::vortex::vorticity_on_lattice(p, omega.grid, 7.0, back);
+    const double err = rel_l2(back, omega);
+    const Vec3 s = vh::vortex::total_strength(p);
+    double abs_sum = 0;
+    for (const auto& a : p.alpha) abs_sum += std::abs(a[0]) + std::abs(a[1]) + std::abs(a[2]);
+    std::printf("rbf %s: rel. L2 error of omega %.2e, residual %.2e, %d iterations, |sum alpha|/sum|alpha| %.1e\n",
+                solver == vh::vortex::RbfSolver::fft ? "fft" : "cg", err, res.residual, res.iterations,
+                std::sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2]) / abs_sum);
+    if (solver == vh::vortex::RbfSolver::fft)
+      EXPECT_LT(err, 1e-10);
+    else
+      EXPECT_LT(err, 1.01 * prm.tol);
+    for (int d = 0; d < 3; ++d) EXPECT_LT(std::abs(s[d]), 1e-12 * abs_sum);
+  }
+}
+
+// The CG matrix and the FFT symbol are the same operator (up to the 7σ cutoff).
+TEST(Reinit, MatvecMatchesTheFftSymbol) {
+  const auto omega = random_vorticity(16);
+  const double sigma = 1.25 * 2 * vh::kPi / 16;
+  vh::vortex::RbfParams prm;
+  prm.symbol_floor = 1e-14;
+  vh::VectorField alpha;
+  vh::vortex::rbf_strengths(omega, sigma, prm, alpha);
+  vh::VectorField back(omega.grid);
+  for (int d = 0; d < 3; ++d) vh::vortex::gaussian_matvec(alpha.c[d], omega.grid, sigma, 9.0, back.c[d]);
+  EXPECT_LT(rel_l2(back, omega), 1e-9);
+}
+
+// A reinitialisation right after an RBF initialisation returns the same strengths, so the
+// FMM velocity on the grid, and K, change by round-off only (fft); cg's change is reported.
+TEST(Reinit, RightAfterInitialisationKeepsK) {
+  const int n = 16;
+  vh::SpectralVector u0;
+  random_vorticity(n, &u0);
+  for (auto solver : {vh::vortex::RbfSolver::fft, vh::vortex::RbfSolver::cg}) {
+    vh::vortex::Params prm;
+    prm.rbf.solver = solver;
+    prm.rbf.tol = 1e-3;
+    prm.fmm.periodic = true;
+    vh::vortex::Solver s(prm, Grid{n});
+    s.set_velocity(u0, 0.0);
+    vh::SpectralVector u1, u2;
+    s.velocity(u1);
+    s.reinitialise();
+    s.velocity(u2);
+    double K1 = 0, K2 = 0;
+    for (double e : vh::energy_spectrum(u1)) K1 += e;
+    for (double e : vh::energy_spectrum(u2)) K2 += e;
+    double K0 = 0;
+    for (double e : vh::energy_spectrum(u0)) K0 += e;
+    std::printf("reinit (%s) after init: |dK|/K %.2e; FMM-sampled K vs spectral K: %.2e\n",
+                solver == vh::vortex::RbfSolver::fft ? "fft" : "cg", std::abs(K2 - K1) / K1,
+                std::abs(K1 - K0) / K0);
+    if (solver == vh::vortex::RbfSolver::fft) EXPECT_LT(std::abs(K2 - K1) / K1, 1e-10);
+    else EXPECT_LT(std::abs(K2 - K1) / K1, 10 * prm.rbf.tol);
+  }
+}
+
+}  // namespace

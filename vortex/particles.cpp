@@ -1,0 +1,48 @@
+#include "vortex/particles.h"
+
+#include <cmath>
+
+namespace vh::vortex {
+
+std::vector<Vec3> lattice_points(const Grid& g) {
+  std::vector<Vec3> x(g.points());
+  const double h = g.h();
+  for (int k = 0; k < g.n; ++k)
+    for (int j = 0; j < g.n; ++j)
+      for (int i = 0; i < g.n; ++i) x[g.index(i, j, k)] = {i * h, j * h, k * h};
+  return x;
+}
+
+Particles lattice_particles(const Grid& g, double sigma) {
+  Particles p;
+  p.x = lattice_points(g);
+  p.alpha.assign(g.points(), Vec3{0, 0, 0});
+  p.sigma.assign(g.points(), sigma);
+  return p;
+}
+
+Vec3 total_strength(const Particles& p) {
+  double s0 = 0, s1 = 0, s2 = 0;
+  const std::ptrdiff_t n = std::ptrdiff_t(p.size());
+#pragma omp parallel for reduction(+ : s0, s1, s2) schedule(static)
+  for (std::ptrdiff_t i = 0; i < n; ++i) {
+    s0 += p.alpha[i][0];
+    s1 += p.alpha[i][1];
+    s2 += p.alpha[i][2];
+  }
+  return {s0, s1, s2};
+}
+
+void wrap(Particles& p) {
+  const double L = 2.0 * kPi;
+  const std::ptrdiff_t n = std::ptrdiff_t(p.size());
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t i = 0; i < n; ++i)
+    for (int d = 0; d < 3; ++d) {
+      double v = p.x[i][d] - L * std::floor(p.x[i][d] / L);
+      if (v >= L) v -= L;  // floor rounding at the top edge
+      p.x[i][d] = v;
+    }
+}
+
+}  // namespace vh::vortex

@@ -1,0 +1,208 @@
+#include "vortex/solver.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "core/diagnostics.h"
+#include "core/error.h"
+#include "core/fft.h"
+#include "vortex/blobs.h"
+
+namespace vh::vortex {
+
+std::vector<OptionSpec> option_specs() {
+  std::vector<OptionSpec> t = {
+      {"vortex.init", "rbf|direct", "rbf", "",
+       "initial strengths: RBF solve so the blobs reproduce omega at the lattice, or alpha = omega h^3"},
+      {"vortex.overlap", "real", "1.0", "h", "core radius sigma0 = overlap * h"},
+      {"vortex.stretching", "classical|transpose", "classical", "",
+       "stretching (alpha.grad)u, or (grad u)^T alpha which conserves sum(alpha)"},
+      {"vortex.reinit_every", "int", "100", "steps", "RBF reinitialisation every this many steps (0: only by core ratio)"},
+      {"vortex.max_core_ratio", "real", "1.5", "", "reinitialise as soon as sigma/sigma0 exceeds this"},
+      {"vortex.blob_cutoff", "real", "7", "sigma", "blob sums at the lattice cut off at this many sigma"},
+      {"vortex.rbf_solver", "fft|cg", "fft", "", "RBF solve: exact circulant solve by FFT, or conjugate gradients"},
+      {"vortex.rbf_tol", "real", "1e-3", "", "cg: relative residual to reach"},
+      {"vortex.rbf_max_iter", "int", "50", "", "cg: iteration limit"},
+      {"vortex.rbf_symbol_floor", "real", "1e-6", "",
+       "fft: Gaussian symbol S(k)/S(0) below this is capped (limits the near-Nyquist gain)"},
+  };
+  for (const auto& f : fmm::describe_params()) {
+    if (f.key == "periodic") continue;  // the vortex solver is periodic by construction
+    t.push_back({"fmm." + f.key, f.type, f.default_value, "", f.help});
+  }
+  return t;
+}
+
+Params params_from(const Options& o, double nu) {
+  Params p;
+  p.nu = nu;
+  p.init = o.choice("vortex.init", {"rbf", "direct"}) == "rbf" ? Init::rbf : Init::direct;
+  p.overlap = o.real("vortex.overlap");
+  if (!(p.overlap >= 0.5 && p.overlap <= 4))
+    throw InputError(o.where("vortex.overlap") + " is out of range (allowed: 0.5 … 4)");
+  p.stretching = o.choice("vortex.stretching", {"classical", "transpose"}) == "classical"
+                     ? Stretching::classical
+                     : Stretching::transpose;
+  const long every = o.integer("vortex.reinit_every");
+  if (every < 0) throw InputError(o.where("vortex.reinit_every") + " is out of range (allowed: >= 0)");
+  p.reinit_every = int(every);
+  p.max_core_ratio = o.real("vortex.max_core_ratio");
+  if (!(p.max_core_ratio > 1))
+    throw InputError(o.where("vortex.max_core_ratio") + " is out of range (allowed: > 1)");
+  p.blob_cutoff = o.real("vortex.blob_cutoff");
+  if (!(p.blob_cutoff >= 3 && p.blob_cutoff <= 12))
+    throw InputError(o.where("vortex.blob_cutoff") + " is out of range (allowed: 3 … 12)");
+  p.rbf.solver = o.choice("vortex.rbf_solver", {"fft", "cg"}) == "fft" ? RbfSolver::fft : RbfSolver::cg;
+  p.rbf.tol = o.real("vortex.rbf_tol");
+  if (!(p.rbf.tol > 0 && p.rbf.tol < 1))
+    throw InputError(o.where("vortex.rbf_tol") + " is out of range (allowed: 0 < tol < 1)");
+  const long it = o.integer("vortex.rbf_max_iter");
+  if (it < 1) throw InputError(o.where("vortex.rbf_max_iter") + " is out of range (allowed: >= 1)");
+  p.rbf.max_iter = int(it);
+  p.rbf.symbol_floor = o.real("vortex.rbf_symbol_floor");
+  if (!(p.rbf.symbol_floor > 0 && p.rbf.symbol_floor < 1))
+    throw InputError(o.where("vortex.rbf_symbol_floor") + " is out of range (allowed: 0 < floor < 1)");
+  p.rbf.cutoff = p.blob_cutoff;
+  for (const auto& f : fmm::describe_params()) {
+    if (f.key == "periodic") continue;
+    const std::string key = "fmm." + f.key;
+    try {
+      p.fmm.set(f.key, o.text(key));
+    } catch (const std::invalid_argument& e) {
+      throw InputError(o.where(key) + ": " + e.what());
+    }
+  }
+  p.fmm.periodic = true;
+  try {
+    p.fmm.validate();
+  } catch (const std::invalid_argument& e) {
+    throw InputError(std::string("fmm: ") + e.what());
+  }
+  return p;
+}
+
+Solver::Solver(const Params& p, const Grid& g) : prm_(p), g_(g) {
+  prm_.fmm.periodic = true;
+  sigma0_ = prm_.overlap * g.h();
+}
+
+RbfResult Solver::set_velocity(const SpectralVector& u, double t) {
+  Fft3d fft(g_.n);
+  VectorField omega;
+  vorticity(u, fft, omega);
+  VectorField alpha;
+  RbfResult r;
+  if (prm_.init == Init::rbf) {
+    r = rbf_strengths(omega, sigma0_, prm_.rbf, alpha);
+  } else {
+    const double h3 = g_.h() * g_.h() * g_.h();
+    alpha = omega;
+    for (auto& c : alpha.c)
+      for (double& v : c) v *= h3;
+  }
+  p_ = lattice_particles(g_, sigma0_);
+  for (std::size_t i = 0; i < p_.size(); ++i)
+    for (int d = 0; d < 3; ++d) p_.alpha[i][d] = alpha.c[d][i];
+  t_ = t;
+  have_history_ = rhs_valid_ = false;
+  since_reinit_ = 0;
+  last_residual_ = r.residual;
+  return r;
+}
+
+void Solver::evaluate_rhs() {
+  timings_ = fmm::evaluate_self(prm_.fmm, p_.x, p_.alpha, p_.sigma, u_, grad_);
+  dalpha_.resize(p_.size());
+  const bool classical = prm_.stretching == Stretching::classical;
+  const std::ptrdiff_t n = std::ptrdiff_t(p_.size());
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t i = 0; i < n; ++i) {
+    const Mat3& G = grad_[i];
+    const Vec3& a = p_.alpha[i];
+    for (int m = 0; m < 3; ++m)
+      dalpha_[i][m] = classical ? G[m][0] * a[0] + G[m][1] * a[1] + G[m][2] * a[2]
+                                : G[0][m] * a[0] + G[1][m] * a[1] + G[2][m] * a[2];
+  }
+  rhs_valid_ = true;
+}
+
+void Solver::step(double dt) {
+  if (!rhs_valid_) evaluate_rhs();
+  // Variable-step AB2 weights; Euler when there is no history.
+  double c0 = 1.0, c1 = 0.0;
+  if (have_history_) {
+    const double r = dt / dt_prev_;
+    c0 = 1.0 + 0.5 * r;
+    c1 = -0.5 * r;
+  }
+  const std::ptrdiff_t n = std::ptrdiff_t(p_.size());
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t i = 0; i < n; ++i)
+    for (int d = 0; d < 3; ++d) {
+      const double up = have_history_ ? u_prev_[i][d] : 0.0;
+      const double ap = have_history_ ? dalpha_prev_[i][d] : 0.0;
+      p_.x[i][d] += dt * (c0 * u_[i][d] + c1 * up);
+      p_.alpha[i][d] += dt * (c0 * dalpha_[i][d] + c1 * ap);
+    }
+  std::swap(u_prev_, u_);
+  std::swap(dalpha_prev_, dalpha_);
+  have_history_ = true;
+  rhs_valid_ = false;
+  dt_prev_ = dt;
+  // Core spreading: the exact solution of the heat equation for a Gaussian blob.
+  for (double& s : p_.sigma) s = std::sqrt(s * s + 2.0 * prm_.nu * dt);
+  wrap(p_);
+  t_ += dt;
+  ++steps_;
+  ++since_reinit_;
+  const double ratio = *std::max_element(p_.sigma.begin(), p_.sigma.end()) / sigma0_;
+  if ((prm_.reinit_every > 0 && since_reinit_ >= prm_.reinit_every) || ratio > prm_.max_core_ratio)
+    reinitialise();
+}
+
+RbfResult Solver::reinitialise() {
+  VectorField omega, alpha;
+  vorticity_on_lattice(p_, g_, prm_.blob_cutoff, omega);
+  const RbfResult r = rbf_strengths(omega, sigma0_, prm_.rbf, alpha);
+  p_ = lattice_particles(g_, sigma0_);
+  for (std::size_t i = 0; i < p_.size(); ++i)
+    for (int d = 0; d < 3; ++d) p_.alpha[i][d] = alpha.c[d][i];
+  have_history_ = rhs_valid_ = false;
+  since_reinit_ = 0;
+  ++reinits_;
+  last_residual_ = r.residual;
+  return r;
+}
+
+double Solver::max_velocity() {
+  if (!rhs_valid_) evaluate_rhs();
+  double m = 0;
+  for (const Vec3& v : u_) m = std::max({m, std::abs(v[0]), std::abs(v[1]), std::abs(v[2])});
+  return m;
+}
+
+void Solver::velocity(SpectralVector& u) {
+  std::vector<Vec3> ug;
+  std::vector<Mat3> gg;
+  fmm::evaluate_at(prm_.fmm, p_.x, p_.alpha, p_.sigma, lattice_points(g_), ug, gg);
+  VectorField f(g_);
+  for (std::size_t i = 0; i < ug.size(); ++i)
+    for (int d = 0; d < 3; ++d) f.c[d][i] = ug[i][d];
+  Fft3d fft(g_.n);
+  fft.forward(f, u);
+}
+
+Monitors Solver::monitors() {
+  Monitors m;
+  m.total_alpha = total_strength(p_);
+  ScalarField div;
+  divergence_on_lattice(p_, g_, prm_.blob_cutoff, div);
+  for (double v : div.v) m.max_div_omega = std::max(m.max_div_omega, std::abs(v));
+  m.core_ratio = *std::max_element(p_.sigma.begin(), p_.sigma.end()) / sigma0_;
+  m.reinits = reinits_;
+  m.last_rbf_residual = last_residual_;
+  return m;
+}
+
+}  // namespace vh::vortex
