@@ -19,12 +19,14 @@ void solid_harmonics(const Vec3& r, int p, cplx* R, cplx* I) {
   const double x = r[0], y = r[1], z = r[2];
   const double r2 = x * x + y * y + z * z;
   const cplx xy(x, y);
-  R[0] = 1.0;
-  for (int l = 0; l < p; ++l) {
-    R[idx(l + 1, l + 1)] = -xy / double(2 * l + 2) * R[idx(l, l)];
-    for (int m = 0; m <= l; ++m) {
-      const cplx prev = (m <= l - 1) ? R[idx(l - 1, m)] : cplx(0.0);
-      R[idx(l + 1, m)] = (double(2 * l + 1) * z * R[idx(l, m)] - r2 * prev) / double((l + m + 1) * (l - m + 1));
+  if (R) {
+    R[0] = 1.0;
+    for (int l = 0; l < p; ++l) {
+      R[idx(l + 1, l + 1)] = -xy / double(2 * l + 2) * R[idx(l, l)];
+      for (int m = 0; m <= l; ++m) {
+        const cplx prev = (m <= l - 1) ? R[idx(l - 1, m)] : cplx(0.0);
+        R[idx(l + 1, m)] = (double(2 * l + 1) * z * R[idx(l, m)] - r2 * prev) / double((l + m + 1) * (l - m + 1));
+      }
     }
   }
   if (!I) return;
@@ -103,8 +105,8 @@ void m2l_table(int p, const cplx* Ih, const cplx* Mc, cplx* Lc) {
 }
 
 void m2l(int p, const Vec3& d, const cplx* Mc, cplx* Lc) {
-  cplx R[kMaxCoef], I[kMaxCoef];
-  solid_harmonics(d, p, R, I);
+  cplx I[kMaxCoef];
+  solid_harmonics(d, p, nullptr, I);
   m2l_table(p, I, Mc, Lc);
 }
 

@@ -38,7 +38,7 @@ constexpr int ncoef(int p) { return (p + 1) * (p + 2) / 2; }
 /// Storage index of (l, m), 0 <= m <= l.
 inline int idx(int l, int m) { return l * (l + 1) / 2 + m; }
 
-/// Regular R (degrees 0..p) and, when I != nullptr, irregular I (degrees 0..p) at r.
+/// Regular R (when R != nullptr) and irregular I (when I != nullptr), degrees 0..p, at r.
 /// I needs r != 0.  Arrays hold ncoef(p) entries.
 void solid_harmonics(const Vec3& r, int p, cplx* R, cplx* I);
 

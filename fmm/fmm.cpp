@@ -1,5 +1,6 @@
 #include "fmm/fmm.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <sstream>
@@ -176,18 +177,32 @@ Timings run(const Params& prm, const std::vector<Vec3>& x_in, const std::vector<
   tm.traverse = seconds(t_up, t_trav);
 
   // --- M2L ----------------------------------------------------------------------------------
+  // M2L is linear in the table I_lm(d): the periodic images of one source cell taken by the same
+  // target cell share one contraction with the summed table (one M2L per (target, source) pair).
   long long n_m2l = 0, n_pairs = 0;
 #pragma omp parallel for schedule(dynamic, 4) reduction(+ : n_m2l)
   for (int i = 0; i < nct; ++i) {
     const Cell& A = tgt.cells[i];
-    for (const Interaction& in : lists.m2l[i]) {
-      const Cell& B = src.cells[in.source];
-      const Vec3& s = shifts[in.shift];
-      m2l(p, {B.center[0] + s[0] - A.center[0], B.center[1] + s[1] - A.center[1], B.center[2] + s[2] - A.center[2]},
-          &M[std::size_t(in.source) * 3 * nc], &L[std::size_t(i) * 3 * nc]);
-      ++n_m2l;
+    std::vector<Interaction> list = lists.m2l[i];
+    std::sort(list.begin(), list.end(), [](const Interaction& a, const Interaction& b) {
+      return a.source != b.source ? a.source < b.source : a.shift < b.shift;
+    });
+    cplx I[kMaxCoef], T[kMaxCoef];
+    for (std::size_t k = 0; k < list.size();) {
+      const int j = list[k].source;
+      const Cell& B = src.cells[j];
+      std::fill(T, T + nc, cplx(0.0));
+      for (; k < list.size() && list[k].source == j; ++k) {
+        const Vec3& s = shifts[list[k].shift];
+        solid_harmonics({B.center[0] + s[0] - A.center[0], B.center[1] + s[1] - A.center[1],
+                         B.center[2] + s[2] - A.center[2]},
+                        p, nullptr, I);
+        for (int c = 0; c < nc; ++c) T[c] += I[c];
+        ++n_m2l;
+      }
+      m2l_table(p, T, &M[std::size_t(j) * 3 * nc], &L[std::size_t(i) * 3 * nc]);
     }
-    if (!lists.m2l[i].empty()) has_local[i] = 1;
+    if (!list.empty()) has_local[i] = 1;
   }
   const auto t_m2l = clock_type::now();
   tm.m2l = seconds(t_trav, t_m2l);

@@ -26,7 +26,7 @@ namespace vh::fmm {
 struct Params {
   int p = 10;               ///< expansion order (degrees 0..p), 1..30
   int ncrit = 64;           ///< max particles per leaf, >= 1
-  double theta = 0.5;       ///< acceptance: R_A + R_B < theta * distance, in (0, 1)
+  double theta = 0.4;       ///< acceptance: R_A + R_B < theta * distance, in (0, 1)
   int images = 5;           ///< periodic far-lattice levels (each x3 in width), 0..12
   double tolerance = 1e-6;  ///< far field only where 1 - g(rho) < tolerance, in (0, 0.1]
   bool periodic = false;    ///< periodic in [0, 2 pi)^3 or free space

@@ -17,13 +17,14 @@ constexpr int kN = 4000;
 #endif
 
 TEST(FmmFree, ErrorFallsWithOrderAgainstDirectSum) {
-  // Random blobs in the unit cube, sigma ~ mean spacing; theta = 0.5 (default), ncrit = 64,
-  // tolerance = 1e-6.  Errors: ~ theta^(p+1)-like decay; issue 4 bounds at p = 10.
+  // Random blobs in the unit cube, sigma ~ mean spacing; default theta (0.4), ncrit (64) and
+  // tolerance (1e-6).  Errors decay roughly like theta^(p+1); issue 4 bounds at p = 10.
   const auto b = testing::random_blobs(kN, 0.0, 1.0, 11, false);
   std::vector<Vec3> ud;
   std::vector<Mat3> gd;
   direct_sum(b.x, b.alpha, b.sigma, b.x, true, ud, gd);
-  std::printf("free space, N = %d, theta = 0.5, ncrit = 64, tolerance = 1e-6\n", kN);
+  const Params d;
+  std::printf("free space, N = %d, theta = %g, ncrit = %d, tolerance = %g\n", kN, d.theta, d.ncrit, d.tolerance);
   std::printf("  p   rel L2 err u   rel L2 err grad u   time [s]\n");
   double prev_u = 1, prev_g = 1;
   for (int p : {4, 6, 8, 10, 12}) {

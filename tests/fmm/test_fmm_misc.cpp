@@ -22,7 +22,7 @@ TEST(FmmBlob, FarFieldHandsOverWithoutJump) {
   // One blob; 3000 targets on three rays at r = 0.1 sigma ... 20 sigma (geometric spacing).
   // Targets closer than rcut = sqrt(2) rho_tol sigma are P2P by construction: exact to 1e-12.
   // Beyond, a target may get the far field: its error is 1 - g(rho) <= tolerance = 1e-6 plus
-  // the expansion truncation, ~((R_A + R_B) / d)^(p+1) <= theta^25 ~ 3e-8 at p = 24, so no
+  // the expansion truncation, ~((R_A + R_B) / d)^(p+1) <= theta^25 < 3e-8 at p = 24, so no
   // jump larger than 2e-6 anywhere (the default p = 10 bounds it by ~1e-3 for a lone source).
   const double sigma = 0.05;
   const Vec3 x0 = {0.3, -0.2, 0.1}, a = {0.4, -0.9, 0.3};

@@ -73,7 +73,7 @@ void run_case(const Params& prm, double& eu, double& eg) {
 }
 
 TEST(FmmPeriodic, ErrorFallsWithImages) {
-  std::printf("periodic, %d^3 lattice, sigma = h, p = 10, theta = 0.5\n", kLattice);
+  std::printf("periodic, %d^3 lattice, sigma = h, p = 10, theta = %g\n", kLattice, Params{}.theta);
   std::printf(" images   rel L2 err u   rel L2 err grad u\n");
   double eu[6], eg[6];
   for (int im = 0; im <= 5; ++im) {
@@ -100,7 +100,7 @@ TEST(FmmPeriodic, ErrorFallsWithOrder) {
 #else
   const std::vector<int> orders = {4, 7, 10};
 #endif
-  std::printf("periodic, %d^3 lattice, sigma = h, images = 5, theta = 0.5\n", kLattice);
+  std::printf("periodic, %d^3 lattice, sigma = h, images = 5, theta = %g\n", kLattice, Params{}.theta);
   std::printf("  p   rel L2 err u   rel L2 err grad u\n");
   double prev_u = 1, prev_g = 1;
   for (int p : orders) {
