@@ -4,6 +4,7 @@
 //   cross_kernel  ↔ CpuSolver::nonlinear_transforms  (u × ω on the M³ grid)
 //   post_kernel   ↔ CpuSolver::post                  (project, truncate, RK4 stage, next input)
 //   max_kernel    ↔ CpuSolver::max_velocity          (max |u_i| on the N³ grid)
+//   energy_kernel ↔ CpuSolver::energies              (K and ½⟨ω·ω⟩ of the state)
 // Transforms: cuFFT in place, one batched plan for the 6 inverse and one for the 3 forward
 // transforms of an evaluation (T = double: Z2D/D2Z; T = float: C2R/R2C). Everything in
 // the time loop stays on the device; the host only launches.
@@ -30,35 +31,64 @@ constexpr int kBx = 32, kBy = 8;  // warps run along x: coalesced rows
 
 dim3 grid_for(int nx, int ny, int nz) { return dim3((nx + kBx - 1) / kBx, (ny + kBy - 1) / kBy, nz); }
 
+// Mode kernels run flat over the M-grid half layout (no idle lanes when M/2+1 is not a
+// multiple of the warp width) and decode (ix, iy, iz); 32-bit indices suffice (768²·385 < 2³²).
+constexpr int kFlat = 256;
+
+unsigned blocks_for(std::size_t n, std::size_t per_block) { return unsigned((n + per_block - 1) / per_block); }
+
+__device__ inline bool decode(const Geometry& g, int& ix, int& iy, int& iz) {
+  const unsigned i = blockIdx.x * kFlat + threadIdx.x;
+  const unsigned mxh = g.mxh(), m = g.m;
+  if (i >= mxh * m * m) return false;
+  const unsigned r = i / mxh;
+  ix = int(i - r * mxh);
+  iy = int(r % m);
+  iz = int(r / m);
+  return true;
+}
+
 template <class T>
-__global__ void load_kernel(Geometry g, StageArrays<T> arr) {
-  const int ix = blockIdx.x * kBx + threadIdx.x, iy = blockIdx.y * kBy + threadIdx.y;
-  const int iz = blockIdx.z;
-  if (ix >= g.mxh() || iy >= g.m) return;
+__global__ void __launch_bounds__(kFlat) load_kernel(Geometry g, StageArrays<T> arr) {
+  int ix, iy, iz;
+  if (!decode(g, ix, iy, iz)) return;
   const Cx<T>* src[3] = {arr.u0[0], arr.u0[1], arr.u0[2]};
   kernel::load_mode(g, ix, iy, iz, arr.buf, src);
 }
 
 template <class T>
-__global__ void post_kernel(Geometry g, int s, bool expl, T nu, T dt, StageArrays<T> arr) {
-  const int ix = blockIdx.x * kBx + threadIdx.x, iy = blockIdx.y * kBy + threadIdx.y;
-  const int iz = blockIdx.z;
-  if (ix >= g.mxh() || iy >= g.m) return;
+__global__ void __launch_bounds__(kFlat) post_kernel(Geometry g, int s, bool expl, T nu, T dt, StageArrays<T> arr) {
+  int ix, iy, iz;
+  if (!decode(g, ix, iy, iz)) return;
   kernel::post_mode(g, s, expl, nu, dt, ix, iy, iz, arr);
 }
 
-/// u × ω over buffers 0–2 (u) and 3–5 (ω), real in-place layout; `cd` reals per buffer.
 template <class T>
-__global__ void cross_kernel(int m, int row, long long cd, T* __restrict__ r) {
-  const int ix = blockIdx.x * kBx + threadIdx.x, iy = blockIdx.y * kBy + threadIdx.y;
-  const int iz = blockIdx.z;
-  if (ix >= m || iy >= m) return;
-  T* p = r + ((long long)iz * m + iy) * row + ix;
-  T ux = p[0], uy = p[cd], uz = p[2 * cd];
-  kernel::cross_in_place(ux, uy, uz, p[3 * cd], p[4 * cd], p[5 * cd]);
-  p[0] = ux;
-  p[cd] = uy;
-  p[2 * cd] = uz;
+struct Vec2;
+template <>
+struct Vec2<double> {
+  using type = double2;
+};
+template <>
+struct Vec2<float> {
+  using type = float2;
+};
+
+/// u × ω over buffers 0–2 (u) and 3–5 (ω), flat over the in-place real arrays (padding
+/// columns included: the forward transform ignores them), two reals per thread; `pairs`
+/// = reals per buffer / 2.
+template <class T>
+__global__ void __launch_bounds__(kFlat) cross_kernel(unsigned pairs, typename Vec2<T>::type* __restrict__ r) {
+  const unsigned i = blockIdx.x * kFlat + threadIdx.x;
+  if (i >= pairs) return;
+  using V = typename Vec2<T>::type;
+  V u0 = r[i], u1 = r[pairs + i], u2 = r[2 * pairs + i];
+  const V w0 = r[3 * pairs + i], w1 = r[4 * pairs + i], w2 = r[5 * pairs + i];
+  kernel::cross_in_place(u0.x, u1.x, u2.x, w0.x, w1.x, w2.x);
+  kernel::cross_in_place(u0.y, u1.y, u2.y, w0.y, w1.y, w2.y);
+  r[i] = u0;
+  r[pairs + i] = u1;
+  r[2 * pairs + i] = u2;
 }
 
 // max of non-negative floating-point numbers via their bit patterns (monotone for x ≥ 0).
@@ -312,15 +342,15 @@ class GpuSolver final : public Rk4Solver {
 
  protected:
   void load_state_inputs() override {
-    load_kernel<T><<<grid_for(g_.mxh(), g_.m, g_.m), dim3(kBx, kBy), 0, st_>>>(g_, arr_);
+    load_kernel<T><<<blocks_for(pmodes_, kFlat), kFlat, 0, st_>>>(g_, arr_);
     VH_CHECK_CUDA(cudaGetLastError());
   }
 
   void nonlinear_transforms() override {
     T* r = reinterpret_cast<T*>(work_);
     VH_CHECK_CUFFT(CufftTypes<T>::inv(inv6_, r));
-    cross_kernel<T><<<grid_for(g_.m, g_.m, g_.m), dim3(kBx, kBy), 0, st_>>>(
-        g_.m, g_.mrow(), 2 * (long long)pmodes_, r);
+    cross_kernel<T><<<blocks_for(pmodes_, kFlat), kFlat, 0, st_>>>(
+        unsigned(pmodes_), reinterpret_cast<typename Vec2<T>::type*>(r));
     VH_CHECK_CUDA(cudaGetLastError());
     VH_CHECK_CUFFT(CufftTypes<T>::fwd(fwd3_, r));
   }
@@ -329,7 +359,7 @@ class GpuSolver final : public Rk4Solver {
 
  private:
   void post(int s, double dt, const StageArrays<T>& arr) {
-    post_kernel<T><<<grid_for(g_.mxh(), g_.m, g_.m), dim3(kBx, kBy), 0, st_>>>(
+    post_kernel<T><<<blocks_for(pmodes_, kFlat), kFlat, 0, st_>>>(
         g_, s, p_.viscosity == Viscosity::explicit_rk4, T(p_.nu), T(dt), arr);
     VH_CHECK_CUDA(cudaGetLastError());
   }
