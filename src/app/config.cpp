@@ -26,7 +26,7 @@ RunConfig make_config(const std::string& deck_path, const Options& o) {
   c.device = o.choice("device", {"cpu", "gpu", "auto"});
   c.name = o.text("case.name");
   if (c.name.empty()) throw InputError(o.where("case.name") + " is empty (allowed: a name)");
-  c.solver = o.choice("case.solver", {"initial", "spectral"});
+  c.solver = o.choice("case.solver", {"initial", "spectral", "vortex", "both"});
   const long seed = o.integer("case.seed");
   if (seed < 0) throw InputError(o.where("case.seed") + " is out of range (allowed: >= 0)");
 
@@ -35,7 +35,7 @@ RunConfig make_config(const std::string& deck_path, const Options& o) {
     throw InputError(o.where("domain.n") + " is out of range (allowed: even, 8 <= n <= 4096)");
   c.n = int(n);
 
-  c.flow.shape = parse_spectrum_shape(o.choice("flow.spectrum", {"k4exp", "pope", "taylor-green"}),
+  c.flow.shape = parse_spectrum_shape(o.choice("flow.spectrum", {"k4exp", "pope", "taylor-green", "abc"}),
                                       "flow.spectrum");
   c.flow.seed = std::uint64_t(seed);
   c.flow.k_p = o.real("flow.k_p");
@@ -79,6 +79,10 @@ RunConfig make_config(const std::string& deck_path, const Options& o) {
   c.overwrite = o.boolean("output.overwrite");
 
   c.spectral = spectral::params_from(o, 0.0);
+  if ((c.solver == "spectral" || c.solver == "both") && c.spectral.dealias == spectral::Dealias::three_halves &&
+      c.n % 4 != 0)
+    throw InputError(o.where("domain.n") + " does not suit spectral.dealias = 3/2 (allowed: n divisible by 4)");
+  c.vortex = vortex::params_from(o, 0.0);
   return c;
 }
 

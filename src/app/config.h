@@ -9,6 +9,7 @@
 #include "core/initial_field.h"
 #include "core/options.h"
 #include "spectral/solver.h"
+#include "vortex/solver.h"
 
 namespace vh::app {
 
@@ -16,7 +17,7 @@ struct RunConfig {
   std::string deck_path;
   Options options;            ///< the deck after overrides, with defaults filled in
   std::string name;           ///< case.name
-  std::string solver;         ///< case.solver: initial | spectral
+  std::string solver;         ///< case.solver: initial | spectral | vortex | both
   int n = 32;                 ///< domain.n
   InitialFieldSpec flow;      ///< flow.* and case.seed
   double t_end_over_T = 1;    ///< time.t_end_over_T (used when t_end is NaN)
@@ -30,6 +31,7 @@ struct RunConfig {
   bool overwrite = false;     ///< output.overwrite
   std::string device;         ///< device: cpu | gpu | auto
   spectral::Params spectral;  ///< spectral.* (ν filled in once the initial field is known)
+  vortex::Params vortex;      ///< vortex.* and fmm.* (likewise)
 };
 
 /// Builds and validates the configuration (throws vh::InputError).

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "spectral/solver.h"
+#include "vortex/solver.h"
 
 namespace po = boost::program_options;
 
@@ -20,12 +21,13 @@ std::vector<OptionSpec> app_options() {
   return {
       {"device", "cpu|gpu|auto", "auto", "", "back end: auto takes the GPU when one is visible"},
       {"case.name", "string", "quick", "", "name of the case; default output folder runs/<name>"},
-      {"case.solver", "initial|spectral", "spectral", "",
-       "which solver runs: initial writes the initial field and its diagnostics and stops"},
+      {"case.solver", "initial|spectral|vortex|both", "both", "",
+       "which solvers run from the initial field; initial writes its diagnostics and fields and stops"},
       {"case.seed", "int", "1", "", "seed of the random initial field (same field on any device)"},
       {"domain.n", "int", "32", "points", "grid points (and lattice particles) per direction, even, >= 8"},
-      {"flow.spectrum", "k4exp|pope|taylor-green", "k4exp", "",
-       "initial spectrum: A k^4 exp(-2 (k/k_p)^2), Pope's model spectrum, or the Taylor-Green vortex"},
+      {"flow.spectrum", "k4exp|pope|taylor-green|abc", "k4exp", "",
+       "initial field: random with E = A k^4 exp(-2 (k/k_p)^2) or Pope's model spectrum, or the "
+       "Taylor-Green vortex, or the ABC (Beltrami) flow at k = 1"},
       {"flow.k_p", "real", "4", "1/length", "peak wavenumber of k4exp"},
       {"flow.pope_L", "real", "1", "length", "L = k^(3/2)/eps of Pope's model spectrum"},
       {"flow.pope_eta", "real", "0.02", "length", "Kolmogorov scale eta of Pope's model spectrum"},
@@ -109,6 +111,7 @@ const std::vector<OptionSpec>& option_table() {
   static const std::vector<OptionSpec> table = [] {
     std::vector<OptionSpec> t = app_options();
     for (auto& s : spectral::option_specs()) t.push_back(s);
+    for (auto& s : vortex::option_specs()) t.push_back(s);
     return t;
   }();
   return table;

@@ -20,7 +20,7 @@
 #include "core/h5.h"
 #include "core/initial_field.h"
 #include "core/run_file.h"
-#include "spectral/solver.h"
+#include "app/steppers.h"
 
 namespace fs = std::filesystem;
 
@@ -64,7 +64,8 @@ std::vector<std::pair<std::string, double>> series_row(double t, long step, doub
   return {{"t", t},           {"step", double(step)},  {"dt", dt},
           {"K", s.K},         {"epsilon", s.epsilon},  {"L", s.L},
           {"T", s.T},         {"lambda", s.lambda},    {"Re_lambda", s.Re_lambda},
-          {"S3", s.S3},       {"enstrophy", s.enstrophy}, {"divergence_rel", s.divergence_rel}};
+          {"S3", s.S3},       {"enstrophy", s.enstrophy}, {"divergence_rel", s.divergence_rel},
+          {"helicity", s.helicity}};
 }
 
 /// Times at which the run stops to output: every output interval, every requested field
@@ -84,6 +85,28 @@ std::vector<double> stop_times(double t_end, double out_dt, const std::vector<do
 
 bool near(double a, double b, double scale) { return std::abs(a - b) <= 1e-9 * scale; }
 
+/// Relative L2 difference of two coefficient sets (Parseval: the same as on the grid).
+double relative_l2(const SpectralVector& a, const SpectralVector& b) {
+  double num = 0, den = 0;
+  const int n = a.grid.n;
+  for (int d = 0; d < 3; ++d)
+    for (std::size_t m = 0; m < a.c[d].size(); ++m) {
+      const double w = mode_weight(int(m % (n / 2 + 1)), n);
+      num += w * std::norm(a.c[d][m] - b.c[d][m]);
+      den += w * std::norm(b.c[d][m]);
+    }
+  return std::sqrt(num / den);
+}
+
+/// One output of a solver into the run file: series (standard names, then its monitors) and
+/// spectrum.
+void record(RunFile& rf, Stepper& st, const Statistics& s, double dt, const SpectralVector& u) {
+  auto row = series_row(st.time(), st.steps(), dt, s);
+  for (const auto& m : st.monitors()) row.push_back(m);
+  rf.append_series(st.name(), row);
+  rf.append_spectrum(st.name(), st.time(), energy_spectrum(u));
+}
+
 /// Velocity, vorticity and Q of coefficients `u` on the grid, for a fields file.
 struct GridFields {
   VectorField velocity, vorticity;
@@ -97,6 +120,14 @@ GridFields grid_fields(const SpectralVector& u, Fft3d& fft) {
   vorticity(u, fft, f.vorticity);
   q_criterion(u, fft, f.q);
   return f;
+}
+
+void write_field_sets(const std::string& dir, int index, double t, const std::map<std::string, GridFields>& f,
+                      const std::vector<std::unique_ptr<Stepper>>& solvers) {
+  std::map<std::string, FieldSet> sets;
+  for (const auto& st : solvers)
+    if (f.count(st->name())) sets[st->name()] = f.at(st->name()).set(st->steps());
+  write_fields(dir, index, t, sets);
 }
 
 }  // namespace
@@ -150,56 +181,81 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
     return std::any_of(field_t.begin(), field_t.end(), [&](double f) { return near(f, t, t_end); });
   };
   int field_index = 0;
-  const std::string initial_name = cfg.solver == "initial" ? "initial" : cfg.solver;
-  if (field_due(0.0)) {
+  // With no solver to run, the initial field's own fields are the output.
+  if (cfg.solver == "initial" && field_due(0.0)) {
     const GridFields f = grid_fields(init.u, fft);
-    write_fields(cfg.out_dir, field_index++, 0.0, {{initial_name, f.set(0)}});
+    write_fields(cfg.out_dir, field_index++, 0.0, {{"initial", f.set(0)}});
   }
   rf.write();
 
-  long steps = 0;
-  double t = 0.0;
-  Statistics last = s0;
-  if (cfg.solver == "spectral") {
+  // The solvers, started from the same field, advance in turn to each stop time.
+  std::vector<std::unique_ptr<Stepper>> solvers;
+  if (cfg.solver == "spectral" || cfg.solver == "both") {
     cfg.spectral.nu = init.nu;
-    auto solver = spectral::make_solver(cfg.spectral, g, backend);
-    solver->set_velocity(init.u, 0.0);
-    rf.append_series("spectral", series_row(0.0, 0, 0.0, s0));
-    rf.append_spectrum("spectral", 0.0, energy_spectrum(init.u));
-    SpectralVector u(g);
-    double dt = 0.0;
-    for (double stop : stop_times(t_end, out_dt, field_t)) {
+    solvers.push_back(make_spectral(cfg.spectral, g, backend));
+  }
+  if (cfg.solver == "vortex" || cfg.solver == "both") {
+    cfg.vortex.nu = init.nu;
+    solvers.push_back(make_vortex(cfg.vortex, g));
+  }
+  std::map<std::string, Statistics> last;
+  SpectralVector u(g);
+  for (auto& st : solvers) {
+    st->start(init.u, 0.0);
+    st->velocity(u);
+    const Statistics s = statistics(u, init.nu, fft);
+    if (st->name() == "vortex")
+      con.line("vortex   initial particles: FMM velocity on the grid vs the spectral one, rel. L2 " +
+               fmt(relative_l2(u, init.u), 3));
+    record(rf, *st, s, 0.0, u);
+    con.line(st->log_line());
+    last[st->name()] = s;
+  }
+  if (!solvers.empty() && field_due(0.0)) {
+    std::map<std::string, GridFields> f;
+    for (auto& st : solvers) {
+      st->velocity(u);
+      f[st->name()] = grid_fields(u, fft);
+    }
+    write_field_sets(cfg.out_dir, field_index++, 0.0, f, solvers);
+  }
+  rf.write();
+
+  for (double stop : stop_times(t_end, out_dt, field_t)) {
+    std::map<std::string, GridFields> fields;
+    for (auto& st : solvers) {
+      const std::string name = st->name();
+      con.reset_rate();
+      double dt = 0.0, t = st->time();
       while (t < stop && !near(t, stop, t_end)) {
-        dt = std::isnan(cfg.dt) ? cfg.cfl * g.h() / solver->max_velocity() : cfg.dt;
+        dt = std::isnan(cfg.dt) ? cfg.cfl * g.h() / st->max_velocity() : cfg.dt;
         if (!(dt > 0) || !std::isfinite(dt))
-          throw RunStopped("spectral: the CFL time step is " + fmt(dt) + " at step " +
-                           std::to_string(steps) + " (velocity not finite?)");
+          throw RunStopped(name + ": the CFL time step is " + fmt(dt) + " at step " +
+                           std::to_string(st->steps()) + ", t = " + fmt(t) + " (velocity not finite)");
         // Land on the stop in equal steps no longer than the stable one (no sliver steps).
         dt = (stop - t) / std::ceil((stop - t) / dt * (1 - 1e-12));
-        solver->step(dt);
-        t = solver->time();
-        ++steps;
-        con.progress("spectral", steps, t, T0, dt, last.K / s0.K, last.Re_lambda, t_end);
+        st->step(dt);
+        t = st->time();
+        if (const std::string e = st->event(); !e.empty()) con.line(e);
+        con.progress(name, st->steps(), t, T0, dt, last[name].K / s0.K, last[name].Re_lambda, t_end);
       }
-      solver->velocity(u);
+      st->velocity(u);
       const Statistics s = statistics(u, init.nu, fft);
       if (!std::isfinite(s.K))
-        throw RunStopped("spectral: K is not finite at step " + std::to_string(steps) +
-                         ", t = " + fmt(t));
+        throw RunStopped(name + ": K is not finite at step " + std::to_string(st->steps()) + ", t = " + fmt(t));
       // Energy balance between outputs: −dK/dt against the mean of ε at both ends.
-      const double dKdt = -(s.K - last.K) / (t - rf.data().solvers.at("spectral").series.at("t").back());
-      con.line("energy balance t/T " + fmt(t / T0, 4) + "  -dK/dt " + fmt(dKdt, 6) + "  eps " +
-               fmt(0.5 * (s.epsilon + last.epsilon), 6));
-      rf.append_series("spectral", series_row(t, steps, dt, s));
-      rf.append_spectrum("spectral", t, energy_spectrum(u));
-      if (field_due(t)) {
-        const GridFields f = grid_fields(u, fft);
-        write_fields(cfg.out_dir, field_index++, t, {{"spectral", f.set(steps)}});
-      }
-      rf.write();
-      last = s;
-      con.progress("spectral", steps, t, T0, dt, s.K / s0.K, s.Re_lambda, t_end, true);
+      const double t_prev = rf.data().solvers.at(name).series.at("t").back();
+      con.line(name + " energy balance t/T " + fmt(t / T0, 4) + "  -dK/dt " +
+               fmt(-(s.K - last[name].K) / (t - t_prev), 6) + "  eps " +
+               fmt(0.5 * (s.epsilon + last[name].epsilon), 6));
+      record(rf, *st, s, dt, u);
+      if (const std::string l = st->log_line(); !l.empty()) con.line(l);
+      if (field_due(t)) fields[name] = grid_fields(u, fft);
+      last[name] = s;
+      con.progress(name, st->steps(), t, T0, dt, s.K / s0.K, s.Re_lambda, t_end, true);
     }
+    if (!fields.empty()) write_field_sets(cfg.out_dir, field_index++, stop, fields, solvers);
+    rf.write();
   }
 
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
@@ -208,9 +264,11 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
       << "\ndevice      " << device << "\nK0          " << fmt(s0.K, 10) << "\nu_prime     "
       << fmt(s0.u_prime, 10) << "\nL           " << fmt(s0.L, 10) << "\nT           " << fmt(T0, 10)
       << "\nlambda      " << fmt(s0.lambda, 10) << "\nRe_lambda   " << fmt(s0.Re_lambda, 10)
-      << "\nnu          " << fmt(init.nu, 10) << "\nt_end       " << fmt(t, 10) << "\nsteps       "
-      << steps << "\nK/K0_end    " << fmt(last.K / s0.K, 10) << "\nwall_s      " << fmt(wall, 4)
-      << "\n";
+      << "\nnu          " << fmt(init.nu, 10) << "\nt_end       " << fmt(t_end, 10) << "\n";
+  for (auto& st : solvers)
+    sum << st->name() << ".steps " << std::string(std::max<int>(1, 12 - int(st->name().size()) - 7), ' ')
+        << st->steps() << "\n" << st->name() << ".K/K0_end " << fmt(last[st->name()].K / s0.K, 10) << "\n";
+  sum << "wall_s      " << fmt(wall, 4) << "\n";
   h5::atomic_write_text((fs::path(cfg.out_dir) / "summary.txt").string(), sum.str());
   con.line("done in " + format_duration(wall) + " (" + fmt(wall, 3) + " s): " + cfg.out_dir +
            "/{run.h5, summary.txt, fields*.h5, fields.xdmf, log.txt}");

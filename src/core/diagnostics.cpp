@@ -117,10 +117,10 @@ Statistics statistics(const SpectralVector& u, double nu, Fft3d& fft) {
   s.lambda = std::sqrt(15.0 * s.u_prime * s.u_prime / D);  // = √(15νu′²/ε)
   s.Re_lambda = s.u_prime * s.lambda / nu;
 
-  // ‖∇·u‖² = Σ |k·û|² (weighted); relative to ‖∇u‖² = Σ|k|²|û|².
+  // ‖∇·u‖² = Σ |k·û|² (weighted); relative to ‖∇u‖² = Σ|k|²|û|². Helicity Σ Re(û*·(ik×û)).
   const int n = g.n, nxh = n / 2 + 1;
-  double div2 = 0.0;
-#pragma omp parallel for collapse(2) reduction(+ : div2) schedule(static)
+  double div2 = 0.0, hel = 0.0;
+#pragma omp parallel for collapse(2) reduction(+ : div2, hel) schedule(static)
   for (int iz = 0; iz < n; ++iz)
     for (int iy = 0; iy < n; ++iy)
       for (int ix = 0; ix < nxh; ++ix) {
@@ -130,8 +130,16 @@ Statistics statistics(const SpectralVector& u, double nu, Fft3d& fft) {
         Complex kd(0.0, 0.0);
         for (int c = 0; c < 3; ++c) kd += deriv_k(k[c], n) * u.c[c][m];
         div2 += diag::weight(n, ix) * std::norm(kd);
+        const double kx = deriv_k(k[0], n), ky = deriv_k(k[1], n), kz = deriv_k(k[2], n);
+        const Complex I(0.0, 1.0);
+        const Complex w[3] = {I * (ky * u.c[2][m] - kz * u.c[1][m]), I * (kz * u.c[0][m] - kx * u.c[2][m]),
+                              I * (kx * u.c[1][m] - ky * u.c[0][m])};
+        double h = 0;
+        for (int c = 0; c < 3; ++c) h += (std::conj(u.c[c][m]) * w[c]).real();
+        hel += diag::weight(n, ix) * h;
       }
   s.divergence_rel = D > 0 ? std::sqrt(div2 / D) : 0.0;
+  s.helicity = hel;
 
   // S₃ from the three longitudinal derivatives on the grid.
   std::vector<Complex> dhat;

@@ -23,6 +23,7 @@ struct Statistics {
   double K = 0, epsilon = 0, u_prime = 0, L = 0, T = 0, lambda = 0, Re_lambda = 0, S3 = 0;
   double enstrophy = 0;       ///< ½⟨ω·ω⟩ = Σ_k |k|² ½|û|² (= ε/2ν)
   double divergence_rel = 0;  ///< ‖∇·u‖₂ / ‖∇u‖₂, spectral
+  double helicity = 0;        ///< ⟨u·ω⟩ = Σ_k Re(û* · (i k × û))
 };
 
 /// E_n for n = 0 … grid.max_shell().

@@ -11,7 +11,8 @@ SpectrumShape parse_spectrum_shape(const std::string& s, const std::string& key)
   if (s == "k4exp") return SpectrumShape::k4exp;
   if (s == "pope") return SpectrumShape::pope;
   if (s == "taylor-green") return SpectrumShape::taylor_green;
-  throw InputError(key + ": unknown spectrum '" + s + "' (allowed: k4exp, pope, taylor-green)");
+  if (s == "abc") return SpectrumShape::abc;
+  throw InputError(key + ": unknown spectrum '" + s + "' (allowed: k4exp, pope, taylor-green, abc)");
 }
 
 std::string to_string(SpectrumShape s) {
@@ -19,6 +20,7 @@ std::string to_string(SpectrumShape s) {
     case SpectrumShape::k4exp: return "k4exp";
     case SpectrumShape::pope: return "pope";
     case SpectrumShape::taylor_green: return "taylor-green";
+    case SpectrumShape::abc: return "abc";
   }
   return "?";
 }
@@ -41,7 +43,8 @@ double model_spectrum(const InitialFieldSpec& spec, double k) {
           std::exp(-beta * (std::pow(std::pow(keta, 4) + std::pow(ceta, 4), 0.25) - ceta));
       return std::pow(k, -5.0 / 3.0) * fL * feta;
     }
-    case SpectrumShape::taylor_green: return 0.0;
+    case SpectrumShape::taylor_green:
+    case SpectrumShape::abc: return 0.0;
   }
   return 0.0;
 }
@@ -120,18 +123,24 @@ InitialField make_initial_field(const InitialFieldSpec& spec, const Grid& g) {
   InitialField f;
   f.u = SpectralVector(g);
   const int n = g.n, nxh = n / 2 + 1;
-  if (spec.shape == SpectrumShape::taylor_green) {
-    f.K0 = target_K0(spec, 0.125);
-    const double V0 = std::sqrt(f.K0 / 0.125);
+  if (spec.shape == SpectrumShape::taylor_green || spec.shape == SpectrumShape::abc) {
+    // Deterministic fields with V₀ = 1: K = 1/8 (Taylor–Green) or 3/2 (ABC); |k|² = 3 or 1.
+    const bool tg = spec.shape == SpectrumShape::taylor_green;
+    const double K_unit = tg ? 0.125 : 1.5, k2 = tg ? 3.0 : 1.0;
+    f.K0 = target_K0(spec, K_unit);
+    const double V0 = std::sqrt(f.K0 / K_unit);
     for (int iz = 0; iz < n; ++iz)
       for (int iy = 0; iy < n; ++iy)
         for (int ix = 0; ix < nxh; ++ix) {
           double re[3], im[3];
-          init::taylor_green_mode(V0, n, ix, iy, iz, re, im);
+          if (tg)
+            init::taylor_green_mode(V0, n, ix, iy, iz, re, im);
+          else
+            init::abc_mode(V0, n, ix, iy, iz, re, im);
           for (int d = 0; d < 3; ++d) f.u.c[d][g.mode_index(ix, iy, iz)] = Complex(re[d], im[d]);
         }
     f.u_prime = std::sqrt(2.0 * f.K0 / 3.0);
-    f.nu = viscosity(spec, f.u_prime, 6.0 * f.K0);  // every mode has |k|² = 3
+    f.nu = viscosity(spec, f.u_prime, 2.0 * k2 * f.K0);  // Σ|k|²|û|² = |k|² · 2K
     return f;
   }
   const ModeAmplitudes a = mode_amplitudes(spec, g);

@@ -28,10 +28,11 @@ namespace vh {
 enum class SpectrumShape {
   k4exp,        ///< E(k) ∝ k⁴ exp(−2 (k/k_p)²)
   pope,         ///< Pope, Turbulent Flows (2000), eq. 6.246 with C = 1.5, p₀ = 2, β = 5.2
-  taylor_green  ///< u = V₀ (sin x cos y cos z, −cos x sin y cos z, 0): not random
+  taylor_green, ///< u = V₀ (sin x cos y cos z, −cos x sin y cos z, 0): not random
+  abc           ///< u = V₀ (sin z + cos y, sin x + cos z, sin y + cos x): Beltrami, not random
 };
 
-/// Parses "k4exp", "pope" or "taylor-green"; throws vh::InputError naming `key` otherwise.
+/// Parses "k4exp", "pope", "taylor-green" or "abc"; throws vh::InputError naming `key` otherwise.
 SpectrumShape parse_spectrum_shape(const std::string& s, const std::string& key);
 std::string to_string(SpectrumShape s);
 

@@ -115,5 +115,25 @@ VH_HD inline void taylor_green_mode(double V0, int n, int ix, int iy, int iz, do
   im[1] = ky * V0 / 8.0;
 }
 
+/// ABC (Arnold–Beltrami–Childress) flow at k = 1 with A = B = C = V₀:
+/// u = V₀ (sin z + cos y, sin x + cos z, sin y + cos x), a Beltrami field (ω = u) and so an
+/// exact Navier–Stokes solution decaying as e^{−νt}. With sin a = (e^{ia} − e^{−ia})/2i and
+/// cos a = (e^{ia} + e^{−ia})/2 the nonzero half-layout coefficients are those below.
+VH_HD inline void abc_mode(double V0, int n, int ix, int iy, int iz, double re[3], double im[3]) {
+  for (int d = 0; d < 3; ++d) re[d] = im[d] = 0.0;
+  const int kx = ix, ky = iy < n / 2 ? iy : iy - n, kz = iz < n / 2 ? iz : iz - n;
+  const double h = 0.5 * V0;
+  if (kx == 1 && ky == 0 && kz == 0) {  // sin x in u_y, cos x in u_z
+    im[1] = -h;
+    re[2] = h;
+  } else if (kx == 0 && kz == 0 && (ky == 1 || ky == -1)) {  // cos y in u_x, sin y in u_z
+    re[0] = h;
+    im[2] = -ky * h;
+  } else if (kx == 0 && ky == 0 && (kz == 1 || kz == -1)) {  // sin z in u_x, cos z in u_y
+    im[0] = -kz * h;
+    re[1] = h;
+  }
+}
+
 }  // namespace init
 }  // namespace vh

@@ -118,7 +118,7 @@ TEST_F(Cli, ExistingOutputFolderIsLeftAsItWas) {
 TEST_F(Cli, HelpListsEveryKeyWithItsDefault) {
   const Result r = run("help");
   EXPECT_EQ(r.status, 0);
-  for (const char* k : {"[case]", "solver = spectral", "[domain]", "n = 32", "[flow]", "# nu =",
+  for (const char* k : {"[case]", "solver = both", "[domain]", "n = 32", "[flow]", "# nu =",
                         "[time]", "[output]", "device = auto", "[spectral]"})
     EXPECT_NE(r.output.find(k), std::string::npos) << k;
 }

@@ -115,6 +115,21 @@ TEST(Diagnostics, TaylorGreenClosedForms) {
   EXPECT_LT(werr, 1e-12);
 }
 
+// ABC flow (k = 1): ω = u, so ⟨u·ω⟩ = ⟨u·u⟩ = A² + B² + C² = 2K; and the TG field has none.
+TEST(Diagnostics, HelicityOfAbcFlow) {
+  const Grid g{16};
+  const double A = 0.9, B = 0.6, C = 0.3;
+  auto u = sample(g, [&](double x, double y, double z, double* v) {
+    v[0] = A * std::sin(z) + C * std::cos(y);
+    v[1] = B * std::sin(x) + A * std::cos(z);
+    v[2] = C * std::sin(y) + B * std::cos(x);
+  });
+  vh::Fft3d fft(g.n);
+  const vh::Statistics s = vh::statistics(u, 0.01, fft);
+  EXPECT_LT(rel(s.helicity, A * A + B * B + C * C), 1e-12);
+  EXPECT_LT(rel(s.K, 0.5 * (A * A + B * B + C * C)), 1e-12);
+}
+
 // u_i = f(x_i) with f' = cos s + β cos 2s: ⟨f'²⟩ = (1+β²)/2, ⟨f'³⟩ = 3β/4 (⟨cos²s cos 2s⟩ = ¼).
 TEST(Diagnostics, SkewnessClosedForm) {
   const Grid g{16};

@@ -1,0 +1,41 @@
+// The two solvers behind one face for the run driver: advance, a stable time step, and the
+// velocity on the grid (the only thing the diagnostics see).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/device.h"
+#include "core/grid.h"
+#include "spectral/solver.h"
+#include "vortex/solver.h"
+
+namespace vh::app {
+
+class Stepper {
+ public:
+  virtual ~Stepper() = default;
+  virtual std::string name() const = 0;
+  /// Starts from the velocity coefficients u at time t.
+  virtual void start(const SpectralVector& u, double t) = 0;
+  virtual void step(double dt) = 0;
+  /// max |u_i| at the solver's points, for dt = cfl h / max_velocity.
+  virtual double max_velocity() = 0;
+  virtual double time() const = 0;
+  virtual long steps() const = 0;
+  /// Velocity on the grid as coefficients (grid.h normalisation).
+  virtual void velocity(SpectralVector& u) = 0;
+  /// Solver-specific monitors appended to the series at each output (fixed names).
+  virtual std::vector<std::pair<std::string, double>> monitors() { return {}; }
+  /// A line for the log at each output (empty: none).
+  virtual std::string log_line() { return ""; }
+  /// What happened during the last step that the log should say (empty: nothing).
+  virtual std::string event() { return ""; }
+};
+
+std::unique_ptr<Stepper> make_spectral(const spectral::Params& p, const Grid& g, Backend b);
+std::unique_ptr<Stepper> make_vortex(const vortex::Params& p, const Grid& g);
+
+}  // namespace vh::app
