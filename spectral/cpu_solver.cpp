@@ -52,6 +52,9 @@ class CpuSolver final : public Rk4Solver {
                                                     : kernel::kNone;
     nmodes_ = s.local_modes();
     pmodes_ = std::size_t(g_.m) * g_.m * g_.mxh();
+    // Below 64³ transforms a step is a few ms of work: threads cost more than they save,
+    // and far more on a loaded machine (barriers wait for descheduled threads).
+    threads_ = std::size_t(g_.m) * g_.m * g_.m >= std::size_t(64) * 64 * 64 ? omp_get_max_threads() : 1;
     for (auto* v : {&u0_, &acc_}) v->assign(3 * nmodes_, C{0, 0});
     if (p.viscosity == Viscosity::explicit_rk4) a_.assign(3 * nmodes_, C{0, 0});
     work_ = fftw_alloc_complex(6 * pmodes_);
@@ -61,7 +64,7 @@ class CpuSolver final : public Rk4Solver {
       std::lock_guard<std::mutex> lock(planner_mutex());
       static const int init = fftw_init_threads();
       VH_CHECK(init != 0, "fftw_init_threads failed");
-      fftw_plan_with_nthreads(omp_get_max_threads());
+      fftw_plan_with_nthreads(threads_);
       inv6_ = plan_many(g_.m, 6, work_, true);
       fwd3_ = plan_many(g_.m, 3, work_, false);
       invn_ = plan_many(n, 3, work_, true);
@@ -86,7 +89,7 @@ class CpuSolver final : public Rk4Solver {
   void set_velocity(const SpectralVector& u, double t) override {
     VH_CHECK(u.grid.n == g_.n, "set_velocity: grid size differs from the solver's");
     const int n = g_.n, nxh = g_.nxh();
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads_)
     for (int iz = 0; iz < slab_.nkz; ++iz)
       for (int iy = 0; iy < n; ++iy)
         for (int ix = 0; ix < nxh; ++ix) {
@@ -116,7 +119,7 @@ class CpuSolver final : public Rk4Solver {
     fftw_execute(invn_);
     const auto* r = reinterpret_cast<const double*>(work_);
     double mx = 0;
-#pragma omp parallel for collapse(2) reduction(max : mx) schedule(static)
+#pragma omp parallel for collapse(2) reduction(max : mx) schedule(static) num_threads(threads_)
     for (int iz = 0; iz < n; ++iz)
       for (int iy = 0; iy < n; ++iy)
         for (int c = 0; c < 3; ++c) {
@@ -132,7 +135,7 @@ class CpuSolver final : public Rk4Solver {
     const int n = g_.n, nxh = g_.nxh();
     const C* u[3] = {arr_.u0[0], arr_.u0[1], arr_.u0[2]};
     double K = 0, Z = 0;
-#pragma omp parallel for collapse(2) reduction(+ : K, Z) schedule(static)
+#pragma omp parallel for collapse(2) reduction(+ : K, Z) schedule(static) num_threads(threads_)
     for (int iz = 0; iz < slab_.nkz; ++iz)
       for (int iy = 0; iy < n; ++iy)
         for (int ix = 0; ix < nxh; ++ix) {
@@ -180,7 +183,7 @@ class CpuSolver final : public Rk4Solver {
   void load_state_inputs() override {
     const int m = g_.m, mxh = g_.mxh();
     const C* src[3] = {arr_.u0[0], arr_.u0[1], arr_.u0[2]};
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads_)
     for (int iz = 0; iz < m; ++iz)
       for (int iy = 0; iy < m; ++iy)
         for (int ix = 0; ix < mxh; ++ix) kernel::load_mode(g_, ix, iy, iz, arr_.buf, src);
@@ -191,7 +194,7 @@ class CpuSolver final : public Rk4Solver {
     const int m = g_.m, row = g_.mrow();
     const std::ptrdiff_t cd = std::ptrdiff_t(2) * pmodes_;  // reals per buffer
     auto* r = reinterpret_cast<double*>(work_);
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads_)
     for (int iz = 0; iz < m; ++iz)
       for (int iy = 0; iy < m; ++iy) {
         double* p = r + (std::ptrdiff_t(iz) * m + iy) * row;
@@ -208,7 +211,7 @@ class CpuSolver final : public Rk4Solver {
   void post(int s, double dt, const kernel::StageArrays<double>& arr) {
     const int m = g_.m, mxh = g_.mxh();
     const bool expl = p_.viscosity == Viscosity::explicit_rk4;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads_)
     for (int iz = 0; iz < m; ++iz)
       for (int iy = 0; iy < m; ++iy)
         for (int ix = 0; ix < mxh; ++ix) kernel::post_mode(g_, s, expl, p_.nu, dt, ix, iy, iz, arr);
@@ -218,6 +221,7 @@ class CpuSolver final : public Rk4Solver {
   Slab slab_;
   kernel::Geometry g_{};
   std::size_t nmodes_ = 0, pmodes_ = 0;
+  int threads_ = 1;  // OpenMP and FFTW threads
   std::vector<C> u0_, acc_, a_;
   fftw_complex* work_ = nullptr;
   fftw_plan inv6_ = nullptr, fwd3_ = nullptr, invn_ = nullptr;

@@ -48,11 +48,13 @@ double run(Solver& s, double dt, int steps) {
   return s.time();
 }
 
-// Must show 1a: with the integrating factor the 2-D TG decay is exact (u×ω is a gradient).
+// Must show 1a: with the integrating factor the 2-D TG decay is exact (u×ω is a gradient,
+// removed by the projection). 2/3 rule: 32³ transforms keep the test fast; the 3/2 rule
+// gives the same (the field has |k| = √2 only).
 TEST(SpectralCpu, TaylorGreen2dExactWithIntegratingFactor) {
   const int n = 32;
   const double nu = 0.05, dt = 0.01;
-  auto s = cpu(Dealias::three_halves, Viscosity::integrating_factor, nu, n);
+  auto s = cpu(Dealias::two_thirds, Viscosity::integrating_factor, nu, n);
   s->set_velocity(tg2d(n, 1.0), 0.0);
   const double t = run(*s, dt, 100);
   SpectralVector u;
@@ -203,8 +205,9 @@ TEST(SpectralCpu, EnergiesMatchDiagnostics) {
   const Energies e = s->energies();
   SpectralVector v;
   s->velocity(v);
-  EXPECT_NEAR(e.K, energy(v), 1e-14 * e.K);
-  EXPECT_NEAR(e.enstrophy, 0.5 * gradient_norm2(v), 1e-13 * e.enstrophy);
+  // same terms, different summation order: round-off of a sum of ~N³ terms
+  EXPECT_NEAR(e.K, energy(v), 1e-12 * e.K);
+  EXPECT_NEAR(e.enstrophy, 0.5 * gradient_norm2(v), 1e-12 * e.enstrophy);
 }
 
 TEST(SpectralCpu, OptionsAndErrors) {
