@@ -153,7 +153,11 @@ template <class T>
 struct CufftTypes;
 template <>
 struct CufftTypes<double> {
-  static constexpr cufftType r2c = CUFFT_D2Z, c2r = CUFFT_Z2D;
+  static constexpr cufftType r2c = CUFFT_D2Z, c2r = CUFFT_Z2D, c2c = CUFFT_Z2Z;
+  static cufftResult c2c_exec(cufftHandle h, void* d, int dir) {
+    auto* z = static_cast<cufftDoubleComplex*>(d);
+    return cufftExecZ2Z(h, z, z, dir);
+  }
   static cufftResult fwd(cufftHandle h, double* d) {
     return cufftExecD2Z(h, d, reinterpret_cast<cufftDoubleComplex*>(d));
   }
@@ -163,7 +167,11 @@ struct CufftTypes<double> {
 };
 template <>
 struct CufftTypes<float> {
-  static constexpr cufftType r2c = CUFFT_R2C, c2r = CUFFT_C2R;
+  static constexpr cufftType r2c = CUFFT_R2C, c2r = CUFFT_C2R, c2c = CUFFT_C2C;
+  static cufftResult c2c_exec(cufftHandle h, void* d, int dir) {
+    auto* z = static_cast<cufftComplex*>(d);
+    return cufftExecC2C(h, z, z, dir);
+  }
   static cufftResult fwd(cufftHandle h, float* d) {
     return cufftExecR2C(h, d, reinterpret_cast<cufftComplex*>(d));
   }
@@ -194,6 +202,19 @@ cufftHandle plan_many(int m, int howmany, bool inverse, cudaStream_t st, std::si
   return h;
 }
 
+/// A plan from cuFFT's advanced layout (64-bit sizes), without its own work area.
+cufftHandle plan_layout(int rank, long long* n, long long* iemb, long long istride, long long idist,
+                        long long* oemb, long long ostride, long long odist, cufftType type,
+                        long long batch, cudaStream_t st, std::size_t& ws) {
+  cufftHandle h;
+  VH_CHECK_CUFFT(cufftCreate(&h));
+  VH_CHECK_CUFFT(cufftSetAutoAllocation(h, 0));
+  VH_CHECK_CUFFT(cufftMakePlanMany64(h, rank, n, iemb, istride, idist, oemb, ostride, odist, type,
+                                     batch, &ws));
+  VH_CHECK_CUFFT(cufftSetStream(h, st));
+  return h;
+}
+
 template <class T>
 class GpuSolver final : public Rk4Solver {
  public:
@@ -207,6 +228,7 @@ class GpuSolver final : public Rk4Solver {
                                                     : kernel::kNone;
     nmodes_ = s.local_modes();
     pmodes_ = std::size_t(g_.m) * g_.m * g_.mxh();
+    pruned_ = p.pruned_transforms;
     VH_CHECK_CUDA(cudaStreamCreate(&st_));
     const bool expl = p.viscosity == Viscosity::explicit_rk4;
     const std::size_t nstate = (expl ? 9 : 6) * nmodes_;
@@ -221,20 +243,33 @@ class GpuSolver final : public Rk4Solver {
       arr_.acc[c] = state_ + (3 + c) * nmodes_;
       arr_.a[c] = expl ? state_ + (6 + c) * nmodes_ : nullptr;
     }
-    std::size_t w1 = 0, w2 = 0, w3 = 0;
-    inv6_ = plan_many<T>(g_.m, 6, true, st_, w1);
-    fwd3_ = plan_many<T>(g_.m, 3, false, st_, w2);
+    std::size_t w1 = 0, w2 = 0, w3 = 0, w4 = 0, w5 = 0, w6 = 0;
     invn_ = plan_many<T>(n, 3, true, st_, w3);
-    const std::size_t ws = std::max({w1, w2, w3, std::size_t(256)});
+    plans_.push_back(invn_);
+    if (p.pruned_transforms) {
+      // Pruned 3-D transforms: the (z, y) C2C passes only over the kx columns that can be
+      // non-zero (kx ≤ kxmax, 2/3 of them for the 3/2 and 2/3 rules), the x pass over all rows.
+      const int kxmax = g_.dealias == kernel::kTwoThirds ? (n - 1) / 3 : n / 2 - 1;
+      long long m = g_.m, mxh = g_.mxh(), mrow = g_.mrow();
+      long long n2[2] = {m, m}, e2[2] = {m, m};
+      colsA_ = plan_layout(2, n2, e2, mxh, 1, e2, mxh, 1, CufftTypes<T>::c2c, kxmax + 1, st_, w4);
+      long long n1[1] = {m}, ec[1] = {mxh}, er[1] = {mrow};
+      rowsInv_ = plan_layout(1, n1, ec, 1, mxh, er, 1, mrow, CufftTypes<T>::c2r, 6 * m * m, st_, w5);
+      rowsFwd_ = plan_layout(1, n1, er, 1, mrow, ec, 1, mxh, CufftTypes<T>::r2c, 3 * m * m, st_, w6);
+      plans_.insert(plans_.end(), {colsA_, rowsInv_, rowsFwd_});
+    } else {
+      inv6_ = plan_many<T>(g_.m, 6, true, st_, w1);
+      fwd3_ = plan_many<T>(g_.m, 3, false, st_, w2);
+      plans_.insert(plans_.end(), {inv6_, fwd3_});
+    }
+    const std::size_t ws = std::max({w1, w2, w3, w4, w5, w6, std::size_t(256)});
     VH_CHECK_CUDA(cudaMalloc(&fftws_, ws));
-    for (cufftHandle h : {inv6_, fwd3_, invn_}) VH_CHECK_CUFFT(cufftSetWorkArea(h, fftws_));
+    for (cufftHandle h : plans_) VH_CHECK_CUFFT(cufftSetWorkArea(h, fftws_));
     VH_CHECK_CUDA(cudaEventCreate(&e0_));
     VH_CHECK_CUDA(cudaEventCreate(&e1_));
   }
   ~GpuSolver() override {
-    cufftDestroy(inv6_);
-    cufftDestroy(fwd3_);
-    cufftDestroy(invn_);
+    for (cufftHandle h : plans_) cufftDestroy(h);
     cudaFree(state_);
     cudaFree(work_);
     cudaFree(dmax_);
@@ -323,8 +358,8 @@ class GpuSolver final : public Rk4Solver {
       load_state_inputs();
       VH_CHECK_CUDA(cudaEventRecord(e0_, st_));
       for (int s = 0; s < 4; ++s) {
-        VH_CHECK_CUFFT(CufftTypes<T>::inv(inv6_, reinterpret_cast<T*>(work_)));
-        VH_CHECK_CUFFT(CufftTypes<T>::fwd(fwd3_, reinterpret_cast<T*>(work_)));
+        inverse_transforms();
+        forward_transforms();
       }
       VH_CHECK_CUDA(cudaEventRecord(e1_, st_));
       VH_CHECK_CUDA(cudaEventSynchronize(e1_));
@@ -348,16 +383,35 @@ class GpuSolver final : public Rk4Solver {
 
   void nonlinear_transforms() override {
     T* r = reinterpret_cast<T*>(work_);
-    VH_CHECK_CUFFT(CufftTypes<T>::inv(inv6_, r));
+    inverse_transforms();
     cross_kernel<T><<<blocks_for(pmodes_, kFlat), kFlat, 0, st_>>>(
         unsigned(pmodes_), reinterpret_cast<typename Vec2<T>::type*>(r));
     VH_CHECK_CUDA(cudaGetLastError());
-    VH_CHECK_CUFFT(CufftTypes<T>::fwd(fwd3_, r));
+    forward_transforms();
   }
 
   void post_transform(int s, double dt) override { post(s, dt, arr_); }
 
  private:
+  /// The 6 inverse transforms of u and ω on the M grid (in place).
+  void inverse_transforms() {
+    if (!pruned_) {
+      VH_CHECK_CUFFT(CufftTypes<T>::inv(inv6_, reinterpret_cast<T*>(work_)));
+      return;
+    }
+    for (int c = 0; c < 6; ++c) VH_CHECK_CUFFT(CufftTypes<T>::c2c_exec(colsA_, arr_.buf[c], CUFFT_INVERSE));
+    VH_CHECK_CUFFT(CufftTypes<T>::inv(rowsInv_, reinterpret_cast<T*>(work_)));
+  }
+  /// The 3 forward transforms of u × ω (in place; pruned: only kx ≤ kxmax is complete).
+  void forward_transforms() {
+    if (!pruned_) {
+      VH_CHECK_CUFFT(CufftTypes<T>::fwd(fwd3_, reinterpret_cast<T*>(work_)));
+      return;
+    }
+    VH_CHECK_CUFFT(CufftTypes<T>::fwd(rowsFwd_, reinterpret_cast<T*>(work_)));
+    for (int c = 0; c < 3; ++c) VH_CHECK_CUFFT(CufftTypes<T>::c2c_exec(colsA_, arr_.buf[c], CUFFT_FORWARD));
+  }
+
   void post(int s, double dt, const StageArrays<T>& arr) {
     post_kernel<T><<<blocks_for(pmodes_, kFlat), kFlat, 0, st_>>>(
         g_, s, p_.viscosity == Viscosity::explicit_rk4, T(p_.nu), T(dt), arr);
@@ -384,7 +438,10 @@ class GpuSolver final : public Rk4Solver {
   T* dmax_ = nullptr;
   double* part_ = nullptr;  // per-block partial sums of energies()
   void* fftws_ = nullptr;   // cuFFT work area shared by the three plans
-  cufftHandle inv6_ = 0, fwd3_ = 0, invn_ = 0;
+  cufftHandle inv6_ = 0, fwd3_ = 0, invn_ = 0;       // full 3-D plans
+  cufftHandle colsA_ = 0, rowsInv_ = 0, rowsFwd_ = 0;  // pruned: (z, y) columns, x rows
+  std::vector<cufftHandle> plans_;  // every plan created (they share fftws_)
+  bool pruned_ = false;
   cudaEvent_t e0_ = nullptr, e1_ = nullptr;
   StageArrays<T> arr_{};
 };

@@ -3,6 +3,7 @@
 //
 //   spectral_bench [--device cpu|gpu] [--n 128,256,512] [--dealias 3/2,2/3,none]
 //                  [--precision double|single] [--steps 20] [--warmup 3] [--csv]
+//                  [--pruned]   (GPU: pruned transforms, Params::pruned_transforms)
 //
 // Each case starts from a real random field (k⁴ exp spectrum, u′ = 1), takes `warmup` steps,
 // then times `steps` single steps (median) and `steps` repetitions of the bare transforms
@@ -58,7 +59,7 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   std::string device = "gpu", ns = "", dealias = "3/2,2/3,none", precision = "double";
   int steps = 20, warmup = 3;
-  bool csv = false;
+  bool csv = false, pruned = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -75,6 +76,7 @@ int main(int argc, char** argv) {
     else if (a == "--steps") steps = std::stoi(next());
     else if (a == "--warmup") warmup = std::stoi(next());
     else if (a == "--csv") csv = true;
+    else if (a == "--pruned") pruned = true;
     else {
       std::fprintf(stderr, "spectral_bench: unknown argument %s\n", a.c_str());
       return 2;
@@ -85,8 +87,8 @@ int main(int argc, char** argv) {
     if (ns.empty()) ns = b == Backend::gpu ? "128,256,512" : "64,128";
     const std::string dev = device_name(b);
     const std::string prec = precision == "single" ? "fp32" : "fp64";
-    std::printf("# spectral_bench on %s, %s, median of %d steps after %d warm-up steps\n",
-                dev.c_str(), prec.c_str(), steps, warmup);
+    std::printf("# spectral_bench on %s, %s%s, median of %d steps after %d warm-up steps\n",
+                dev.c_str(), prec.c_str(), pruned ? ", pruned transforms" : "", steps, warmup);
     std::printf("%6s %8s %6s %14s %14s %8s\n", "N", "dealias", "M", "step [ms]", "FFT floor [ms]",
                 "ratio");
     std::vector<std::string> rows;
@@ -99,6 +101,7 @@ int main(int argc, char** argv) {
         Params p;
         p.dealias = d == "3/2" ? Dealias::three_halves : d == "2/3" ? Dealias::two_thirds : Dealias::none;
         p.single_precision = precision == "single";
+        p.pruned_transforms = pruned;
         p.nu = spec.nu;
         auto s = make_solver(p, g, b);
         s->set_velocity(u0, 0.0);
@@ -117,7 +120,7 @@ int main(int argc, char** argv) {
         std::printf("%6d %8s %6d %14.3f %14.3f %8.3f\n", g.n, d.c_str(), s->transform_size(),
                     1e3 * step, 1e3 * floor, step / floor);
         std::fflush(stdout);
-        const std::string cs = "N=" + nstr + " dealias=" + d + " " + prec;
+        const std::string cs = "N=" + nstr + " dealias=" + d + " " + prec + (pruned ? " pruned" : "");
         const std::string pre = today() + "," + commit() + "," + dev + ",spectral," + cs + ",";
         char buf[64];
         std::snprintf(buf, sizeof buf, "%.6g", step);
