@@ -7,6 +7,14 @@
 
 #include "fmm/types.h"
 
+// The long variants (VH_FMM_LONG, label "long") get suite names ending in "Long" so that ctest
+// names stay unique.
+#ifdef VH_FMM_LONG
+#define VH_FMM_SUITE(name) name##Long
+#else
+#define VH_FMM_SUITE(name) name
+#endif
+
 namespace vh::fmm::testing {
 
 /// ||a - b||_2 / ||b||_2 over all components.

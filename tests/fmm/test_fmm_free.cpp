@@ -16,7 +16,7 @@ constexpr int kN = 20000;
 constexpr int kN = 4000;
 #endif
 
-TEST(FmmFree, ErrorFallsWithOrderAgainstDirectSum) {
+TEST(VH_FMM_SUITE(FmmFree), ErrorFallsWithOrderAgainstDirectSum) {
   // Random blobs in the unit cube, sigma ~ mean spacing; default theta (0.4), ncrit (64) and
   // tolerance (1e-6).  Errors decay roughly like theta^(p+1); issue 4 bounds at p = 10.
   const auto b = testing::random_blobs(kN, 0.0, 1.0, 11, false);
@@ -47,7 +47,7 @@ TEST(FmmFree, ErrorFallsWithOrderAgainstDirectSum) {
   }
 }
 
-TEST(FmmFree, SeparateTargetsAgainstDirectSum) {
+TEST(VH_FMM_SUITE(FmmFree), SeparateTargetsAgainstDirectSum) {
   // Targets: 1500 random points plus 500 that coincide with sources (r = 0 is regular and included).
   const auto b = testing::random_blobs(kN / 2, -1.0, 2.0, 5, false);
   auto tg = testing::random_blobs(1500, -1.2, 2.4, 6, false).x;

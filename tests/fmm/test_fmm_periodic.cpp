@@ -18,7 +18,7 @@ constexpr int kLattice = 32;
 constexpr int kLattice = 16;
 #endif
 
-TEST(FmmPeriodic, LatticeSatisfiesAcceptanceCriterion) {
+TEST(VH_FMM_SUITE(FmmPeriodic), LatticeSatisfiesAcceptanceCriterion) {
   // Every far-lattice M2L obeys (R_t + R_s) < theta d, and R0 is the smallest range that does.
   for (double theta : {0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9}) {
     const int r0 = near_image_range(theta);
@@ -72,7 +72,7 @@ void run_case(const Params& prm, double& eu, double& eg) {
   eg = testing::rel_l2(g, c.g_ref);
 }
 
-TEST(FmmPeriodic, ErrorFallsWithImages) {
+TEST(VH_FMM_SUITE(FmmPeriodic), ErrorFallsWithImages) {
   std::printf("periodic, %d^3 lattice, sigma = h, p = 10, theta = %g\n", kLattice, Params{}.theta);
   std::printf(" images   rel L2 err u   rel L2 err grad u\n");
   double eu[6], eg[6];
@@ -94,7 +94,7 @@ TEST(FmmPeriodic, ErrorFallsWithImages) {
   EXPECT_LE(eg[5], 1e-4);
 }
 
-TEST(FmmPeriodic, ErrorFallsWithOrder) {
+TEST(VH_FMM_SUITE(FmmPeriodic), ErrorFallsWithOrder) {
 #ifdef VH_FMM_LONG
   const std::vector<int> orders = {4, 6, 8, 10, 12};
 #else
