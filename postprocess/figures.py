@@ -410,8 +410,9 @@ def q_isosurfaces(runs, pairs, out_dir, q_at, q_level):
             nv, nf = len(verts), len(faces)
             rgb = matplotlib.colors.to_rgb(colour(p["solver"]))
             # Rasterised: the PDF stays small for millions of triangles, the axes stay vector.
+            # No antialiasing: it would draw hairline seams between neighbouring triangles.
             coll = Poly3DCollection(verts[faces], facecolors=_shade(verts, faces, rgb), edgecolors="none",
-                                    rasterized=True)
+                                    antialiased=False, rasterized=True)
             ax.add_collection3d(coll)
         ax.set_xlim(0, 2 * np.pi)
         ax.set_ylim(0, 2 * np.pi)

@@ -108,7 +108,8 @@ Options parse(const std::vector<std::string>& args) {
     if (f == "--solvers") {
       const auto v = split(value, ',');
       if (v.size() != 2 || v[0].empty() || v[1].empty() || v[0] == v[1])
-        throw InputError("command line: --solvers '" + value + "' (allowed: two different solvers A,B, e.g. initial,spectral)");
+        throw InputError("command line: --solvers '" + value +
+                         "' (allowed: two different solvers A,B, e.g. initial,spectral)");
       o.solver_a = v[0];
       o.solver_b = v[1];
       o.solvers_given = true;
@@ -255,18 +256,30 @@ struct Band {
   double rel_diff;
 };
 
-/// Bands 1–4, 5–16, 17–64, … (×4), cut at k_cut; Σ|E_B − E_A| / Σ E_A in each.
+/// Bands 1–4, 5–16, 17–64, … (×4), cut at k_cut; a last band cut to less than a quarter of
+/// its width joins the one before (N = 256: 1–4, 5–16, 17–85), so no band is a sliver.
+std::vector<std::pair<int, int>> bands(int k_cut) {
+  std::vector<std::pair<int, int>> out;
+  for (int lo = 1, hi = 4; lo <= k_cut; lo = hi + 1, hi *= 4) {
+    const int top = std::min(hi, k_cut);
+    if (!out.empty() && 4 * (top - lo + 1) < hi - lo + 1)
+      out.back().second = top;
+    else
+      out.emplace_back(lo, top);
+  }
+  return out;
+}
+
+/// Σ_band |E_B − E_A| / Σ_band E_A over bands(k_cut).
 std::vector<Band> band_differences(const std::vector<double>& ea, const std::vector<double>& eb, int k_cut) {
   std::vector<Band> out;
-  for (int lo = 1, hi = 4; lo <= k_cut; lo = hi + 1, hi *= 4) {
-    const int top = std::min({hi, k_cut, int(ea.size()) - 1});
-    if (top < lo) break;
+  for (const auto& [lo, hi] : bands(std::min(k_cut, int(ea.size()) - 1))) {
     double num = 0, den = 0;
-    for (int k = lo; k <= top; ++k) {
+    for (int k = lo; k <= hi; ++k) {
       num += std::abs(eb[k] - ea[k]);
       den += ea[k];
     }
-    out.push_back({lo, top, den > 0 ? num / den : kNaN});
+    out.push_back({lo, hi, den > 0 ? num / den : kNaN});
   }
   return out;
 }

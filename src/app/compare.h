@@ -14,8 +14,10 @@
 //     ε_B/ε_A, and Re_λ, L, T of both;
 //   - at each requested t/T (--at, default 1,5,10) the nearest common spectrum time, and there
 //     the band-wise relative difference Σ_band |E_B − E_A| / Σ_band E_A over the bands
-//     1–4, 5–16, 17–64, 65–256, … cut at k = N/3, plus k_agree: the largest k such that
-//     |E_B(k')/E_A(k') − 1| ≤ --spectrum-tol (default 0.1) for every shell 1 ≤ k' ≤ k;
+//     1–4, 5–16, 17–64, 65–256, … cut at k = N/3 (a last band cut to less than a quarter of
+//     its width joins the one before: N = 256 gives 1–4, 5–16, 17–85), plus k_agree: the
+//     largest k such that |E_B(k')/E_A(k') − 1| ≤ --spectrum-tol (default 0.1) for every
+//     shell 1 ≤ k' ≤ k;
 //   - for the Q fields (fields_*.h5) nearest each requested t/T that both sides hold at the
 //     same time: the correlation coefficient of Q_A and Q_B over the grid, and the Jaccard
 //     index |S_A ∩ S_B| / |S_A ∪ S_B| of S = {Q > q ⟨Q²⟩^½}, each field with its own rms,
