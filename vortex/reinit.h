@@ -6,9 +6,12 @@
 // On the periodic lattice the matrix is circulant, so two solvers:
 //  - fft: exact in Fourier space. The lattice symbol of the Gaussian is, by Poisson summation,
 //      S(k) = h⁻³ Π_d Σ_a exp(−σ₀² (k_d + aN)² / 2),   a ∈ {−2 … 2},
-//    and α̂ = ω̂ / max(S, floor·S(0)). The floor caps the amplification of the near-Nyquist
-//    modes, where S/S(0) falls to ~3e-6 at σ₀ = h (condition number ~3e5); the default floor
-//    1e-6 leaves σ₀ = h exact and limits the gain at larger overlaps.
+//    and α̂ = ω̂ / max(S, floor·S(0)). The floor caps the gain of the near-Nyquist modes,
+//    where S/S(0) falls to ~3e-6 at σ₀ = h (condition number ~3e5): uncapped, the little
+//    energy an under-resolved field has there comes back as strengths 10³× too large and
+//    of alternating sign (seen at 8³ with k_p = 3: one step multiplied max|u| by 3). The
+//    default floor 1e-3 limits the gain to 10³; at σ₀ = h it touches only modes with
+//    Σ(k_d h)² > 2 ln 10³, i.e. |k| > 0.59 N, the corners of the cube of modes.
 //  - cg: conjugate gradients per component on the same matrix with the Gaussian cut off
 //    outside a cube of half-width `cutoff`·σ₀ (separable: three 1-D circular convolutions per
 //    mat-vec), to a relative residual `tol`, as the papers did (5–15 iterations to 1e-3).
@@ -26,7 +29,7 @@ struct RbfParams {
   RbfSolver solver = RbfSolver::fft;
   double tol = 1e-6;          ///< cg: relative residual ‖b − Aα‖/‖b‖
   int max_iter = 100;         ///< cg: iteration limit
-  double symbol_floor = 1e-6; ///< fft: smallest S(k)/S(0) that is inverted as is
+  double symbol_floor = 1e-3; ///< fft: smallest S(k)/S(0) that is inverted as is
   double cutoff = 7.0;        ///< cg: Gaussian cut off at this many σ₀
 };
 

@@ -24,7 +24,7 @@ std::vector<OptionSpec> option_specs() {
       {"vortex.rbf_solver", "fft|cg", "fft", "", "RBF solve: exact circulant solve by FFT, or conjugate gradients"},
       {"vortex.rbf_tol", "real", "1e-3", "", "cg: relative residual to reach"},
       {"vortex.rbf_max_iter", "int", "50", "", "cg: iteration limit"},
-      {"vortex.rbf_symbol_floor", "real", "1e-6", "",
+      {"vortex.rbf_symbol_floor", "real", "1e-3", "",
        "fft: Gaussian symbol S(k)/S(0) below this is capped (limits the near-Nyquist gain)"},
   };
   for (const auto& f : fmm::describe_params()) {
@@ -162,6 +162,7 @@ void Solver::step(double dt) {
 }
 
 RbfResult Solver::reinitialise() {
+  ratio_at_reinit_ = *std::max_element(p_.sigma.begin(), p_.sigma.end()) / sigma0_;
   VectorField omega, alpha;
   vorticity_on_lattice(p_, g_, prm_.blob_cutoff, omega);
   const RbfResult r = rbf_strengths(omega, sigma0_, prm_.rbf, alpha);
@@ -202,6 +203,7 @@ Monitors Solver::monitors() {
   m.core_ratio = *std::max_element(p_.sigma.begin(), p_.sigma.end()) / sigma0_;
   m.reinits = reinits_;
   m.last_rbf_residual = last_residual_;
+  m.core_ratio_at_reinit = ratio_at_reinit_;
   return m;
 }
 

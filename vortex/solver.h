@@ -53,6 +53,7 @@ struct Monitors {
   double core_ratio = 1;       ///< σ/σ₀
   long reinits = 0;            ///< reinitialisations so far
   double last_rbf_residual = 0;
+  double core_ratio_at_reinit = 0;  ///< σ/σ₀ just before the last reinitialisation
 };
 
 class Solver {
@@ -70,7 +71,12 @@ class Solver {
   void velocity(SpectralVector& u);
   double time() const { return t_; }
   long steps() const { return steps_; }
+  /// Monitors at the current state (costs a blob sum over the lattice).
   Monitors monitors();
+  /// Reinitialisations so far, σ/σ₀ just before the last one, and its RBF residual.
+  long reinits() const { return reinits_; }
+  double core_ratio_at_reinit() const { return ratio_at_reinit_; }
+  double last_rbf_residual() const { return last_residual_; }
   /// Reinitialises now (as step() does when due); returns the RBF result.
   RbfResult reinitialise();
 
@@ -85,7 +91,7 @@ class Solver {
   Particles p_;
   double sigma0_ = 0, t_ = 0, dt_prev_ = 0;
   long steps_ = 0, since_reinit_ = 0, reinits_ = 0;
-  double last_residual_ = 0;
+  double last_residual_ = 0, ratio_at_reinit_ = 0;
   bool rhs_valid_ = false, have_history_ = false;
   std::vector<Vec3> u_, dalpha_, u_prev_, dalpha_prev_;
   std::vector<Mat3> grad_;
