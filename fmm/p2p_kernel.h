@@ -6,6 +6,7 @@
 //   F = 3 g - r dg/dr = 3 g - (4/sqrt(pi)) rho^3 exp(-rho^2),   F5 = F / (4 pi r^5),
 //   u_m         += G (alpha_q x r)_m
 //   du_m/dx_k   += G eps_{mak} alpha_{q,a} - F5 r_k (alpha_q x r)_m.
+// For rho > 6.5 (float: 4.5) g = 1 to round-off and erf/exp are skipped.
 // For rho < 0.5 both G and F5 come from their Taylor series in rho^2 (no cancellation; exact
 // limits at r = 0: G = 1/(3 sqrt(pi) 2 sqrt(2) pi sigma^3), F5 = sqrt(2/pi) / (20 pi sigma^5)).
 #pragma once
@@ -52,11 +53,18 @@ VH_HD inline void kernel_radial(T r2, T sigma, T& G, T& F5) {
     return;
   }
   const T r = vh_sqrt(r2);
+  const T inv4pir3 = T(1) / (T(4) * pi * r2 * r);
+  // Beyond rho^2 = 42.25 (double) or 20.25 (float), 1 - g < (2/sqrt(pi)) rho e^{-rho^2} is below
+  // the type's round-off: g = 1, F = 3 exactly, without erf and exp.
+  if (rho2 > (sizeof(T) >= 8 ? T(42.25) : T(20.25))) {
+    G = inv4pir3;
+    F5 = T(3) * inv4pir3 / r2;
+    return;
+  }
   const T rho = r / s2;
   const T e = two_over_sqrtpi * rho * vh_exp(-rho2);
   const T g = vh_erf(rho) - e;
   const T F = T(3) * g - T(2) * rho2 * e;
-  const T inv4pir3 = T(1) / (T(4) * pi * r2 * r);
   G = g * inv4pir3;
   F5 = F * inv4pir3 / r2;
 }

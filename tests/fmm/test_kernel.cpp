@@ -35,6 +35,20 @@ TEST(Kernel, SeriesMatchesClosedFormAroundSwitch) {
   }
 }
 
+TEST(Kernel, FarBranchMatchesClosedForm) {
+  // For rho > 6.5 the kernel uses g = 1 (1 - g < 3e-18): continuous to round-off.
+  const double sigma = 0.37;
+  for (double rho = 6.0; rho <= 7.0; rho += 0.01) {
+    const double r = rho * std::sqrt(2.0) * sigma;
+    double G, F5;
+    kernel_radial(r * r, sigma, G, F5);
+    long double Gl, Fl;
+    radial_long(r, sigma, Gl, Fl);
+    EXPECT_NEAR(G / double(Gl), 1.0, 2e-15) << "rho " << rho;
+    EXPECT_NEAR(F5 / double(Fl), 1.0, 2e-15) << "rho " << rho;
+  }
+}
+
 TEST(Kernel, LimitsAtZero) {
   const double sigma = 0.8;
   double G, F5;
