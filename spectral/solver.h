@@ -31,8 +31,9 @@ struct Params {
   Viscosity viscosity = Viscosity::integrating_factor;
   bool single_precision = false;  ///< GPU only: fp32 state and transforms
   /// GPU only, experimental: 3-D transforms as a (z, y) C2C pass over the kx columns that
-  /// can be non-zero plus an x pass, instead of cuFFT's 3-D plans (same results; ignored
-  /// on the CPU).
+  /// can be non-zero plus an x pass, instead of cuFFT's 3-D plans. Same results; on the
+  /// H200 with cuFFT 12 it is 1.4–2.7× slower (bench/RESULTS.md), hence off. Ignored on
+  /// the CPU.
   bool pruned_transforms = false;
   double nu = 0;                  ///< kinematic viscosity [length²/time]
 };
