@@ -6,8 +6,11 @@
 //   max_kernel    ↔ CpuSolver::max_velocity          (max |u_i| on the N³ grid)
 //   energy_kernel ↔ CpuSolver::energies              (K and ½⟨ω·ω⟩ of the state)
 // Transforms: cuFFT in place, one batched plan for the 6 inverse and one for the 3 forward
-// transforms of an evaluation (T = double: Z2D/D2Z; T = float: C2R/R2C). Everything in
-// the time loop stays on the device; the host only launches.
+// transforms of an evaluation (T = double: Z2D/D2Z; T = float: C2R/R2C); with
+// Params::pruned_transforms a (z, y) C2C plan over the non-zero kx columns and an x plan
+// instead (slower on the H200, see solver.h). Everything in the time loop stays on the
+// device; the host only launches. Measured on an H200 (bench/RESULTS.md): 256³ with the
+// 3/2 rule 47 ms/step (1.2× the bare transforms), 512³ with the 2/3 rule 86 ms (1.27×).
 #include <cuda_runtime.h>
 #include <cufft.h>
 
