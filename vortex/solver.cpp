@@ -176,6 +176,39 @@ RbfResult Solver::reinitialise() {
   return r;
 }
 
+State Solver::state() const {
+  State s;
+  s.particles = p_;
+  if (have_history_) {
+    s.u_prev = u_prev_;
+    s.dalpha_prev = dalpha_prev_;
+  }
+  s.t = t_;
+  s.dt_prev = dt_prev_;
+  s.last_residual = last_residual_;
+  s.ratio_at_reinit = ratio_at_reinit_;
+  s.steps = steps_;
+  s.since_reinit = since_reinit_;
+  s.reinits = reinits_;
+  return s;
+}
+
+void Solver::set_state(const State& s) {
+  VH_CHECK(s.particles.size() == g_.points() || !s.particles.x.empty(), "vortex state without particles");
+  p_ = s.particles;
+  have_history_ = !s.u_prev.empty();
+  u_prev_ = s.u_prev;
+  dalpha_prev_ = s.dalpha_prev;
+  t_ = s.t;
+  dt_prev_ = s.dt_prev;
+  last_residual_ = s.last_residual;
+  ratio_at_reinit_ = s.ratio_at_reinit;
+  steps_ = s.steps;
+  since_reinit_ = s.since_reinit;
+  reinits_ = s.reinits;
+  rhs_valid_ = false;
+}
+
 double Solver::max_velocity() {
   if (!rhs_valid_) evaluate_rhs();
   double m = 0;

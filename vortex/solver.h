@@ -56,6 +56,14 @@ struct Monitors {
   double core_ratio_at_reinit = 0;  ///< σ/σ₀ just before the last reinitialisation
 };
 
+/// Everything needed to continue bit for bit (checkpoints).
+struct State {
+  Particles particles;
+  std::vector<Vec3> u_prev, dalpha_prev;  ///< AB2 history (empty when there is none)
+  double t = 0, dt_prev = 0, last_residual = 0, ratio_at_reinit = 0;
+  long steps = 0, since_reinit = 0, reinits = 0;
+};
+
 class Solver {
  public:
   Solver(const Params& p, const Grid& g);
@@ -81,6 +89,9 @@ class Solver {
   RbfResult reinitialise();
 
   const Particles& particles() const { return p_; }
+  /// The whole state, and its restoration (same grid and parameters).
+  State state() const;
+  void set_state(const State& s);
   const fmm::Timings& last_timings() const { return timings_; }
 
  private:

@@ -77,6 +77,14 @@ RunConfig make_config(const std::string& deck_path, const Options& o) {
   for (double f : c.fields_at)
     if (f < 0) throw InputError(o.where("output.fields_at") + " holds a negative time (allowed: >= 0)");
   c.overwrite = o.boolean("output.overwrite");
+  c.checkpoint_every = o.integer("output.checkpoint_every");
+  if (c.checkpoint_every < 0)
+    throw InputError(o.where("output.checkpoint_every") + " is out of range (allowed: >= 0)");
+  c.checkpoint_minutes = o.real("output.checkpoint_minutes");
+  if (!(c.checkpoint_minutes >= 0))
+    throw InputError(o.where("output.checkpoint_minutes") + " is out of range (allowed: >= 0)");
+  c.max_cfl = o.real("time.max_cfl");
+  positive(o, "time.max_cfl", c.max_cfl);
 
   c.spectral = spectral::params_from(o, 0.0);
   if ((c.solver == "spectral" || c.solver == "both") && c.spectral.dealias == spectral::Dealias::three_halves &&

@@ -29,6 +29,9 @@ struct RunConfig {
   std::string out_dir;        ///< output.dir (runs/<name> by default)
   std::vector<double> fields_at;  ///< output.fields_at, in t/T
   bool overwrite = false;     ///< output.overwrite
+  long checkpoint_every = 0;  ///< output.checkpoint_every: steps between checkpoints (0: off)
+  double checkpoint_minutes = 0;  ///< output.checkpoint_minutes: wall minutes between them (0: off)
+  double max_cfl = 1.0;       ///< time.max_cfl: the run stops (exit 3) above this CFL number
   std::string device;         ///< device: cpu | gpu | auto
   spectral::Params spectral;  ///< spectral.* (ν filled in once the initial field is known)
   vortex::Params vortex;      ///< vortex.* and fmm.* (likewise)

@@ -42,10 +42,15 @@ std::vector<OptionSpec> app_options() {
       {"time.dt", "real", "", "time", "fixed time step, instead of cfl"},
       {"time.output_interval_over_T", "real", "0.1", "T", "diagnostics every this many T"},
       {"time.output_interval", "real", "", "time", "diagnostics interval in time units, instead"},
+      {"time.max_cfl", "real", "1.0", "", "the run stops with a checkpoint (exit 3) if dt max|u| / h exceeds this"},
       {"output.dir", "string", "", "", "run folder; default runs/<case.name>"},
       {"output.fields_at", "list", "0,1", "T",
        "t/T at which velocity, vorticity and Q are written (fields_<index>.h5 + .xdmf)"},
       {"output.overwrite", "bool", "false", "", "replace the files of an existing run folder"},
+      {"output.checkpoint_every", "int", "0", "steps",
+       "write checkpoint.h5 at the first output after this many steps (0: only at the end)"},
+      {"output.checkpoint_minutes", "real", "30", "minutes",
+       "write checkpoint.h5 at the first output after this much wall time (0: off)"},
   };
 }
 
@@ -72,19 +77,14 @@ bool known(const std::string& key) {
 }
 
 /// Line numbers of the deck's keys; rejects unknown keys, duplicates and malformed lines.
-std::map<std::string, int> scan_deck(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw InputError(path + ": cannot open the deck (" +
-                     (std::filesystem::exists(path, ec) ? "not a regular file" : "no such file") + ")");
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot open the deck (unreadable file)");
+std::map<std::string, int> scan_deck(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
   std::map<std::string, int> lines;
   std::string line, section;
   for (int no = 1; std::getline(in, line); ++no) {
     line = trim(line.substr(0, line.find('#')));
     if (line.empty()) continue;
-    const std::string here = path + ":" + std::to_string(no);
+    const std::string here = name + ":" + std::to_string(no);
     if (line.front() == '[') {
       if (line.back() != ']') throw InputError(here + ": malformed section header '" + line + "'");
       section = trim(line.substr(1, line.size() - 2));
@@ -128,6 +128,19 @@ std::string nearest_key(const std::string& key) {
 }
 
 Options read_deck(const std::string& deck_path, const std::vector<std::string>& overrides) {
+  if (deck_path.empty()) return parse_deck("", "", overrides);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(deck_path, ec))
+    throw InputError(deck_path + ": cannot open the deck (" +
+                     (std::filesystem::exists(deck_path, ec) ? "not a regular file" : "no such file") + ")");
+  std::ifstream in(deck_path);
+  std::ostringstream text;
+  if (!(in && text << in.rdbuf()) && in.bad())
+    throw InputError(deck_path + ": cannot open the deck (unreadable file)");
+  return parse_deck(text.str(), deck_path, overrides);
+}
+
+Options parse_deck(const std::string& text, const std::string& name, const std::vector<std::string>& overrides) {
   po::options_description desc;
   for (const auto& s : option_table())
     desc.add_options()(s.key.c_str(), po::value<std::string>(), s.help.c_str());
@@ -156,13 +169,13 @@ Options read_deck(const std::string& deck_path, const std::vector<std::string>& 
   }
   // 2. The deck.
   std::map<std::string, int> lines;
-  if (!deck_path.empty()) {
-    lines = scan_deck(deck_path);
-    std::ifstream in(deck_path);
+  if (!text.empty()) {
+    lines = scan_deck(text, name);
+    std::istringstream in(text);
     try {
       po::store(po::parse_config_file(in, desc, false), vm);
     } catch (const po::error& e) {
-      throw InputError(deck_path + ": " + e.what());
+      throw InputError(name + ": " + e.what());
     }
   }
   po::notify(vm);
@@ -172,7 +185,7 @@ Options read_deck(const std::string& deck_path, const std::vector<std::string>& 
     if (vm.count(s.key)) {
       o.value[s.key] = trim(vm[s.key].as<std::string>());
       o.origin[s.key] = cmd_count.count(s.key) ? "command line"
-                                               : deck_path + ":" + std::to_string(lines[s.key]);
+                                               : name + ":" + std::to_string(lines[s.key]);
     } else {
       o.value[s.key] = s.fallback;
     }

@@ -21,6 +21,9 @@ const std::vector<OptionSpec>& option_table();
 /// Throws vh::InputError with one line naming the file/line or key on any problem.
 Options read_deck(const std::string& deck_path, const std::vector<std::string>& overrides);
 
+/// The same for a deck given as text; `name` stands for the file in messages.
+Options parse_deck(const std::string& text, const std::string& name, const std::vector<std::string>& overrides);
+
 /// The deck after overrides, as INI text (stored in run.h5:/deck).
 std::string deck_text(const Options& o);
 

@@ -19,7 +19,8 @@
 namespace {
 
 const std::string kUsage =
-    std::string("usage: vortexhit run [DECK] [--section.key=value ...] [--quiet]\n") + vh::app::kCompareUsage +
+    std::string("usage: vortexhit run [DECK] [--section.key=value ...] [--quiet]\n"
+    "       vortexhit run --restart RUN_DIR|CHECKPOINT [--section.key=value ...]\n") + vh::app::kCompareUsage +
     "       vortexhit help            list every deck key with its type, default and meaning\n";
 
 int dispatch(const std::vector<std::string>& args) {
@@ -33,13 +34,17 @@ int dispatch(const std::vector<std::string>& args) {
     return 0;
   }
   if (cmd == "run") {
-    std::string deck;
+    std::string deck, restart;
     std::vector<std::string> overrides;
     bool quiet = false;
     for (std::size_t i = 1; i < args.size(); ++i) {
       const std::string& a = args[i];
       if (a == "--quiet") {
         quiet = true;
+      } else if (a == "--restart" || a.rfind("--restart=", 0) == 0) {
+        if (a == "--restart" && i + 1 >= args.size())
+          throw vh::InputError("command line: --restart needs a checkpoint file or run folder");
+        restart = a == "--restart" ? args[++i] : a.substr(10);
       } else if (a.rfind("--", 0) == 0) {
         // --key=value, or --key value
         if (a.find('=') == std::string::npos && i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0)
@@ -52,7 +57,9 @@ int dispatch(const std::vector<std::string>& args) {
         throw vh::InputError("command line: a second deck '" + a + "' (allowed: one DECK)");
       }
     }
-    return vh::app::run(deck, overrides, quiet, args);
+    if (!restart.empty() && !deck.empty())
+      throw vh::InputError("command line: give a DECK or --restart, not both (a restart uses the checkpoint's deck)");
+    return vh::app::run(deck, overrides, quiet, restart, args);
   }
   if (cmd == "compare") return vh::app::compare({args.begin() + 1, args.end()});
   throw vh::InputError("command line: unknown command '" + cmd + "' (allowed: run, compare, help)");

@@ -1,6 +1,9 @@
 #include "app/run.h"
 
 #include <algorithm>
+#include <csignal>
+#include <cstdlib>
+#include <optional>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -20,6 +23,7 @@
 #include "core/h5.h"
 #include "core/initial_field.h"
 #include "core/run_file.h"
+#include "app/checkpoint.h"
 #include "app/steppers.h"
 
 namespace fs = std::filesystem;
@@ -85,6 +89,37 @@ std::vector<double> stop_times(double t_end, double out_dt, const std::vector<do
 
 bool near(double a, double b, double scale) { return std::abs(a - b) <= 1e-9 * scale; }
 
+/// The last output of a solver: what the progress line and the energy balance need.
+struct Last {
+  double K = 0, epsilon = 0, Re_lambda = 0;
+};
+
+volatile std::sig_atomic_t g_signal = 0;
+extern "C" void on_signal(int sig) { g_signal = sig; }
+
+/// Drops the outputs after time t from a solver's record (restart).
+void trim_after(SolverRecord& r, double t) {
+  const auto& ts = r.series.at("t");
+  std::size_t keep = 0;
+  while (keep < ts.size() && ts[keep] <= t) ++keep;
+  for (auto& [name, v] : r.series) v.resize(keep);
+  std::size_t keep_s = 0;
+  while (keep_s < r.spectrum_t.size() && r.spectrum_t[keep_s] <= t) ++keep_s;
+  r.spectrum_t.resize(keep_s);
+  r.E.resize(keep_s);
+}
+
+/// Removes fields_<i>.* with i >= first (a restart writes them anew).
+void remove_fields_from(const std::string& dir, long first) {
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string f = e.path().filename().string();
+    if (f.rfind("fields_", 0) != 0) continue;
+    const long i = std::atol(f.c_str() + 7);
+    if (i >= first) fs::remove(e.path());
+  }
+  write_fields_collection(dir);
+}
+
 /// Relative L2 difference of two coefficient sets (Parseval: the same as on the grid).
 double relative_l2(const SpectralVector& a, const SpectralVector& b) {
   double num = 0, den = 0;
@@ -133,12 +168,23 @@ void write_field_sets(const std::string& dir, int index, double t, const std::ma
 }  // namespace
 
 int run(const std::string& deck_path, const std::vector<std::string>& overrides, bool quiet,
-        const std::vector<std::string>& argv) {
+        const std::string& restart, const std::vector<std::string>& argv) {
   const auto wall0 = std::chrono::steady_clock::now();
-  const Options opts = read_deck(deck_path, overrides);
+  // Guards: a signal or a STOP file in the run folder ends the run after the current step
+  // with a checkpoint (exit 3), as do a non-finite velocity and a CFL number above max_cfl.
+  g_signal = 0;
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::optional<CheckpointHeader> ckpt;
+  if (!restart.empty()) ckpt = read_checkpoint_header(restart);
+  const Options opts = ckpt ? parse_deck(ckpt->deck, ckpt->path + ":/deck", overrides)
+                            : read_deck(deck_path, overrides);
   RunConfig cfg = make_config(deck_path, opts);
   const Backend backend = resolve_backend(cfg.device);
-  prepare_output_dir(cfg);
+  if (ckpt)
+    cfg.out_dir = ckpt->dir;  // a restart continues in the checkpoint's folder
+  else
+    prepare_output_dir(cfg);
 
   Console con(quiet);
   con.open_log((fs::path(cfg.out_dir) / "log.txt").string());
@@ -154,41 +200,13 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
   std::string args;
   for (const auto& a : argv) args += (args.empty() ? "" : " ") + a;
   con.line("vortexhit " VH_VERSION " (" VH_GIT_HASH ", " VH_BUILD_TYPE ", " VH_COMPILER ")");
-  con.line("device " + device + "  ranks 1  deck " + (deck_path.empty() ? "(defaults)" : deck_path));
+  con.line("device " + device + "  ranks 1  deck " +
+           (ckpt ? ckpt->path + ":/deck (restart)" : deck_path.empty() ? "(defaults)" : deck_path));
   con.line("case " + cfg.name + "  solver " + cfg.solver + "  N " + std::to_string(g.n) + "  nu " +
            fmt(init.nu) + "  Re_lambda " + fmt(s0.Re_lambda, 4) + "  u' " + fmt(s0.u_prime, 4) +
            "  L " + fmt(s0.L, 4) + "  T " + fmt(T0, 4) + "  t_end " + fmt(t_end, 4));
 
-  RunFile rf((fs::path(cfg.out_dir) / "run.h5").string());
-  rf.set_deck(deck_text(opts));
-  rf.set_meta({{"version", VH_VERSION},
-               {"git_hash", VH_GIT_HASH},
-               {"build_type", VH_BUILD_TYPE},
-               {"compiler", VH_COMPILER},
-               {"cuda_version", VH_CUDA_VERSION},
-               {"device", device},
-               {"ranks", "1"},
-               {"start_time", now_iso()},
-               {"deck_path", deck_path},
-               {"argv", args}});
-  rf.append_series("initial", series_row(0.0, 0, 0.0, s0));
-  rf.append_spectrum("initial", 0.0, energy_spectrum(init.u));
-
-  // Field outputs, in t/T of the initial field.
-  std::vector<double> field_t;
-  for (double f : cfg.fields_at) field_t.push_back(f * T0);
-  auto field_due = [&](double t) {
-    return std::any_of(field_t.begin(), field_t.end(), [&](double f) { return near(f, t, t_end); });
-  };
-  int field_index = 0;
-  // With no solver to run, the initial field's own fields are the output.
-  if (cfg.solver == "initial" && field_due(0.0)) {
-    const GridFields f = grid_fields(init.u, fft);
-    write_fields(cfg.out_dir, field_index++, 0.0, {{"initial", f.set(0)}});
-  }
-  rf.write();
-
-  // The solvers, started from the same field, advance in turn to each stop time.
+  const std::string run_h5 = (fs::path(cfg.out_dir) / "run.h5").string();
   std::vector<std::unique_ptr<Stepper>> solvers;
   if (cfg.solver == "spectral" || cfg.solver == "both") {
     cfg.spectral.nu = init.nu;
@@ -198,65 +216,140 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
     cfg.vortex.nu = init.nu;
     solvers.push_back(make_vortex(cfg.vortex, g));
   }
-  std::map<std::string, Statistics> last;
+
+  // Field outputs, in t/T of the initial field.
+  std::vector<double> field_t;
+  for (double f : cfg.fields_at) field_t.push_back(f * T0);
+  auto field_due = [&](double t) {
+    return std::any_of(field_t.begin(), field_t.end(), [&](double f) { return near(f, t, t_end); });
+  };
+  long field_index = 0;
+  std::map<std::string, Last> last;
   SpectralVector u(g);
-  for (auto& st : solvers) {
-    st->start(init.u, 0.0);
-    st->velocity(u);
-    const Statistics s = statistics(u, init.nu, fft);
-    if (st->name() == "vortex")
-      con.line("vortex   initial particles: FMM velocity on the grid vs the spectral one, rel. L2 " +
-               fmt(relative_l2(u, init.u), 3));
-    record(rf, *st, s, 0.0, u);
-    con.line(st->log_line());
-    last[st->name()] = s;
-  }
-  if (!solvers.empty() && field_due(0.0)) {
-    std::map<std::string, GridFields> f;
+  std::unique_ptr<RunFile> rf;
+
+  if (ckpt) {
+    // Continue: the solvers' states from the checkpoint, the series from run.h5 trimmed to
+    // each solver's checkpoint time, fields files numbered on from the checkpoint's.
+    load_checkpoint(*ckpt, solvers);
+    RunData data = RunFile::read(run_h5);
     for (auto& st : solvers) {
-      st->velocity(u);
-      f[st->name()] = grid_fields(u, fft);
+      trim_after(data.solvers.at(st->name()), st->time() * (1 + 1e-12));
+      const auto& se = data.solvers.at(st->name()).series;
+      last[st->name()] = {se.at("K").back(), se.at("epsilon").back(), se.at("Re_lambda").back()};
     }
-    write_field_sets(cfg.out_dir, field_index++, 0.0, f, solvers);
+    data.meta["restarted_from"] = ckpt->path + " at " + now_iso() + " by: " + args;
+    rf = std::make_unique<RunFile>(run_h5, std::move(data));
+    field_index = ckpt->field_index;
+    remove_fields_from(cfg.out_dir, field_index);
+    con.line("restart from " + ckpt->path);
+  } else {
+    rf = std::make_unique<RunFile>(run_h5);
+    rf->set_deck(deck_text(opts));
+    rf->set_meta({{"version", VH_VERSION},
+                  {"git_hash", VH_GIT_HASH},
+                  {"build_type", VH_BUILD_TYPE},
+                  {"compiler", VH_COMPILER},
+                  {"cuda_version", VH_CUDA_VERSION},
+                  {"device", device},
+                  {"ranks", "1"},
+                  {"start_time", now_iso()},
+                  {"deck_path", deck_path},
+                  {"argv", args}});
+    rf->append_series("initial", series_row(0.0, 0, 0.0, s0));
+    rf->append_spectrum("initial", 0.0, energy_spectrum(init.u));
+    // With no solver to run, the initial field's own fields are the output.
+    if (cfg.solver == "initial" && field_due(0.0)) {
+      const GridFields f = grid_fields(init.u, fft);
+      write_fields(cfg.out_dir, int(field_index++), 0.0, {{"initial", f.set(0)}});
+    }
+    // The solvers start from the same field.
+    std::map<std::string, GridFields> fields;
+    for (auto& st : solvers) {
+      st->start(init.u, 0.0);
+      st->velocity(u);
+      const Statistics s = statistics(u, init.nu, fft);
+      if (st->name() == "vortex")
+        con.line("vortex   initial particles: FMM velocity on the grid vs the spectral one, rel. L2 " +
+                 fmt(relative_l2(u, init.u), 3));
+      record(*rf, *st, s, 0.0, u);
+      if (const std::string l = st->log_line(); !l.empty()) con.line(l);
+      if (field_due(0.0)) fields[st->name()] = grid_fields(u, fft);
+      last[st->name()] = {s.K, s.epsilon, s.Re_lambda};
+    }
+    if (!fields.empty()) write_field_sets(cfg.out_dir, int(field_index++), 0.0, fields, solvers);
   }
-  rf.write();
+  rf->write();
+
+  const fs::path stop_file = fs::path(cfg.out_dir) / "STOP";
+  const std::string deck = rf->data().deck;
+  auto stop_run = [&](const std::string& why) {
+    write_checkpoint(cfg.out_dir, deck, field_index, solvers);
+    rf->write();
+    throw RunStopped(why + "; checkpoint " + (fs::path(cfg.out_dir) / "checkpoint.h5").string() +
+                     " (the one before: checkpoint_prev.h5)");
+  };
+  long steps_since_ckpt = 0;
+  auto last_ckpt = std::chrono::steady_clock::now();
 
   for (double stop : stop_times(t_end, out_dt, field_t)) {
     std::map<std::string, GridFields> fields;
     for (auto& st : solvers) {
       const std::string name = st->name();
+      if (rf->data().solvers.at(name).series.at("t").back() >= stop - 1e-9 * t_end) continue;  // restarted past it
       con.reset_rate();
       double dt = 0.0, t = st->time();
       while (t < stop && !near(t, stop, t_end)) {
-        dt = std::isnan(cfg.dt) ? cfg.cfl * g.h() / st->max_velocity() : cfg.dt;
-        if (!(dt > 0) || !std::isfinite(dt))
-          throw RunStopped(name + ": the CFL time step is " + fmt(dt) + " at step " +
-                           std::to_string(st->steps()) + ", t = " + fmt(t) + " (velocity not finite)");
+        const double umax = st->max_velocity();
+        const std::string where = " at step " + std::to_string(st->steps()) + ", t = " + fmt(t);
+        if (!std::isfinite(umax)) stop_run(name + ": max|u| is not finite" + where);
+        dt = std::isnan(cfg.dt) ? cfg.cfl * g.h() / umax : cfg.dt;
+        if (umax * dt / g.h() > cfg.max_cfl)
+          stop_run(name + ": CFL number " + fmt(umax * dt / g.h(), 3) + " > time.max_cfl = " +
+                   fmt(cfg.max_cfl, 3) + where);
         // Land on the stop in equal steps no longer than the stable one (no sliver steps).
         dt = (stop - t) / std::ceil((stop - t) / dt * (1 - 1e-12));
         st->step(dt);
         t = st->time();
+        ++steps_since_ckpt;
         if (const std::string e = st->event(); !e.empty()) con.line(e);
         con.progress(name, st->steps(), t, T0, dt, last[name].K / s0.K, last[name].Re_lambda, t_end);
+        std::error_code ec;
+        if (g_signal != 0)
+          stop_run(name + ": " + (g_signal == SIGINT ? "SIGINT" : "SIGTERM") + " received, stopped after step " +
+                   std::to_string(st->steps()) + ", t = " + fmt(t));
+        if (fs::exists(stop_file, ec)) {
+          fs::remove(stop_file, ec);
+          stop_run(name + ": STOP file found, stopped after step " + std::to_string(st->steps()) + ", t = " + fmt(t));
+        }
       }
       st->velocity(u);
       const Statistics s = statistics(u, init.nu, fft);
-      if (!std::isfinite(s.K))
-        throw RunStopped(name + ": K is not finite at step " + std::to_string(st->steps()) + ", t = " + fmt(t));
+      if (!std::isfinite(s.K)) stop_run(name + ": K is not finite at step " + std::to_string(st->steps()) + ", t = " + fmt(t));
       // Energy balance between outputs: −dK/dt against the mean of ε at both ends.
-      const double t_prev = rf.data().solvers.at(name).series.at("t").back();
+      const double t_prev = rf->data().solvers.at(name).series.at("t").back();
       con.line(name + " energy balance t/T " + fmt(t / T0, 4) + "  -dK/dt " +
-               fmt(-(s.K - last[name].K) / (t - t_prev), 6) + "  eps " +
-               fmt(0.5 * (s.epsilon + last[name].epsilon), 6));
-      record(rf, *st, s, dt, u);
+               fmt(-(s.K - last[name].K) / (t - t_prev), 6) + "  eps " + fmt(0.5 * (s.epsilon + last[name].epsilon), 6));
+      record(*rf, *st, s, dt, u);
       if (const std::string l = st->log_line(); !l.empty()) con.line(l);
       if (field_due(t)) fields[name] = grid_fields(u, fft);
-      last[name] = s;
+      last[name] = {s.K, s.epsilon, s.Re_lambda};
       con.progress(name, st->steps(), t, T0, dt, s.K / s0.K, s.Re_lambda, t_end, true);
     }
-    if (!fields.empty()) write_field_sets(cfg.out_dir, field_index++, stop, fields, solvers);
-    rf.write();
+    if (!fields.empty()) write_field_sets(cfg.out_dir, int(field_index++), stop, fields, solvers);
+    rf->write();
+    const double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_ckpt).count() / 60;
+    if ((cfg.checkpoint_every > 0 && steps_since_ckpt >= cfg.checkpoint_every) ||
+        (cfg.checkpoint_minutes > 0 && minutes >= cfg.checkpoint_minutes)) {
+      write_checkpoint(cfg.out_dir, deck, field_index, solvers);
+      steps_since_ckpt = 0;
+      last_ckpt = std::chrono::steady_clock::now();
+    }
   }
+  // A final checkpoint, so that the run can be continued to a later t_end.
+  if (!solvers.empty()) write_checkpoint(cfg.out_dir, deck, field_index, solvers);
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
 
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   std::ostringstream sum;
@@ -266,12 +359,13 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
       << "\nlambda      " << fmt(s0.lambda, 10) << "\nRe_lambda   " << fmt(s0.Re_lambda, 10)
       << "\nnu          " << fmt(init.nu, 10) << "\nt_end       " << fmt(t_end, 10) << "\n";
   for (auto& st : solvers)
-    sum << st->name() << ".steps " << std::string(std::max<int>(1, 12 - int(st->name().size()) - 7), ' ')
-        << st->steps() << "\n" << st->name() << ".K/K0_end " << fmt(last[st->name()].K / s0.K, 10) << "\n";
+    sum << st->name() << ".steps" << std::string(std::max<int>(1, 12 - int(st->name().size()) - 6), ' ')
+        << st->steps() << "\n" << st->name() << ".K/K0" << std::string(std::max<int>(1, 12 - int(st->name().size()) - 5), ' ')
+        << fmt(last[st->name()].K / s0.K, 10) << "\n";
   sum << "wall_s      " << fmt(wall, 4) << "\n";
   h5::atomic_write_text((fs::path(cfg.out_dir) / "summary.txt").string(), sum.str());
   con.line("done in " + format_duration(wall) + " (" + fmt(wall, 3) + " s): " + cfg.out_dir +
-           "/{run.h5, summary.txt, fields*.h5, fields.xdmf, log.txt}");
+           "/{run.h5, summary.txt, fields*.h5, fields.xdmf, checkpoint.h5, log.txt}");
   return 0;
 }
 

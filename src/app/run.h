@@ -7,8 +7,10 @@
 namespace vh::app {
 
 /// Runs the deck at `deck_path` with `--key=value` overrides; `quiet` silences all but
-/// errors. Returns the exit status (0); throws vh::InputError (2) or vh::RunStopped (3).
+/// errors. With `restart` (a checkpoint file or its run folder) the run continues from the
+/// checkpoint, with its stored deck and the overrides (e.g. a later time.t_end). Returns the
+/// exit status (0); throws vh::InputError (2) or vh::RunStopped (3).
 int run(const std::string& deck_path, const std::vector<std::string>& overrides, bool quiet,
-        const std::vector<std::string>& argv);
+        const std::string& restart, const std::vector<std::string>& argv);
 
 }  // namespace vh::app

@@ -3,13 +3,47 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/error.h"
+#include "core/h5.h"
+
 namespace vh::app {
 namespace {
+
+using vortex::Vec3;
+
+/// Complex coefficients of the three components as doubles [3][modes][2].
+void save_coefficients(h5::Id grp, const SpectralVector& u) {
+  std::vector<double> flat;
+  flat.reserve(3 * 2 * u.grid.modes());
+  for (const auto& c : u.c)
+    for (const Complex& z : c) flat.push_back(z.real()), flat.push_back(z.imag());
+  h5::write_doubles(grp, "u", flat.data(), {3, u.grid.modes(), 2});
+}
+
+void load_coefficients(h5::Id grp, SpectralVector& u) {
+  const auto flat = h5::read_doubles(grp, "u", h5::Shape{3, u.grid.modes(), 2});
+  std::size_t i = 0;
+  for (auto& c : u.c)
+    for (Complex& z : c) z = Complex(flat[i], flat[i + 1]), i += 2;
+}
+
+std::vector<double> flatten(const std::vector<Vec3>& v) {
+  std::vector<double> f;
+  f.reserve(3 * v.size());
+  for (const auto& a : v) f.insert(f.end(), a.begin(), a.end());
+  return f;
+}
+
+std::vector<Vec3> unflatten(const std::vector<double>& f) {
+  std::vector<Vec3> v(f.size() / 3);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = {f[3 * i], f[3 * i + 1], f[3 * i + 2]};
+  return v;
+}
 
 class SpectralStepper : public Stepper {
  public:
   SpectralStepper(const spectral::Params& p, const Grid& g, Backend b)
-      : solver_(spectral::make_solver(p, g, b)) {}
+      : grid_(g), solver_(spectral::make_solver(p, g, b)) {}
   std::string name() const override { return "spectral"; }
   void start(const SpectralVector& u, double t) override { solver_->set_velocity(u, t); }
   void step(double dt) override {
@@ -20,8 +54,22 @@ class SpectralStepper : public Stepper {
   double time() const override { return solver_->time(); }
   long steps() const override { return steps_; }
   void velocity(SpectralVector& u) override { solver_->velocity(u); }
+  void save(h5::Id grp) override {
+    SpectralVector u;
+    solver_->velocity(u);
+    save_coefficients(grp, u);
+    h5::write_attribute(grp, "t", solver_->time());
+    h5::write_attribute(grp, "steps", std::int64_t(steps_));
+  }
+  void load(h5::Id grp) override {
+    SpectralVector u(grid_);
+    load_coefficients(grp, u);
+    solver_->set_velocity(u, h5::read_double_attribute(grp, "t"));
+    steps_ = long(h5::read_int64_attribute(grp, "steps"));
+  }
 
  private:
+  Grid grid_;
   std::unique_ptr<spectral::Solver> solver_;
   long steps_ = 0;
 };
@@ -53,6 +101,46 @@ class VortexStepper : public Stepper {
             {"sum_alpha_z", m_.total_alpha[2]}, {"max_div_omega", m_.max_div_omega},
             {"core_ratio", m_.core_ratio},      {"reinits", double(m_.reinits)},
             {"rbf_residual", m_.last_rbf_residual}};
+  }
+  void save(h5::Id grp) override {
+    const vortex::State st = solver_.state();
+    const std::size_t n = st.particles.size();
+    h5::write_doubles(grp, "x", flatten(st.particles.x).data(), {n, 3});
+    h5::write_doubles(grp, "alpha", flatten(st.particles.alpha).data(), {n, 3});
+    h5::write_doubles(grp, "sigma", st.particles.sigma);
+    if (!st.u_prev.empty()) {  // the AB2 history
+      h5::write_doubles(grp, "u_prev", flatten(st.u_prev).data(), {n, 3});
+      h5::write_doubles(grp, "dalpha_prev", flatten(st.dalpha_prev).data(), {n, 3});
+    }
+    h5::write_attribute(grp, "t", st.t);
+    h5::write_attribute(grp, "dt_prev", st.dt_prev);
+    h5::write_attribute(grp, "last_residual", st.last_residual);
+    h5::write_attribute(grp, "ratio_at_reinit", st.ratio_at_reinit);
+    h5::write_attribute(grp, "steps", std::int64_t(st.steps));
+    h5::write_attribute(grp, "since_reinit", std::int64_t(st.since_reinit));
+    h5::write_attribute(grp, "reinits", std::int64_t(st.reinits));
+  }
+  void load(h5::Id grp) override {
+    vortex::State st;
+    h5::Shape shape;
+    st.particles.x = unflatten(h5::read_doubles(grp, "x", &shape));
+    if (shape.size() != 2 || shape[1] != 3)
+      throw InputError(h5::where(grp, "x") + ": expected shape [n][3]");
+    const std::size_t n = shape[0];
+    st.particles.alpha = unflatten(h5::read_doubles(grp, "alpha", h5::Shape{n, 3}));
+    st.particles.sigma = h5::read_doubles(grp, "sigma", h5::Shape{n});
+    if (h5::exists(grp, "u_prev")) {
+      st.u_prev = unflatten(h5::read_doubles(grp, "u_prev", h5::Shape{n, 3}));
+      st.dalpha_prev = unflatten(h5::read_doubles(grp, "dalpha_prev", h5::Shape{n, 3}));
+    }
+    st.t = h5::read_double_attribute(grp, "t");
+    st.dt_prev = h5::read_double_attribute(grp, "dt_prev");
+    st.last_residual = h5::read_double_attribute(grp, "last_residual");
+    st.ratio_at_reinit = h5::read_double_attribute(grp, "ratio_at_reinit");
+    st.steps = long(h5::read_int64_attribute(grp, "steps"));
+    st.since_reinit = long(h5::read_int64_attribute(grp, "since_reinit"));
+    st.reinits = long(h5::read_int64_attribute(grp, "reinits"));
+    solver_.set_state(st);
   }
   std::string log_line() override {
     char buf[256];

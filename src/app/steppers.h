@@ -2,6 +2,7 @@
 // velocity on the grid (the only thing the diagnostics see).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -33,6 +34,10 @@ class Stepper {
   virtual std::string log_line() { return ""; }
   /// What happened during the last step that the log should say (empty: nothing).
   virtual std::string event() { return ""; }
+  /// Writes the whole state into the HDF5 group `group` (checkpoints), and reads it back;
+  /// load() throws vh::InputError naming the dataset when it is missing or malformed.
+  virtual void save(std::int64_t group) = 0;
+  virtual void load(std::int64_t group) = 0;
 };
 
 std::unique_ptr<Stepper> make_spectral(const spectral::Params& p, const Grid& g, Backend b);

@@ -70,8 +70,8 @@ class Compare : public ::testing::Test {
     fs::create_directories(root);
     const std::string deck = std::string(VH_SOURCE_DIR) + "/inputs/quick.ini";
     for (int n : {16, 8}) {
-      const Result r = vortexhit("run " + deck + " --quiet --device=cpu --domain.n=" + std::to_string(n) +
-                                 " --output.dir=" + (root / ("n" + std::to_string(n))).string());
+      const Result r = vortexhit("run " + deck + " --quiet --device=cpu --case.solver=spectral --domain.n=" +
+                                 std::to_string(n) + " --output.dir=" + (root / ("n" + std::to_string(n))).string());
       ASSERT_EQ(r.status, 0) << r.output;
     }
   }

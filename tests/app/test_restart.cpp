@@ -1,0 +1,139 @@
+// Checkpoint and restart: 2n steps in one go and n + restart + n give bit-identical run.h5
+// series and spectra (both solvers, CPU); every guard stops the run with exit 3 and a
+// checkpoint that a restart can read; a foreign or truncated checkpoint is bad input.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/run_file.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int status = -1;
+  std::string output;
+};
+
+Result sh(const std::string& cmd) {
+  Result r;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), int(buf.size()), p)) r.output += buf.data();
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+const std::string kExe = VH_EXE;
+const std::string kCommon =
+    " --domain.n=12 --flow.Re_lambda=20 --flow.k_p=2 --device=cpu"
+    " --time.output_interval_over_T=0.1 --output.fields_at=0,0.2 --vortex.reinit_every=3 --quiet";
+const std::string kCase = kCommon + " --case.solver=both";
+const std::string kSpectral = kCommon + " --case.solver=spectral";
+
+class Restart : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() /
+          ("vh_restart_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  fs::path dir;
+};
+
+/// Series and spectra of both solvers, bit for bit (meta differs: start time, argv).
+void expect_same_records(const vh::RunData& a, const vh::RunData& b) {
+  for (const char* s : {"initial", "spectral", "vortex"}) {
+    ASSERT_TRUE(a.solvers.count(s) && b.solvers.count(s)) << s;
+    EXPECT_TRUE(a.solvers.at(s) == b.solvers.at(s)) << s << " differs";
+  }
+}
+
+TEST_F(Restart, OneGoEqualsHalfPlusRestartPlusHalfBitForBit) {
+  const fs::path a = dir / "a", b = dir / "b";
+  ASSERT_EQ(sh(kExe + " run" + kCase + " --output.dir=" + a.string() + " --time.t_end_over_T=0.4").status, 0);
+  ASSERT_EQ(sh(kExe + " run" + kCase + " --output.dir=" + b.string() + " --time.t_end_over_T=0.2").status, 0);
+  const Result r = sh(kExe + " run --restart " + b.string() + " --time.t_end_over_T=0.4 --quiet");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto da = vh::RunFile::read((a / "run.h5").string()), db = vh::RunFile::read((b / "run.h5").string());
+  EXPECT_EQ(da.solvers.at("vortex").outputs(), 5u);
+  expect_same_records(da, db);
+  EXPECT_TRUE(fs::exists(b / "checkpoint_prev.h5"));
+  EXPECT_TRUE(db.meta.count("restarted_from"));
+}
+
+TEST_F(Restart, StopFileStopsWithExit3AndARestartableCheckpoint) {
+  const fs::path a = dir / "a", b = dir / "b";
+  fs::create_directories(b);
+  std::ofstream(b / "STOP") << "";
+  const Result r = sh(kExe + " run" + kCase + " --output.dir=" + b.string() +
+                      " --output.overwrite=true --time.t_end_over_T=0.2");
+  EXPECT_EQ(r.status, 3) << r.output;
+  EXPECT_NE(r.output.find("STOP file"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("checkpoint"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(b / "STOP"));
+  // The checkpoint was taken in the middle of an output interval; the continued run must
+  // still equal the one that never stopped.
+  const Result c = sh(kExe + " run --restart " + (b / "checkpoint.h5").string() + " --quiet");
+  ASSERT_EQ(c.status, 0) << c.output;
+  ASSERT_EQ(sh(kExe + " run" + kCase + " --output.dir=" + a.string() + " --time.t_end_over_T=0.2").status, 0);
+  expect_same_records(vh::RunFile::read((a / "run.h5").string()), vh::RunFile::read((b / "run.h5").string()));
+}
+
+TEST_F(Restart, SignalStopsWithExit3) {
+  const fs::path b = dir / "b";
+  // A run far too long to finish: SIGTERM after 2 s; --preserve-status hands back our code.
+  const Result r = sh("timeout --preserve-status -s TERM 2 " + kExe + " run" + kCase + " --output.dir=" +
+                      b.string() + " --time.t_end_over_T=50");
+  EXPECT_EQ(r.status, 3) << r.output;
+  EXPECT_NE(r.output.find("SIGTERM"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::exists(b / "checkpoint.h5"));
+}
+
+TEST_F(Restart, CflGuardStopsWithExit3) {
+  const fs::path b = dir / "b";
+  const Result r = sh(kExe + " run" + kSpectral + " --output.dir=" + b.string() +
+                      " --time.dt=0.5 --time.max_cfl=1");
+  EXPECT_EQ(r.status, 3) << r.output;
+  EXPECT_NE(r.output.find("CFL number"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("step 0"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::exists(b / "checkpoint.h5"));
+}
+
+TEST_F(Restart, NonFiniteVelocityStopsWithExit3) {
+  const fs::path b = dir / "b";
+  // Inviscid, with a step 10⁴ times the stable one and the CFL guard lifted: RK4 overflows.
+  const Result r = sh(kExe + " run --case.solver=spectral --domain.n=12 --flow.k_p=2 --flow.nu=0 --quiet"
+                      " --output.fields_at=0 --time.t_end=1e4 --time.output_interval=1e4 --output.dir=" + b.string() +
+                      " --time.dt=50 --time.max_cfl=1e300");
+  EXPECT_EQ(r.status, 3) << r.output;
+  EXPECT_NE(r.output.find("not finite"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::exists(b / "checkpoint.h5"));
+}
+
+TEST_F(Restart, ForeignOrTruncatedCheckpointIsBadInput) {
+  const fs::path b = dir / "b";
+  ASSERT_EQ(sh(kExe + " run" + kSpectral + " --output.dir=" + b.string() +
+               " --time.t_end_over_T=0.1").status, 0);
+  // run.h5 is HDF5 but no checkpoint.
+  Result r = sh(kExe + " run --restart " + (b / "run.h5").string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("not a vortexhit checkpoint"), std::string::npos) << r.output;
+  // A checkpoint cut in half.
+  const auto size = fs::file_size(b / "checkpoint.h5");
+  fs::resize_file(b / "checkpoint.h5", size / 2);
+  r = sh(kExe + " run --restart " + b.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("checkpoint.h5"), std::string::npos) << r.output;
+}
+
+}  // namespace
