@@ -21,6 +21,7 @@ void Params::validate() const {
   if (!(theta > 0 && theta < 1)) fail("theta = " + std::to_string(theta) + " must be in (0, 1)");
   if (images < 0 || images > 12) fail("images = " + std::to_string(images) + " must be in [0, 12]");
   if (!(tolerance > 0 && tolerance <= 0.1)) fail("tolerance = " + std::to_string(tolerance) + " must be in (0, 0.1]");
+  if (p2p_max_pairs < -1) fail("p2p_max_pairs = " + std::to_string(p2p_max_pairs) + " must be >= -1");
 }
 
 void Params::set(const std::string& key, const std::string& value) {
@@ -44,6 +45,7 @@ void Params::set(const std::string& key, const std::string& value) {
   else if (key == "theta") theta = to_double();
   else if (key == "images") images = to_int();
   else if (key == "tolerance") tolerance = to_double();
+  else if (key == "p2p_max_pairs") p2p_max_pairs = to_int();
   else if (key == "periodic") {
     if (value == "true" || value == "1") periodic = true;
     else if (value == "false" || value == "0") periodic = false;
@@ -65,6 +67,8 @@ std::vector<ParamInfo> describe_params() {
       {"tolerance", "double", str(d.tolerance),
        "far field only where 1 - g(rho) at the closest distance is below this (kernel regularisation)"},
       {"periodic", "bool", d.periodic ? "true" : "false", "periodic in [0, 2 pi)^3 (positions wrapped in) or free space"},
+      {"p2p_max_pairs", "int", std::to_string(d.p2p_max_pairs),
+       "accepted pairs with at most this many particle pairs (leaf target) are summed directly; -1: (p+1)^4/55"},
   };
 }
 
@@ -172,7 +176,10 @@ Timings run(const Params& prm, const std::vector<Vec3>& x_in, const std::vector<
 
   // --- traversal ------------------------------------------------------------------------------
   const std::vector<Vec3> shifts = prm.periodic ? near_image_shifts(r0) : std::vector<Vec3>{{0, 0, 0}};
-  const Lists lists = build_lists(tgt, src, shifts, Acceptance{prm.theta, rcut_per_sigma});
+  // One M2L (~8 us at p = 10) costs about as much as 200-500 pair evaluations (15-40 ns).
+  const long long p2p_max_pairs =
+      prm.p2p_max_pairs >= 0 ? prm.p2p_max_pairs : static_cast<long long>(std::pow(p + 1.0, 4) / 55);
+  const Lists lists = build_lists(tgt, src, shifts, Acceptance{prm.theta, rcut_per_sigma, p2p_max_pairs});
   const auto t_trav = clock_type::now();
   tm.traverse = seconds(t_up, t_trav);
 

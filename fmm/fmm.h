@@ -30,10 +30,11 @@ struct Params {
   int images = 5;           ///< periodic far-lattice levels (each x3 in width), 0..12
   double tolerance = 1e-6;  ///< far field only where 1 - g(rho) < tolerance, in (0, 0.1]
   bool periodic = false;    ///< periodic in [0, 2 pi)^3 or free space
+  int p2p_max_pairs = -1;   ///< far pairs (leaf target) with n_A n_B <= this use P2P; -1: (p+1)^4/55
   /// Throws std::invalid_argument naming the bad parameter.
   void validate() const;
   /// Sets a parameter from its deck string ("p", "ncrit", "theta", "images", "tolerance",
-  /// "periodic" = true/false/1/0); throws std::invalid_argument for unknown keys or bad values.
+  /// "periodic" = true/false/1/0, "p2p_max_pairs"); throws std::invalid_argument for unknown keys or bad values.
   void set(const std::string& key, const std::string& value);
 };
 

@@ -36,7 +36,11 @@ struct Traversal {
       if (gap > 0) db2 += gap * gap;
     }
     if (mac.far(A.radius, B.radius, std::sqrt(dc2), std::sqrt(db2), B.sigma_max)) {
-      lists.m2l[i].push_back({j, s});
+      const long long pairs = static_cast<long long>(A.end - A.begin) * (B.end - B.begin);
+      if (A.leaf() && pairs <= mac.p2p_max_pairs)
+        lists.p2p[i].push_back({j, s});  // only leaves own P2P lists: no two threads share a target
+      else
+        lists.m2l[i].push_back({j, s});
       return;
     }
     if (A.leaf() && B.leaf()) {

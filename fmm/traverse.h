@@ -7,7 +7,9 @@
 // where box_* are the tight particle bounding boxes and rcut(sigma) = sqrt(2) rho_tol sigma with
 // 1 - g(rho_tol) = tolerance, so that no pair in the far field differs from the singular
 // kernel by more than the tolerance (DESIGN.md "Far field").  Otherwise the larger cell (by
-// radius) is split; two leaves that are not far go to P2P.
+// radius) is split; two leaves that are not far go to P2P.  A far pair whose target is a leaf
+// and whose direct cost is small (n_A n_B <= p2p_max_pairs, about the cost of one M2L plus its
+// share of L2P) also goes to P2P: exact, and cheaper.
 // Cost: O(N) list entries for a fixed particle density and fixed theta, sigma/spacing and ncrit
 // (each cell meets a bounded number of cells of its own size), built serially in O(N) time.
 // Lists are built in a fixed order, so the sums do not depend on the number of threads.
@@ -35,6 +37,7 @@ struct Lists {
 struct Acceptance {
   double theta;
   double rcut_per_sigma;
+  long long p2p_max_pairs = 0;  ///< far leaf-target pairs with n_A n_B <= this go to P2P
   /// The criterion above for given radii, centre distance, closest box distance and sigma.
   bool far(double ra, double rb, double dist_centres, double dist_boxes, double sigma_max) const {
     return ra + rb < theta * dist_centres && dist_boxes >= rcut_per_sigma * sigma_max;

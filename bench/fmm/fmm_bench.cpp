@@ -4,7 +4,8 @@
 // free-space direct sum on 1000 sampled targets; least-squares slope of log time vs log N.
 //
 //   fmm_bench [--device cpu] [--min-log2n 14] [--max-log2n 18] [--p 10] [--theta 0.5]
-//             [--ncrit 64] [--tolerance 1e-6] [--periodic] [--repeat 3] [--csv]
+//             [--ncrit 64] [--tolerance 1e-6] [--images 5] [--p2p-max-pairs -1] [--periodic]
+//             [--repeat 3] [--csv]
 //
 // Each size: one warm-up evaluation, then the median of --repeat.  With --periodic the error
 // column is left out (the direct sum is free space).  --csv prints rows
@@ -61,9 +62,10 @@ Options parse(int argc, char** argv) {
     else if (a == "--ncrit") o.prm.set("ncrit", next());
     else if (a == "--tolerance") o.prm.set("tolerance", next());
     else if (a == "--images") o.prm.set("images", next());
+    else if (a == "--p2p-max-pairs") o.prm.set("p2p_max_pairs", next());
     else if (a == "--help" || a == "-h") {
       std::printf("usage: fmm_bench [--device cpu] [--min-log2n N] [--max-log2n N] [--p P] [--theta T] "
-                  "[--ncrit N] [--tolerance E] [--images K] [--periodic] [--repeat R] [--csv]\n");
+                  "[--ncrit N] [--tolerance E] [--images K] [--p2p-max-pairs M] [--periodic] [--repeat R] [--csv]\n");
       std::exit(0);
     } else {
       throw std::invalid_argument("unknown option " + a);

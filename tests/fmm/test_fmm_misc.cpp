@@ -38,6 +38,7 @@ TEST(FmmBlob, FarFieldHandsOverWithoutJump) {
   Params prm;
   prm.ncrit = 4;
   prm.p = 24;
+  prm.p2p_max_pairs = 0;  // no far pair replaced by P2P: exercise the expansions
   std::vector<Vec3> u;
   std::vector<Mat3> g;
   const Timings t = evaluate_at(prm, {x0}, {a}, {sigma}, tg, u, g);
@@ -180,6 +181,9 @@ TEST(FmmParams, BadParametersThrow) {
   prm.tolerance = 0;
   expect_bad(prm, x, s);
   prm = Params{};
+  prm.p2p_max_pairs = -2;
+  expect_bad(prm, x, s);
+  prm = Params{};
   auto xn = x;
   xn[1][2] = std::nan("");
   expect_bad(prm, xn, s);
@@ -204,7 +208,7 @@ TEST(FmmParams, BadParametersThrow) {
 
 TEST(FmmParams, TableDescribesEveryParameter) {
   const auto table = describe_params();
-  ASSERT_EQ(table.size(), 6u);
+  ASSERT_EQ(table.size(), 7u);
   Params p;
   p.p = 3;
   p.ncrit = 7;
@@ -212,6 +216,7 @@ TEST(FmmParams, TableDescribesEveryParameter) {
   p.images = 1;
   p.tolerance = 0.01;
   p.periodic = true;
+  p.p2p_max_pairs = 5;
   for (const auto& e : table) {
     EXPECT_FALSE(e.help.empty()) << e.key;
     p.set(e.key, e.default_value);
@@ -223,6 +228,7 @@ TEST(FmmParams, TableDescribesEveryParameter) {
   EXPECT_EQ(p.images, d.images);
   EXPECT_EQ(p.tolerance, d.tolerance);
   EXPECT_EQ(p.periodic, d.periodic);
+  EXPECT_EQ(p.p2p_max_pairs, d.p2p_max_pairs);
 }
 
 TEST(FmmParams, EmptyInputs) {
