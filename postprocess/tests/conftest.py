@@ -35,14 +35,14 @@ def make_run(out_dir, *overrides):
 @pytest.fixture(scope="session")
 def spectral_run(tmp_path_factory):
     """Spectral solver to t/T = 2, fields at t/T = 0, 1 and 2."""
-    return make_run(tmp_path_factory.mktemp("runs") / "spectral", "--time.t_end_over_T=2",
-                    "--output.fields_at=0,1,2")
+    return make_run(tmp_path_factory.mktemp("runs") / "spectral", "--case.solver=spectral",
+                    "--time.t_end_over_T=2", "--output.fields_at=0,1,2")
 
 
 @pytest.fixture(scope="session")
 def second_run(tmp_path_factory):
     """Another seed of the same case: a second run of the same solver."""
-    return make_run(tmp_path_factory.mktemp("runs") / "seed2", "--case.seed=2")
+    return make_run(tmp_path_factory.mktemp("runs") / "seed2", "--case.solver=spectral", "--case.seed=2")
 
 
 @pytest.fixture(scope="session")
