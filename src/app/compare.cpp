@@ -23,7 +23,7 @@ namespace vh::app {
 
 const char* const kCompareUsage =
     "       vortexhit compare RUN_DIR [--solvers A,B] [OPTIONS]       solver B vs solver A of one run\n"
-    "                                                   (default --solvers spectral,vortex)\n"
+    "                                                                 (default --solvers spectral,vortex)\n"
     "       vortexhit compare RUN_A RUN_B [--solver S] [OPTIONS]      one solver, run B vs run A\n"
     "         --at 1,5,10          t/T (T of the initial field) for spectra and Q fields\n"
     "         --spectrum-tol 0.1   |E_B/E_A - 1| that counts as agreement for k_agree\n"
