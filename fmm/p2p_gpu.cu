@@ -1,0 +1,404 @@
+// GPU P2P over the CPU-built lists and the O(N^2) GPU direct sum; see p2p_gpu.h for the layout.
+#include "fmm/p2p_gpu.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "fmm/p2p_kernel.h"
+
+#define VH_FMM_CUDA(call)                                                                                     \
+  do {                                                                                                        \
+    const cudaError_t vh_e_ = (call);                                                                         \
+    if (vh_e_ != cudaSuccess)                                                                                 \
+      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": " #call ": " +     \
+                               cudaGetErrorString(vh_e_));                                                    \
+  } while (0)
+
+namespace vh::fmm {
+
+// ---------------------------------------------------------------------------------------------
+// Single precision with the hardware's approximate division, reciprocal square root and exp
+// (MUFU): the same p2p_pair template, instantiated on a float wrapper whose operators use the
+// intrinsics.  ~2 ulp per operation instead of 0.5; erf stays the accurate erff.
+struct fastf {
+  float v = 0.0f;
+  fastf() = default;
+  __host__ __device__ constexpr explicit fastf(float x) : v(x) {}
+  __host__ __device__ constexpr explicit fastf(double x) : v(static_cast<float>(x)) {}
+  __host__ __device__ constexpr explicit fastf(int x) : v(static_cast<float>(x)) {}
+};
+#ifdef __CUDA_ARCH__
+#define VH_FAST(dev, host) dev
+#else
+#define VH_FAST(dev, host) host
+#endif
+__host__ __device__ inline fastf operator+(fastf a, fastf b) { return fastf(a.v + b.v); }
+__host__ __device__ inline fastf operator-(fastf a, fastf b) { return fastf(a.v - b.v); }
+__host__ __device__ inline fastf operator*(fastf a, fastf b) { return fastf(a.v * b.v); }
+__host__ __device__ inline fastf operator/(fastf a, fastf b) { return fastf(VH_FAST(__fdividef(a.v, b.v), a.v / b.v)); }
+__host__ __device__ inline fastf operator-(fastf a) { return fastf(-a.v); }
+__host__ __device__ inline fastf& operator+=(fastf& a, fastf b) { a.v += b.v; return a; }
+__host__ __device__ inline fastf& operator-=(fastf& a, fastf b) { a.v -= b.v; return a; }
+__host__ __device__ inline bool operator<(fastf a, fastf b) { return a.v < b.v; }
+__host__ __device__ inline bool operator>(fastf a, fastf b) { return a.v > b.v; }
+// x > 0 wherever kernel_radial takes a square root (rho^2 >= 0.25 there).
+__host__ __device__ inline fastf vh_sqrt(fastf x) { return fastf(VH_FAST(x.v * rsqrtf(x.v), sqrtf(x.v))); }
+__host__ __device__ inline fastf vh_exp(fastf x) { return fastf(VH_FAST(__expf(x.v), expf(x.v))); }
+__host__ __device__ inline fastf vh_erf(fastf x) { return fastf(erff(x.v)); }
+#undef VH_FAST
+
+namespace {
+
+constexpr int kWarps = 4;  // tasks (warps) per thread block
+constexpr int kTile = 32;  // sources per shared-memory tile (one per lane)
+
+// Storage type (shared memory, strengths) of each working type.
+template <class T> struct Store;
+template <> struct Store<float> { using S = float; using S4 = float4; };
+template <> struct Store<fastf> { using S = float; using S4 = float4; };
+template <> struct Store<double> { using S = double; using S4 = double4_32a; };
+
+template <class S4, class S> __device__ inline S4 make4(S a, S b, S c, S d);
+template <> __device__ inline float4 make4<float4, float>(float a, float b, float c, float d) {
+  return make_float4(a, b, c, d);
+}
+template <> __device__ inline double4_32a make4<double4_32a, double>(double a, double b, double c, double d) {
+  return make_double4_32a(a, b, c, d);
+}
+
+__device__ inline float val(float x) { return x; }
+__device__ inline float val(fastf x) { return x.v; }
+__device__ inline double val(double x) { return x; }
+
+// One warp per task {target begin, n targets <= 32, entry begin, entry end}; entries are
+// {source begin, source end, shift index, skip self pair}.  out: 12 values per target (u, then
+// grad row-major), overwritten.
+template <class T>
+__global__ void __launch_bounds__(kWarps * 32) p2p_kernel(const int4* __restrict__ tasks, int ntask,
+                                                          const int4* __restrict__ entries,
+                                                          const double4_32a* __restrict__ shifts,
+                                                          const double4_32a* __restrict__ xt,
+                                                          const double4_32a* __restrict__ xs,
+                                                          const typename Store<T>::S4* __restrict__ as,
+                                                          typename Store<T>::S* __restrict__ out) {
+  using S = typename Store<T>::S;
+  using S4 = typename Store<T>::S4;
+  __shared__ S4 sx[kWarps][kTile];  // source position relative to the task reference, sigma
+  __shared__ S4 sa[kWarps][kTile];  // source strength
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  const int task = blockIdx.x * kWarps + w;
+  if (task >= ntask) return;  // whole warp; no block-wide barrier below
+  const int4 tk = tasks[task];
+  const int n = tk.y;
+  int np = 1;  // n rounded up to a power of two; 32 / np lane groups split the sources
+  while (np < n) np <<= 1;
+  const int grp = lane / np, ngrp = 32 / np, it = lane & (np - 1);
+  const bool active = it < n;
+  const int ti = tk.x + (active ? it : 0);  // idle lanes shadow the first target
+  const double4_32a ref = xt[tk.x];
+  const double4_32a xd = xt[ti];
+  const T xl[3] = {T(xd.x - ref.x), T(xd.y - ref.y), T(xd.z - ref.z)};
+  T u[3] = {T(0), T(0), T(0)};
+  T g[3][3] = {{T(0), T(0), T(0)}, {T(0), T(0), T(0)}, {T(0), T(0), T(0)}};
+  for (int e = tk.z; e < tk.w; ++e) {
+    const int4 en = entries[e];
+    const double4_32a s = shifts[en.z];
+    const double ox = s.x - ref.x, oy = s.y - ref.y, oz = s.z - ref.z;
+    for (int t0 = en.x; t0 < en.y; t0 += kTile) {
+      const int j = t0 + lane;
+      if (j < en.y) {
+        const double4_32a p = xs[j];
+        sx[w][lane] = make4<S4, S>(S(p.x + ox), S(p.y + oy), S(p.z + oz), S(p.w));
+        sa[w][lane] = as[j];
+      }
+      __syncwarp();
+      const int m = min(kTile, en.y - t0);
+      const int skip = en.w ? ti - t0 : -1;  // tile index of this target's own blob
+      for (int k = grp; k < m; k += ngrp) {
+        if (k == skip) continue;
+        const S4 q = sx[w][k];
+        const S4 a4 = sa[w][k];
+        const T r[3] = {xl[0] - T(q.x), xl[1] - T(q.y), xl[2] - T(q.z)};
+        const T a[3] = {T(a4.x), T(a4.y), T(a4.z)};
+        p2p_pair(r, a, T(q.w), u, g);
+      }
+      __syncwarp();
+    }
+  }
+  // Sum the lane groups (lanes it, it + np, it + 2 np, ...).
+  S acc[12];
+  for (int m = 0; m < 3; ++m) acc[m] = val(u[m]);
+  for (int m = 0; m < 3; ++m)
+    for (int k = 0; k < 3; ++k) acc[3 + 3 * m + k] = val(g[m][k]);
+  for (int off = np; off < 32; off <<= 1)
+    for (int c = 0; c < 12; ++c) acc[c] += __shfl_xor_sync(0xffffffffu, acc[c], off);
+  if (grp == 0 && active) {
+    S* o = out + 12 * static_cast<long long>(ti);
+    for (int c = 0; c < 12; ++c) o[c] = acc[c];
+  }
+}
+
+// Device buffer (bytes), freed on destruction.
+struct DevBuf {
+  void* p = nullptr;
+  std::size_t bytes = 0;
+  DevBuf() = default;
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+  ~DevBuf() {
+    if (p) cudaFree(p);
+  }
+  void resize(std::size_t b) {
+    if (b == bytes) return;
+    if (p) VH_FMM_CUDA(cudaFree(p));
+    p = nullptr;
+    bytes = b;
+    if (b) VH_FMM_CUDA(cudaMalloc(&p, b));
+  }
+  template <class V> void upload(const std::vector<V>& v) {
+    resize(v.size() * sizeof(V));
+    if (bytes) VH_FMM_CUDA(cudaMemcpy(p, v.data(), bytes, cudaMemcpyHostToDevice));
+  }
+  template <class V> V* as() const { return static_cast<V*>(p); }
+};
+
+int n_targets_of(const P2PLists& l) {
+  int n = 0;
+  for (int e : l.leaf_end) n = std::max(n, e);
+  return n;
+}
+
+}  // namespace
+
+int gpu_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // reset the runtime error state left by the failed query
+    return 0;
+  }
+  return n;
+}
+
+std::string gpu_name() {
+  if (gpu_count() == 0) return "";
+  int dev = 0;
+  cudaDeviceProp prop{};
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) return "";
+  return prop.name;
+}
+
+long long P2PLists::pairs() const {
+  long long total = 0;
+  for (std::size_t l = 0; l + 1 < offset.size(); ++l) {
+    long long ns = 0;
+    for (int e = offset[l]; e < offset[l + 1]; ++e) ns += src_end[e] - src_begin[e];
+    total += static_cast<long long>(leaf_end[l] - leaf_begin[l]) * ns;
+  }
+  return total;
+}
+
+P2PLists flatten_p2p_lists(const Tree& tgt, const Tree& src, const Lists& lists, const std::vector<Vec3>& shifts,
+                           bool self) {
+  P2PLists f;
+  f.shifts = shifts;
+  f.self = self;
+  f.offset.push_back(0);
+  for (std::size_t c = 0; c < tgt.cells.size(); ++c) {
+    const Cell& A = tgt.cells[c];
+    if (!A.leaf() || A.end <= A.begin) continue;
+    f.leaf_begin.push_back(A.begin);
+    f.leaf_end.push_back(A.end);
+    if (c < lists.p2p.size())
+      for (const Interaction& in : lists.p2p[c]) {
+        const Cell& B = src.cells[in.source];
+        f.src_begin.push_back(B.begin);
+        f.src_end.push_back(B.end);
+        f.src_shift.push_back(in.shift);
+      }
+    f.offset.push_back(static_cast<int>(f.src_begin.size()));
+  }
+  return f;
+}
+
+P2PLists direct_lists(int n_targets, int n_sources, bool self) {
+  P2PLists f;
+  f.leaf_begin = {0};
+  f.leaf_end = {n_targets};
+  f.offset = {0, 1};
+  f.src_begin = {0};
+  f.src_end = {n_sources};
+  f.src_shift = {0};
+  f.shifts = {Vec3{0, 0, 0}};
+  f.self = self;
+  return f;
+}
+
+struct P2PGpu::Impl {
+  GpuPrecision prec;
+  bool self;
+  int nt = 0, ns = 0, ntask = 0, max_src = 0;
+  long long pairs = 0;
+  DevBuf tasks, entries, shifts, xt, xs, as, out;
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  ~Impl() {
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+  }
+  std::size_t real_size() const { return prec == GpuPrecision::fp64 ? sizeof(double) : sizeof(float); }
+};
+
+P2PGpu::P2PGpu(const P2PLists& l, GpuPrecision prec) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.prec = prec;
+  m.self = l.self;
+  const std::size_t nleaf = l.leaf_begin.size();
+  if (l.leaf_end.size() != nleaf || l.offset.size() != nleaf + 1 || l.src_end.size() != l.src_begin.size() ||
+      l.src_shift.size() != l.src_begin.size() || l.offset.back() != static_cast<int>(l.src_begin.size()))
+    throw std::invalid_argument("P2PGpu: inconsistent list sizes");
+  m.nt = n_targets_of(l);
+  // Tasks: full chunks of 32 targets, then the rest of the leaf.
+  std::vector<int4> tasks;
+  for (std::size_t i = 0; i < nleaf; ++i)
+    for (int c = l.leaf_begin[i]; c < l.leaf_end[i]; c += 32)
+      tasks.push_back(make_int4(c, std::min(32, l.leaf_end[i] - c), l.offset[i], l.offset[i + 1]));
+  std::vector<int4> entries(l.src_begin.size());
+  for (std::size_t e = 0; e < entries.size(); ++e) {
+    const int sh = l.src_shift[e];
+    if (sh < 0 || sh >= static_cast<int>(l.shifts.size()) || l.src_begin[e] < 0 || l.src_end[e] < l.src_begin[e])
+      throw std::invalid_argument("P2PGpu: bad list entry " + std::to_string(e));
+    const Vec3& s = l.shifts[sh];
+    const bool skip = l.self && s[0] == 0 && s[1] == 0 && s[2] == 0;
+    entries[e] = make_int4(l.src_begin[e], l.src_end[e], sh, skip ? 1 : 0);
+    m.max_src = std::max(m.max_src, l.src_end[e]);
+  }
+  std::vector<double4_32a> shifts(l.shifts.size());
+  for (std::size_t s = 0; s < shifts.size(); ++s)
+    shifts[s] = make_double4_32a(l.shifts[s][0], l.shifts[s][1], l.shifts[s][2], 0.0);
+  if (shifts.empty()) shifts.push_back(make_double4_32a(0, 0, 0, 0));
+  m.ntask = static_cast<int>(tasks.size());
+  m.pairs = l.pairs();
+  m.tasks.upload(tasks);
+  m.entries.upload(entries);
+  m.shifts.upload(shifts);
+  m.out.resize(static_cast<std::size_t>(m.nt) * 12 * m.real_size());
+  VH_FMM_CUDA(cudaEventCreate(&m.e0));
+  VH_FMM_CUDA(cudaEventCreate(&m.e1));
+}
+
+P2PGpu::~P2PGpu() = default;
+
+int P2PGpu::n_targets() const { return impl_->nt; }
+long long P2PGpu::pairs() const { return impl_->pairs; }
+
+void P2PGpu::set_sources(const std::vector<Vec3>& x, const std::vector<Vec3>& alpha, const std::vector<double>& sigma) {
+  Impl& m = *impl_;
+  const std::size_t n = x.size();
+  if (alpha.size() != n || sigma.size() != n) throw std::invalid_argument("P2PGpu: x, alpha, sigma sizes differ");
+  if (static_cast<int>(n) < m.max_src) throw std::invalid_argument("P2PGpu: fewer sources than the lists use");
+  if (m.self && static_cast<int>(n) < m.nt) throw std::invalid_argument("P2PGpu: self lists need every target");
+  m.ns = static_cast<int>(n);
+  std::vector<double4_32a> xs(n);
+  for (std::size_t i = 0; i < n; ++i) xs[i] = make_double4_32a(x[i][0], x[i][1], x[i][2], sigma[i]);
+  m.xs.upload(xs);
+  if (m.prec == GpuPrecision::fp64) {
+    std::vector<double4_32a> a(n);
+    for (std::size_t i = 0; i < n; ++i) a[i] = make_double4_32a(alpha[i][0], alpha[i][1], alpha[i][2], 0.0);
+    m.as.upload(a);
+  } else {
+    std::vector<float4> a(n);
+    for (std::size_t i = 0; i < n; ++i)
+      a[i] = make_float4(float(alpha[i][0]), float(alpha[i][1]), float(alpha[i][2]), 0.0f);
+    m.as.upload(a);
+  }
+}
+
+void P2PGpu::set_targets(const std::vector<Vec3>& x) {
+  Impl& m = *impl_;
+  if (m.self) return;
+  if (static_cast<int>(x.size()) < m.nt) throw std::invalid_argument("P2PGpu: fewer targets than the lists use");
+  std::vector<double4_32a> xt(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) xt[i] = make_double4_32a(x[i][0], x[i][1], x[i][2], 0.0);
+  m.xt.upload(xt);
+}
+
+double P2PGpu::run() {
+  Impl& m = *impl_;
+  if (m.xs.bytes == 0 && m.max_src > 0) throw std::runtime_error("P2PGpu::run: set_sources first");
+  const double4_32a* xt = m.self ? m.xs.as<double4_32a>() : m.xt.as<double4_32a>();
+  if (!xt && m.nt > 0) throw std::runtime_error("P2PGpu::run: set_targets first");
+  const int blocks = (m.ntask + kWarps - 1) / kWarps;
+  VH_FMM_CUDA(cudaEventRecord(m.e0));
+  if (blocks > 0) {
+    const int4* tk = m.tasks.as<int4>();
+    const int4* en = m.entries.as<int4>();
+    const double4_32a* sh = m.shifts.as<double4_32a>();
+    switch (m.prec) {
+      case GpuPrecision::fp32:
+        p2p_kernel<fastf><<<blocks, kWarps * 32>>>(tk, m.ntask, en, sh, xt, m.xs.as<double4_32a>(), m.as.as<float4>(),
+                                                   m.out.as<float>());
+        break;
+      case GpuPrecision::fp32_ieee:
+        p2p_kernel<float><<<blocks, kWarps * 32>>>(tk, m.ntask, en, sh, xt, m.xs.as<double4_32a>(), m.as.as<float4>(),
+                                                   m.out.as<float>());
+        break;
+      case GpuPrecision::fp64:
+        p2p_kernel<double><<<blocks, kWarps * 32>>>(tk, m.ntask, en, sh, xt, m.xs.as<double4_32a>(),
+                                                    m.as.as<double4_32a>(), m.out.as<double>());
+        break;
+    }
+    VH_FMM_CUDA(cudaGetLastError());
+  }
+  VH_FMM_CUDA(cudaEventRecord(m.e1));
+  VH_FMM_CUDA(cudaEventSynchronize(m.e1));
+  float ms = 0;
+  VH_FMM_CUDA(cudaEventElapsedTime(&ms, m.e0, m.e1));
+  return ms;
+}
+
+void P2PGpu::get(std::vector<Vec3>& u, std::vector<Mat3>& grad) const {
+  const Impl& m = *impl_;
+  u.assign(m.nt, Vec3{});
+  grad.assign(m.nt, Mat3{});
+  auto unpack = [&](const auto* h) {
+    for (int i = 0; i < m.nt; ++i) {
+      const auto* o = h + 12 * static_cast<std::size_t>(i);
+      for (int a = 0; a < 3; ++a) u[i][a] = o[a];
+      for (int a = 0; a < 3; ++a)
+        for (int k = 0; k < 3; ++k) grad[i][a][k] = o[3 + 3 * a + k];
+    }
+  };
+  if (m.prec == GpuPrecision::fp64) {
+    std::vector<double> h(static_cast<std::size_t>(m.nt) * 12);
+    VH_FMM_CUDA(cudaMemcpy(h.data(), m.out.p, h.size() * sizeof(double), cudaMemcpyDeviceToHost));
+    unpack(h.data());
+  } else {
+    std::vector<float> h(static_cast<std::size_t>(m.nt) * 12);
+    VH_FMM_CUDA(cudaMemcpy(h.data(), m.out.p, h.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    unpack(h.data());
+  }
+}
+
+void p2p_gpu(const P2PLists& lists, const std::vector<Vec3>& xt, const std::vector<Vec3>& xs,
+             const std::vector<Vec3>& alpha, const std::vector<double>& sigma, std::vector<Vec3>& u,
+             std::vector<Mat3>& grad, GpuPrecision prec) {
+  P2PGpu g(lists, prec);
+  g.set_sources(xs, alpha, sigma);
+  if (!lists.self) g.set_targets(xt);
+  g.run();
+  g.get(u, grad);
+}
+
+double direct_sum_gpu(const std::vector<Vec3>& x, const std::vector<Vec3>& alpha, const std::vector<double>& sigma,
+                      std::vector<Vec3>& u, std::vector<Mat3>& grad, GpuPrecision prec) {
+  const int n = static_cast<int>(x.size());
+  P2PGpu g(direct_lists(n, n, true), prec);
+  g.set_sources(x, alpha, sigma);
+  const double ms = g.run();
+  g.get(u, grad);
+  return ms;
+}
+
+}  // namespace vh::fmm

@@ -1,0 +1,107 @@
+// Near-field (P2P) sums of the regularised Biot-Savart kernel on the GPU, over the P2P lists of
+// the CPU traversal (fmm/traverse.h), and the plain O(N^2) GPU direct sum.  Host API: no CUDA
+// types; the kernels are in p2p_gpu.cu (built only with VH_ENABLE_CUDA, which defines
+// VH_FMM_HAVE_CUDA).  The per-pair math is fmm/p2p_kernel.h, the same code as the CPU p2p().
+//
+// Kernel layout ("multiple walks", Hamada et al. SC09): the target leaves are cut into tasks of
+// at most 32 targets (a leaf of n targets gives floor(n/32) tasks of 32 and one of the rest);
+// one warp takes one task and walks that leaf's whole P2P list.  Source particles are staged
+// through shared memory in tiles of 32 (one per lane, 16-byte loads).  A task of n <= 16
+// targets splits the lanes into 32/n' groups (n' = n rounded up to a power of two) that take
+// every (32/n')-th source of each tile and are summed by warp shuffles at the end, so small
+// leaves do not idle lanes.  Several tasks (warps) share a thread block.
+//
+// Precision: positions are kept in double on the device and each tile is shifted, in double,
+// into coordinates relative to the task's first target before it is rounded to the working
+// type, so in single precision |r| carries an error ~1e-7 |r| rather than ~1e-7 x the box size
+// (which would be 1e-5 relative to the spacing at 256^3 lattice particles).  Strengths, core
+// radii, the kernel and the sums are in the working type (float by default, or double).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fmm/traverse.h"
+#include "fmm/tree.h"
+#include "fmm/types.h"
+
+namespace vh::fmm {
+
+/// Number of CUDA devices visible (0 when there is none or the driver cannot be used).
+int gpu_count();
+/// Name of the current CUDA device as the driver reports it (nvidia-smi's name), "" if none.
+std::string gpu_name();
+
+/// Working precision of the GPU kernels.  fp32: single precision with the hardware's
+/// approximate division, reciprocal square root and exp (about 2 ulp each; the default);
+/// fp32_ieee: single precision with IEEE division and square root and the accurate expf;
+/// fp64: double precision throughout.
+enum class GpuPrecision { fp32, fp32_ieee, fp64 };
+
+/// P2P lists flattened for the GPU.  Particle indices refer to the sorted orders of the target
+/// and source trees (Tree::x order); the sums go to sorted target i.
+struct P2PLists {
+  std::vector<int> leaf_begin, leaf_end;  ///< target leaves: particle ranges [begin, end)
+  std::vector<int> offset;                ///< CSR: entries of leaf l are [offset[l], offset[l+1])
+  std::vector<int> src_begin, src_end;    ///< per entry: source particle range [begin, end)
+  std::vector<int> src_shift;             ///< per entry: index into `shifts`
+  std::vector<Vec3> shifts;               ///< periodic shift s: the source is taken at x_q + s
+  /// Targets are the sources (same sorted order): the pair with equal index and zero shift
+  /// is left out, as in fmm::p2p with skip_same.
+  bool self = false;
+  /// Particle pairs summed per evaluation (sum over leaves of n_targets x n_sources; counts the
+  /// skipped self pairs, as Timings::n_p2p_pairs does).
+  long long pairs() const;
+};
+
+/// Flattens the P2P lists of every target leaf of `tgt` (lists.p2p, shift indices into shifts).
+/// With self, tgt and src are the same tree.
+P2PLists flatten_p2p_lists(const Tree& tgt, const Tree& src, const Lists& lists, const std::vector<Vec3>& shifts,
+                           bool self);
+
+/// Lists of the O(N^2) free-space sum: one leaf of n_targets targets with one entry over all
+/// n_sources sources, shift zero.  With self (n_targets == n_sources) the pairs i == i are left out.
+P2PLists direct_lists(int n_targets, int n_sources, bool self);
+
+/// Resident GPU P2P: lists uploaded at construction, sources and targets set (and re-set)
+/// separately, evaluated as often as needed.  Sorted order throughout.  Errors (CUDA calls,
+/// launches, sizes) throw std::runtime_error with file:line; not copyable; one CUDA device
+/// (the current one).
+class P2PGpu {
+ public:
+  /// Uploads the lists; `prec` is the working precision of every later run().
+  explicit P2PGpu(const P2PLists& lists, GpuPrecision prec = GpuPrecision::fp32);
+  ~P2PGpu();
+  P2PGpu(const P2PGpu&) = delete;
+  P2PGpu& operator=(const P2PGpu&) = delete;
+
+  /// Uploads source positions, strengths and core radii (N entries each, sorted source order).
+  void set_sources(const std::vector<Vec3>& x, const std::vector<Vec3>& alpha, const std::vector<double>& sigma);
+  /// Uploads target positions (sorted target order).  With lists.self, set_sources sets them too.
+  void set_targets(const std::vector<Vec3>& x);
+  /// Evaluates u and grad at every target (overwrites the device results); blocks until done
+  /// and returns the kernel time in milliseconds (CUDA events around the launch).
+  double run();
+  /// Copies the results of the last run() to the host (u, grad resized to the number of targets).
+  void get(std::vector<Vec3>& u, std::vector<Mat3>& grad) const;
+
+  int n_targets() const;
+  long long pairs() const;  ///< pairs per run(), as P2PLists::pairs()
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// One-shot GPU P2P: uploads, evaluates, downloads.  xt is ignored when lists.self.
+void p2p_gpu(const P2PLists& lists, const std::vector<Vec3>& xt, const std::vector<Vec3>& xs,
+             const std::vector<Vec3>& alpha, const std::vector<double>& sigma, std::vector<Vec3>& u,
+             std::vector<Mat3>& grad, GpuPrecision prec = GpuPrecision::fp32);
+
+/// O(N^2) free-space direct sum on the GPU at the sources themselves (pairs i == i left out),
+/// the GPU counterpart of fmm::direct_sum(..., self = true).  Returns the kernel time in ms.
+double direct_sum_gpu(const std::vector<Vec3>& x, const std::vector<Vec3>& alpha, const std::vector<double>& sigma,
+                      std::vector<Vec3>& u, std::vector<Mat3>& grad, GpuPrecision prec = GpuPrecision::fp32);
+
+}  // namespace vh::fmm
