@@ -22,7 +22,7 @@ fi
 # Python packages of postprocess/ (figures, compare scripts, their tests).
 if [ -f postprocess/requirements.txt ]; then
   py=python3
-  if ! $py -c "import importlib, sys; [importlib.import_module(m) for m in ('numpy','h5py','matplotlib')]" 2>/dev/null; then
+  if ! $py -c "import importlib, sys; [importlib.import_module(m) for m in ('numpy','h5py','matplotlib','skimage','pytest')]" 2>/dev/null; then
     echo "setup: pip install -r postprocess/requirements.txt"
     $py -m pip install -q -r postprocess/requirements.txt 2>/dev/null ||
       $py -m pip install -q --break-system-packages -r postprocess/requirements.txt
