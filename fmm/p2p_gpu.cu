@@ -57,9 +57,9 @@ constexpr int kTile = 32;  // sources per shared-memory tile (one per lane)
 
 // Storage type (shared memory, strengths) of each working type.
 template <class T> struct Store;
-template <> struct Store<float> { using S = float; using S4 = float4; };
-template <> struct Store<fastf> { using S = float; using S4 = float4; };
-template <> struct Store<double> { using S = double; using S4 = double4_32a; };
+template <> struct Store<float> { using S = float; using S4 = float4; static constexpr int kMinBlocks = 6; };
+template <> struct Store<fastf> { using S = float; using S4 = float4; static constexpr int kMinBlocks = 8; };
+template <> struct Store<double> { using S = double; using S4 = double4_32a; static constexpr int kMinBlocks = 4; };
 
 template <class S4, class S> __device__ inline S4 make4(S a, S b, S c, S d);
 template <> __device__ inline float4 make4<float4, float>(float a, float b, float c, float d) {
@@ -77,7 +77,7 @@ __device__ inline double val(double x) { return x; }
 // {source begin, source end, shift index, skip self pair}.  out: 12 values per target (u, then
 // grad row-major), overwritten.
 template <class T>
-__global__ void __launch_bounds__(kWarps * 32) p2p_kernel(const int4* __restrict__ tasks, int ntask,
+__global__ void __launch_bounds__(kWarps * 32, Store<T>::kMinBlocks) p2p_kernel(const int4* __restrict__ tasks, int ntask,
                                                           const int4* __restrict__ entries,
                                                           const double4_32a* __restrict__ shifts,
                                                           const double4_32a* __restrict__ xt,
@@ -117,13 +117,20 @@ __global__ void __launch_bounds__(kWarps * 32) p2p_kernel(const int4* __restrict
       __syncwarp();
       const int m = min(kTile, en.y - t0);
       const int skip = en.w ? ti - t0 : -1;  // tile index of this target's own blob
-      for (int k = grp; k < m; k += ngrp) {
-        if (k == skip) continue;
+      auto pair = [&](int k) {
         const S4 q = sx[w][k];
         const S4 a4 = sa[w][k];
         const T r[3] = {xl[0] - T(q.x), xl[1] - T(q.y), xl[2] - T(q.z)};
         const T a[3] = {T(a4.x), T(a4.y), T(a4.z)};
         p2p_pair(r, a, T(q.w), u, g);
+      };
+      if (ngrp == 1 && m == kTile && (skip < 0 || skip >= kTile)) {
+        // Common case (full tile, one lane group, no self pair): unrolled for overlap of pairs.
+#pragma unroll 4
+        for (int k = 0; k < kTile; ++k) pair(k);
+      } else {
+        for (int k = grp; k < m; k += ngrp)
+          if (k != skip) pair(k);
       }
       __syncwarp();
     }
