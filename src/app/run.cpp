@@ -215,6 +215,8 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
   if (cfg.solver == "vortex" || cfg.solver == "both") {
     cfg.vortex.nu = init.nu;
     solvers.push_back(make_vortex(cfg.vortex, g));
+    if (backend == Backend::gpu)
+      con.line("vortex   note: its FMM runs on the CPU in this version (the GPU FMM is not wired in yet)");
   }
 
   // Field outputs, in t/T of the initial field.
