@@ -18,13 +18,14 @@ double symbol_1d(int k, int n, double sigma, double h) {
   return s / h;
 }
 
-/// Σ_m of the 1-D cut-off Gaussian weights, |m h| ≤ cutoff σ (one factor of the mat-vec's symbol at k = 0).
-double gaussian_row_sum(const Grid& g, double sigma0, double cutoff) {
+/// The 1-D Gaussian weights (2πσ²)^{-1/2} exp(−(mh)²/2σ²) for |m h| ≤ cutoff σ, m = −R … R:
+/// one factor of the separable cut-off mat-vec.
+std::vector<double> gaussian_weights(const Grid& g, double sigma0, double cutoff) {
   const int R = int(std::floor(cutoff * sigma0 / g.h()));
-  double s = 0;
+  std::vector<double> w(2 * R + 1);
   for (int m = -R; m <= R; ++m)
-    s += std::exp(-0.5 * (m * g.h()) * (m * g.h()) / (sigma0 * sigma0)) / std::sqrt(2 * kPi * sigma0 * sigma0);
-  return s;
+    w[m + R] = std::exp(-0.5 * (m * g.h()) * (m * g.h()) / (sigma0 * sigma0)) / std::sqrt(2 * kPi * sigma0 * sigma0);
+  return w;
 }
 
 double dot(const std::vector<double>& a, const std::vector<double>& b) {
@@ -101,7 +102,9 @@ RbfResult solve_cg(const VectorField& omega, double sigma0, const RbfParams& prm
     }
     // The k = 0 mode decouples in a circulant system: set it exactly, so that Σα is what the
     // solve implies (Σω / A(0), zero for a periodic ω) and not CG's accumulated round-off.
-    const double A0 = std::pow(gaussian_row_sum(g, sigma0, prm.cutoff), 3);
+    double row = 0;
+    for (double w : gaussian_weights(g, sigma0, prm.cutoff)) row += w;
+    const double A0 = row * row * row;
     double mean_x = 0, mean_b = 0;
     for (std::size_t i = 0; i < np; ++i) mean_x += x[i], mean_b += b[i];
     const double shift = (mean_b / A0 - mean_x) / double(np);
@@ -116,11 +119,9 @@ RbfResult solve_cg(const VectorField& omega, double sigma0, const RbfParams& prm
 
 void gaussian_matvec(const std::vector<double>& in, const Grid& g, double sigma0, double cutoff,
                      std::vector<double>& out) {
-  const int n = g.n, R = int(std::floor(cutoff * sigma0 / g.h()));
-  const double h = g.h();
-  std::vector<double> w(2 * R + 1);
-  for (int m = -R; m <= R; ++m)
-    w[m + R] = std::exp(-0.5 * (m * h) * (m * h) / (sigma0 * sigma0)) / std::sqrt(2 * kPi * sigma0 * sigma0);
+  const int n = g.n;
+  const std::vector<double> w = gaussian_weights(g, sigma0, cutoff);
+  const int R = int(w.size() / 2);
   std::vector<double> a = in, b(in.size());
   out.resize(in.size());
   // Three 1-D circular convolutions: along x, then y, then z (stride 1, n, n²).
