@@ -16,6 +16,10 @@
 // type, so in single precision |r| carries an error ~1e-7 |r| rather than ~1e-7 x the box size
 // (which would be 1e-5 relative to the spacing at 256^3 lattice particles).  Strengths, core
 // radii, the kernel and the sums are in the working type (float by default, or double).
+//
+// Measured on an NVIDIA H200 (bench/RESULTS.md, 2026-11-22): 363 G pair-interactions/s (u and
+// grad u) in fp32 on the FMM's lists at 2^24 lattice particles, 249 in fp32_ieee, 87 in fp64;
+// relative L2 difference from the CPU P2P 2e-6 (fp32), 3e-15 (fp64).
 #pragma once
 
 #include <memory>

@@ -18,7 +18,8 @@
 //                 [--repeat 10] [--ncrit 64] [--theta 0.4] [--tolerance 1e-6] [--p 10]
 //                 [--direct-max-log2n 18] [--direct-repeat 3] [--sample 256] [--csv FILE]
 //
-// Cost on an H200 host (16 cores): list building dominates, ~1 minute at 2^24.
+// Cost on an H200 host (16 cores), sizes 2^18, 2^21, 2^24, fp32 and fp32_ieee: about 40 s, mostly
+// the serial list building (12 s at 2^24).  Results: bench/RESULTS.md (2026-11-22, issue 5).
 #include <omp.h>
 
 #include <algorithm>
