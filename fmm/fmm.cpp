@@ -66,7 +66,8 @@ std::vector<ParamInfo> describe_params() {
        "periodic far-lattice levels; each triples the summed lattice width (0..12)"},
       {"tolerance", "double", str(d.tolerance),
        "far field only where 1 - g(rho) at the closest distance is below this (kernel regularisation)"},
-      {"periodic", "bool", d.periodic ? "true" : "false", "periodic in [0, 2 pi)^3 (positions wrapped in) or free space"},
+      {"periodic", "bool", d.periodic ? "true" : "false",
+       "periodic in [0, 2 pi)^3 (positions wrapped in) or free space"},
       {"p2p_max_pairs", "int", std::to_string(d.p2p_max_pairs),
        "accepted pairs with at most this many particle pairs (leaf target) are summed directly; -1: (p+1)^4/55"},
   };

@@ -34,7 +34,8 @@ struct Params {
   /// Throws std::invalid_argument naming the bad parameter.
   void validate() const;
   /// Sets a parameter from its deck string ("p", "ncrit", "theta", "images", "tolerance",
-  /// "periodic" = true/false/1/0, "p2p_max_pairs"); throws std::invalid_argument for unknown keys or bad values.
+  /// "periodic" = true/false/1/0, "p2p_max_pairs"); throws std::invalid_argument for unknown
+  /// keys or bad values.
   void set(const std::string& key, const std::string& value);
 };
 

@@ -37,7 +37,7 @@ struct Traversal {
     }
     if (mac.far(A.radius, B.radius, std::sqrt(dc2), std::sqrt(db2), B.sigma_max)) {
       const long long pairs = static_cast<long long>(A.end - A.begin) * (B.end - B.begin);
-      if (A.leaf() && pairs <= mac.p2p_max_pairs)
+      if (A.leaf() && s == 0 && pairs <= mac.p2p_max_pairs)
         lists.p2p[i].push_back({j, s});  // only leaves own P2P lists: no two threads share a target
       else
         lists.m2l[i].push_back({j, s});

@@ -9,7 +9,8 @@
 // kernel by more than the tolerance (DESIGN.md "Far field").  Otherwise the larger cell (by
 // radius) is split; two leaves that are not far go to P2P.  A far pair whose target is a leaf
 // and whose direct cost is small (n_A n_B <= p2p_max_pairs, about the cost of one M2L plus its
-// share of L2P) also goes to P2P: exact, and cheaper.
+// share of L2P) also goes to P2P: exact, and cheaper.  Only for shift 0 (shifts[0] must be the
+// zero shift): the M2Ls of periodic images are cheaper, summed per (target, source) pair.
 // Cost: O(N) list entries for a fixed particle density and fixed theta, sigma/spacing and ncrit
 // (each cell meets a bounded number of cells of its own size), built serially in O(N) time.
 // Lists are built in a fixed order, so the sums do not depend on the number of threads.

@@ -72,7 +72,8 @@ Options parse(int argc, char** argv) {
     }
   }
   if (o.device != "cpu") throw std::invalid_argument("--device " + o.device + ": only cpu is available in this build");
-  if (o.min_log2n < 1 || o.max_log2n < o.min_log2n || o.max_log2n > 26) throw std::invalid_argument("bad --min/max-log2n");
+  if (o.min_log2n < 1 || o.max_log2n < o.min_log2n || o.max_log2n > 26)
+    throw std::invalid_argument("bad --min/max-log2n");
   if (o.repeat < 1) throw std::invalid_argument("--repeat must be >= 1");
   o.prm.validate();
   return o;

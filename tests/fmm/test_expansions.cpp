@@ -71,7 +71,8 @@ double chain_error(int p) {
   for (int i = 0; i < 10; ++i) xt.push_back({ct[0] + U(gen), ct[1] + U(gen), ct[2] + U(gen)});
   Expansion M(3 * nc), M2(3 * nc), L(3 * nc), L2(3 * nc);
   const Vec3 cs2 = {cs[0] + 0.15, cs[1] - 0.1, cs[2] + 0.12}, ct2 = {ct[0] - 0.1, ct[1] + 0.05, ct[2] + 0.08};
-  for (std::size_t i = 0; i < xs.size(); ++i) p2m(p, {xs[i][0] - cs[0], xs[i][1] - cs[1], xs[i][2] - cs[2]}, qs[i], M.data());
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    p2m(p, {xs[i][0] - cs[0], xs[i][1] - cs[1], xs[i][2] - cs[2]}, qs[i], M.data());
   m2m(p, {cs[0] - cs2[0], cs[1] - cs2[1], cs[2] - cs2[2]}, M.data(), M2.data());
   m2l(p, {cs2[0] - ct[0], cs2[1] - ct[1], cs2[2] - ct[2]}, M2.data(), L.data());
   l2l(p, {ct2[0] - ct[0], ct2[1] - ct[1], ct2[2] - ct[2]}, L.data(), L2.data());
