@@ -89,6 +89,19 @@ std::vector<double> stop_times(double t_end, double out_dt, const std::vector<do
 
 bool near(double a, double b, double scale) { return std::abs(a - b) <= 1e-9 * scale; }
 
+/// Adds the wall time of its scope to a phase's total.
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(double& total) : total_(total), t0_(std::chrono::steady_clock::now()) {}
+  ~PhaseTimer() { total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
+  PhaseTimer(const PhaseTimer&) = delete;
+  PhaseTimer& operator=(const PhaseTimer&) = delete;
+
+ private:
+  double& total_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
 /// The last output of a solver: what the progress line and the energy balance need.
 struct Last {
   double K = 0, epsilon = 0, Re_lambda = 0;
@@ -292,6 +305,7 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
                      " (the one before: checkpoint_prev.h5)");
   };
   long steps_since_ckpt = 0;
+  std::map<std::string, double> phases;  // wall seconds per phase, for the table at the end
   auto last_ckpt = std::chrono::steady_clock::now();
 
   for (double stop : stop_times(t_end, out_dt, field_t)) {
@@ -311,7 +325,10 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
                    fmt(cfg.max_cfl, 3) + where);
         // Land on the stop in equal steps no longer than the stable one (no sliver steps).
         dt = (stop - t) / std::ceil((stop - t) / dt * (1 - 1e-12));
-        st->step(dt);
+        {
+          const PhaseTimer timer(phases[name + " steps"]);
+          st->step(dt);
+        }
         t = st->time();
         ++steps_since_ckpt;
         if (const std::string e = st->event(); !e.empty()) con.line(e);
@@ -325,8 +342,12 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
           stop_run(name + ": STOP file found, stopped after step " + std::to_string(st->steps()) + ", t = " + fmt(t));
         }
       }
-      st->velocity(u);
-      const Statistics s = statistics(u, init.nu, fft);
+      Statistics s;
+      {
+        const PhaseTimer timer(phases[name + " velocity on the grid + diagnostics"]);
+        st->velocity(u);
+        s = statistics(u, init.nu, fft);
+      }
       if (!std::isfinite(s.K)) stop_run(name + ": K is not finite at step " + std::to_string(st->steps()) + ", t = " + fmt(t));
       // Energy balance between outputs: −dK/dt against the mean of ε at both ends.
       const double t_prev = rf->data().solvers.at(name).series.at("t").back();
@@ -334,26 +355,51 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
                fmt(-(s.K - last[name].K) / (t - t_prev), 6) + "  eps " + fmt(0.5 * (s.epsilon + last[name].epsilon), 6));
       record(*rf, *st, s, dt, u);
       if (const std::string l = st->log_line(); !l.empty()) con.line(l);
-      if (field_due(t)) fields[name] = grid_fields(u, fft);
+      if (field_due(t)) {
+        const PhaseTimer timer(phases["fields (velocity, vorticity, Q) and their files"]);
+        fields[name] = grid_fields(u, fft);
+      }
       last[name] = {s.K, s.epsilon, s.Re_lambda};
       con.progress(name, st->steps(), t, T0, dt, s.K / s0.K, s.Re_lambda, t_end, true);
     }
-    if (!fields.empty()) write_field_sets(cfg.out_dir, int(field_index++), stop, fields, solvers);
-    rf->write();
+    {
+      const PhaseTimer timer(phases["fields (velocity, vorticity, Q) and their files"]);
+      if (!fields.empty()) write_field_sets(cfg.out_dir, int(field_index++), stop, fields, solvers);
+    }
+    {
+      const PhaseTimer timer(phases["run.h5 and checkpoints"]);
+      rf->write();
+    }
     const double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_ckpt).count() / 60;
     if ((cfg.checkpoint_every > 0 && steps_since_ckpt >= cfg.checkpoint_every) ||
         (cfg.checkpoint_minutes > 0 && minutes >= cfg.checkpoint_minutes)) {
+      const PhaseTimer timer(phases["run.h5 and checkpoints"]);
       write_checkpoint(cfg.out_dir, deck, field_index, solvers);
       steps_since_ckpt = 0;
       last_ckpt = std::chrono::steady_clock::now();
     }
   }
   // A final checkpoint, so that the run can be continued to a later t_end.
-  if (!solvers.empty()) write_checkpoint(cfg.out_dir, deck, field_index, solvers);
+  if (!solvers.empty()) {
+    const PhaseTimer timer(phases["run.h5 and checkpoints"]);
+    write_checkpoint(cfg.out_dir, deck, field_index, solvers);
+  }
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
 
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  // Time per phase: where the wall time went.
+  double accounted = 0;
+  for (const auto& [phase, sec] : phases) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "time  %-52s %9.2f s  %5.1f %%", phase.c_str(), sec, 100 * sec / wall);
+    con.line(buf);
+    accounted += sec;
+  }
+  char other[160];
+  std::snprintf(other, sizeof other, "time  %-52s %9.2f s  %5.1f %%", "start-up (initial field, solver set-up) and rest",
+                wall - accounted, 100 * (wall - accounted) / wall);
+  con.line(other);
   std::ostringstream sum;
   sum << "case        " << cfg.name << "\nsolver      " << cfg.solver << "\nN           " << g.n
       << "\ndevice      " << device << "\nK0          " << fmt(s0.K, 10) << "\nu_prime     "
