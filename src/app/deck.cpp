@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -193,7 +194,12 @@ Options parse_deck(const std::string& text, const std::string& name, const std::
   return o;
 }
 
-std::string deck_text(const Options& o) {
+namespace {
+
+/// Writes the table as an INI deck: a [section] header where the section changes, then per
+/// key what `comment` says (may be empty) and `key = value`, or `# key =` for an empty value.
+std::string write_ini(const std::function<std::string(const OptionSpec&)>& comment,
+                      const std::function<std::string(const OptionSpec&)>& value) {
   std::ostringstream out;
   std::string section = "\x01";
   for (const auto& s : option_table()) {
@@ -204,38 +210,29 @@ std::string deck_text(const Options& o) {
       if (!sec.empty()) out << "\n[" << sec << "]\n";
       section = sec;
     }
-    const std::string v = o.value.at(s.key);
-    if (v.empty())
-      out << "# " << name << " =\n";
-    else
-      out << name << " = " << v << "\n";
+    out << comment(s);
+    const std::string v = value(s);
+    out << (v.empty() ? "# " + name + " =\n" : name + " = " + v + "\n");
   }
   return out.str();
 }
 
+}  // namespace
+
+std::string deck_text(const Options& o) {
+  return write_ini([](const OptionSpec&) { return std::string(); },
+                   [&](const OptionSpec& s) { return o.value.at(s.key); });
+}
+
 std::string help_text() {
-  std::ostringstream out;
-  out << "# vortexhit deck keys: every key with its type, default, unit and meaning.\n"
+  return "# vortexhit deck keys: every key with its type, default, unit and meaning.\n"
          "# `[section] key = value` sets section.key; `--section.key=value` on the command line\n"
-         "# overrides the deck. A commented-out key (# key =) has no default: it is optional.\n";
-  std::string section = "\x01";
-  for (const auto& s : option_table()) {
-    const auto dot = s.key.find('.');
-    const std::string sec = dot == std::string::npos ? "" : s.key.substr(0, dot);
-    const std::string name = dot == std::string::npos ? s.key : s.key.substr(dot + 1);
-    if (sec != section) {
-      if (!sec.empty()) out << "\n[" << sec << "]\n";
-      section = sec;
-    }
-    out << "# " << s.help << "\n#   type: " << s.type;
-    if (!s.unit.empty()) out << ", unit: " << s.unit;
-    out << "\n";
-    if (s.fallback.empty())
-      out << "# " << name << " =\n";
-    else
-      out << name << " = " << s.fallback << "\n";
-  }
-  return out.str();
+         "# overrides the deck. A commented-out key (# key =) has no default: it is optional.\n" +
+         write_ini(
+             [](const OptionSpec& s) {
+               return "# " + s.help + "\n#   type: " + s.type + (s.unit.empty() ? "" : ", unit: " + s.unit) + "\n";
+             },
+             [](const OptionSpec& s) { return s.fallback; });
 }
 
 }  // namespace vh::app

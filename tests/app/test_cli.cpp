@@ -11,27 +11,14 @@
 #include <string>
 
 #include "core/run_file.h"
+#include "shell.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int status = -1;
-  std::string output;  ///< stdout and stderr together
-};
-
-Result run(const std::string& args) {
-  Result r;
-  const std::string cmd = std::string(VH_EXE) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), int(buf.size()), p)) r.output += buf.data();
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+using vh::test::Result;
+Result run(const std::string& args) { return vh::test::vortexhit(args); }
 
 class Cli : public ::testing::Test {
  protected:

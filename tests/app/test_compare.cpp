@@ -17,27 +17,14 @@
 #include <unistd.h>
 
 #include "core/run_file.h"
+#include "shell.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int status = -1;
-  std::string output;  ///< stdout and stderr together
-};
-
-Result vortexhit(const std::string& args) {
-  Result r;
-  const std::string cmd = std::string(VH_EXE) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), int(buf.size()), p)) r.output += buf.data();
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+using vh::test::Result;
+using vh::test::vortexhit;
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p);

@@ -10,26 +10,14 @@
 #include <string>
 
 #include "core/run_file.h"
+#include "shell.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int status = -1;
-  std::string output;
-};
-
-Result sh(const std::string& cmd) {
-  Result r;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), int(buf.size()), p)) r.output += buf.data();
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+using vh::test::Result;
+Result sh(const std::string& cmd) { return vh::test::shell(cmd); }
 
 const std::string kExe = VH_EXE;
 const std::string kCommon =
