@@ -19,7 +19,7 @@ fi
 
 if [ "$what" = tests ] || [ "$what" = all ]; then
   # Every carried GoogleTest binary; GPU tests run here instead of skipping.
-  for t in .gpu/test_*; do
+  for t in .gpu/test_* .gpu/*_test; do
     [ -x "$t" ] || continue
     echo "== $t" | tee -a "$OUT/tests.log"
     "$t" --gtest_brief=1 >>"$OUT/tests.log" 2>&1 || { status=1; echo "FAILED: $t" | tee -a "$OUT/tests.log"; }
