@@ -48,6 +48,7 @@ class SpectralStepper : public Stepper {
   void start(const SpectralVector& u, double t) override { solver_->set_velocity(u, t); }
   void step(double dt) override {
     solver_->step(dt);
+    solver_->synchronize();  // so the phase table books the GPU's time to the steps
     ++steps_;
   }
   double max_velocity() override { return solver_->max_velocity(); }
