@@ -55,6 +55,17 @@ class SpectralStepper : public Stepper {
   double time() const override { return solver_->time(); }
   long steps() const override { return steps_; }
   void velocity(SpectralVector& u) override { solver_->velocity(u); }
+  bool statistics_in_place(double nu, Statistics& s, std::vector<double>& E) override {
+#ifdef VH_HAVE_CUDA
+    const void* d[3] = {solver_->device_velocity(0), solver_->device_velocity(1), solver_->device_velocity(2)};
+    if (d[0] == nullptr) return false;
+    s = statistics_device(d, grid_, nu, E);
+    return true;
+#else
+    (void)nu, (void)s, (void)E;
+    return false;
+#endif
+  }
   void save(h5::Id grp) override {
     SpectralVector u;
     solver_->velocity(u);

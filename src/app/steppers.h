@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/device.h"
+#include "core/diagnostics.h"
 #include "core/grid.h"
 #include "spectral/solver.h"
 #include "vortex/solver.h"
@@ -28,6 +29,9 @@ class Stepper {
   virtual long steps() const = 0;
   /// Velocity on the grid as coefficients (grid.h normalisation).
   virtual void velocity(SpectralVector& u) = 0;
+  /// The statistics and E_n of the current velocity computed where the state lives, when the
+  /// solver can (spectral on the GPU in fp64): true, and nothing is copied to the host.
+  virtual bool statistics_in_place(double /*nu*/, Statistics& /*s*/, std::vector<double>& /*E*/) { return false; }
   /// Solver-specific monitors appended to the series at each output (fixed names).
   virtual std::vector<std::pair<std::string, double>> monitors() { return {}; }
   /// A line for the log at each output (empty: none).

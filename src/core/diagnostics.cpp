@@ -91,6 +91,21 @@ SpectrumStatistics spectrum_statistics(const std::vector<double>& k, const std::
   return s;
 }
 
+Statistics spectral_statistics(const std::vector<double>& E, double D, double nu) {
+  Statistics s;
+  for (double e : E) s.K += e;
+  double inv_k = 0.0;
+  for (std::size_t n = 1; n < E.size(); ++n) inv_k += E[n] / double(n);
+  s.u_prime = std::sqrt(2.0 * s.K / 3.0);
+  s.epsilon = nu * D;
+  s.enstrophy = 0.5 * D;
+  s.L = kPi / (2.0 * s.u_prime * s.u_prime) * inv_k;
+  s.T = s.L / s.u_prime;
+  s.lambda = std::sqrt(15.0 * s.u_prime * s.u_prime / D);  // = √(15νu′²/ε)
+  s.Re_lambda = s.u_prime * s.lambda / nu;
+  return s;
+}
+
 void derivative(const SpectralVector& u, int c, int d, std::vector<Complex>& out) {
   const Grid& g = u.grid;
   out.resize(g.modes());
@@ -103,19 +118,8 @@ void derivative(const SpectralVector& u, int c, int d, std::vector<Complex>& out
 Statistics statistics(const SpectralVector& u, double nu, Fft3d& fft) {
   const Grid& g = u.grid;
   VH_CHECK(fft.n() == g.n, "statistics: FFT size does not match the field");
-  Statistics s;
-  const std::vector<double> E = energy_spectrum(u);
-  for (double e : E) s.K += e;
-  double inv_k = 0.0;
-  for (std::size_t n = 1; n < E.size(); ++n) inv_k += E[n] / double(n);
   const double D = gradient_norm2(u);  // Σ|k|²|û|²
-  s.u_prime = std::sqrt(2.0 * s.K / 3.0);
-  s.epsilon = nu * D;
-  s.enstrophy = 0.5 * D;
-  s.L = kPi / (2.0 * s.u_prime * s.u_prime) * inv_k;
-  s.T = s.L / s.u_prime;
-  s.lambda = std::sqrt(15.0 * s.u_prime * s.u_prime / D);  // = √(15νu′²/ε)
-  s.Re_lambda = s.u_prime * s.lambda / nu;
+  Statistics s = spectral_statistics(energy_spectrum(u), D, nu);
 
   // ‖∇·u‖² = Σ |k·û|² (weighted); relative to ‖∇u‖² = Σ|k|²|û|². Helicity Σ Re(û*·(ik×û)).
   const int n = g.n, nxh = n / 2 + 1;

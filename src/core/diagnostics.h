@@ -40,6 +40,10 @@ struct SpectrumStatistics {
 SpectrumStatistics spectrum_statistics(const std::vector<double>& k, const std::vector<double>& E,
                                        double nu);
 
+/// The statistics that follow from E_n and D = Σ|k|²|û|² alone (K, u′, ε, enstrophy, L, T,
+/// λ, Re_λ); S₃, divergence and helicity are left zero.
+Statistics spectral_statistics(const std::vector<double>& E, double D, double nu);
+
 /// Every statistic of the field with coefficients `u` (S₃ needs three inverse FFTs).
 Statistics statistics(const SpectralVector& u, double nu, Fft3d& fft);
 
@@ -59,6 +63,11 @@ void derivative(const SpectralVector& u, int c, int d, std::vector<Complex>& out
 /// GPU counterpart of energy_spectrum() and gradient_norm2() on device coefficients
 /// d_u[0..2] (g.modes() complex doubles each). Fills E (host) and returns Σ|k|²|û|².
 double energy_spectrum_device(const void* const d_u[3], const Grid& g, std::vector<double>& E);
+
+/// GPU counterpart of statistics() on device coefficients (cuFFT for S₃); fills E too. The
+/// coefficients never leave the device; sums run in another order than on the CPU, so the
+/// two agree to round-off, not bit for bit.
+Statistics statistics_device(const void* const d_u[3], const Grid& g, double nu, std::vector<double>& E);
 #endif
 
 }  // namespace vh

@@ -206,6 +206,31 @@ TEST(DiagnosticsGpu, SpectrumMatchesCpu) {
   EXPECT_LT(rel(g2, vh::gradient_norm2(cpu.u)), 1e-12);
   for (auto p : d) cudaFree(p);
 }
+
+TEST(DiagnosticsGpu, StatisticsMatchCpu) {
+  if (!vh::gpu_available()) GTEST_SKIP() << "no GPU visible";
+  const Grid g{48};
+  const auto cpu = vh::make_initial_field(random_spec(), g);
+  void* d[3];
+  for (int c = 0; c < 3; ++c) {
+    ASSERT_EQ(cudaMalloc(&d[c], g.modes() * sizeof(vh::Complex)), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d[c], cpu.u.c[c].data(), g.modes() * sizeof(vh::Complex),
+                         cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  std::vector<double> E;
+  const void* const dc[3] = {d[0], d[1], d[2]};
+  const vh::Statistics gs = vh::statistics_device(dc, g, cpu.nu, E);
+  vh::Fft3d fft(g.n);
+  const vh::Statistics cs = vh::statistics(cpu.u, cpu.nu, fft);
+  for (auto [a, b] : {std::pair{gs.K, cs.K}, {gs.epsilon, cs.epsilon}, {gs.L, cs.L}, {gs.Re_lambda, cs.Re_lambda},
+                      {gs.lambda, cs.lambda}})
+    EXPECT_LT(rel(a, b), 1e-12);
+  // S₃ and helicity are sums of terms of both signs: compare against their scale.
+  EXPECT_NEAR(gs.S3, cs.S3, 1e-12);
+  EXPECT_NEAR(gs.helicity, cs.helicity, 1e-12 * 2 * cs.enstrophy);
+  EXPECT_NEAR(gs.divergence_rel, cs.divergence_rel, 1e-12);
+  for (auto p : d) cudaFree(p);
+}
 #endif
 
 }  // namespace
