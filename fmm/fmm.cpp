@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 
 #include "fmm/expansions.h"
 #include "fmm/p2p.h"
+#ifdef VH_FMM_HAVE_CUDA
+#include "fmm/p2p_gpu.h"
+#endif
 #include "fmm/periodic.h"
 #include "fmm/traverse.h"
 #include "fmm/tree.h"
@@ -22,6 +26,11 @@ void Params::validate() const {
   if (images < 0 || images > 12) fail("images = " + std::to_string(images) + " must be in [0, 12]");
   if (!(tolerance > 0 && tolerance <= 0.1)) fail("tolerance = " + std::to_string(tolerance) + " must be in (0, 0.1]");
   if (p2p_max_pairs < -1) fail("p2p_max_pairs = " + std::to_string(p2p_max_pairs) + " must be >= -1");
+  if (precision != "single" && precision != "double")
+    fail("precision = '" + precision + "' must be single or double");
+#ifndef VH_FMM_HAVE_CUDA
+  if (use_gpu) fail("use_gpu: this build has no CUDA (configure with -DVH_ENABLE_CUDA=ON for the GPU near field)");
+#endif
 }
 
 void Params::set(const std::string& key, const std::string& value) {
@@ -46,6 +55,10 @@ void Params::set(const std::string& key, const std::string& value) {
   else if (key == "images") images = to_int();
   else if (key == "tolerance") tolerance = to_double();
   else if (key == "p2p_max_pairs") p2p_max_pairs = to_int();
+  else if (key == "precision") {
+    if (value != "single" && value != "double") bad();
+    precision = value;
+  }
   else if (key == "periodic") {
     if (value == "true" || value == "1") periodic = true;
     else if (value == "false" || value == "0") periodic = false;
@@ -70,6 +83,8 @@ std::vector<ParamInfo> describe_params() {
        "periodic in [0, 2 pi)^3 (positions wrapped in) or free space"},
       {"p2p_max_pairs", "int", std::to_string(d.p2p_max_pairs),
        "accepted pairs with at most this many particle pairs (leaf target) are summed directly; -1: (p+1)^4/55"},
+      {"precision", "single|double", d.precision,
+       "GPU back end: working precision of the near-field (P2P) kernel; the CPU is double throughout"},
   };
 }
 
@@ -184,6 +199,24 @@ Timings run(const Params& prm, const std::vector<Vec3>& x_in, const std::vector<
   const auto t_trav = clock_type::now();
   tm.traverse = seconds(t_up, t_trav);
 
+  // --- GPU near field: launched now, collected after the far field -------------------------
+  // The kernel runs while the CPU does M2L, L2L and L2P; its sums are added at the P2P stage.
+#ifdef VH_FMM_HAVE_CUDA
+  std::unique_ptr<P2PGpu> gpu;
+  long long gpu_pairs = 0;
+  if (prm.use_gpu && nt > 0 && ns > 0) {
+    if (gpu_count() == 0) throw std::runtime_error("fmm: use_gpu is set but no CUDA device is visible");
+    const P2PLists fl = flatten_p2p_lists(tgt, src, lists, shifts, self);
+    gpu_pairs = fl.pairs();
+    gpu = std::make_unique<P2PGpu>(fl, prm.precision == "double" ? GpuPrecision::fp64 : GpuPrecision::fp32);
+    gpu->set_sources(src.x, as, ss);
+    if (!self) gpu->set_targets(tgt.x);
+    gpu->launch();
+  }
+#endif
+  const auto t_launch = clock_type::now();
+  tm.p2p = seconds(t_trav, t_launch);
+
   // --- M2L ----------------------------------------------------------------------------------
   // M2L is linear in the table I_lm(d): the periodic images of one source cell taken by the same
   // target cell share one contraction with the summed table (one M2L per (target, source) pair).
@@ -213,7 +246,7 @@ Timings run(const Params& prm, const std::vector<Vec3>& x_in, const std::vector<
     if (!list.empty()) has_local[i] = 1;
   }
   const auto t_m2l = clock_type::now();
-  tm.m2l = seconds(t_trav, t_m2l);
+  tm.m2l = seconds(t_launch, t_m2l);
 
   // --- downward pass: L2L, then L2P at target leaves -----------------------------------------
   std::vector<Vec3> u(nt, Vec3{});
@@ -255,18 +288,36 @@ Timings run(const Params& prm, const std::vector<Vec3>& x_in, const std::vector<
   tm.l2l_l2p = seconds(t_m2l, t_down);
 
   // --- P2P ----------------------------------------------------------------------------------
+  if (!prm.use_gpu) {
 #pragma omp parallel for schedule(dynamic, 4) reduction(+ : n_pairs)
-  for (int c = 0; c < nct; ++c) {
-    const Cell& A = tgt.cells[c];
-    for (const Interaction& in : lists.p2p[c]) {
-      const Cell& B = src.cells[in.source];
-      p2p(&tgt.x[A.begin], A.end - A.begin, A.begin, &src.x[B.begin], &as[B.begin], &ss[B.begin], B.end - B.begin,
-          B.begin, shifts[in.shift], self && in.shift == 0, &u[A.begin], &grad[A.begin]);
-      n_pairs += static_cast<long long>(A.end - A.begin) * (B.end - B.begin);
+    for (int c = 0; c < nct; ++c) {
+      const Cell& A = tgt.cells[c];
+      for (const Interaction& in : lists.p2p[c]) {
+        const Cell& B = src.cells[in.source];
+        p2p(&tgt.x[A.begin], A.end - A.begin, A.begin, &src.x[B.begin], &as[B.begin], &ss[B.begin],
+            B.end - B.begin, B.begin, shifts[in.shift], self && in.shift == 0, &u[A.begin], &grad[A.begin]);
+        n_pairs += static_cast<long long>(A.end - A.begin) * (B.end - B.begin);
+      }
     }
   }
+#ifdef VH_FMM_HAVE_CUDA
+  if (gpu) {
+    gpu->wait();
+    std::vector<Vec3> ug;
+    std::vector<Mat3> gg;
+    gpu->get(ug, gg);
+    const int ng = std::min(nt, static_cast<int>(ug.size()));
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < ng; ++i)
+      for (int m = 0; m < 3; ++m) {
+        u[i][m] += ug[i][m];
+        for (int k = 0; k < 3; ++k) grad[i][m][k] += gg[i][m][k];
+      }
+    n_pairs = gpu_pairs;
+  }
+#endif
   const auto t_p2p = clock_type::now();
-  tm.p2p = seconds(t_down, t_p2p);
+  tm.p2p += seconds(t_down, t_p2p);
 
   // --- periodic mean removal, back to input order ------------------------------------------
   if (prm.periodic) periodic_correction(src.x, as, tgt.x, u, grad);

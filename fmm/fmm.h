@@ -31,11 +31,20 @@ struct Params {
   double tolerance = 1e-6;  ///< far field only where 1 - g(rho) < tolerance, in (0, 0.1]
   bool periodic = false;    ///< periodic in [0, 2 pi)^3 or free space
   int p2p_max_pairs = -1;   ///< far pairs (leaf target) with n_A n_B <= this use P2P; -1: (p+1)^4/55
+  /// Working precision of the GPU near field, "single" or "double" (deck key fmm.precision);
+  /// no effect on the CPU path, which is double throughout.
+  std::string precision = "single";
+  /// Near field (P2P) on the GPU (fmm/p2p_gpu.h) over the same lists, overlapped with the far
+  /// field on the CPU.  Not a deck key: the caller sets it from the program's back end
+  /// (--device).  Needs a build with CUDA (VH_FMM_HAVE_CUDA): validate() throws
+  /// std::invalid_argument otherwise; without a visible device evaluate_* throw
+  /// std::runtime_error.  The CPU path (false) is unchanged bit for bit.
+  bool use_gpu = false;
   /// Throws std::invalid_argument naming the bad parameter.
   void validate() const;
   /// Sets a parameter from its deck string ("p", "ncrit", "theta", "images", "tolerance",
-  /// "periodic" = true/false/1/0, "p2p_max_pairs"); throws std::invalid_argument for unknown
-  /// keys or bad values.
+  /// "periodic" = true/false/1/0, "p2p_max_pairs", "precision" = single/double); throws
+  /// std::invalid_argument for unknown keys or bad values.
   void set(const std::string& key, const std::string& value);
 };
 
@@ -43,7 +52,8 @@ struct Params {
 struct ParamInfo {
   std::string key, type, default_value, help;
 };
-/// The table of all Params members, in declaration order (defaults from Params{}).
+/// The table of the deck's Params members, in declaration order (defaults from Params{});
+/// use_gpu is not among them.
 std::vector<ParamInfo> describe_params();
 
 /// Wall time per phase of one evaluation, seconds.
@@ -53,7 +63,7 @@ struct Timings {
   double traverse = 0;  ///< interaction lists
   double m2l = 0;
   double l2l_l2p = 0;   ///< downward pass and evaluation at targets
-  double p2p = 0;
+  double p2p = 0;       ///< with use_gpu: list flattening, uploads, launch and the wait not hidden by the far field
   double total = 0;
   long long n_m2l = 0, n_p2p_pairs = 0;  ///< work counters
 };

@@ -208,7 +208,7 @@ long long P2PLists::pairs() const {
 }
 
 P2PLists flatten_p2p_lists(const Tree& tgt, const Tree& src, const Lists& lists, const std::vector<Vec3>& shifts,
-                           bool self) {
+                           bool self, bool merge) {
   P2PLists f;
   f.shifts = shifts;
   f.self = self;
@@ -221,6 +221,13 @@ P2PLists flatten_p2p_lists(const Tree& tgt, const Tree& src, const Lists& lists,
     if (c < lists.p2p.size())
       for (const Interaction& in : lists.p2p[c]) {
         const Cell& B = src.cells[in.source];
+        if (B.end <= B.begin) continue;
+        const int first = f.offset.back();
+        if (merge && static_cast<int>(f.src_begin.size()) > first && f.src_shift.back() == in.shift &&
+            f.src_end.back() == B.begin) {
+          f.src_end.back() = B.end;  // same pairs as two entries, in one run of source tiles
+          continue;
+        }
         f.src_begin.push_back(B.begin);
         f.src_end.push_back(B.end);
         f.src_shift.push_back(in.shift);
@@ -332,6 +339,11 @@ void P2PGpu::set_targets(const std::vector<Vec3>& x) {
 }
 
 double P2PGpu::run() {
+  launch();
+  return wait();
+}
+
+void P2PGpu::launch() {
   Impl& m = *impl_;
   if (m.xs.bytes == 0 && m.max_src > 0) throw std::runtime_error("P2PGpu::run: set_sources first");
   const double4_32a* xt = m.self ? m.xs.as<double4_32a>() : m.xt.as<double4_32a>();
@@ -359,6 +371,10 @@ double P2PGpu::run() {
     VH_FMM_CUDA(cudaGetLastError());
   }
   VH_FMM_CUDA(cudaEventRecord(m.e1));
+}
+
+double P2PGpu::wait() {
+  Impl& m = *impl_;
   VH_FMM_CUDA(cudaEventSynchronize(m.e1));
   float ms = 0;
   VH_FMM_CUDA(cudaEventElapsedTime(&ms, m.e0, m.e1));

@@ -60,9 +60,11 @@ struct P2PLists {
 };
 
 /// Flattens the P2P lists of every target leaf of `tgt` (lists.p2p, shift indices into shifts).
-/// With self, tgt and src are the same tree.
+/// With self, tgt and src are the same tree.  With merge, consecutive entries of a leaf with
+/// the same shift and adjacent source ranges (sibling leaves in Morton order) become one entry:
+/// the same pairs, fewer partly filled 32-source tiles on the GPU.
 P2PLists flatten_p2p_lists(const Tree& tgt, const Tree& src, const Lists& lists, const std::vector<Vec3>& shifts,
-                           bool self);
+                           bool self, bool merge = true);
 
 /// Lists of the O(N^2) free-space sum: one leaf of n_targets targets with one entry over all
 /// n_sources sources, shift zero.  With self (n_targets == n_sources) the pairs i == i are left out.
@@ -87,6 +89,11 @@ class P2PGpu {
   /// Evaluates u and grad at every target (overwrites the device results); blocks until done
   /// and returns the kernel time in milliseconds (CUDA events around the launch).
   double run();
+  /// run() in two halves, so that the host can work while the kernel runs (the FMM does its
+  /// far field meanwhile): launch() returns at once, wait() blocks until the kernel is done and
+  /// returns its time in ms.  run() = launch(); wait().
+  void launch();
+  double wait();
   /// Copies the results of the last run() to the host (u, grad resized to the number of targets).
   void get(std::vector<Vec3>& u, std::vector<Mat3>& grad) const;
 

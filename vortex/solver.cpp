@@ -84,6 +84,7 @@ Params params_from(const Options& o, double nu) {
 
 Solver::Solver(const Params& p, const Grid& g) : prm_(p), g_(g) {
   prm_.fmm.periodic = true;
+  prm_.fmm.use_gpu = prm_.use_gpu;
   sigma0_ = prm_.overlap * g.h();
 }
 

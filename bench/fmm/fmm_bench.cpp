@@ -5,7 +5,11 @@
 //
 //   fmm_bench [--device cpu] [--min-log2n 14] [--max-log2n 18] [--p 10] [--theta 0.5]
 //             [--ncrit 64] [--tolerance 1e-6] [--images 5] [--p2p-max-pairs -1] [--periodic]
-//             [--repeat 3] [--csv]
+//             [--lattice] [--gpu-p2p] [--precision single|double] [--repeat 3] [--csv]
+//
+// --lattice: particles on the n^3 lattice (cell centres) displaced by up to +-0.1 h (only the
+// sizes with log2 N divisible by 3).  --gpu-p2p: near field on the GPU (Params::use_gpu, CUDA
+// builds), far field on the CPU meanwhile; --precision sets its working precision.
 //
 // Each size: one warm-up evaluation, then the median of --repeat.  With --periodic the error
 // column is left out (the direct sum is free space).  --csv prints rows
@@ -26,6 +30,9 @@
 
 #include "fmm/fmm.h"
 #include "fmm/p2p.h"
+#ifdef VH_FMM_HAVE_CUDA
+#include "fmm/p2p_gpu.h"
+#endif
 
 #ifndef VH_GIT_HASH
 #define VH_GIT_HASH "unknown"
@@ -38,7 +45,7 @@ using vh::fmm::Vec3;
 
 struct Options {
   int min_log2n = 14, max_log2n = 18, repeat = 3;
-  bool csv = false;
+  bool csv = false, lattice = false;
   std::string device = "cpu";
   vh::fmm::Params prm;
 };
@@ -53,6 +60,9 @@ Options parse(int argc, char** argv) {
     };
     if (a == "--csv") o.csv = true;
     else if (a == "--periodic") o.prm.periodic = true;
+    else if (a == "--lattice") o.lattice = true;
+    else if (a == "--gpu-p2p") o.prm.use_gpu = true;
+    else if (a == "--precision") o.prm.set("precision", next());
     else if (a == "--device") o.device = next();
     else if (a == "--min-log2n") o.min_log2n = std::stoi(next());
     else if (a == "--max-log2n") o.max_log2n = std::stoi(next());
@@ -65,7 +75,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--p2p-max-pairs") o.prm.set("p2p_max_pairs", next());
     else if (a == "--help" || a == "-h") {
       std::printf("usage: fmm_bench [--device cpu] [--min-log2n N] [--max-log2n N] [--p P] [--theta T] "
-                  "[--ncrit N] [--tolerance E] [--images K] [--p2p-max-pairs M] [--periodic] [--repeat R] [--csv]\n");
+                  "[--ncrit N] [--tolerance E] [--images K] [--p2p-max-pairs M] [--periodic] [--lattice] [--gpu-p2p] [--precision single|double] [--repeat R] "
+                  "[--csv]\n");
       std::exit(0);
     } else {
       throw std::invalid_argument("unknown option " + a);
@@ -108,22 +119,31 @@ int main(int argc, char** argv) {
     return 2;
   }
   const auto& prm = o.prm;
-  std::printf("fmm_bench: %s, %s, p = %d, theta = %g, ncrit = %d, tolerance = %g%s, commit %s\n", o.device.c_str(),
-              prm.periodic ? "periodic" : "free space", prm.p, prm.theta, prm.ncrit, prm.tolerance,
+  const std::string near = prm.use_gpu ? "GPU near field (" + prm.precision + ")" : "CPU near field";
+  std::printf("fmm_bench: %s, %s, %s%s, p = %d, theta = %g, ncrit = %d, tolerance = %g%s, commit %s\n",
+              o.device.c_str(), near.c_str(), prm.periodic ? "periodic" : "free space", o.lattice ? " lattice" : "",
+              prm.p, prm.theta, prm.ncrit, prm.tolerance,
               prm.periodic ? (", images = " + std::to_string(prm.images)).c_str() : "", VH_GIT_HASH);
   std::printf("%9s %9s %8s %8s %8s %8s %8s %8s %10s %10s %11s\n", "N", "total[s]", "tree", "p2m/m2m", "m2l*",
               "l2l/l2p", "p2p", "us/part", "err u", "err grad", "P2P pairs/N");
   std::vector<Row> rows;
   for (int lg = o.min_log2n; lg <= o.max_log2n; ++lg) {
     const int n = 1 << lg;
+    if (o.lattice && lg % 3 != 0) continue;
     std::mt19937_64 gen(1234 + lg);
     std::uniform_real_distribution<double> U(0.0, 1.0);
     const double L = 2 * M_PI, h = L / std::cbrt(double(n));
     std::vector<Vec3> x(n), a(n);
     std::vector<double> s(n, h);
     Vec3 mean{};
+    const int m = 1 << (lg / 3);  // lattice points per side
     for (int i = 0; i < n; ++i) {
-      for (int d = 0; d < 3; ++d) x[i][d] = L * U(gen);
+      if (o.lattice) {
+        const int ijk[3] = {i / (m * m), (i / m) % m, i % m};
+        for (int d = 0; d < 3; ++d) x[i][d] = (ijk[d] + 0.5 + 0.2 * (U(gen) - 0.5)) * h;
+      } else {
+        for (int d = 0; d < 3; ++d) x[i][d] = L * U(gen);
+      }
       for (int d = 0; d < 3; ++d) mean[d] += (a[i][d] = U(gen) - 0.5) / n;
     }
     for (auto& v : a)
@@ -199,14 +219,18 @@ int main(int argc, char** argv) {
     char date[16];
     const std::time_t now = std::time(nullptr);
     std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-    const std::string dev = cpu_name();
+    std::string dev = cpu_name();
+#ifdef VH_FMM_HAVE_CUDA
+    if (prm.use_gpu) dev = vh::fmm::gpu_name() + " + " + dev;
+#endif
     std::string commit = VH_GIT_HASH;
     auto row = [&](const std::string& cs, const char* metric, double v, const char* unit) {
       std::printf("%s,%s,%s,fmm,%s,%s,%.6g,%s\n", date, commit.c_str(), dev.c_str(), cs.c_str(), metric, v, unit);
     };
     std::printf("date,commit,device,benchmark,case,metric,value,unit\n");
     for (const auto& r : rows) {
-      const std::string cs = std::string(prm.periodic ? "periodic" : "free space") + " N=" + std::to_string(r.n) +
+      const std::string cs = std::string(prm.periodic ? "periodic" : "free space") + (o.lattice ? " lattice" : "") +
+                             (prm.use_gpu ? " gpu-p2p " + prm.precision : "") + " N=" + std::to_string(r.n) +
                              " p=" + std::to_string(prm.p) + " theta=" + std::to_string(prm.theta).substr(0, 4) +
                              " ncrit=" + std::to_string(prm.ncrit) + " sigma=h median of " + std::to_string(o.repeat);
       row(cs, "time_per_eval", r.t.total, "s");

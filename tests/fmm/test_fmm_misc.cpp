@@ -208,7 +208,7 @@ TEST(FmmParams, BadParametersThrow) {
 
 TEST(FmmParams, TableDescribesEveryParameter) {
   const auto table = describe_params();
-  ASSERT_EQ(table.size(), 7u);
+  ASSERT_EQ(table.size(), 8u);
   Params p;
   p.p = 3;
   p.ncrit = 7;
@@ -217,6 +217,7 @@ TEST(FmmParams, TableDescribesEveryParameter) {
   p.tolerance = 0.01;
   p.periodic = true;
   p.p2p_max_pairs = 5;
+  p.precision = "double";
   for (const auto& e : table) {
     EXPECT_FALSE(e.help.empty()) << e.key;
     p.set(e.key, e.default_value);
@@ -229,6 +230,35 @@ TEST(FmmParams, TableDescribesEveryParameter) {
   EXPECT_EQ(p.tolerance, d.tolerance);
   EXPECT_EQ(p.periodic, d.periodic);
   EXPECT_EQ(p.p2p_max_pairs, d.p2p_max_pairs);
+  EXPECT_EQ(p.precision, d.precision);
+}
+
+// fmm.precision takes single/double; use_gpu is not a deck key and needs a CUDA build.
+TEST(FmmParams, PrecisionAndGpu) {
+  Params p;
+  EXPECT_EQ(p.precision, "single");
+  EXPECT_FALSE(p.use_gpu);
+  p.set("precision", "double");
+  EXPECT_EQ(p.precision, "double");
+  EXPECT_THROW(p.set("precision", "half"), std::invalid_argument);
+  EXPECT_THROW(p.set("use_gpu", "true"), std::invalid_argument);
+  p.precision = "quad";
+  EXPECT_THROW(p.validate(), std::invalid_argument);
+  p.precision = "single";
+  p.use_gpu = true;
+#ifdef VH_FMM_HAVE_CUDA
+  EXPECT_NO_THROW(p.validate());
+#else
+  try {
+    p.validate();
+    ADD_FAILURE() << "use_gpu without CUDA must throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA"), std::string::npos) << e.what();
+  }
+  std::vector<Vec3> u;
+  std::vector<Mat3> g;
+  EXPECT_THROW(evaluate_self(p, {{1, 1, 1}}, {{1, 0, 0}}, {0.1}, u, g), std::invalid_argument);
+#endif
 }
 
 TEST(FmmParams, EmptyInputs) {
