@@ -316,7 +316,11 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
       con.reset_rate();
       double dt = 0.0, t = st->time();
       while (t < stop && !near(t, stop, t_end)) {
-        const double umax = st->max_velocity();
+        double umax = 0;
+        {
+          const PhaseTimer timer(phases[name + " steps"]);  // the right-hand side, if not yet known
+          umax = st->max_velocity();
+        }
         const std::string where = " at step " + std::to_string(st->steps()) + ", t = " + fmt(t);
         if (!std::isfinite(umax)) stop_run(name + ": max|u| is not finite" + where);
         dt = std::isnan(cfg.dt) ? cfg.cfl * g.h() / umax : cfg.dt;
@@ -361,7 +365,10 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
       const double t_prev = rf->data().solvers.at(name).series.at("t").back();
       con.line(name + " energy balance t/T " + fmt(t / T0, 4) + "  -dK/dt " +
                fmt(-(s.K - last[name].K) / (t - t_prev), 6) + "  eps " + fmt(0.5 * (s.epsilon + last[name].epsilon), 6));
-      record(*rf, *st, s, dt, E);
+      {
+        const PhaseTimer timer(phases[name + " velocity on the grid + diagnostics"]);  // monitors
+        record(*rf, *st, s, dt, E);
+      }
       if (const std::string l = st->log_line(); !l.empty()) con.line(l);
       if (field_due(t)) {
         const PhaseTimer timer(phases["fields (velocity, vorticity, Q) and their files"]);
