@@ -227,9 +227,9 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
   }
   if (cfg.solver == "vortex" || cfg.solver == "both") {
     cfg.vortex.nu = init.nu;
-    solvers.push_back(make_vortex(cfg.vortex, g));
+    solvers.push_back(make_vortex(cfg.vortex, g, backend));
     if (backend == Backend::gpu)
-      con.line("vortex   note: its FMM runs on the CPU in this version (the GPU FMM is not wired in yet)");
+      con.line("vortex   FMM: near field (P2P) on the GPU, tree, lists and far field on the CPU");
   }
 
   // Field outputs, in t/T of the initial field.

@@ -177,7 +177,8 @@ std::unique_ptr<Stepper> make_spectral(const spectral::Params& p, const Grid& g,
   return std::make_unique<SpectralStepper>(p, g, b);
 }
 
-std::unique_ptr<Stepper> make_vortex(const vortex::Params& p, const Grid& g) {
+std::unique_ptr<Stepper> make_vortex(vortex::Params p, const Grid& g, Backend b) {
+  p.use_gpu = b == Backend::gpu;
   return std::make_unique<VortexStepper>(p, g);
 }
 

@@ -45,6 +45,7 @@ class Stepper {
 };
 
 std::unique_ptr<Stepper> make_spectral(const spectral::Params& p, const Grid& g, Backend b);
-std::unique_ptr<Stepper> make_vortex(const vortex::Params& p, const Grid& g);
+/// The vortex solver; on the GPU back end its FMM near field runs there (fmm::Params::use_gpu).
+std::unique_ptr<Stepper> make_vortex(vortex::Params p, const Grid& g, Backend b);
 
 }  // namespace vh::app
