@@ -45,11 +45,7 @@ class CpuSolver final : public Rk4Solver {
   CpuSolver(const Params& p, const Slab& s) : p_(p), slab_(s) {
     VH_CHECK(s.ranks == 1, "the spectral solver runs on one rank for now");
     const int n = s.grid.n;
-    g_.n = n;
-    g_.m = p.dealias == Dealias::three_halves ? 3 * n / 2 : n;
-    g_.dealias = p.dealias == Dealias::three_halves ? kernel::kThreeHalves
-                 : p.dealias == Dealias::two_thirds ? kernel::kTwoThirds
-                                                    : kernel::kNone;
+    g_ = kernel::make_geometry(n, p.dealias);
     nmodes_ = s.local_modes();
     pmodes_ = std::size_t(g_.m) * g_.m * g_.mxh();
     // Below 64³ transforms a step is a few ms of work: threads cost more than they save,

@@ -19,6 +19,7 @@
 #include <cmath>
 
 #include "core/hd.h"
+#include "spectral/solver.h"
 
 namespace vh::spectral::kernel {
 
@@ -46,6 +47,15 @@ struct Geometry {
   VH_HD int mxh() const { return m / 2 + 1; }
   VH_HD int mrow() const { return 2 * (m / 2 + 1); }  ///< real row length in place
 };
+
+/// The geometry of a solver with `n` points per direction and dealiasing `d` (solver.h).
+inline Geometry make_geometry(int n, Dealias d) {
+  Geometry g{};
+  g.n = n;
+  g.m = d == Dealias::three_halves ? 3 * n / 2 : n;
+  g.dealias = d == Dealias::three_halves ? kThreeHalves : d == Dealias::two_thirds ? kTwoThirds : kNone;
+  return g;
+}
 
 /// Signed wavenumber of index i on a size-s axis (s/2 maps to −s/2).
 VH_HD inline int signed_k(int i, int s) { return i < s / 2 ? i : i - s; }

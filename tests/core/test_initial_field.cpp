@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 
 #include "core/diagnostics.h"
 #include "core/error.h"
@@ -187,39 +188,43 @@ TEST(InitialFieldGpu, BitIdenticalCoefficientsAndPhysicalFieldsAgree) {
   for (auto p : d) cudaFree(p);
 }
 
+/// A copy of host coefficients on the device, freed at scope exit.
+struct DeviceCoefficients {
+  const void* ptr[3] = {nullptr, nullptr, nullptr};
+  explicit DeviceCoefficients(const vh::SpectralVector& u) {
+    for (int c = 0; c < 3; ++c) {
+      void* p = nullptr;
+      const std::size_t bytes = u.grid.modes() * sizeof(vh::Complex);
+      if (cudaMalloc(&p, bytes) != cudaSuccess || cudaMemcpy(p, u.c[c].data(), bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+        throw std::runtime_error("device copy of the coefficients failed");
+      ptr[c] = p;
+    }
+  }
+  ~DeviceCoefficients() {
+    for (const void* p : ptr) cudaFree(const_cast<void*>(p));
+  }
+};
+
 TEST(DiagnosticsGpu, SpectrumMatchesCpu) {
   if (!vh::gpu_available()) GTEST_SKIP() << "no GPU visible";
   const Grid g{64};
   const auto cpu = vh::make_initial_field(random_spec(), g);
-  void* d[3];
-  for (int c = 0; c < 3; ++c) {
-    ASSERT_EQ(cudaMalloc(&d[c], g.modes() * sizeof(vh::Complex)), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(d[c], cpu.u.c[c].data(), g.modes() * sizeof(vh::Complex),
-                         cudaMemcpyHostToDevice), cudaSuccess);
-  }
+  const DeviceCoefficients d(cpu.u);
   std::vector<double> E;
-  const void* const dc[3] = {d[0], d[1], d[2]};
-  const double g2 = vh::energy_spectrum_device(dc, g, E);
+  const double g2 = vh::energy_spectrum_device(d.ptr, g, E);
   const auto Ec = vh::energy_spectrum(cpu.u);
   ASSERT_EQ(E.size(), Ec.size());
   for (std::size_t n = 0; n < E.size(); ++n) EXPECT_NEAR(E[n], Ec[n], 1e-12 * cpu.K0) << n;
   EXPECT_LT(rel(g2, vh::gradient_norm2(cpu.u)), 1e-12);
-  for (auto p : d) cudaFree(p);
 }
 
 TEST(DiagnosticsGpu, StatisticsMatchCpu) {
   if (!vh::gpu_available()) GTEST_SKIP() << "no GPU visible";
   const Grid g{48};
   const auto cpu = vh::make_initial_field(random_spec(), g);
-  void* d[3];
-  for (int c = 0; c < 3; ++c) {
-    ASSERT_EQ(cudaMalloc(&d[c], g.modes() * sizeof(vh::Complex)), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(d[c], cpu.u.c[c].data(), g.modes() * sizeof(vh::Complex),
-                         cudaMemcpyHostToDevice), cudaSuccess);
-  }
+  const DeviceCoefficients d(cpu.u);
   std::vector<double> E;
-  const void* const dc[3] = {d[0], d[1], d[2]};
-  const vh::Statistics gs = vh::statistics_device(dc, g, cpu.nu, E);
+  const vh::Statistics gs = vh::statistics_device(d.ptr, g, cpu.nu, E);
   vh::Fft3d fft(g.n);
   const vh::Statistics cs = vh::statistics(cpu.u, cpu.nu, fft);
   for (auto [a, b] : {std::pair{gs.K, cs.K}, {gs.epsilon, cs.epsilon}, {gs.L, cs.L}, {gs.Re_lambda, cs.Re_lambda},
@@ -229,7 +234,6 @@ TEST(DiagnosticsGpu, StatisticsMatchCpu) {
   EXPECT_NEAR(gs.S3, cs.S3, 1e-12);
   EXPECT_NEAR(gs.helicity, cs.helicity, 1e-12 * 2 * cs.enstrophy);
   EXPECT_NEAR(gs.divergence_rel, cs.divergence_rel, 1e-12);
-  for (auto p : d) cudaFree(p);
 }
 #endif
 
