@@ -1,19 +1,26 @@
+// The run driver: deck → configuration (checked in full before anything is written) → the
+// initial field and its statistics → the solvers started from it (or restored from a
+// checkpoint) → for each stop time (outputs, field times, the end) each solver advances to it
+// and records its diagnostics; guards stop the run with a checkpoint; the end writes a
+// checkpoint, summary.txt and a table of time per phase.
 #include "app/run.h"
 
 #include <algorithm>
-#include <csignal>
-#include <cstdlib>
-#include <optional>
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <iomanip>
 #include <map>
+#include <optional>
 #include <sstream>
 
+#include "app/checkpoint.h"
 #include "app/config.h"
 #include "app/deck.h"
+#include "app/steppers.h"
 #include "core/console.h"
 #include "core/device.h"
 #include "core/diagnostics.h"
@@ -23,8 +30,6 @@
 #include "core/h5.h"
 #include "core/initial_field.h"
 #include "core/run_file.h"
-#include "app/checkpoint.h"
-#include "app/steppers.h"
 
 namespace fs = std::filesystem;
 
