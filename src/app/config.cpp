@@ -9,7 +9,7 @@ namespace {
 
 /// Two keys that say the same thing in different units: at most one may be set explicitly.
 void at_most_one(const Options& o, const std::string& a, const std::string& b) {
-  if (o.origin.count(a) && o.origin.count(b))
+  if (o.origin.count(a) && o.has(a) && o.origin.count(b) && o.has(b))
     throw InputError(o.where(a) + " and " + o.where(b) + " are both given (allowed: one of them)");
 }
 

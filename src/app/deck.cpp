@@ -159,9 +159,17 @@ Options parse_deck(const std::string& text, const std::string& name, const std::
     args.push_back(o);
   }
   std::map<std::string, int> cmd_count;
+  std::vector<std::string> unset;  // --key= with nothing after '=': unsets a key the deck sets
   for (const auto& a : args)
     if (++cmd_count[a.substr(2, a.find('=') - 2)] > 1)
       throw InputError("command line: key '" + a.substr(2, a.find('=') - 2) + "' given twice");
+  args.erase(std::remove_if(args.begin(), args.end(),
+                            [&](const std::string& a) {
+                              if (a.back() != '=') return false;
+                              unset.push_back(a.substr(2, a.size() - 3));
+                              return true;
+                            }),
+             args.end());
   try {
     po::store(po::command_line_parser(args).options(desc).style(po::command_line_style::unix_style)
                   .run(), vm);
@@ -182,7 +190,12 @@ Options parse_deck(const std::string& text, const std::string& name, const std::
   po::notify(vm);
 
   Options o;
+  for (const auto& key : unset) {
+    o.value[key] = "";
+    o.origin[key] = "command line";
+  }
   for (const auto& s : option_table()) {
+    if (o.value.count(s.key)) continue;  // unset on the command line
     if (vm.count(s.key)) {
       o.value[s.key] = trim(vm[s.key].as<std::string>());
       o.origin[s.key] = cmd_count.count(s.key) ? "command line"

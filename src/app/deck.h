@@ -17,7 +17,8 @@ namespace vh::app {
 /// Every key the program knows: the app's own, then each module's (spectral.*, fmm.*, …).
 const std::vector<OptionSpec>& option_table();
 
-/// Reads `deck_path` (may be empty: defaults only) and the `--key=value` overrides.
+/// Reads `deck_path` (may be empty: defaults only) and the `--key=value` overrides; `--key=`
+/// with no value unsets a key (e.g. the deck's flow.Re_lambda, to give flow.nu instead).
 /// Throws vh::InputError with one line naming the file/line or key on any problem.
 Options read_deck(const std::string& deck_path, const std::vector<std::string>& overrides);
 

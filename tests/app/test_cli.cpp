@@ -132,6 +132,17 @@ TEST_F(Cli, CommandLineOverridesTheDeck) {
   EXPECT_EQ(d.solvers.at("initial").k.size(), std::size_t(std::lround(std::sqrt(3.0) * 6)) + 1);
 }
 
+TEST_F(Cli, EmptyValueOnTheCommandLineUnsetsADeckKey) {
+  // The deck gives Re_lambda; giving nu as well is bad input unless Re_lambda is unset.
+  EXPECT_EQ(run("run " + deck(kFlow) + out_arg() + " --flow.nu=0.01 --quiet").status, 2);
+  fs::remove_all(out);
+  const Result r = run("run " + deck(kFlow) + out_arg() + " --flow.Re_lambda= --flow.nu=0.01 --quiet");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const vh::RunData d = vh::RunFile::read((out / "run.h5").string());
+  EXPECT_NE(d.deck.find("nu = 0.01"), std::string::npos);
+  EXPECT_NE(d.deck.find("# Re_lambda ="), std::string::npos) << d.deck;
+}
+
 TEST_F(Cli, SpectralRunReachesTheEndTime) {
   const Result r = run("run " + deck(kFlow + "[time]\nt_end_over_T = 0.2\noutput_interval_over_T = 0.05\n") +
                        out_arg() + " --case.solver=spectral --domain.n=16 --quiet");
