@@ -12,8 +12,11 @@
 // share of L2P) also goes to P2P: exact, and cheaper.  Only for shift 0 (shifts[0] must be the
 // zero shift): the M2Ls of periodic images are cheaper, summed per (target, source) pair.
 // Cost: O(N) list entries for a fixed particle density and fixed theta, sigma/spacing and ncrit
-// (each cell meets a bounded number of cells of its own size), built serially in O(N) time.
-// Lists are built in a fixed order, so the sums do not depend on the number of threads.
+// (each cell meets a bounded number of cells of its own size), built in O(N) time.
+// The lists are those of the serial recursion (shift by shift, depth first), entry for entry
+// and in the same order, for any number of threads: build_lists runs the recursion per shift
+// down to a task level, then the deferred calls of each task cell in their serial order (the
+// argument is in traverse.cpp).  So the sums do not depend on the number of threads.
 #pragma once
 
 #include <vector>
