@@ -27,6 +27,12 @@ VH_HD inline double vh_exp(double x) { return exp(x); }
 VH_HD inline float vh_exp(float x) { return expf(x); }
 VH_HD inline double vh_sqrt(double x) { return sqrt(x); }
 VH_HD inline float vh_sqrt(float x) { return sqrtf(x); }
+#if !defined(__CUDACC__)
+// Host only: long double, the reference of the CPU P2P's accuracy test.
+inline long double vh_erf(long double x) { return erfl(x); }
+inline long double vh_exp(long double x) { return expl(x); }
+inline long double vh_sqrt(long double x) { return sqrtl(x); }
+#endif
 
 /// Radial factors of the kernel: G = g/(4 pi r^3) and F5 = F/(4 pi r^5), given r^2 and sigma.
 template <class T>
