@@ -50,9 +50,13 @@ void p2m(int p, const Vec3& d, const Vec3& q, cplx* Mc) {
 }
 
 void m2m(int p, const Vec3& d, const cplx* Mc, cplx* Mp) {
-  const int nc = ncoef(p);
   cplx R[kMaxCoef];
   solid_harmonics(d, p, R, nullptr);
+  m2m_table(p, R, Mc, Mp);
+}
+
+void m2m_table(int p, const cplx* R, const cplx* Mc, cplx* Mp) {
+  const int nc = ncoef(p);
   for (int a = 0; a < 3; ++a) {
     const cplx* M = Mc + a * nc;
     cplx* P = Mp + a * nc;

@@ -49,6 +49,9 @@ using Expansion = std::vector<cplx>;
 void p2m(int p, const Vec3& d, const Vec3& q, cplx* Mc);
 /// M2M: shift child multipole (centre c) to the parent centre c2, d = c - c2; adds into Mp.
 void m2m(int p, const Vec3& d, const cplx* Mc, cplx* Mp);
+/// M2M with a precomputed table R = R_lm(d) (linear in R: a sum of tables shifts one multipole
+/// to several centres at once, as the periodic lattice does).
+void m2m_table(int p, const cplx* R, const cplx* Mc, cplx* Mp);
 /// M2L: multipole at c_s to local at c_t, d = c_s - c_t (|d| > both radii); adds into Lc.
 void m2l(int p, const Vec3& d, const cplx* Mc, cplx* Lc);
 /// M2L with a precomputed table Ih = I_lm(d) of degree 0..p (the lattice uses sums of them).
