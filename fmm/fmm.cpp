@@ -10,6 +10,7 @@
 #include "fmm/expansions.h"
 #include "fmm/p2p.h"
 #ifdef VH_FMM_HAVE_CUDA
+#include "fmm/far_gpu.h"
 #include "fmm/p2p_gpu.h"
 #endif
 #include "fmm/periodic.h"
@@ -29,8 +30,9 @@ void Params::validate() const {
   if (precision != "single" && precision != "double")
     fail("precision = '" + precision + "' must be single or double");
 #ifndef VH_FMM_HAVE_CUDA
-  if (use_gpu) fail("use_gpu: this build has no CUDA (configure with -DVH_ENABLE_CUDA=ON for the GPU near field)");
+  if (use_gpu) fail("use_gpu: this build has no CUDA (configure with -DVH_ENABLE_CUDA=ON for the GPU back end)");
 #endif
+  if (use_gpu && p > 20) fail("p = " + std::to_string(p) + ": the GPU back end takes p <= 20");
 }
 
 void Params::set(const std::string& key, const std::string& value) {
@@ -113,43 +115,13 @@ void check_inputs(const std::vector<Vec3>& x, const std::vector<Vec3>& alpha, co
         throw std::invalid_argument("fmm: target position " + std::to_string(i) + " is not finite");
 }
 
-Timings run(const Params& prm, const std::vector<Vec3>& x_in, const std::vector<Vec3>& alpha_in,
-            const std::vector<double>& sigma_in, const std::vector<Vec3>* targets_in, std::vector<Vec3>& u_out,
-            std::vector<Mat3>& grad_out) {
-  prm.validate();
-  check_inputs(x_in, alpha_in, sigma_in, targets_in);
-  Timings tm;
-  const auto t_start = clock_type::now();
-  const bool self = targets_in == nullptr;
+// Far field and near field on the CPU: P2M/M2M (+ the periodic lattice), M2L, L2L/L2P, P2P,
+// adding into u and grad (sorted target order).
+void evaluate_cpu(const Params& prm, const Tree& tgt, const Tree& src, bool self, const Lists& lists,
+                  const std::vector<Vec3>& shifts, int r0, bool lattice, const std::vector<Vec3>& as,
+                  const std::vector<double>& ss, std::vector<Vec3>& u, std::vector<Mat3>& grad, Timings& tm) {
   const int p = prm.p, nc = ncoef(p);
-
-  // --- tree -------------------------------------------------------------------------------
-  std::vector<Vec3> xs = x_in, xt;
-  if (!self) xt = *targets_in;
-  Vec3 center;
-  double half;
-  if (prm.periodic) {
-    wrap_into_box(xs);
-    if (!self) wrap_into_box(xt);
-    center = {0.5 * kBoxLength, 0.5 * kBoxLength, 0.5 * kBoxLength};
-    half = 0.5 * kBoxLength;
-  } else {
-    bounding_cube(xs, self ? nullptr : &xt, center, half);
-  }
-  const Tree src = build_tree(xs, sigma_in, center, half, prm.ncrit);
-  Tree tgt_own;
-  if (!self) tgt_own = build_tree(xt, {}, center, half, prm.ncrit);
-  const Tree& tgt = self ? src : tgt_own;
-  const int ns = static_cast<int>(src.x.size()), nt = static_cast<int>(tgt.x.size());
-  std::vector<Vec3> as(ns);
-  std::vector<double> ss(ns);
-  for (int i = 0; i < ns; ++i) {
-    as[i] = alpha_in[src.perm[i]];
-    ss[i] = sigma_in[src.perm[i]];
-  }
-  const auto t_tree = clock_type::now();
-  tm.tree = seconds(t_start, t_tree);
-
+  const auto t0 = clock_type::now();
   // --- upward pass: P2M at leaves, M2M level by level ----------------------------------------
   const int ncs = static_cast<int>(src.cells.size()), nct = static_cast<int>(tgt.cells.size());
   std::vector<cplx> M(static_cast<std::size_t>(ncs) * 3 * nc), L(static_cast<std::size_t>(nct) * 3 * nc);
@@ -176,46 +148,12 @@ Timings run(const Params& prm, const std::vector<Vec3>& x_in, const std::vector<
     }
   }
   // Periodic far lattice into the target root's local expansion (both roots at the box centre).
-  int r0 = 0;
-  const double rcut_per_sigma = std::sqrt(2.0) * rho_tolerance(prm.tolerance);
-  if (prm.periodic) {
-    r0 = near_image_range(prm.theta);
-    if (ns > 0 && r0 * kBoxLength < rcut_per_sigma * src.cells[0].sigma_max)
-      throw std::invalid_argument("fmm: sigma too large for the periodic box at this tolerance");
-    if (ns > 0 && nt > 0 && prm.images > 0) {
-      lattice_m2l(p, r0, prm.images, &M[0], &L[0]);
-      has_local[0] = 1;
-    }
+  if (lattice) {
+    lattice_m2l(p, r0, prm.images, &M[0], &L[0]);
+    has_local[0] = 1;
   }
   const auto t_up = clock_type::now();
-  tm.p2m_m2m = seconds(t_tree, t_up);
-
-  // --- traversal ------------------------------------------------------------------------------
-  const std::vector<Vec3> shifts = prm.periodic ? near_image_shifts(r0) : std::vector<Vec3>{{0, 0, 0}};
-  // One M2L (~8 us at p = 10) costs about as much as 200-500 pair evaluations (15-40 ns).
-  const long long p2p_max_pairs =
-      prm.p2p_max_pairs >= 0 ? prm.p2p_max_pairs : static_cast<long long>(std::pow(p + 1.0, 4) / 55);
-  const Lists lists = build_lists(tgt, src, shifts, Acceptance{prm.theta, rcut_per_sigma, p2p_max_pairs});
-  const auto t_trav = clock_type::now();
-  tm.traverse = seconds(t_up, t_trav);
-
-  // --- GPU near field: launched now, collected after the far field -------------------------
-  // The kernel runs while the CPU does M2L, L2L and L2P; its sums are added at the P2P stage.
-#ifdef VH_FMM_HAVE_CUDA
-  std::unique_ptr<P2PGpu> gpu;
-  long long gpu_pairs = 0;
-  if (prm.use_gpu && nt > 0 && ns > 0) {
-    if (gpu_count() == 0) throw std::runtime_error("fmm: use_gpu is set but no CUDA device is visible");
-    const P2PLists fl = flatten_p2p_lists(tgt, src, lists, shifts, self);
-    gpu_pairs = fl.pairs();
-    gpu = std::make_unique<P2PGpu>(fl, prm.precision == "double" ? GpuPrecision::fp64 : GpuPrecision::fp32);
-    gpu->set_sources(src.x, as, ss);
-    if (!self) gpu->set_targets(tgt.x);
-    gpu->launch();
-  }
-#endif
-  const auto t_launch = clock_type::now();
-  tm.p2p = seconds(t_trav, t_launch);
+  tm.p2m_m2m = seconds(t0, t_up);
 
   // --- M2L ----------------------------------------------------------------------------------
   // M2L is linear in the table I_lm(d): the periodic images of one source cell taken by the same
@@ -246,11 +184,9 @@ Timings run(const Params& prm, const std::vector<Vec3>& x_in, const std::vector<
     if (!list.empty()) has_local[i] = 1;
   }
   const auto t_m2l = clock_type::now();
-  tm.m2l = seconds(t_launch, t_m2l);
+  tm.m2l = seconds(t_up, t_m2l);
 
   // --- downward pass: L2L, then L2P at target leaves -----------------------------------------
-  std::vector<Vec3> u(nt, Vec3{});
-  std::vector<Mat3> grad(nt, Mat3{});
   for (int lev = 1; lev < static_cast<int>(tgt.levels.size()); ++lev) {
     const auto& cells = tgt.levels[lev];
 #pragma omp parallel for schedule(dynamic, 4)
@@ -288,36 +224,120 @@ Timings run(const Params& prm, const std::vector<Vec3>& x_in, const std::vector<
   tm.l2l_l2p = seconds(t_m2l, t_down);
 
   // --- P2P ----------------------------------------------------------------------------------
-  if (!prm.use_gpu) {
 #pragma omp parallel for schedule(dynamic, 4) reduction(+ : n_pairs)
-    for (int c = 0; c < nct; ++c) {
-      const Cell& A = tgt.cells[c];
-      for (const Interaction& in : lists.p2p[c]) {
-        const Cell& B = src.cells[in.source];
-        p2p(&tgt.x[A.begin], A.end - A.begin, A.begin, &src.x[B.begin], &as[B.begin], &ss[B.begin],
-            B.end - B.begin, B.begin, shifts[in.shift], self && in.shift == 0, &u[A.begin], &grad[A.begin]);
-        n_pairs += static_cast<long long>(A.end - A.begin) * (B.end - B.begin);
-      }
+  for (int c = 0; c < nct; ++c) {
+    const Cell& A = tgt.cells[c];
+    for (const Interaction& in : lists.p2p[c]) {
+      const Cell& B = src.cells[in.source];
+      p2p(&tgt.x[A.begin], A.end - A.begin, A.begin, &src.x[B.begin], &as[B.begin], &ss[B.begin],
+          B.end - B.begin, B.begin, shifts[in.shift], self && in.shift == 0, &u[A.begin], &grad[A.begin]);
+      n_pairs += static_cast<long long>(A.end - A.begin) * (B.end - B.begin);
     }
   }
+  tm.p2p = seconds(t_down, clock_type::now());
+  tm.n_m2l = n_m2l;
+  tm.n_p2p_pairs = n_pairs;
+}
+
 #ifdef VH_FMM_HAVE_CUDA
-  if (gpu) {
-    gpu->wait();
-    std::vector<Vec3> ug;
-    std::vector<Mat3> gg;
-    gpu->get(ug, gg);
-    const int ng = std::min(nt, static_cast<int>(ug.size()));
-#pragma omp parallel for schedule(static)
-    for (int i = 0; i < ng; ++i)
-      for (int m = 0; m < 3; ++m) {
-        u[i][m] += ug[i][m];
-        for (int k = 0; k < 3; ++k) grad[i][m][k] += gg[i][m][k];
-      }
-    n_pairs = gpu_pairs;
+// The whole evaluation on the GPU over the same trees and lists (fmm/p2p_gpu.h, fmm/far_gpu.h):
+// the near field is launched first, then P2M/M2M, the lattice on the host (a few M2Ls on the
+// root), M2L, L2L and L2P, which adds the near-field sums; one download.  Stage times from CUDA
+// events; tm.upload is the host's list flattening and the uploads.
+void evaluate_gpu(const Params& prm, const Tree& tgt, const Tree& src, bool self, const Lists& lists,
+                  const std::vector<Vec3>& shifts, int r0, bool lattice, const std::vector<Vec3>& as,
+                  const std::vector<double>& ss, std::vector<Vec3>& u, std::vector<Mat3>& grad, Timings& tm) {
+  if (gpu_count() == 0) throw std::runtime_error("fmm: use_gpu is set but no CUDA device is visible");
+  const auto t0 = clock_type::now();
+  const P2PLists fl = flatten_p2p_lists(tgt, src, lists, shifts, self);
+  P2PGpu near(fl, prm.precision == "double" ? GpuPrecision::fp64 : GpuPrecision::fp32);
+  near.set_sources(src.x, as, ss);
+  if (!self) near.set_targets(tgt.x);
+  FarGpu far(tgt, src, self, lists, shifts, prm.p);
+  far.set_strengths(as);
+  const auto t1 = clock_type::now();
+  tm.upload = seconds(t0, t1);
+  near.launch();
+  const std::vector<cplx> root = far.upward();
+  std::vector<cplx> root_local;
+  if (lattice) {
+    root_local.assign(root.size(), cplx(0.0));
+    lattice_m2l(prm.p, r0, prm.images, root.data(), root_local.data());
   }
+  far.downward(root_local, &near);
+  far.get(u, grad);
+  const FarGpuTimes ft = far.times();
+  tm.p2p = near.wait() * 1e-3;
+  tm.p2m_m2m = ft.p2m_m2m * 1e-3;
+  tm.m2l = ft.m2l * 1e-3;
+  tm.l2l_l2p = ft.l2l_l2p * 1e-3;
+  tm.n_m2l = far.n_m2l();
+  tm.n_p2p_pairs = fl.pairs();
+}
 #endif
-  const auto t_p2p = clock_type::now();
-  tm.p2p += seconds(t_down, t_p2p);
+
+Timings run(const Params& prm, const std::vector<Vec3>& x_in, const std::vector<Vec3>& alpha_in,
+            const std::vector<double>& sigma_in, const std::vector<Vec3>* targets_in, std::vector<Vec3>& u_out,
+            std::vector<Mat3>& grad_out) {
+  prm.validate();
+  check_inputs(x_in, alpha_in, sigma_in, targets_in);
+  Timings tm;
+  const auto t_start = clock_type::now();
+  const bool self = targets_in == nullptr;
+
+  // --- tree -------------------------------------------------------------------------------
+  std::vector<Vec3> xs = x_in, xt;
+  if (!self) xt = *targets_in;
+  Vec3 center;
+  double half;
+  if (prm.periodic) {
+    wrap_into_box(xs);
+    if (!self) wrap_into_box(xt);
+    center = {0.5 * kBoxLength, 0.5 * kBoxLength, 0.5 * kBoxLength};
+    half = 0.5 * kBoxLength;
+  } else {
+    bounding_cube(xs, self ? nullptr : &xt, center, half);
+  }
+  const Tree src = build_tree(xs, sigma_in, center, half, prm.ncrit);
+  Tree tgt_own;
+  if (!self) tgt_own = build_tree(xt, {}, center, half, prm.ncrit);
+  const Tree& tgt = self ? src : tgt_own;
+  const int ns = static_cast<int>(src.x.size()), nt = static_cast<int>(tgt.x.size());
+  std::vector<Vec3> as(ns);
+  std::vector<double> ss(ns);
+  for (int i = 0; i < ns; ++i) {
+    as[i] = alpha_in[src.perm[i]];
+    ss[i] = sigma_in[src.perm[i]];
+  }
+  const auto t_tree = clock_type::now();
+  tm.tree = seconds(t_start, t_tree);
+
+  // --- traversal ------------------------------------------------------------------------------
+  int r0 = 0;
+  const double rcut_per_sigma = std::sqrt(2.0) * rho_tolerance(prm.tolerance);
+  if (prm.periodic) {
+    r0 = near_image_range(prm.theta);
+    if (ns > 0 && r0 * kBoxLength < rcut_per_sigma * src.cells[0].sigma_max)
+      throw std::invalid_argument("fmm: sigma too large for the periodic box at this tolerance");
+  }
+  const std::vector<Vec3> shifts = prm.periodic ? near_image_shifts(r0) : std::vector<Vec3>{{0, 0, 0}};
+  // One M2L (~8 us at p = 10) costs about as much as 200-500 pair evaluations (15-40 ns).
+  const long long p2p_max_pairs =
+      prm.p2p_max_pairs >= 0 ? prm.p2p_max_pairs : static_cast<long long>(std::pow(prm.p + 1.0, 4) / 55);
+  const Lists lists = build_lists(tgt, src, shifts, Acceptance{prm.theta, rcut_per_sigma, p2p_max_pairs});
+  const auto t_trav = clock_type::now();
+  tm.traverse = seconds(t_tree, t_trav);
+  const bool lattice = prm.periodic && ns > 0 && nt > 0 && prm.images > 0;
+
+  std::vector<Vec3> u(nt, Vec3{});
+  std::vector<Mat3> grad(nt, Mat3{});
+  if (prm.use_gpu) {
+#ifdef VH_FMM_HAVE_CUDA
+    if (nt > 0 && ns > 0) evaluate_gpu(prm, tgt, src, self, lists, shifts, r0, lattice, as, ss, u, grad, tm);
+#endif
+  } else {
+    evaluate_cpu(prm, tgt, src, self, lists, shifts, r0, lattice, as, ss, u, grad, tm);
+  }
 
   // --- periodic mean removal, back to input order ------------------------------------------
   if (prm.periodic) periodic_correction(src.x, as, tgt.x, u, grad);
@@ -328,8 +348,6 @@ Timings run(const Params& prm, const std::vector<Vec3>& x_in, const std::vector<
     grad_out[tgt.perm[i]] = grad[i];
   }
   tm.total = seconds(t_start, clock_type::now());
-  tm.n_m2l = n_m2l;
-  tm.n_p2p_pairs = n_pairs;
   return tm;
 }
 

@@ -63,7 +63,8 @@ struct Timings {
   double traverse = 0;  ///< interaction lists
   double m2l = 0;
   double l2l_l2p = 0;   ///< downward pass and evaluation at targets
-  double p2p = 0;       ///< with use_gpu: list flattening, uploads, launch and the wait not hidden by the far field
+  double p2p = 0;
+  double upload = 0;    ///< use_gpu only: list flattening and uploads (the stages above are then GPU kernel times)
   double total = 0;
   long long n_m2l = 0, n_p2p_pairs = 0;  ///< work counters
 };

@@ -7,15 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "fmm/cuda_util.h"
 #include "fmm/p2p_kernel.h"
-
-#define VH_FMM_CUDA(call)                                                                                     \
-  do {                                                                                                        \
-    const cudaError_t vh_e_ = (call);                                                                         \
-    if (vh_e_ != cudaSuccess)                                                                                 \
-      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": " #call ": " +     \
-                               cudaGetErrorString(vh_e_));                                                    \
-  } while (0)
 
 namespace vh::fmm {
 
@@ -148,30 +141,6 @@ __global__ void __launch_bounds__(kWarps * 32, Store<T>::kMinBlocks) p2p_kernel(
   }
 }
 
-// Device buffer (bytes), freed on destruction.
-struct DevBuf {
-  void* p = nullptr;
-  std::size_t bytes = 0;
-  DevBuf() = default;
-  DevBuf(const DevBuf&) = delete;
-  DevBuf& operator=(const DevBuf&) = delete;
-  ~DevBuf() {
-    if (p) cudaFree(p);
-  }
-  void resize(std::size_t b) {
-    if (b == bytes) return;
-    if (p) VH_FMM_CUDA(cudaFree(p));
-    p = nullptr;
-    bytes = b;
-    if (b) VH_FMM_CUDA(cudaMalloc(&p, b));
-  }
-  template <class V> void upload(const std::vector<V>& v) {
-    resize(v.size() * sizeof(V));
-    if (bytes) VH_FMM_CUDA(cudaMemcpy(p, v.data(), bytes, cudaMemcpyHostToDevice));
-  }
-  template <class V> V* as() const { return static_cast<V*>(p); }
-};
-
 int n_targets_of(const P2PLists& l) {
   int n = 0;
   for (int e : l.leaf_end) n = std::max(n, e);
@@ -212,27 +181,48 @@ P2PLists flatten_p2p_lists(const Tree& tgt, const Tree& src, const Lists& lists,
   P2PLists f;
   f.shifts = shifts;
   f.self = self;
-  f.offset.push_back(0);
-  for (std::size_t c = 0; c < tgt.cells.size(); ++c) {
-    const Cell& A = tgt.cells[c];
-    if (!A.leaf() || A.end <= A.begin) continue;
-    f.leaf_begin.push_back(A.begin);
-    f.leaf_end.push_back(A.end);
-    if (c < lists.p2p.size())
+  std::vector<int> leaves;
+  for (std::size_t c = 0; c < tgt.cells.size(); ++c)
+    if (tgt.cells[c].leaf() && tgt.cells[c].end > tgt.cells[c].begin) leaves.push_back(static_cast<int>(c));
+  const int nl = static_cast<int>(leaves.size());
+  // Entries of one leaf; with merge, an entry continuing the previous one (same shift, source
+  // range adjacent: sibling leaves in Morton order) extends it: the same pairs in fewer tiles.
+  auto walk = [&](int l, auto&& emit) {
+    const int c = leaves[l];
+    int last_shift = -1, last_end = -1;
+    if (c < static_cast<int>(lists.p2p.size()))
       for (const Interaction& in : lists.p2p[c]) {
         const Cell& B = src.cells[in.source];
         if (B.end <= B.begin) continue;
-        const int first = f.offset.back();
-        if (merge && static_cast<int>(f.src_begin.size()) > first && f.src_shift.back() == in.shift &&
-            f.src_end.back() == B.begin) {
-          f.src_end.back() = B.end;  // same pairs as two entries, in one run of source tiles
-          continue;
-        }
-        f.src_begin.push_back(B.begin);
-        f.src_end.push_back(B.end);
-        f.src_shift.push_back(in.shift);
+        const bool extend = merge && last_shift == in.shift && last_end == B.begin;
+        emit(extend, B.begin, B.end, in.shift);
+        last_shift = in.shift;
+        last_end = B.end;
       }
-    f.offset.push_back(static_cast<int>(f.src_begin.size()));
+  };
+  std::vector<int> count(nl + 1, 0);
+#pragma omp parallel for schedule(dynamic, 64)
+  for (int l = 0; l < nl; ++l) walk(l, [&](bool extend, int, int, int) { count[l + 1] += extend ? 0 : 1; });
+  f.offset.assign(nl + 1, 0);
+  for (int l = 0; l < nl; ++l) f.offset[l + 1] = f.offset[l] + count[l + 1];
+  f.leaf_begin.resize(nl);
+  f.leaf_end.resize(nl);
+  f.src_begin.resize(f.offset[nl]);
+  f.src_end.resize(f.offset[nl]);
+  f.src_shift.resize(f.offset[nl]);
+#pragma omp parallel for schedule(dynamic, 64)
+  for (int l = 0; l < nl; ++l) {
+    f.leaf_begin[l] = tgt.cells[leaves[l]].begin;
+    f.leaf_end[l] = tgt.cells[leaves[l]].end;
+    int e = f.offset[l] - 1;
+    walk(l, [&](bool extend, int b, int end, int shift) {
+      if (!extend) {
+        ++e;
+        f.src_begin[e] = b;
+        f.src_shift[e] = shift;
+      }
+      f.src_end[e] = end;
+    });
   }
   return f;
 }
@@ -306,6 +296,8 @@ P2PGpu::~P2PGpu() = default;
 
 int P2PGpu::n_targets() const { return impl_->nt; }
 long long P2PGpu::pairs() const { return impl_->pairs; }
+const void* P2PGpu::device_result() const { return impl_->out.p; }
+bool P2PGpu::device_result_is_double() const { return impl_->prec == GpuPrecision::fp64; }
 
 void P2PGpu::set_sources(const std::vector<Vec3>& x, const std::vector<Vec3>& alpha, const std::vector<double>& sigma) {
   Impl& m = *impl_;

@@ -99,6 +99,10 @@ class P2PGpu {
 
   int n_targets() const;
   long long pairs() const;  ///< pairs per run(), as P2PLists::pairs()
+  /// Device address of the results of the last run (FarGpu adds them at L2P): 12 values per
+  /// target (u, then grad row-major), double when the precision is fp64, float otherwise.
+  const void* device_result() const;
+  bool device_result_is_double() const;
 
  private:
   struct Impl;

@@ -1,0 +1,591 @@
+// GPU far field (P2M, M2M, M2L, L2L, L2P); see far_gpu.h for the layout and expansions.h for
+// the formulas, which the kernels below follow term by term.
+#include "fmm/far_gpu.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "fmm/cuda_util.h"
+#include "fmm/expansions.h"
+#include "fmm/p2p_gpu.h"
+
+namespace vh::fmm {
+
+namespace {
+
+// Largest order the kernels take: one thread per output coefficient, 3 ncoef(p) <= 1024.
+constexpr int kMaxGpuOrder = 20;
+
+struct GCell {
+  double cx, cy, cz;
+  int begin, end, parent;
+};
+
+__host__ __device__ inline int cidx(int l, int m) { return l * (l + 1) / 2 + m; }  // m >= 0 storage
+__host__ __device__ inline int fidx(int l, int m) { return l * l + l + m; }        // full, -l <= m <= l
+
+__device__ inline double2 cmul(double2 a, double2 b) { return make_double2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+__device__ inline double2 cconj(double2 a) { return make_double2(a.x, -a.y); }
+// X_{l,-m} = (-1)^m conj(X_{lm})
+__device__ inline double2 negm(double2 a, int m) { return (m & 1) ? make_double2(-a.x, a.y) : make_double2(a.x, -a.y); }
+
+// (l, m) of the stored coefficient c (m >= 0 storage).
+__device__ inline void lm_of(int c, int& l, int& m) {
+  l = 0;
+  while ((l + 1) * (l + 2) / 2 <= c) ++l;
+  m = c - l * (l + 1) / 2;
+}
+
+// Column m (degrees l = m..p) of the regular harmonics R_lm(x, y, z), written to the full
+// layout F[fidx(l, +-m)]; the recurrences of solid_harmonics() (expansions.cpp).
+__device__ void regular_column(double x, double y, double z, int p, int m, double2* F) {
+  const double r2 = x * x + y * y + z * z;
+  double2 rmm = make_double2(1.0, 0.0);
+  for (int l = 0; l < m; ++l) {  // R_{l+1,l+1} = -(x + iy) / (2l + 2) R_ll
+    const double2 t = cmul(make_double2(x, y), rmm);
+    rmm = make_double2(-t.x / double(2 * l + 2), -t.y / double(2 * l + 2));
+  }
+  double2 prev = make_double2(0, 0), cur = rmm;
+  for (int l = m; l <= p; ++l) {
+    F[fidx(l, m)] = cur;
+    if (m > 0) F[fidx(l, -m)] = negm(cur, m);
+    if (l == p) break;
+    // R_{l+1,m} = ((2l+1) z R_lm - r^2 R_{l-1,m}) / ((l+m+1)(l-m+1))
+    const double den = double((l + m + 1) * (l - m + 1));
+    const double2 next = make_double2((double(2 * l + 1) * z * cur.x - r2 * prev.x) / den,
+                                      (double(2 * l + 1) * z * cur.y - r2 * prev.y) / den);
+    prev = cur;
+    cur = next;
+  }
+}
+
+// Column m of the irregular harmonics I_lm(x, y, z), added (add = true) or written to F.
+__device__ void irregular_column(double x, double y, double z, int p, int m, double2* F, bool add) {
+  const double inv_r2 = 1.0 / (x * x + y * y + z * z);
+  double2 imm = make_double2(sqrt(inv_r2), 0.0);
+  for (int l = 0; l < m; ++l) {  // I_{l+1,l+1} = -(2l+1) (x + iy) / r^2 I_ll
+    const double2 t = cmul(make_double2(x, y), imm);
+    const double f = -double(2 * l + 1) * inv_r2;
+    imm = make_double2(f * t.x, f * t.y);
+  }
+  double2 prev = make_double2(0, 0), cur = imm;
+  for (int l = m; l <= p; ++l) {
+    double2& a = F[fidx(l, m)];
+    a = add ? make_double2(a.x + cur.x, a.y + cur.y) : cur;
+    if (m > 0) F[fidx(l, -m)] = negm(a, m);
+    if (l == p) break;
+    // I_{l+1,m} = ((2l+1) z I_lm - (l^2 - m^2) I_{l-1,m}) / r^2
+    const double c = double(l * l - m * m);
+    const double2 next = make_double2((double(2 * l + 1) * z * cur.x - c * prev.x) * inv_r2,
+                                      (double(2 * l + 1) * z * cur.y - c * prev.y) * inv_r2);
+    prev = cur;
+    cur = next;
+  }
+}
+
+// Full-layout copy of the three components of an expansion (m >= 0 storage) into S[a][fidx];
+// fold: (-1)^n conj (the M2L's source factor).
+__device__ void stage_full(const double2* X, int p, int nc, double2* S, bool fold) {
+  const int nf = (p + 1) * (p + 1);
+  for (int t = threadIdx.x; t < 3 * nf; t += blockDim.x) {
+    const int a = t / nf, f = t - a * nf;
+    int n = 0;
+    while ((n + 1) * (n + 1) <= f) ++n;
+    const int m = f - n * n - n;
+    double2 v = X[a * nc + cidx(n, m < 0 ? -m : m)];
+    if (m < 0) v = negm(v, -m);
+    if (fold) {
+      v = cconj(v);
+      if (n & 1) v = make_double2(-v.x, -v.y);
+    }
+    S[t] = v;
+  }
+}
+
+// ------------------------------------------------------------------------------------ P2M
+// Block per source leaf; chunks of `chunk` particles: thread t < chunk computes R of particle t
+// into shared memory (m >= 0 storage), then thread o = (a, c) sums q_a R_c.
+__global__ void p2m_kernel(const int* __restrict__ leaves, const GCell* __restrict__ cells,
+                           const double4_32a* __restrict__ x, const double4_32a* __restrict__ alpha, int p, int chunk,
+                           double2* __restrict__ M) {
+  extern __shared__ double2 sh[];
+  const int nc = cidx(p + 1, 0);
+  double2* R = sh;                                            // [chunk][nc]
+  double* q = reinterpret_cast<double*>(R + chunk * nc);     // [chunk][3]
+  const GCell C = cells[leaves[blockIdx.x]];
+  const int o = threadIdx.x, a = o / nc, c = o - a * nc;
+  double2 acc = make_double2(0, 0);
+  for (int b = C.begin; b < C.end; b += chunk) {
+    const int n = min(chunk, C.end - b);
+    if (threadIdx.x < n) {
+      const double4_32a xi = x[b + threadIdx.x];
+      const double4_32a ai = alpha[b + threadIdx.x];
+      double2* Ri = R + threadIdx.x * nc;
+      const double dx = xi.x - C.cx, dy = xi.y - C.cy, dz = xi.z - C.cz, r2 = dx * dx + dy * dy + dz * dz;
+      Ri[0] = make_double2(1.0, 0.0);
+      for (int l = 0; l < p; ++l) {
+        const double2 t = cmul(make_double2(dx, dy), Ri[cidx(l, l)]);
+        Ri[cidx(l + 1, l + 1)] = make_double2(-t.x / double(2 * l + 2), -t.y / double(2 * l + 2));
+        for (int m = 0; m <= l; ++m) {
+          const double2 prev = (m <= l - 1) ? Ri[cidx(l - 1, m)] : make_double2(0, 0);
+          const double den = double((l + m + 1) * (l - m + 1));
+          const double2 cur = Ri[cidx(l, m)];
+          Ri[cidx(l + 1, m)] = make_double2((double(2 * l + 1) * dz * cur.x - r2 * prev.x) / den,
+                                            (double(2 * l + 1) * dz * cur.y - r2 * prev.y) / den);
+        }
+      }
+      q[3 * threadIdx.x + 0] = ai.x;
+      q[3 * threadIdx.x + 1] = ai.y;
+      q[3 * threadIdx.x + 2] = ai.z;
+    }
+    __syncthreads();
+    if (a < 3)
+      for (int i = 0; i < n; ++i) {
+        const double2 r = R[i * nc + c];
+        const double qa = q[3 * i + a];
+        acc.x += qa * r.x;
+        acc.y += qa * r.y;
+      }
+    __syncthreads();
+  }
+  if (a < 3) M[static_cast<long long>(leaves[blockIdx.x]) * 3 * nc + o] = acc;
+}
+
+// ------------------------------------------------------------------------------------ M2M
+// Block per parent cell of one level: P_lm = sum over children sum_jk R_jk(d) M_{l-j, m-k}.
+__global__ void m2m_kernel(const int* __restrict__ parents, const int* __restrict__ first_child,
+                           const int* __restrict__ nchild, const GCell* __restrict__ cells, int p,
+                           double2* __restrict__ M) {
+  extern __shared__ double2 sh[];
+  const int nc = cidx(p + 1, 0), nf = (p + 1) * (p + 1);
+  double2* Rf = sh;        // [nf]
+  double2* Mf = sh + nf;   // [3][nf]
+  const int P = parents[blockIdx.x];
+  const GCell C = cells[P];
+  const int o = threadIdx.x, a = o / nc;
+  int l = 0, m = 0;
+  if (a < 3) lm_of(o - a * nc, l, m);
+  double2 acc = make_double2(0, 0);
+  for (int ch = first_child[P]; ch < first_child[P] + nchild[P]; ++ch) {
+    const GCell H = cells[ch];
+    if (threadIdx.x <= p) regular_column(H.cx - C.cx, H.cy - C.cy, H.cz - C.cz, p, threadIdx.x, Rf);
+    stage_full(M + static_cast<long long>(ch) * 3 * nc, p, nc, Mf, false);
+    __syncthreads();
+    if (a < 3) {
+      const double2* Ma = Mf + a * nf;
+      for (int j = 0; j <= l; ++j) {
+        const int n = l - j;
+        for (int k = -j; k <= j; ++k) {
+          const int mm = m - k;
+          if (mm > n || mm < -n) continue;
+          const double2 t = cmul(Rf[fidx(j, k)], Ma[fidx(n, mm)]);
+          acc.x += t.x;
+          acc.y += t.y;
+        }
+      }
+    }
+    __syncthreads();
+  }
+  if (a < 3) {
+    double2& out = M[static_cast<long long>(P) * 3 * nc + o];
+    out = make_double2(out.x + acc.x, out.y + acc.y);
+  }
+}
+
+// ------------------------------------------------------------------------------------ M2L
+// Block per target cell; entries (source, shift) sorted by source: the I tables of one source's
+// images are summed by the p + 1 column threads, then every thread contracts its coefficient:
+//   L_lm += sum_j sum_k (-1)^j conj(M_jk) T_{l+j, m+k}.
+__global__ void m2l_kernel(const int* __restrict__ targets, const int* __restrict__ offset,
+                           const int2* __restrict__ entries, const GCell* __restrict__ tcells,
+                           const GCell* __restrict__ scells, const double4_32a* __restrict__ shifts, int p,
+                           const double2* __restrict__ M, double2* __restrict__ L) {
+  extern __shared__ double2 sh[];
+  const int nc = cidx(p + 1, 0), nf = (p + 1) * (p + 1);
+  double2* T = sh;        // [nf]
+  double2* Mf = sh + nf;  // [3][nf], folded
+  const int A = targets[blockIdx.x];
+  const GCell CA = tcells[A];
+  const int o = threadIdx.x, a = o / nc;
+  int l = 0, m = 0;
+  if (a < 3) lm_of(o - a * nc, l, m);
+  double2 acc = make_double2(0, 0);
+  const int e_end = offset[blockIdx.x + 1];
+  for (int e = offset[blockIdx.x]; e < e_end;) {
+    const int src = entries[e].x;
+    int g = e;
+    while (g < e_end && entries[g].x == src) ++g;
+    if (threadIdx.x <= p) {
+      const GCell CB = scells[src];
+      for (int k = e; k < g; ++k) {
+        const double4_32a s = shifts[entries[k].y];
+        irregular_column(CB.cx + s.x - CA.cx, CB.cy + s.y - CA.cy, CB.cz + s.z - CA.cz, p, threadIdx.x, T, k > e);
+      }
+    }
+    stage_full(M + static_cast<long long>(src) * 3 * nc, p, nc, Mf, true);
+    __syncthreads();
+    if (a < 3) {
+      const double2* Ma = Mf + a * nf;
+      for (int j = 0; j <= p - l; ++j) {
+        const double2* Tj = T + fidx(l + j, m);
+        const double2* Mj = Ma + fidx(j, 0);
+        for (int k = -j; k <= j; ++k) {
+          const double2 t = cmul(Mj[k], Tj[k]);
+          acc.x += t.x;
+          acc.y += t.y;
+        }
+      }
+    }
+    __syncthreads();
+    e = g;
+  }
+  if (a < 3) {
+    double2& out = L[static_cast<long long>(A) * 3 * nc + o];
+    out = make_double2(out.x + acc.x, out.y + acc.y);
+  }
+}
+
+// ------------------------------------------------------------------------------------ L2L
+// Block per child cell of one level: L_jk += sum_n sum_q L^parent_{n+j, k+q} conj(R_nq(d)).
+__global__ void l2l_kernel(const int* __restrict__ children, const GCell* __restrict__ cells, int p,
+                           double2* __restrict__ L) {
+  extern __shared__ double2 sh[];
+  const int nc = cidx(p + 1, 0), nf = (p + 1) * (p + 1);
+  double2* Rf = sh;
+  double2* Lf = sh + nf;
+  const int c = children[blockIdx.x];
+  const GCell C = cells[c];
+  const GCell P = cells[C.parent];
+  if (threadIdx.x <= p) regular_column(C.cx - P.cx, C.cy - P.cy, C.cz - P.cz, p, threadIdx.x, Rf);
+  stage_full(L + static_cast<long long>(C.parent) * 3 * nc, p, nc, Lf, false);
+  __syncthreads();
+  const int o = threadIdx.x, a = o / nc;
+  if (a >= 3) return;
+  int j = 0, k = 0;
+  lm_of(o - a * nc, j, k);
+  const double2* La = Lf + a * nf;
+  double2 acc = make_double2(0, 0);
+  for (int n = 0; n <= p - j; ++n)
+    for (int q = -n; q <= n; ++q) {
+      const double2 t = cmul(La[fidx(n + j, k + q)], cconj(Rf[fidx(n, q)]));
+      acc.x += t.x;
+      acc.y += t.y;
+    }
+  double2& out = L[static_cast<long long>(c) * 3 * nc + o];
+  out = make_double2(out.x + acc.x, out.y + acc.y);
+}
+
+// ------------------------------------------------------------------------------------ L2P
+// Block per target leaf, thread per target: the local expansion shifted to degrees <= 2 at the
+// target (rows of R(d) by the recurrence, three at a time), then
+//   grad phi = (-Re L11, -Im L11, Re L10),
+//   phi_xx = (c - L20)/2, phi_yy = -(c + L20)/2, phi_zz = L20, phi_xy = d/2, phi_xz = -Re L21,
+//   phi_yz = -Im L21   (L22 = c + i d; from phi = sum L_jk conj(R_jk(r)), R_1 and R_2 written out),
+// u = curl psi, grad u_m,l = eps_mjk d_l d_j psi_k, psi = phi / (4 pi).  near (float or double,
+// 12 per target) is added when given.
+template <class N>
+__global__ void l2p_kernel(const int* __restrict__ leaves, const GCell* __restrict__ cells,
+                           const double4_32a* __restrict__ x, int p, const double2* __restrict__ L,
+                           const N* __restrict__ near, double* __restrict__ out) {
+  extern __shared__ double2 sh[];
+  const int nc = cidx(p + 1, 0), nf = (p + 1) * (p + 1);
+  double2* Lf = sh;  // [3][nf]
+  const int cell = leaves[blockIdx.x];
+  const GCell C = cells[cell];
+  stage_full(L + static_cast<long long>(cell) * 3 * nc, p, nc, Lf, false);
+  __syncthreads();
+  for (int i = C.begin + threadIdx.x; i < C.end; i += blockDim.x) {
+    const double4_32a xi = x[i];
+    const double dx = xi.x - C.cx, dy = xi.y - C.cy, dz = xi.z - C.cz, r2 = dx * dx + dy * dy + dz * dz;
+    double2 Lt[3][6];
+    for (int a = 0; a < 3; ++a)
+      for (int c = 0; c < 6; ++c) Lt[a][c] = make_double2(0, 0);
+    double2 rows[3][kMaxGpuOrder + 1];  // rows n - 2, n - 1, n of R (m >= 0), cyclic
+    for (int n = 0; n <= p; ++n) {
+      double2* Rn = rows[n % 3];
+      if (n == 0) {
+        Rn[0] = make_double2(1, 0);
+      } else {
+        const double2* R1 = rows[(n - 1) % 3];
+        const double2* R2 = rows[(n + 1) % 3];  // n - 2
+        const int l = n - 1;
+        for (int m = 0; m <= l; ++m) {
+          const double2 prev = (m <= l - 1) ? R2[m] : make_double2(0, 0);
+          const double den = double((l + m + 1) * (l - m + 1));
+          Rn[m] = make_double2((double(2 * l + 1) * dz * R1[m].x - r2 * prev.x) / den,
+                               (double(2 * l + 1) * dz * R1[m].y - r2 * prev.y) / den);
+        }
+        const double2 t = cmul(make_double2(dx, dy), R1[l]);
+        Rn[n] = make_double2(-t.x / double(2 * l + 2), -t.y / double(2 * l + 2));
+      }
+      for (int j = 0; j <= 2 && j <= p - n; ++j)
+        for (int k = 0; k <= j; ++k)
+          for (int q = -n; q <= n; ++q) {
+            const double2 Rq = q >= 0 ? Rn[q] : negm(Rn[-q], -q);
+            const int f = fidx(n + j, k + q);
+            for (int a = 0; a < 3; ++a) {
+              const double2 t = cmul(Lf[a * nf + f], cconj(Rq));
+              Lt[a][cidx(j, k)].x += t.x;
+              Lt[a][cidx(j, k)].y += t.y;
+            }
+          }
+    }
+    double dphi[3][3], h[3][3][3];
+    for (int a = 0; a < 3; ++a) {
+      const double2 L10 = Lt[a][cidx(1, 0)], L11 = Lt[a][cidx(1, 1)];
+      const double L20 = Lt[a][cidx(2, 0)].x;
+      const double2 L21 = Lt[a][cidx(2, 1)], L22 = Lt[a][cidx(2, 2)];
+      dphi[a][0] = -L11.x;
+      dphi[a][1] = -L11.y;
+      dphi[a][2] = L10.x;
+      h[a][0][0] = 0.5 * (L22.x - L20);
+      h[a][1][1] = -0.5 * (L22.x + L20);
+      h[a][2][2] = L20;
+      h[a][0][1] = h[a][1][0] = 0.5 * L22.y;
+      h[a][0][2] = h[a][2][0] = -L21.x;
+      h[a][1][2] = h[a][2][1] = -L21.y;
+    }
+    const double inv4pi = 0.25 / 3.14159265358979323846;
+    double r[12];
+    r[0] = inv4pi * (dphi[2][1] - dphi[1][2]);
+    r[1] = inv4pi * (dphi[0][2] - dphi[2][0]);
+    r[2] = inv4pi * (dphi[1][0] - dphi[0][1]);
+    for (int k = 0; k < 3; ++k) {
+      r[3 + k] = inv4pi * (h[2][1][k] - h[1][2][k]);
+      r[6 + k] = inv4pi * (h[0][2][k] - h[2][0][k]);
+      r[9 + k] = inv4pi * (h[1][0][k] - h[0][1][k]);
+    }
+    double* oi = out + 12 * static_cast<long long>(i);
+    if (near) {
+      const N* ni = near + 12 * static_cast<long long>(i);
+      for (int c = 0; c < 12; ++c) oi[c] = r[c] + double(ni[c]);
+    } else {
+      for (int c = 0; c < 12; ++c) oi[c] = r[c];
+    }
+  }
+}
+
+int round_up32(int n) { return (n + 31) / 32 * 32; }
+
+}  // namespace
+
+struct FarGpu::Impl {
+  int p = 0, nc = 0, nf = 0, nt = 0, ns = 0, chunk = 1;
+  bool self = false;
+  long long n_m2l = 0;
+  DevBuf tcells, scells, xs, xt, alpha, shifts;
+  DevBuf src_leaves, tgt_leaves, first_child, nchild;
+  std::vector<std::pair<int, int>> m2m_levels;  // (offset, count) into parents, bottom-up
+  std::vector<std::pair<int, int>> l2l_levels;  // (offset, count) into children, top-down
+  DevBuf parents, children;
+  DevBuf m2l_targets, m2l_offset, m2l_entries;
+  int n_src_leaves = 0, n_tgt_leaves = 0, n_m2l_targets = 0;
+  DevBuf M, L, out;
+  cudaEvent_t ev[6] = {};
+  ~Impl() {
+    for (auto& e : ev)
+      if (e) cudaEventDestroy(e);
+  }
+  int threads() const { return round_up32(3 * nc); }
+};
+
+namespace {
+
+std::vector<GCell> gcells(const Tree& t) {
+  std::vector<GCell> g(t.cells.size());
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const Cell& c = t.cells[i];
+    g[i] = GCell{c.center[0], c.center[1], c.center[2], c.begin, c.end, c.parent};
+  }
+  return g;
+}
+
+std::vector<double4_32a> positions(const std::vector<Vec3>& x) {
+  std::vector<double4_32a> v(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) v[i] = make_double4_32a(x[i][0], x[i][1], x[i][2], 0.0);
+  return v;
+}
+
+}  // namespace
+
+FarGpu::FarGpu(const Tree& tgt, const Tree& src, bool self, const Lists& lists, const std::vector<Vec3>& shifts, int p)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  if (p < 1 || p > kMaxGpuOrder)
+    throw std::invalid_argument("FarGpu: p = " + std::to_string(p) + " must be in [1, " +
+                                std::to_string(kMaxGpuOrder) + "] on the GPU");
+  m.p = p;
+  m.nc = ncoef(p);
+  m.nf = (p + 1) * (p + 1);
+  m.self = self;
+  m.nt = static_cast<int>(tgt.x.size());
+  m.ns = static_cast<int>(src.x.size());
+  m.chunk = std::max(1, std::min(32, static_cast<int>((40 * 1024) / (m.nc * sizeof(double2) + 3 * sizeof(double)))));
+
+  m.scells.upload(gcells(src));
+  if (!self) m.tcells.upload(gcells(tgt));
+  m.xs.upload(positions(src.x));
+  if (!self) m.xt.upload(positions(tgt.x));
+  std::vector<double4_32a> sh(shifts.size());
+  for (std::size_t s = 0; s < shifts.size(); ++s) sh[s] = make_double4_32a(shifts[s][0], shifts[s][1], shifts[s][2], 0);
+  if (sh.empty()) sh.push_back(make_double4_32a(0, 0, 0, 0));
+  m.shifts.upload(sh);
+
+  // Source leaves, parents per level (bottom-up), children per level (top-down), target leaves.
+  std::vector<int> sl, fc(src.cells.size()), nch(src.cells.size()), par, chl, tl;
+  for (std::size_t c = 0; c < src.cells.size(); ++c) {
+    fc[c] = src.cells[c].child;
+    nch[c] = src.cells[c].nchild;
+    if (src.cells[c].leaf() && src.cells[c].end > src.cells[c].begin) sl.push_back(static_cast<int>(c));
+  }
+  for (int lev = static_cast<int>(src.levels.size()) - 2; lev >= 0; --lev) {
+    const int off = static_cast<int>(par.size());
+    for (int c : src.levels[lev])
+      if (src.cells[c].nchild > 0) par.push_back(c);
+    if (static_cast<int>(par.size()) > off) m.m2m_levels.push_back({off, static_cast<int>(par.size()) - off});
+  }
+  for (int lev = 1; lev < static_cast<int>(tgt.levels.size()); ++lev) {
+    const int off = static_cast<int>(chl.size());
+    for (int c : tgt.levels[lev]) chl.push_back(c);
+    if (static_cast<int>(chl.size()) > off) m.l2l_levels.push_back({off, static_cast<int>(chl.size()) - off});
+  }
+  for (std::size_t c = 0; c < tgt.cells.size(); ++c)
+    if (tgt.cells[c].leaf() && tgt.cells[c].end > tgt.cells[c].begin) tl.push_back(static_cast<int>(c));
+  m.n_src_leaves = static_cast<int>(sl.size());
+  m.n_tgt_leaves = static_cast<int>(tl.size());
+  m.src_leaves.upload(sl);
+  m.first_child.upload(fc);
+  m.nchild.upload(nch);
+  m.parents.upload(par);
+  m.children.upload(chl);
+  m.tgt_leaves.upload(tl);
+
+  // M2L lists, each sorted by (source, shift) as on the CPU; cells in parallel.
+  std::vector<int> tg, off{0};
+  for (std::size_t i = 0; i < tgt.cells.size() && i < lists.m2l.size(); ++i)
+    if (!lists.m2l[i].empty()) {
+      tg.push_back(static_cast<int>(i));
+      off.push_back(off.back() + static_cast<int>(lists.m2l[i].size()));
+    }
+  std::vector<int2> ent(off.back());
+#pragma omp parallel for schedule(dynamic, 16)
+  for (int t = 0; t < static_cast<int>(tg.size()); ++t) {
+    int2* e = ent.data() + off[t];
+    const auto& l = lists.m2l[tg[t]];
+    for (std::size_t k = 0; k < l.size(); ++k) e[k] = make_int2(l[k].source, l[k].shift);
+    std::sort(e, e + l.size(), [](const int2& a, const int2& b) { return a.x != b.x ? a.x < b.x : a.y < b.y; });
+  }
+  m.n_m2l = static_cast<long long>(ent.size());
+  m.n_m2l_targets = static_cast<int>(tg.size());
+  m.m2l_targets.upload(tg);
+  m.m2l_offset.upload(off);
+  m.m2l_entries.upload(ent);
+
+  m.M.resize(src.cells.size() * 3 * m.nc * sizeof(double2));
+  m.L.resize(tgt.cells.size() * 3 * m.nc * sizeof(double2));
+  m.out.resize(static_cast<std::size_t>(m.nt) * 12 * sizeof(double));
+  for (auto& e : m.ev) VH_FMM_CUDA(cudaEventCreate(&e));
+  // Dynamic shared memory above 48 KB is not needed: P2M chunks fit 40 KB, the rest 4 nf double2.
+}
+
+FarGpu::~FarGpu() = default;
+
+void FarGpu::set_strengths(const std::vector<Vec3>& alpha) {
+  Impl& m = *impl_;
+  if (static_cast<int>(alpha.size()) != m.ns) throw std::invalid_argument("FarGpu: one strength per source");
+  m.alpha.upload(positions(alpha));
+}
+
+std::vector<std::complex<double>> FarGpu::upward() {
+  Impl& m = *impl_;
+  if (m.ns > 0 && m.alpha.bytes == 0) throw std::runtime_error("FarGpu::upward: set_strengths first");
+  VH_FMM_CUDA(cudaEventRecord(m.ev[0]));
+  VH_FMM_CUDA(cudaMemset(m.M.p, 0, m.M.bytes));
+  const GCell* sc = m.scells.as<GCell>();
+  if (m.n_src_leaves > 0) {
+    const std::size_t shm = m.chunk * (m.nc * sizeof(double2) + 3 * sizeof(double));
+    p2m_kernel<<<m.n_src_leaves, m.threads(), shm>>>(m.src_leaves.as<int>(), sc, m.xs.as<double4_32a>(),
+                                                     m.alpha.as<double4_32a>(), m.p, m.chunk, m.M.as<double2>());
+    VH_FMM_CUDA(cudaGetLastError());
+  }
+  const std::size_t shm = 4 * m.nf * sizeof(double2);
+  for (const auto& lv : m.m2m_levels) {
+    m2m_kernel<<<lv.second, m.threads(), shm>>>(m.parents.as<int>() + lv.first, m.first_child.as<int>(),
+                                                m.nchild.as<int>(), sc, m.p, m.M.as<double2>());
+    VH_FMM_CUDA(cudaGetLastError());
+  }
+  VH_FMM_CUDA(cudaEventRecord(m.ev[1]));
+  std::vector<std::complex<double>> root(3 * m.nc);
+  if (m.ns > 0) VH_FMM_CUDA(cudaMemcpy(root.data(), m.M.p, root.size() * sizeof(double2), cudaMemcpyDeviceToHost));
+  return root;
+}
+
+void FarGpu::downward(const std::vector<std::complex<double>>& root_local, const P2PGpu* near) {
+  Impl& m = *impl_;
+  VH_FMM_CUDA(cudaMemset(m.L.p, 0, m.L.bytes));
+  if (!root_local.empty()) {
+    if (static_cast<int>(root_local.size()) != 3 * m.nc) throw std::invalid_argument("FarGpu: root_local size");
+    VH_FMM_CUDA(cudaMemcpy(m.L.p, root_local.data(), root_local.size() * sizeof(double2), cudaMemcpyHostToDevice));
+  }
+  const GCell* sc = m.scells.as<GCell>();
+  const GCell* tc = m.self ? sc : m.tcells.as<GCell>();
+  const std::size_t shm = 4 * m.nf * sizeof(double2);
+  VH_FMM_CUDA(cudaEventRecord(m.ev[2]));
+  if (m.n_m2l_targets > 0) {
+    m2l_kernel<<<m.n_m2l_targets, m.threads(), shm>>>(m.m2l_targets.as<int>(), m.m2l_offset.as<int>(),
+                                                      m.m2l_entries.as<int2>(), tc, sc, m.shifts.as<double4_32a>(), m.p,
+                                                      m.M.as<double2>(), m.L.as<double2>());
+    VH_FMM_CUDA(cudaGetLastError());
+  }
+  VH_FMM_CUDA(cudaEventRecord(m.ev[3]));
+  for (const auto& lv : m.l2l_levels) {
+    l2l_kernel<<<lv.second, m.threads(), shm>>>(m.children.as<int>() + lv.first, tc, m.p, m.L.as<double2>());
+    VH_FMM_CUDA(cudaGetLastError());
+  }
+  if (m.n_tgt_leaves > 0) {
+    const double4_32a* xt = m.self ? m.xs.as<double4_32a>() : m.xt.as<double4_32a>();
+    const std::size_t shm_l2p = 3 * m.nf * sizeof(double2);
+    if (near && near->n_targets() > 0 && near->device_result_is_double())
+      l2p_kernel<double><<<m.n_tgt_leaves, 64, shm_l2p>>>(m.tgt_leaves.as<int>(), tc, xt, m.p, m.L.as<double2>(),
+                                                           static_cast<const double*>(near->device_result()),
+                                                           m.out.as<double>());
+    else
+      l2p_kernel<float><<<m.n_tgt_leaves, 64, shm_l2p>>>(
+          m.tgt_leaves.as<int>(), tc, xt, m.p, m.L.as<double2>(),
+          near && near->n_targets() > 0 ? static_cast<const float*>(near->device_result()) : nullptr,
+          m.out.as<double>());
+    VH_FMM_CUDA(cudaGetLastError());
+  }
+  VH_FMM_CUDA(cudaEventRecord(m.ev[4]));
+}
+
+void FarGpu::get(std::vector<Vec3>& u, std::vector<Mat3>& grad) const {
+  const Impl& m = *impl_;
+  std::vector<double> h(static_cast<std::size_t>(m.nt) * 12);
+  if (!h.empty()) VH_FMM_CUDA(cudaMemcpy(h.data(), m.out.p, h.size() * sizeof(double), cudaMemcpyDeviceToHost));
+  u.assign(m.nt, Vec3{});
+  grad.assign(m.nt, Mat3{});
+  for (int i = 0; i < m.nt; ++i) {
+    const double* o = &h[12 * static_cast<std::size_t>(i)];
+    for (int a = 0; a < 3; ++a) u[i][a] = o[a];
+    for (int a = 0; a < 3; ++a)
+      for (int k = 0; k < 3; ++k) grad[i][a][k] = o[3 + 3 * a + k];
+  }
+}
+
+FarGpuTimes FarGpu::times() const {
+  const Impl& m = *impl_;
+  VH_FMM_CUDA(cudaEventSynchronize(m.ev[4]));
+  float a = 0, b = 0, c = 0;
+  VH_FMM_CUDA(cudaEventElapsedTime(&a, m.ev[0], m.ev[1]));
+  VH_FMM_CUDA(cudaEventElapsedTime(&b, m.ev[2], m.ev[3]));
+  VH_FMM_CUDA(cudaEventElapsedTime(&c, m.ev[3], m.ev[4]));
+  return {a, b, c};
+}
+
+long long FarGpu::n_m2l() const { return impl_->n_m2l; }
+
+}  // namespace vh::fmm

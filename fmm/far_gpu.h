@@ -1,0 +1,70 @@
+// Far field of the FMM on the GPU: P2M, M2M, M2L, L2L and L2P over the CPU-built trees and M2L
+// lists, with the same expansions as fmm/expansions.h (complex scaled solid harmonics, degrees
+// 0..p, m >= 0 stored) in double precision, resident on the device.  Host API: no CUDA types;
+// built only with VH_ENABLE_CUDA (VH_FMM_HAVE_CUDA).
+//
+// Kernel layout (one thread block per cell, one thread per output coefficient (component a,
+// degree l, order m), so every sum has one owner and a fixed order: no atomics, repeatable):
+//   P2M  block per source leaf: the regular harmonics of a chunk of particles go to shared
+//        memory (one particle per thread), then each thread sums its coefficient over them.
+//   M2M  per level, bottom-up, block per parent: child multipoles and R(child - parent) staged.
+//   M2L  block per target cell with a non-empty list, entries sorted by source so that the
+//        periodic images of one source add their I_lm(d) tables first (as on the CPU) and one
+//        contraction serves them all; the table is built by p + 1 threads, one per order m
+//        (each runs the recurrence up its column).
+//   L2L  per level, top-down, block per child.
+//   L2P  block per target leaf, thread per target: the local expansion is shifted to degree 2
+//        at the target, which gives the gradient and Hessian of the three potentials, hence
+//        u and grad u; the near-field sums of P2PGpu are added in the same pass.
+// The periodic far lattice is one M2L into the root from the root multipole: the host computes
+// it (fmm/periodic.h, a few M2Ls) between upward() and downward().
+#pragma once
+
+#include <complex>
+#include <memory>
+#include <vector>
+
+#include "fmm/traverse.h"
+#include "fmm/tree.h"
+#include "fmm/types.h"
+
+namespace vh::fmm {
+
+class P2PGpu;
+
+/// Time of each GPU stage of the last evaluation, milliseconds (CUDA events).
+struct FarGpuTimes {
+  double p2m_m2m = 0, m2l = 0, l2l_l2p = 0;
+};
+
+/// Resident GPU far field for one pair of trees and one set of M2L lists.
+class FarGpu {
+ public:
+  /// Uploads the cells of both trees, the sorted positions (src.x, tgt.x) and the M2L lists
+  /// (lists.m2l, shift indices into `shifts`).  With self, tgt and src are the same tree.
+  FarGpu(const Tree& tgt, const Tree& src, bool self, const Lists& lists, const std::vector<Vec3>& shifts, int p);
+  ~FarGpu();
+  FarGpu(const FarGpu&) = delete;
+  FarGpu& operator=(const FarGpu&) = delete;
+
+  /// Uploads the strengths (sorted source order).
+  void set_strengths(const std::vector<Vec3>& alpha);
+  /// P2M and M2M; returns the root multipole (3 ncoef(p) coefficients, component-major), which
+  /// the periodic lattice needs.
+  std::vector<std::complex<double>> upward();
+  /// M2L, L2L and L2P.  root_local (3 ncoef(p), or empty) is added to the root's local
+  /// expansion first (the far lattice).  When `near` is given (same target order, its run()
+  /// or launch() already issued), its sums are added at L2P.  The result stays on the device.
+  void downward(const std::vector<std::complex<double>>& root_local, const P2PGpu* near);
+  /// Copies u and grad (far field + near field when given) to the host, sorted target order.
+  void get(std::vector<Vec3>& u, std::vector<Mat3>& grad) const;
+  /// Stage times of the last upward() and downward().
+  FarGpuTimes times() const;
+  long long n_m2l() const;  ///< M2L table evaluations per downward() (images counted one by one)
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vh::fmm
