@@ -1,18 +1,24 @@
-// fmm_bench: CPU FMM of the regularised Biot-Savart kernel, time per evaluation of u and grad u
-// for N = 2^min ... 2^max random blobs in [0, 2 pi)^3 (sigma = mean spacing h = 2 pi / N^(1/3),
-// alpha uniform with zero mean), split by stage; relative L2 error of u and grad u against the
-// free-space direct sum on 1000 sampled targets; least-squares slope of log time vs log N.
+// fmm_bench: FMM of the regularised Biot-Savart kernel, time per evaluation of u and grad u
+// (evaluate_self) for N = 2^min ... 2^max blobs in [0, 2 pi)^3 (sigma = mean spacing
+// h = 2 pi / N^(1/3)), split by stage; error; least-squares slope of log time against log N.
 //
-//   fmm_bench [--device cpu] [--min-log2n 14] [--max-log2n 18] [--p 10] [--theta 0.5]
+//   fmm_bench [--device cpu|gpu] [--min-log2n 14] [--max-log2n 18] [--p 10] [--theta 0.4]
 //             [--ncrit 64] [--tolerance 1e-6] [--images 5] [--p2p-max-pairs -1] [--periodic]
-//             [--lattice] [--gpu-p2p] [--precision single|double] [--repeat 3] [--csv]
+//             [--lattice | --turbulent] [--precision single|double] [--direct-max-log2n 18]
+//             [--ref-max-log2n 24] [--repeat 3] [--csv]
 //
-// --lattice: particles on the n^3 lattice (cell centres) displaced by up to +-0.1 h (only the
-// sizes with log2 N divisible by 3).  --gpu-p2p: near field on the GPU (Params::use_gpu, CUDA
-// builds), far field on the CPU meanwhile; --precision sets its working precision.
+// Particles: uniform random (default); --lattice: the n^3 lattice (cell centres) displaced by up
+// to +-0.1 h, alpha random with zero mean; --turbulent: exactly on the n^3 lattice with
+// alpha = omega h^3 of a k^4 exp(-2 k^2/k_p^2) turbulent velocity field (k_p = n/16, the shared
+// initial-field generator), periodic implied.  Lattice sizes need log2 N divisible by 3.
+// Error: free space, against the direct sum on 1000 sampled targets; --turbulent, against the
+// exact spectral sum of tests/fmm/spectral_reference.h at every particle (N <= 2^ref-max-log2n);
+// other periodic runs have none.
+// --device gpu: the whole evaluation on the GPU (Params::use_gpu; tree and lists on the host),
+// stage columns are then kernel times; and the O(N^2) GPU direct sum is timed for
+// N <= 2^direct-max-log2n, with the N where the FMM wins.
 //
-// Each size: one warm-up evaluation, then the median of --repeat.  With --periodic the error
-// column is left out (the direct sum is free space).  --csv prints rows
+// Each size: one warm-up evaluation, then the median of --repeat.  --csv prints rows
 // date,commit,device,benchmark,case,metric,value,unit (../shared/RESULTS-FORMAT.md) after the
 // table.  Cost on 2 cores of an AMD EPYC: about 1 minute up to 2^16, ~10 minutes up to 2^18.
 #include <omp.h>
@@ -28,8 +34,12 @@
 #include <string>
 #include <vector>
 
+#include "core/diagnostics.h"
+#include "core/fft.h"
+#include "core/initial_field.h"
 #include "fmm/fmm.h"
 #include "fmm/p2p.h"
+#include "spectral_reference.h"
 #ifdef VH_FMM_HAVE_CUDA
 #include "fmm/p2p_gpu.h"
 #endif
@@ -44,8 +54,8 @@ using vh::fmm::Mat3;
 using vh::fmm::Vec3;
 
 struct Options {
-  int min_log2n = 14, max_log2n = 18, repeat = 3;
-  bool csv = false, lattice = false;
+  int min_log2n = 14, max_log2n = 18, repeat = 3, direct_max_log2n = 18, ref_max_log2n = 24;
+  bool csv = false, lattice = false, turbulent = false;
   std::string device = "cpu";
   vh::fmm::Params prm;
 };
@@ -61,7 +71,9 @@ Options parse(int argc, char** argv) {
     if (a == "--csv") o.csv = true;
     else if (a == "--periodic") o.prm.periodic = true;
     else if (a == "--lattice") o.lattice = true;
-    else if (a == "--gpu-p2p") o.prm.use_gpu = true;
+    else if (a == "--turbulent") o.turbulent = o.lattice = o.prm.periodic = true;
+    else if (a == "--direct-max-log2n") o.direct_max_log2n = std::stoi(next());
+    else if (a == "--ref-max-log2n") o.ref_max_log2n = std::stoi(next());
     else if (a == "--precision") o.prm.set("precision", next());
     else if (a == "--device") o.device = next();
     else if (a == "--min-log2n") o.min_log2n = std::stoi(next());
@@ -74,16 +86,17 @@ Options parse(int argc, char** argv) {
     else if (a == "--images") o.prm.set("images", next());
     else if (a == "--p2p-max-pairs") o.prm.set("p2p_max_pairs", next());
     else if (a == "--help" || a == "-h") {
-      std::printf("usage: fmm_bench [--device cpu] [--min-log2n N] [--max-log2n N] [--p P] [--theta T] "
-                  "[--ncrit N] [--tolerance E] [--images K] [--p2p-max-pairs M] [--periodic] [--lattice] [--gpu-p2p] [--precision single|double] [--repeat R] "
-                  "[--csv]\n");
+      std::printf("usage: fmm_bench [--device cpu|gpu] [--min-log2n N] [--max-log2n N] [--p P] [--theta T] "
+                  "[--ncrit N] [--tolerance E] [--images K] [--p2p-max-pairs M] [--periodic] [--lattice | --turbulent] "
+                  "[--precision single|double] [--direct-max-log2n N] [--ref-max-log2n N] [--repeat R] [--csv]\n");
       std::exit(0);
     } else {
       throw std::invalid_argument("unknown option " + a);
     }
   }
-  if (o.device != "cpu") throw std::invalid_argument("--device " + o.device + ": only cpu is available in this build");
-  if (o.min_log2n < 1 || o.max_log2n < o.min_log2n || o.max_log2n > 26)
+  if (o.device != "cpu" && o.device != "gpu") throw std::invalid_argument("--device " + o.device + ": cpu or gpu");
+  o.prm.use_gpu = o.device == "gpu";
+  if (o.min_log2n < 1 || o.max_log2n < o.min_log2n || o.max_log2n > 27)
     throw std::invalid_argument("bad --min/max-log2n");
   if (o.repeat < 1) throw std::invalid_argument("--repeat must be >= 1");
   o.prm.validate();
@@ -106,7 +119,95 @@ struct Row {
   int n;
   vh::fmm::Timings t;  // median total, with the stages of that run
   double err_u = -1, err_g = -1;
+  double direct = -1;  // O(N^2) GPU direct sum [s], when timed
 };
+
+// Blobs of one benchmark size.
+struct Blobs {
+  std::vector<Vec3> x, a;
+  std::vector<double> s;
+};
+
+// Exactly on the m^3 lattice, alpha = omega h^3 of a k^4 exp turbulent field (spectral curl);
+// particle (i, j, k) at index (i m + j) m + k, the order of tests/fmm/spectral_reference.h.
+Blobs turbulent_lattice(int m) {
+  const vh::Grid g{m};
+  vh::InitialFieldSpec spec;
+  spec.k_p = std::max(2.0, m / 16.0);
+  spec.u_prime = 1.0;
+  spec.nu = 0.01;
+  const vh::InitialField f = vh::make_initial_field(spec, g);
+  vh::Fft3d fft(m);
+  vh::VectorField w(g);
+  vh::vorticity(f.u, fft, w);
+  const double h = 2 * M_PI / m, h3 = h * h * h;
+  Blobs b;
+  const std::size_t n = std::size_t(m) * m * m;
+  b.x.resize(n);
+  b.a.resize(n);
+  b.s.assign(n, h);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < m; ++j)
+      for (int k = 0; k < m; ++k) {
+        const std::size_t id = (std::size_t(i) * m + j) * m + k, gi = g.index(i, j, k);
+        b.x[id] = {i * h, j * h, k * h};
+        for (int d = 0; d < 3; ++d) b.a[id][d] = w.c[d][gi] * h3;
+      }
+  return b;
+}
+
+// Uniform random in the box, or the lattice displaced by +-0.1 h; alpha uniform, zero mean.
+Blobs random_blobs(int lg, bool lattice) {
+  const int n = 1 << lg;
+  std::mt19937_64 gen(1234 + lg);
+  std::uniform_real_distribution<double> U(0.0, 1.0);
+  const double L = 2 * M_PI, h = L / std::cbrt(double(n));
+  Blobs b;
+  b.x.resize(n);
+  b.a.resize(n);
+  b.s.assign(n, h);
+  Vec3 mean{};
+  const int m = 1 << (lg / 3);  // lattice points per side
+  for (int i = 0; i < n; ++i) {
+    if (lattice) {
+      const int ijk[3] = {i / (m * m), (i / m) % m, i % m};
+      for (int d = 0; d < 3; ++d) b.x[i][d] = (ijk[d] + 0.5 + 0.2 * (U(gen) - 0.5)) * h;
+    } else {
+      for (int d = 0; d < 3; ++d) b.x[i][d] = L * U(gen);
+    }
+    for (int d = 0; d < 3; ++d) mean[d] += (b.a[i][d] = U(gen) - 0.5) / n;
+  }
+  for (auto& v : b.a)
+    for (int d = 0; d < 3; ++d) v[d] -= mean[d];
+  return b;
+}
+
+double rel_l2(const double* a, const double* b, std::size_t n) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    num += (a[i] - b[i]) * (a[i] - b[i]);
+    den += b[i] * b[i];
+  }
+  return std::sqrt(num / den);
+}
+
+// Free space: relative L2 error on 1000 sampled particles against the direct sum.
+void sampled_error(const Blobs& b, const std::vector<Vec3>& u, const std::vector<Mat3>& g, Row& row) {
+  const int n = static_cast<int>(b.x.size()), ns = std::min(n, 1000);
+  std::vector<Vec3> us(ns), ud(ns);
+  std::vector<Mat3> gs(ns), gd(ns);
+#pragma omp parallel for schedule(dynamic, 8)
+  for (int i = 0; i < ns; ++i) {
+    const int id = int((long long)i * n / ns);
+    us[i] = u[id];
+    gs[i] = g[id];
+    ud[i] = Vec3{};
+    gd[i] = Mat3{};
+    vh::fmm::p2p(&b.x[id], 1, id, b.x.data(), b.a.data(), b.s.data(), n, 0, Vec3{}, true, &ud[i], &gd[i]);
+  }
+  row.err_u = rel_l2(us[0].data(), ud[0].data(), 3 * std::size_t(ns));
+  row.err_g = rel_l2(gs[0][0].data(), gd[0][0].data(), 9 * std::size_t(ns));
+}
 
 }  // namespace
 
@@ -119,101 +220,89 @@ int main(int argc, char** argv) {
     return 2;
   }
   const auto& prm = o.prm;
-  const std::string near = prm.use_gpu ? "GPU near field (" + prm.precision + ")" : "CPU near field";
-  std::printf("fmm_bench: %s, %s, %s%s, p = %d, theta = %g, ncrit = %d, tolerance = %g%s, commit %s\n",
-              o.device.c_str(), near.c_str(), prm.periodic ? "periodic" : "free space", o.lattice ? " lattice" : "",
-              prm.p, prm.theta, prm.ncrit, prm.tolerance,
+  const bool gpu = prm.use_gpu;
+  const std::string what = gpu ? "GPU (near field " + prm.precision + ", far field double)" : "CPU";
+  const char* field = o.turbulent ? " turbulent lattice" : o.lattice ? " displaced lattice" : " random";
+  std::printf("fmm_bench: %s, %s%s, p = %d, theta = %g, ncrit = %d, tolerance = %g%s, commit %s\n", what.c_str(),
+              prm.periodic ? "periodic" : "free space", field, prm.p, prm.theta, prm.ncrit, prm.tolerance,
               prm.periodic ? (", images = " + std::to_string(prm.images)).c_str() : "", VH_GIT_HASH);
-  std::printf("%9s %9s %8s %8s %8s %8s %8s %8s %10s %10s %11s\n", "N", "total[s]", "tree", "p2m/m2m", "m2l*",
-              "l2l/l2p", "p2p", "us/part", "err u", "err grad", "P2P pairs/N");
+  std::printf("%9s %8s %7s %7s %7s %8s %8s %8s %8s %9s %9s %8s %7s %8s %9s\n", "N", "total[s]", "tree", "lists",
+              "upload", "p2m/m2m", "m2l", "l2l/l2p", "p2p", "err u", "err grad", "pairs/N", "M2L/N", "Gpair/s",
+              "direct[s]");
   std::vector<Row> rows;
   for (int lg = o.min_log2n; lg <= o.max_log2n; ++lg) {
-    const int n = 1 << lg;
     if (o.lattice && lg % 3 != 0) continue;
-    std::mt19937_64 gen(1234 + lg);
-    std::uniform_real_distribution<double> U(0.0, 1.0);
-    const double L = 2 * M_PI, h = L / std::cbrt(double(n));
-    std::vector<Vec3> x(n), a(n);
-    std::vector<double> s(n, h);
-    Vec3 mean{};
-    const int m = 1 << (lg / 3);  // lattice points per side
-    for (int i = 0; i < n; ++i) {
-      if (o.lattice) {
-        const int ijk[3] = {i / (m * m), (i / m) % m, i % m};
-        for (int d = 0; d < 3; ++d) x[i][d] = (ijk[d] + 0.5 + 0.2 * (U(gen) - 0.5)) * h;
-      } else {
-        for (int d = 0; d < 3; ++d) x[i][d] = L * U(gen);
-      }
-      for (int d = 0; d < 3; ++d) mean[d] += (a[i][d] = U(gen) - 0.5) / n;
-    }
-    for (auto& v : a)
-      for (int d = 0; d < 3; ++d) v[d] -= mean[d];
+    const int n = 1 << lg;
+    const Blobs b = o.turbulent ? turbulent_lattice(1 << (lg / 3)) : random_blobs(lg, o.lattice);
     std::vector<Vec3> u;
     std::vector<Mat3> g;
-    vh::fmm::evaluate_self(prm, x, a, s, u, g);  // warm-up
+    vh::fmm::evaluate_self(prm, b.x, b.a, b.s, u, g);  // warm-up
     std::vector<vh::fmm::Timings> runs;
-    for (int r = 0; r < o.repeat; ++r) runs.push_back(vh::fmm::evaluate_self(prm, x, a, s, u, g));
+    for (int r = 0; r < o.repeat; ++r) runs.push_back(vh::fmm::evaluate_self(prm, b.x, b.a, b.s, u, g));
     std::sort(runs.begin(), runs.end(), [](const auto& p, const auto& q) { return p.total < q.total; });
     Row row{n, runs[runs.size() / 2]};
     if (!prm.periodic) {
-      // 1000 sampled targets (the particles themselves, self pair left out).
-      const int ns = std::min(n, 1000);
-      std::vector<Vec3> tg(ns), us(ns);
-      std::vector<Mat3> gs(ns);
-      std::vector<int> idx(ns);
-      for (int i = 0; i < ns; ++i) idx[i] = int((long long)i * n / ns);
-      for (int i = 0; i < ns; ++i) {
-        tg[i] = x[idx[i]];
-        us[i] = u[idx[i]];
-        gs[i] = g[idx[i]];
-      }
-      std::vector<Vec3> ud(ns);
-      std::vector<Mat3> gd(ns);
-#pragma omp parallel for schedule(dynamic, 8)
-      for (int i = 0; i < ns; ++i) {
-        ud[i] = Vec3{};
-        gd[i] = Mat3{};
-        vh::fmm::p2p(&tg[i], 1, idx[i], x.data(), a.data(), s.data(), n, 0, Vec3{}, true, &ud[i], &gd[i]);
-      }
-      double nu = 0, du = 0, ng = 0, dg = 0;
-      for (int i = 0; i < ns; ++i)
-        for (int m = 0; m < 3; ++m) {
-          nu += (us[i][m] - ud[i][m]) * (us[i][m] - ud[i][m]);
-          du += ud[i][m] * ud[i][m];
-          for (int k = 0; k < 3; ++k) {
-            ng += (gs[i][m][k] - gd[i][m][k]) * (gs[i][m][k] - gd[i][m][k]);
-            dg += gd[i][m][k] * gd[i][m][k];
-          }
-        }
-      row.err_u = std::sqrt(nu / du);
-      row.err_g = std::sqrt(ng / dg);
+      sampled_error(b, u, g, row);
+    } else if (o.turbulent && lg <= o.ref_max_log2n) {
+      // The reference is the smooth regularised field, which includes each blob's own
+      // contribution to grad u: evaluate at the particles as separate targets.
+      vh::fmm::evaluate_at(prm, b.x, b.a, b.s, b.x, u, g);
+      std::vector<Vec3> ur;
+      std::vector<Mat3> gr;
+      vh::fmm::testing::spectral_velocity(1 << (lg / 3), b.s[0], b.a, ur, gr);
+      row.err_u = rel_l2(u[0].data(), ur[0].data(), 3 * u.size());
+      row.err_g = rel_l2(g[0][0].data(), gr[0][0].data(), 9 * g.size());
     }
+#ifdef VH_FMM_HAVE_CUDA
+    if (gpu && lg <= o.direct_max_log2n) {
+      vh::fmm::direct_sum_gpu(b.x, b.a, b.s, u, g);  // warm-up
+      row.direct = 1e-3 * vh::fmm::direct_sum_gpu(b.x, b.a, b.s, u, g,
+                                                   prm.precision == "double" ? vh::fmm::GpuPrecision::fp64
+                                                                             : vh::fmm::GpuPrecision::fp32);
+    }
+#endif
     const auto& t = row.t;
-    char eu[32] = "-", eg[32] = "-";
+    char eu[32] = "-", eg[32] = "-", dr[32] = "-";
     if (row.err_u >= 0) {
       std::snprintf(eu, sizeof eu, "%.2e", row.err_u);
       std::snprintf(eg, sizeof eg, "%.2e", row.err_g);
     }
-    std::printf("%9d %9.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.2f %10s %10s %11.0f\n", n, t.total, t.tree, t.p2m_m2m,
-                t.traverse + t.m2l, t.l2l_l2p, t.p2p, 1e6 * t.total / n, eu, eg, double(t.n_p2p_pairs) / n);
+    if (row.direct >= 0) std::snprintf(dr, sizeof dr, "%.4f", row.direct);
+    std::printf("%9d %8.3f %7.3f %7.3f %7.3f %8.4f %8.4f %8.4f %8.4f %9s %9s %8.0f %7.2f %8.1f %9s\n", n, t.total,
+                t.tree, t.traverse, t.upload, t.p2m_m2m, t.m2l, t.l2l_l2p, t.p2p, eu, eg, double(t.n_p2p_pairs) / n,
+                double(t.n_m2l) / n, 1e-9 * double(t.n_p2p_pairs) / t.p2p, dr);
     std::fflush(stdout);
     rows.push_back(row);
   }
   // Least-squares slope of log(total) against log(N).
-  double slope = NAN;
-  if (rows.size() >= 2) {
-    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  auto slope_of = [&](auto time) {
+    double sx = 0, sy = 0, sxx = 0, sxy = 0, k = 0;
     for (const auto& r : rows) {
-      const double lx = std::log(double(r.n)), ly = std::log(r.t.total);
+      const double lx = std::log(double(r.n)), ly = std::log(time(r));
       sx += lx;
       sy += ly;
       sxx += lx * lx;
       sxy += lx * ly;
+      k += 1;
     }
-    const double k = double(rows.size());
-    slope = (k * sxy - sx * sy) / (k * sxx - sx * sx);
+    return k >= 2 ? (k * sxy - sx * sy) / (k * sxx - sx * sx) : NAN;
+  };
+  const double slope = slope_of([](const Row& r) { return r.t.total; });
+  const double slope_dev =
+      slope_of([](const Row& r) { return r.t.p2m_m2m + r.t.m2l + r.t.l2l_l2p + r.t.p2p; });
+  std::printf("fitted slope d log t / d log N: total %.3f, %s %.3f\n", slope,
+              gpu ? "GPU stages" : "stages after the lists", slope_dev);
+  // Crossover with the direct sum: the smallest timed N where the FMM is faster.
+  long long cross = -1;
+  for (const auto& r : rows)
+    if (r.direct >= 0 && r.t.total < r.direct) {
+      cross = r.n;
+      break;
+    }
+  if (gpu) {
+    if (cross > 0) std::printf("FMM faster than the GPU direct sum from N = %lld on\n", cross);
+    else std::printf("FMM not faster than the GPU direct sum at any timed N\n");
   }
-  std::printf("m2l* includes the traversal (list building).  fitted slope d log t / d log N = %.3f\n", slope);
 
   if (o.csv) {
     char date[16];
@@ -221,32 +310,39 @@ int main(int argc, char** argv) {
     std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
     std::string dev = cpu_name();
 #ifdef VH_FMM_HAVE_CUDA
-    if (prm.use_gpu) dev = vh::fmm::gpu_name() + " + " + dev;
+    if (gpu) dev = vh::fmm::gpu_name() + " + " + dev;
 #endif
     std::string commit = VH_GIT_HASH;
     auto row = [&](const std::string& cs, const char* metric, double v, const char* unit) {
       std::printf("%s,%s,%s,fmm,%s,%s,%.6g,%s\n", date, commit.c_str(), dev.c_str(), cs.c_str(), metric, v, unit);
     };
     std::printf("date,commit,device,benchmark,case,metric,value,unit\n");
+    const std::string base = std::string(gpu ? "gpu " + prm.precision + " " : "cpu ") +
+                             (prm.periodic ? "periodic" : "free space") + field;
     for (const auto& r : rows) {
-      const std::string cs = std::string(prm.periodic ? "periodic" : "free space") + (o.lattice ? " lattice" : "") +
-                             (prm.use_gpu ? " gpu-p2p " + prm.precision : "") + " N=" + std::to_string(r.n) +
-                             " p=" + std::to_string(prm.p) + " theta=" + std::to_string(prm.theta).substr(0, 4) +
-                             " ncrit=" + std::to_string(prm.ncrit) + " sigma=h median of " + std::to_string(o.repeat);
+      const std::string cs = base + " N=" + std::to_string(r.n) + " p=" + std::to_string(prm.p) +
+                             " theta=" + std::to_string(prm.theta).substr(0, 4) + " ncrit=" +
+                             std::to_string(prm.ncrit) + " tol=" + std::to_string(prm.tolerance).substr(0, 8) +
+                             " sigma=h median of " + std::to_string(o.repeat);
       row(cs, "time_per_eval", r.t.total, "s");
       row(cs, "time_tree", r.t.tree, "s");
+      row(cs, "time_lists", r.t.traverse, "s");
+      row(cs, "time_upload", r.t.upload, "s");
       row(cs, "time_p2m_m2m", r.t.p2m_m2m, "s");
-      row(cs, "time_traverse_m2l", r.t.traverse + r.t.m2l, "s");
+      row(cs, "time_m2l", r.t.m2l, "s");
       row(cs, "time_l2l_l2p", r.t.l2l_l2p, "s");
       row(cs, "time_p2p", r.t.p2p, "s");
+      row(cs, "p2p_pairs_per_s", double(r.t.n_p2p_pairs) / r.t.p2p, "1/s");
+      row(cs, "m2l_per_particle", double(r.t.n_m2l) / r.n, "1");
       if (r.err_u >= 0) {
         row(cs, "u_rel_l2_error", r.err_u, "1");
         row(cs, "grad_u_rel_l2_error", r.err_g, "1");
       }
+      if (r.direct >= 0) row(cs, "time_direct_sum_gpu", r.direct, "s");
     }
     if (rows.size() >= 2)
-      row(std::string(prm.periodic ? "periodic" : "free space") + " N=2^" + std::to_string(o.min_log2n) + "..2^" +
-              std::to_string(o.max_log2n) + " p=" + std::to_string(prm.p),
+      row(base + " N=2^" + std::to_string(o.min_log2n) + "..2^" + std::to_string(o.max_log2n) + " p=" +
+              std::to_string(prm.p),
           "time_slope_vs_n", slope, "1");
   }
   return 0;
