@@ -35,11 +35,6 @@ struct Params {
   /// H200 with cuFFT 12 it is 1.4–2.7× slower (bench/RESULTS.md), hence off. Ignored on
   /// the CPU.
   bool pruned_transforms = false;
-  /// GPU only: fold the per-point passes into the transforms with cuFFT LTO callbacks
-  /// (fft_callbacks.h): same results, less memory traffic. Falls back to separate passes
-  /// (one line on stderr) when cuFFT cannot build the callback plans. Ignored on the CPU
-  /// and with pruned_transforms.
-  bool fft_callbacks = true;
   double nu = 0;                  ///< kinematic viscosity [length²/time]
 };
 

@@ -4,7 +4,6 @@
 //   spectral_bench [--device cpu|gpu] [--n 128,256,512] [--dealias 3/2,2/3,none]
 //                  [--precision double|single] [--steps 20] [--warmup 3] [--csv]
 //                  [--pruned]   (GPU: pruned transforms, Params::pruned_transforms)
-//                  [--no-callbacks]  (GPU: separate per-point passes, not cuFFT callbacks)
 //
 // Each case starts from a real random field (k⁴ exp spectrum, u′ = 1), takes `warmup` steps,
 // then times `steps` single steps (median) and `steps` repetitions of the bare transforms
@@ -60,7 +59,7 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   std::string device = "gpu", ns = "", dealias = "3/2,2/3,none", precision = "double";
   int steps = 20, warmup = 3;
-  bool csv = false, pruned = false, callbacks = true;
+  bool csv = false, pruned = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -78,7 +77,6 @@ int main(int argc, char** argv) {
     else if (a == "--warmup") warmup = std::stoi(next());
     else if (a == "--csv") csv = true;
     else if (a == "--pruned") pruned = true;
-    else if (a == "--no-callbacks") callbacks = false;
     else {
       std::fprintf(stderr, "spectral_bench: unknown argument %s\n", a.c_str());
       return 2;
@@ -89,9 +87,8 @@ int main(int argc, char** argv) {
     if (ns.empty()) ns = b == Backend::gpu ? "128,256,512" : "64,128";
     const std::string dev = device_name(b);
     const std::string prec = precision == "single" ? "fp32" : "fp64";
-    const std::string variant = pruned ? " pruned" : b == Backend::gpu && !callbacks ? " no-callbacks" : "";
     std::printf("# spectral_bench on %s, %s%s, median of %d steps after %d warm-up steps\n",
-                dev.c_str(), prec.c_str(), variant.c_str(), steps, warmup);
+                dev.c_str(), prec.c_str(), pruned ? ", pruned transforms" : "", steps, warmup);
     std::printf("%6s %8s %6s %14s %14s %8s\n", "N", "dealias", "M", "step [ms]", "FFT floor [ms]",
                 "ratio");
     std::vector<std::string> rows;
@@ -105,7 +102,6 @@ int main(int argc, char** argv) {
         p.dealias = d == "3/2" ? Dealias::three_halves : d == "2/3" ? Dealias::two_thirds : Dealias::none;
         p.single_precision = precision == "single";
         p.pruned_transforms = pruned;
-        p.fft_callbacks = callbacks;
         p.nu = spec.nu;
         auto s = make_solver(p, g, b);
         s->set_velocity(u0, 0.0);
@@ -124,7 +120,7 @@ int main(int argc, char** argv) {
         std::printf("%6d %8s %6d %14.3f %14.3f %8.3f\n", g.n, d.c_str(), s->transform_size(),
                     1e3 * step, 1e3 * floor, step / floor);
         std::fflush(stdout);
-        const std::string cs = "N=" + nstr + " dealias=" + d + " " + prec + variant;
+        const std::string cs = "N=" + nstr + " dealias=" + d + " " + prec + (pruned ? " pruned" : "");
         const std::string pre = today() + "," + commit() + "," + dev + ",spectral," + cs + ",";
         char buf[64];
         std::snprintf(buf, sizeof buf, "%.6g", step);
