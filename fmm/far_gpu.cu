@@ -196,55 +196,100 @@ __global__ void m2m_kernel(const int* __restrict__ parents, const int* __restric
 }
 
 // ------------------------------------------------------------------------------------ M2L
-// Block per target cell; entries (source, shift) sorted by source: the I tables of one source's
-// images are summed by the p + 1 column threads, then every thread contracts its coefficient:
+// Block per target cell, `warps` warps working independently ("multiple walks" over the source
+// groups: warp w takes groups w, w + warps, ...).  A group is one source cell with all the
+// periodic images of it that the target takes: its I_lm(d) tables are summed by the p + 1
+// column lanes (each runs the recurrence up its column), the folded source multipole is
+// staged, then the 32 lanes contract the 3 ncoef outputs dealt round-robin (balanced: lane q
+// owns outputs q, q + 32, ...), accumulating in registers:
 //   L_lm += sum_j sum_k (-1)^j conj(M_jk) T_{l+j, m+k}.
-__global__ void m2l_kernel(const int* __restrict__ targets, const int* __restrict__ offset,
-                           const int2* __restrict__ entries, const GCell* __restrict__ tcells,
-                           const GCell* __restrict__ scells, const double4_32a* __restrict__ shifts, int p,
-                           const double2* __restrict__ M, double2* __restrict__ L) {
+// The warps' partial sums are added in warp order at the end (repeatable).  No block barrier
+// inside the loop.
+// Q: outputs per lane, ceil(3 ncoef(p) / 32), a template parameter so the accumulators stay in
+// registers.
+template <int Q>
+__global__ void m2l_kernel(const int* __restrict__ targets, const int* __restrict__ goffset,
+                           const int* __restrict__ groups, const int2* __restrict__ entries,
+                           const GCell* __restrict__ tcells, const GCell* __restrict__ scells,
+                           const double4_32a* __restrict__ shifts, int p, const double2* __restrict__ M,
+                           double2* __restrict__ L) {
   extern __shared__ double2 sh[];
-  const int nc = cidx(p + 1, 0), nf = (p + 1) * (p + 1);
-  double2* T = sh;        // [nf]
-  double2* Mf = sh + nf;  // [3][nf], folded
+  const int nc = cidx(p + 1, 0), nf = (p + 1) * (p + 1), nout = 3 * nc;
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  double2* T = sh + w * 4 * nf;  // [nf]
+  double2* Mf = T + nf;          // [3][nf], folded
   const int A = targets[blockIdx.x];
   const GCell CA = tcells[A];
-  const int o = threadIdx.x, a = o / nc;
-  int l = 0, m = 0;
-  if (a < 3) lm_of(o - a * nc, l, m);
-  double2 acc = make_double2(0, 0);
-  const int e_end = offset[blockIdx.x + 1];
-  for (int e = offset[blockIdx.x]; e < e_end;) {
-    const int src = entries[e].x;
-    int g = e;
-    while (g < e_end && entries[g].x == src) ++g;
-    if (threadIdx.x <= p) {
+  double2 acc[Q];
+  int ol[Q], om[Q], oa[Q];
+  const int nq = (nout - lane + 31) / 32;
+#pragma unroll
+  for (int q = 0; q < Q; ++q) {
+    acc[q] = make_double2(0, 0);
+    const int o = lane + 32 * q;
+    oa[q] = o / nc;
+    if (q < nq) lm_of(o - oa[q] * nc, ol[q], om[q]);
+  }
+  const int g_end = goffset[blockIdx.x + 1];
+  for (int g = goffset[blockIdx.x] + w; g < g_end; g += warps) {
+    const int e0 = groups[g], e1 = groups[g + 1];
+    const int src = entries[e0].x;
+    if (lane <= p) {
       const GCell CB = scells[src];
-      for (int k = e; k < g; ++k) {
+      for (int k = e0; k < e1; ++k) {
         const double4_32a s = shifts[entries[k].y];
-        irregular_column(CB.cx + s.x - CA.cx, CB.cy + s.y - CA.cy, CB.cz + s.z - CA.cz, p, threadIdx.x, T, k > e);
+        irregular_column(CB.cx + s.x - CA.cx, CB.cy + s.y - CA.cy, CB.cz + s.z - CA.cz, p, lane, T, k > e0);
       }
     }
-    stage_full(M + static_cast<long long>(src) * 3 * nc, p, nc, Mf, true);
-    __syncthreads();
-    if (a < 3) {
-      const double2* Ma = Mf + a * nf;
+    // Folded multipole (-1)^n conj(M_nm) in the full layout, by the warp's lanes.
+    const double2* Ms = M + static_cast<long long>(src) * 3 * nc;
+    for (int t = lane; t < 3 * nf; t += 32) {
+      const int a = t / nf, f = t - a * nf;
+      int n = 0;
+      while ((n + 1) * (n + 1) <= f) ++n;
+      const int m = f - n * n - n;
+      double2 v = Ms[a * nc + cidx(n, m < 0 ? -m : m)];
+      if (m < 0) v = negm(v, -m);
+      v = cconj(v);
+      if (n & 1) v = make_double2(-v.x, -v.y);
+      Mf[t] = v;
+    }
+    __syncwarp();
+#pragma unroll
+    for (int q = 0; q < Q; ++q) {
+      if (q >= nq) break;
+      const int l = ol[q], m = om[q];
+      const double2* Ma = Mf + oa[q] * nf;
+      double sr = 0, si = 0;
       for (int j = 0; j <= p - l; ++j) {
         const double2* Tj = T + fidx(l + j, m);
         const double2* Mj = Ma + fidx(j, 0);
         for (int k = -j; k <= j; ++k) {
-          const double2 t = cmul(Mj[k], Tj[k]);
-          acc.x += t.x;
-          acc.y += t.y;
+          const double2 mv = Mj[k], t = Tj[k];
+          sr += mv.x * t.x - mv.y * t.y;
+          si += mv.x * t.y + mv.y * t.x;
         }
       }
+      acc[q].x += sr;
+      acc[q].y += si;
     }
-    __syncthreads();
-    e = g;
+    __syncwarp();  // T and Mf are rewritten by the next group
   }
-  if (a < 3) {
-    double2& out = L[static_cast<long long>(A) * 3 * nc + o];
-    out = make_double2(out.x + acc.x, out.y + acc.y);
+  // Sum the warps in order: warp w's partials to shared memory, then warp 0 adds them up.
+  __syncthreads();
+  double2* part = sh;  // [warps][nout], reuses the tables
+#pragma unroll
+  for (int q = 0; q < Q; ++q)
+    if (q < nq) part[w * nout + lane + 32 * q] = acc[q];
+  __syncthreads();
+  for (int o = threadIdx.x; o < nout; o += blockDim.x) {
+    double2 s = part[o];
+    for (int v = 1; v < warps; ++v) {
+      s.x += part[v * nout + o].x;
+      s.y += part[v * nout + o].y;
+    }
+    double2& out = L[static_cast<long long>(A) * nout + o];
+    out = make_double2(out.x + s.x, out.y + s.y);
   }
 }
 
@@ -381,7 +426,7 @@ struct FarGpu::Impl {
   std::vector<std::pair<int, int>> m2m_levels;  // (offset, count) into parents, bottom-up
   std::vector<std::pair<int, int>> l2l_levels;  // (offset, count) into children, top-down
   DevBuf parents, children;
-  DevBuf m2l_targets, m2l_offset, m2l_entries;
+  DevBuf m2l_targets, m2l_entries, m2l_goffset, m2l_groups;
   int n_src_leaves = 0, n_tgt_leaves = 0, n_m2l_targets = 0;
   DevBuf M, L, out;
   cudaEvent_t ev[6] = {};
@@ -471,17 +516,32 @@ FarGpu::FarGpu(const Tree& tgt, const Tree& src, bool self, const Lists& lists, 
       off.push_back(off.back() + static_cast<int>(lists.m2l[i].size()));
     }
   std::vector<int2> ent(off.back());
+  std::vector<int> ngroup(tg.size() + 1, 0);
 #pragma omp parallel for schedule(dynamic, 16)
   for (int t = 0; t < static_cast<int>(tg.size()); ++t) {
     int2* e = ent.data() + off[t];
     const auto& l = lists.m2l[tg[t]];
     for (std::size_t k = 0; k < l.size(); ++k) e[k] = make_int2(l[k].source, l[k].shift);
     std::sort(e, e + l.size(), [](const int2& a, const int2& b) { return a.x != b.x ? a.x < b.x : a.y < b.y; });
+    for (std::size_t k = 0; k < l.size(); ++k) ngroup[t + 1] += (k == 0 || e[k].x != e[k - 1].x) ? 1 : 0;
   }
+  // Groups (one source, all its images): per target cell [goff[t], goff[t+1]) into `groups`,
+  // group g = entries [groups[g], groups[g+1]).
+  std::vector<int> goff(tg.size() + 1, 0);
+  for (std::size_t t = 0; t < tg.size(); ++t) goff[t + 1] = goff[t] + ngroup[t + 1];
+  std::vector<int> groups(goff.back() + 1);
+  groups[goff.back()] = off.back();
+#pragma omp parallel for schedule(dynamic, 16)
+  for (int t = 0; t < static_cast<int>(tg.size()); ++t) {
+    int g = goff[t];
+    for (int k = off[t]; k < off[t + 1]; ++k)
+      if (k == off[t] || ent[k].x != ent[k - 1].x) groups[g++] = k;
+  }
+  m.m2l_goffset.upload(goff);
+  m.m2l_groups.upload(groups);
   m.n_m2l = static_cast<long long>(ent.size());
   m.n_m2l_targets = static_cast<int>(tg.size());
   m.m2l_targets.upload(tg);
-  m.m2l_offset.upload(off);
   m.m2l_entries.upload(ent);
 
   m.M.resize(src.cells.size() * 3 * m.nc * sizeof(double2));
@@ -535,9 +595,21 @@ void FarGpu::downward(const std::vector<std::complex<double>>& root_local, const
   const std::size_t shm = 4 * m.nf * sizeof(double2);
   VH_FMM_CUDA(cudaEventRecord(m.ev[2]));
   if (m.n_m2l_targets > 0) {
-    m2l_kernel<<<m.n_m2l_targets, m.threads(), shm>>>(m.m2l_targets.as<int>(), m.m2l_offset.as<int>(),
-                                                      m.m2l_entries.as<int2>(), tc, sc, m.shifts.as<double4_32a>(), m.p,
-                                                      m.M.as<double2>(), m.L.as<double2>());
+    // Warps per block: as many as fit 40 KB of tables (4 nf double2 each), at most 4; the
+    // final reduction reuses the space (warps * 3 ncoef <= warps * 4 nf).
+    const int warps = std::max(1, std::min(4, static_cast<int>((40 * 1024) / (4 * m.nf * sizeof(double2)))));
+    const int q = (3 * m.nc + 31) / 32;
+    const std::size_t shm_m2l = warps * 4 * m.nf * sizeof(double2);
+    auto launch = [&](auto kernel) {
+      kernel<<<m.n_m2l_targets, 32 * warps, shm_m2l>>>(m.m2l_targets.as<int>(), m.m2l_goffset.as<int>(),
+                                                        m.m2l_groups.as<int>(), m.m2l_entries.as<int2>(), tc, sc,
+                                                        m.shifts.as<double4_32a>(), m.p, m.M.as<double2>(),
+                                                        m.L.as<double2>());
+    };
+    if (q <= 3) launch(m2l_kernel<3>);        // p <= 6
+    else if (q <= 7) launch(m2l_kernel<7>);   // p <= 10
+    else if (q <= 12) launch(m2l_kernel<12>); // p <= 14
+    else launch(m2l_kernel<22>);              // p <= 20
     VH_FMM_CUDA(cudaGetLastError());
   }
   VH_FMM_CUDA(cudaEventRecord(m.ev[3]));

@@ -21,14 +21,14 @@ namespace vh::fmm {
 
 void Params::validate() const {
   auto fail = [](const std::string& m) { throw std::invalid_argument("fmm: " + m); };
-  if (p < 1 || p > kMaxOrder) fail("p = " + std::to_string(p) + " must be in [1, 30]");
-  if (ncrit < 1) fail("ncrit = " + std::to_string(ncrit) + " must be >= 1");
-  if (!(theta > 0 && theta < 1)) fail("theta = " + std::to_string(theta) + " must be in (0, 1)");
+  if (p != -1 && (p < 1 || p > kMaxOrder)) fail("p = " + std::to_string(p) + " must be in [1, 30] or auto");
+  if (ncrit != -1 && ncrit < 1) fail("ncrit = " + std::to_string(ncrit) + " must be >= 1 or auto");
+  if (theta != -1 && !(theta > 0 && theta < 1)) fail("theta = " + std::to_string(theta) + " must be in (0, 1) or auto");
   if (images < 0 || images > 12) fail("images = " + std::to_string(images) + " must be in [0, 12]");
   if (!(tolerance > 0 && tolerance <= 0.1)) fail("tolerance = " + std::to_string(tolerance) + " must be in (0, 0.1]");
   if (p2p_max_pairs < -1) fail("p2p_max_pairs = " + std::to_string(p2p_max_pairs) + " must be >= -1");
-  if (precision != "single" && precision != "double")
-    fail("precision = '" + precision + "' must be single or double");
+  if (precision != "single" && precision != "double" && precision != "auto")
+    fail("precision = '" + precision + "' must be single, double or auto");
 #ifndef VH_FMM_HAVE_CUDA
   if (use_gpu) fail("use_gpu: this build has no CUDA (configure with -DVH_ENABLE_CUDA=ON for the GPU back end)");
 #endif
@@ -51,14 +51,14 @@ void Params::set(const std::string& key, const std::string& value) {
     if (pos != value.size()) bad();
     return v;
   };
-  if (key == "p") p = to_int();
-  else if (key == "ncrit") ncrit = to_int();
-  else if (key == "theta") theta = to_double();
+  if (key == "p") p = value == "auto" ? -1 : to_int();
+  else if (key == "ncrit") ncrit = value == "auto" ? -1 : to_int();
+  else if (key == "theta") theta = value == "auto" ? -1 : to_double();
   else if (key == "images") images = to_int();
   else if (key == "tolerance") tolerance = to_double();
   else if (key == "p2p_max_pairs") p2p_max_pairs = to_int();
   else if (key == "precision") {
-    if (value != "single" && value != "double") bad();
+    if (value != "single" && value != "double" && value != "auto") bad();
     precision = value;
   }
   else if (key == "periodic") {
@@ -70,23 +70,63 @@ void Params::set(const std::string& key, const std::string& value) {
   }
 }
 
+// Measured on an NVIDIA H200 (2026-11-22, bench/RESULTS.md "fmm.tolerance table"):
+// bench/fmm/tolerance_table.sh over theta 0.4..0.7, p 6..12, ncrit 32/64 with 64^3 lattice
+// particles, periodic, errors against the exact spectral sum for two vorticity fields, a
+// turbulent one (k^4 exp) and a flat-spectrum one (--white, 2-6x larger far-field errors).
+// Each row is the setting with the fastest GPU stages whose error for both fields is below
+// the row's tolerance (err_u: the white-noise error).  Below 1e-5 the single-precision near
+// field floors at ~2.4e-6, so the last row takes the double one; its error is the CPU's
+// (double, 32^3 white-noise lattice, fmm/README.md).
+const std::vector<AutoSetting>& auto_settings() {
+  static const std::vector<AutoSetting> table = {
+      {1e-3, 0.7, 8, 64, "single", 8.1e-4},
+      {1e-4, 0.6, 10, 64, "single", 5.4e-5},
+      {1e-5, 0.5, 10, 64, "single", 6.9e-6},
+      {1e-6, 0.4, 10, 32, "double", 7.4e-7},
+  };
+  return table;
+}
+
+Params Params::resolved() const {
+  const auto& t = auto_settings();
+  const AutoSetting* row = &t.back();
+  for (const auto& r : t)
+    if (r.tolerance <= tolerance) {
+      row = &r;
+      break;
+    }
+  Params r = *this;
+  if (r.p == -1) r.p = row->p;
+  if (r.ncrit == -1) r.ncrit = row->ncrit;
+  if (r.theta == -1) r.theta = row->theta;
+  if (r.precision == "auto") r.precision = row->precision;
+  return r;
+}
+
 std::vector<ParamInfo> describe_params() {
   const Params d;
   auto str = [](double v) { std::ostringstream s; s << v; return s.str(); };
+  auto or_auto = [](const std::string& v) { return v == "-1" ? std::string("auto") : v; };
   return {
-      {"p", "int", std::to_string(d.p), "expansion order of the solid harmonics (1..30)"},
-      {"ncrit", "int", std::to_string(d.ncrit), "maximum number of particles in a leaf cell"},
-      {"theta", "double", str(d.theta), "multipole acceptance: (R_A + R_B) < theta * distance, in (0, 1)"},
+      {"p", "int|auto", or_auto(std::to_string(d.p)),
+       "expansion order of the solid harmonics (1..30); auto: from fmm.tolerance"},
+      {"ncrit", "int|auto", or_auto(std::to_string(d.ncrit)),
+       "maximum number of particles in a leaf cell; auto: from fmm.tolerance"},
+      {"theta", "double|auto", or_auto(str(d.theta)),
+       "multipole acceptance: (R_A + R_B) < theta * distance, in (0, 1); auto: from fmm.tolerance"},
       {"images", "int", std::to_string(d.images),
        "periodic far-lattice levels; each triples the summed lattice width (0..12)"},
       {"tolerance", "double", str(d.tolerance),
-       "far field only where 1 - g(rho) at the closest distance is below this (kernel regularisation)"},
+       "target relative L2 error of u: sets the auto p, ncrit and theta (measured table, fmm/README.md), "
+       "and the far field is used only where 1 - g(rho) is below it"},
       {"periodic", "bool", d.periodic ? "true" : "false",
        "periodic in [0, 2 pi)^3 (positions wrapped in) or free space"},
       {"p2p_max_pairs", "int", std::to_string(d.p2p_max_pairs),
        "accepted pairs with at most this many particle pairs (leaf target) are summed directly; -1: (p+1)^4/55"},
-      {"precision", "single|double", d.precision,
-       "GPU back end: working precision of the near-field (P2P) kernel; the CPU is double throughout"},
+      {"precision", "single|double|auto", d.precision,
+       "GPU back end: working precision of the near-field (P2P) kernel, auto: from fmm.tolerance; "
+       "the CPU and the GPU far field are double throughout"},
   };
 }
 
@@ -276,10 +316,11 @@ void evaluate_gpu(const Params& prm, const Tree& tgt, const Tree& src, bool self
 }
 #endif
 
-Timings run(const Params& prm, const std::vector<Vec3>& x_in, const std::vector<Vec3>& alpha_in,
+Timings run(const Params& prm_in, const std::vector<Vec3>& x_in, const std::vector<Vec3>& alpha_in,
             const std::vector<double>& sigma_in, const std::vector<Vec3>* targets_in, std::vector<Vec3>& u_out,
             std::vector<Mat3>& grad_out) {
-  prm.validate();
+  prm_in.validate();
+  const Params prm = prm_in.resolved();
   check_inputs(x_in, alpha_in, sigma_in, targets_in);
   Timings tm;
   const auto t_start = clock_type::now();

@@ -22,18 +22,23 @@
 
 namespace vh::fmm {
 
-/// Parameters.  Deck keys are "fmm.<name>"; see describe_params().
+/// Parameters.  Deck keys are "fmm.<name>"; see describe_params().  p, ncrit and theta default
+/// to "auto" (-1): resolved() takes them from the measured table auto_settings() for the
+/// requested tolerance; values set explicitly win.
 struct Params {
-  int p = 10;               ///< expansion order (degrees 0..p), 1..30
-  int ncrit = 64;           ///< max particles per leaf, >= 1
-  double theta = 0.4;       ///< acceptance: R_A + R_B < theta * distance, in (0, 1)
+  int p = -1;               ///< expansion order (degrees 0..p), 1..30; -1: auto
+  int ncrit = -1;           ///< max particles per leaf, >= 1; -1: auto
+  double theta = -1;        ///< acceptance: R_A + R_B < theta * distance, in (0, 1); -1: auto
   int images = 5;           ///< periodic far-lattice levels (each x3 in width), 0..12
-  double tolerance = 1e-6;  ///< far field only where 1 - g(rho) < tolerance, in (0, 0.1]
+  /// Target relative L2 error of u, in (0, 0.1]: picks the auto parameters, and the far field
+  /// is used only where the regularisation is below it (1 - g(rho) < tolerance).
+  double tolerance = 1e-6;
   bool periodic = false;    ///< periodic in [0, 2 pi)^3 or free space
   int p2p_max_pairs = -1;   ///< far pairs (leaf target) with n_A n_B <= this use P2P; -1: (p+1)^4/55
-  /// Working precision of the GPU near field, "single" or "double" (deck key fmm.precision);
-  /// no effect on the CPU path, which is double throughout.
-  std::string precision = "single";
+  /// Working precision of the GPU near field, "single", "double" or "auto" (from the tolerance
+  /// table: single down to 1e-5, double below; deck key fmm.precision); no effect on the CPU
+  /// path, which is double throughout, nor on the GPU far field (double).
+  std::string precision = "auto";
   /// Near field (P2P) on the GPU (fmm/p2p_gpu.h) over the same lists, overlapped with the far
   /// field on the CPU.  Not a deck key: the caller sets it from the program's back end
   /// (--device).  Needs a build with CUDA (VH_FMM_HAVE_CUDA): validate() throws
@@ -42,11 +47,27 @@ struct Params {
   bool use_gpu = false;
   /// Throws std::invalid_argument naming the bad parameter.
   void validate() const;
-  /// Sets a parameter from its deck string ("p", "ncrit", "theta", "images", "tolerance",
-  /// "periodic" = true/false/1/0, "p2p_max_pairs", "precision" = single/double); throws
-  /// std::invalid_argument for unknown keys or bad values.
+  /// Sets a parameter from its deck string ("p", "ncrit", "theta" = a number or "auto",
+  /// "images", "tolerance", "periodic" = true/false/1/0, "p2p_max_pairs", "precision" =
+  /// single/double); throws std::invalid_argument for unknown keys or bad values.
   void set(const std::string& key, const std::string& value);
+  /// A copy with p, ncrit, theta and precision resolved: each one left at auto comes from the
+  /// first row of auto_settings() whose measured error is within `tolerance` (the last row when
+  /// none is).
+  Params resolved() const;
 };
+
+/// One measured setting of the auto table: the cheapest (theta, p, ncrit) found whose relative
+/// L2 error of u stayed below `tolerance` (bench/fmm/tolerance_table.sh, README "fmm.tolerance").
+struct AutoSetting {
+  double tolerance;
+  double theta;
+  int p, ncrit;
+  const char* precision;  ///< of the GPU near field
+  double err_u;           ///< measured error of that setting (the worse of the two test fields)
+};
+/// The table, loosest tolerance first.
+const std::vector<AutoSetting>& auto_settings();
 
 /// One parameter for the deck: key without the "fmm." prefix, type, default, help text.
 struct ParamInfo {

@@ -4,13 +4,15 @@
 //
 //   fmm_bench [--device cpu|gpu] [--min-log2n 14] [--max-log2n 18] [--p 10] [--theta 0.4]
 //             [--ncrit 64] [--tolerance 1e-6] [--images 5] [--p2p-max-pairs -1] [--periodic]
-//             [--lattice | --turbulent] [--precision single|double] [--direct-max-log2n 18]
+//             [--lattice | --turbulent | --white] [--precision single|double] [--direct-max-log2n 18]
 //             [--ref-max-log2n 24] [--repeat 3] [--csv]
 //
 // Particles: uniform random (default); --lattice: the n^3 lattice (cell centres) displaced by up
 // to +-0.1 h, alpha random with zero mean; --turbulent: exactly on the n^3 lattice with
 // alpha = omega h^3 of a k^4 exp(-2 k^2/k_p^2) turbulent velocity field (k_p = n/16, the shared
-// initial-field generator), periodic implied.  Lattice sizes need log2 N divisible by 3.
+// initial-field generator), periodic implied; --white: the same with a random solenoidal omega of
+// flat spectrum (tests/fmm/spectral_reference.h), the harder case for the far field.  Lattice
+// sizes need log2 N divisible by 3.
 // Error: free space, against the direct sum on 1000 sampled targets; --turbulent, against the
 // exact spectral sum of tests/fmm/spectral_reference.h at every particle (N <= 2^ref-max-log2n);
 // other periodic runs have none.
@@ -55,7 +57,7 @@ using vh::fmm::Vec3;
 
 struct Options {
   int min_log2n = 14, max_log2n = 18, repeat = 3, direct_max_log2n = 18, ref_max_log2n = 24;
-  bool csv = false, lattice = false, turbulent = false;
+  bool csv = false, lattice = false, turbulent = false, white = false;
   std::string device = "cpu";
   vh::fmm::Params prm;
 };
@@ -72,6 +74,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--periodic") o.prm.periodic = true;
     else if (a == "--lattice") o.lattice = true;
     else if (a == "--turbulent") o.turbulent = o.lattice = o.prm.periodic = true;
+    else if (a == "--white") o.white = o.turbulent = o.lattice = o.prm.periodic = true;
     else if (a == "--direct-max-log2n") o.direct_max_log2n = std::stoi(next());
     else if (a == "--ref-max-log2n") o.ref_max_log2n = std::stoi(next());
     else if (a == "--precision") o.prm.set("precision", next());
@@ -156,6 +159,24 @@ Blobs turbulent_lattice(int m) {
   return b;
 }
 
+// The same lattice with a random solenoidal omega of flat spectrum (unit rms).
+Blobs white_lattice(int m) {
+  const double h = 2 * M_PI / m, h3 = h * h * h;
+  const auto w = vh::fmm::testing::random_solenoidal(m, 7);
+  Blobs b;
+  b.x.resize(w.size());
+  b.a.resize(w.size());
+  b.s.assign(w.size(), h);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < m; ++j)
+      for (int k = 0; k < m; ++k) {
+        const std::size_t id = (std::size_t(i) * m + j) * m + k;
+        b.x[id] = {i * h, j * h, k * h};
+        for (int d = 0; d < 3; ++d) b.a[id][d] = w[id][d] * h3;
+      }
+  return b;
+}
+
 // Uniform random in the box, or the lattice displaced by +-0.1 h; alpha uniform, zero mean.
 Blobs random_blobs(int lg, bool lattice) {
   const int n = 1 << lg;
@@ -221,10 +242,14 @@ int main(int argc, char** argv) {
   }
   const auto& prm = o.prm;
   const bool gpu = prm.use_gpu;
-  const std::string what = gpu ? "GPU (near field " + prm.precision + ", far field double)" : "CPU";
-  const char* field = o.turbulent ? " turbulent lattice" : o.lattice ? " displaced lattice" : " random";
+  const vh::fmm::Params rp = prm.resolved();
+  const std::string what = gpu ? "GPU (near field " + rp.precision + ", far field double)" : "CPU";
+  const char* field = o.white       ? " white-noise lattice"
+                      : o.turbulent ? " turbulent lattice"
+                      : o.lattice   ? " displaced lattice"
+                                    : " random";
   std::printf("fmm_bench: %s, %s%s, p = %d, theta = %g, ncrit = %d, tolerance = %g%s, commit %s\n", what.c_str(),
-              prm.periodic ? "periodic" : "free space", field, prm.p, prm.theta, prm.ncrit, prm.tolerance,
+              prm.periodic ? "periodic" : "free space", field, rp.p, rp.theta, rp.ncrit, prm.tolerance,
               prm.periodic ? (", images = " + std::to_string(prm.images)).c_str() : "", VH_GIT_HASH);
   std::printf("%9s %8s %7s %7s %7s %8s %8s %8s %8s %9s %9s %8s %7s %8s %9s\n", "N", "total[s]", "tree", "lists",
               "upload", "p2m/m2m", "m2l", "l2l/l2p", "p2p", "err u", "err grad", "pairs/N", "M2L/N", "Gpair/s",
@@ -233,7 +258,9 @@ int main(int argc, char** argv) {
   for (int lg = o.min_log2n; lg <= o.max_log2n; ++lg) {
     if (o.lattice && lg % 3 != 0) continue;
     const int n = 1 << lg;
-    const Blobs b = o.turbulent ? turbulent_lattice(1 << (lg / 3)) : random_blobs(lg, o.lattice);
+    const Blobs b = o.white       ? white_lattice(1 << (lg / 3))
+                    : o.turbulent ? turbulent_lattice(1 << (lg / 3))
+                                  : random_blobs(lg, o.lattice);
     std::vector<Vec3> u;
     std::vector<Mat3> g;
     vh::fmm::evaluate_self(prm, b.x, b.a, b.s, u, g);  // warm-up
@@ -255,10 +282,10 @@ int main(int argc, char** argv) {
     }
 #ifdef VH_FMM_HAVE_CUDA
     if (gpu && lg <= o.direct_max_log2n) {
-      vh::fmm::direct_sum_gpu(b.x, b.a, b.s, u, g);  // warm-up
+      vh::fmm::direct_sum_gpu(b.x, b.a, b.s, u, g);  // warm-up (fp32)
       row.direct = 1e-3 * vh::fmm::direct_sum_gpu(b.x, b.a, b.s, u, g,
-                                                   prm.precision == "double" ? vh::fmm::GpuPrecision::fp64
-                                                                             : vh::fmm::GpuPrecision::fp32);
+                                                   rp.precision == "double" ? vh::fmm::GpuPrecision::fp64
+                                                                            : vh::fmm::GpuPrecision::fp32);
     }
 #endif
     const auto& t = row.t;
@@ -317,12 +344,12 @@ int main(int argc, char** argv) {
       std::printf("%s,%s,%s,fmm,%s,%s,%.6g,%s\n", date, commit.c_str(), dev.c_str(), cs.c_str(), metric, v, unit);
     };
     std::printf("date,commit,device,benchmark,case,metric,value,unit\n");
-    const std::string base = std::string(gpu ? "gpu " + prm.precision + " " : "cpu ") +
+    const std::string base = std::string(gpu ? "gpu " + rp.precision + " " : "cpu ") +
                              (prm.periodic ? "periodic" : "free space") + field;
     for (const auto& r : rows) {
-      const std::string cs = base + " N=" + std::to_string(r.n) + " p=" + std::to_string(prm.p) +
-                             " theta=" + std::to_string(prm.theta).substr(0, 4) + " ncrit=" +
-                             std::to_string(prm.ncrit) + " tol=" + std::to_string(prm.tolerance).substr(0, 8) +
+      const std::string cs = base + " N=" + std::to_string(r.n) + " p=" + std::to_string(rp.p) +
+                             " theta=" + std::to_string(rp.theta).substr(0, 4) + " ncrit=" +
+                             std::to_string(rp.ncrit) + " tol=" + std::to_string(prm.tolerance).substr(0, 8) +
                              " sigma=h median of " + std::to_string(o.repeat);
       row(cs, "time_per_eval", r.t.total, "s");
       row(cs, "time_tree", r.t.tree, "s");

@@ -5,6 +5,7 @@
 #include <random>
 #include <vector>
 
+#include "fmm/fmm.h"
 #include "fmm/types.h"
 
 // The long variants (VH_FMM_LONG, label "long") get suite names ending in "Long" so that ctest
@@ -16,6 +17,16 @@
 #endif
 
 namespace vh::fmm::testing {
+
+/// The fixed settings of the documented accuracy tables (fmm/README.md): p = 10, theta = 0.4,
+/// ncrit = 64 (the library's defaults are "auto", chosen from the tolerance).
+inline Params reference_params() {
+  Params p;
+  p.p = 10;
+  p.theta = 0.4;
+  p.ncrit = 64;
+  return p;
+}
 
 /// ||a - b||_2 / ||b||_2 over all components.
 inline double rel_l2(const std::vector<Vec3>& a, const std::vector<Vec3>& b) {

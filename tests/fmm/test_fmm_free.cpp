@@ -23,12 +23,12 @@ TEST(VH_FMM_SUITE(FmmFree), ErrorFallsWithOrderAgainstDirectSum) {
   std::vector<Vec3> ud;
   std::vector<Mat3> gd;
   direct_sum(b.x, b.alpha, b.sigma, b.x, true, ud, gd);
-  const Params d;
+  const Params d = testing::reference_params();
   std::printf("free space, N = %d, theta = %g, ncrit = %d, tolerance = %g\n", kN, d.theta, d.ncrit, d.tolerance);
   std::printf("  p   rel L2 err u   rel L2 err grad u   time [s]\n");
   double prev_u = 1, prev_g = 1;
   for (int p : {4, 6, 8, 10, 12}) {
-    Params prm;
+    Params prm = testing::reference_params();
     prm.p = p;
     std::vector<Vec3> u;
     std::vector<Mat3> g;
@@ -55,7 +55,7 @@ TEST(VH_FMM_SUITE(FmmFree), SeparateTargetsAgainstDirectSum) {
   std::vector<Vec3> ud, u;
   std::vector<Mat3> gd, g;
   direct_sum(b.x, b.alpha, b.sigma, tg, false, ud, gd);
-  evaluate_at(Params{}, b.x, b.alpha, b.sigma, tg, u, g);
+  evaluate_at(testing::reference_params(), b.x, b.alpha, b.sigma, tg, u, g);
   EXPECT_LE(testing::rel_l2(u, ud), 1e-5);
   EXPECT_LE(testing::rel_l2(g, gd), 1e-4);
 }

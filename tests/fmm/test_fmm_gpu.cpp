@@ -111,35 +111,73 @@ TEST(FmmGpu, FarFieldOrdersAndDepthsDouble) {
   }
 }
 
+// 64^3 lattice particles, alpha = omega h^3 of a random solenoidal omega, sigma = h, and the
+// exact spectral field at the particles.
+struct SpectralCase {
+  std::vector<Vec3> x, alpha, u_ref;
+  std::vector<double> sigma;
+  std::vector<Mat3> g_ref;
+};
+const SpectralCase& spectral_case64() {
+  static const SpectralCase c = [] {
+    SpectralCase c;
+    const int n = 64;
+    const double h = kBoxLength / n;
+    const auto w = testing::random_solenoidal(n, 7);
+    c.x.resize(w.size());
+    c.alpha.resize(w.size());
+    c.sigma.assign(w.size(), h);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j)
+        for (int k = 0; k < n; ++k) {
+          const int id = (i * n + j) * n + k;
+          c.x[id] = {i * h, j * h, k * h};
+          for (int d = 0; d < 3; ++d) c.alpha[id][d] = w[id][d] * h * h * h;
+        }
+    testing::spectral_velocity(n, h, c.alpha, c.u_ref, c.g_ref);
+    return c;
+  }();
+  return c;
+}
+
+// Every row of the fmm.tolerance table delivers its tolerance on the GPU (default precision).
+TEST(FmmGpu, AutoSettingsMeetTheirTolerance) {
+  VH_NEED_GPU();
+  const auto& c = spectral_case64();
+  for (const auto& row : auto_settings()) {
+    Params prm;
+    prm.periodic = true;
+    prm.use_gpu = true;
+    prm.tolerance = row.tolerance;
+    std::vector<Vec3> u;
+    std::vector<Mat3> g;
+    const Timings t = evaluate_at(prm, c.x, c.alpha, c.sigma, c.x, u, g);
+    const double eu = rel_l2(u, c.u_ref), eg = rel_l2(g, c.g_ref);
+    std::printf("[ auto tolerance %.0e: theta %.2f p %d ncrit %d ] err u %.3e  err grad %.3e  GPU stages %.4f s, total %.3f s\n",
+                row.tolerance, row.theta, row.p, row.ncrit, eu, eg, t.p2m_m2m + t.m2l + t.l2l_l2p + t.p2p, t.total);
+    EXPECT_LE(eu, row.tolerance);
+  }
+}
+
 // GPU periodic field against the exact spectral sum (issue 5): 64^3 lattice particles,
 // alpha = omega h^3 for a random solenoidal omega, sigma = h, p = 10, images = 5, single precision
 // near field; targets given at the particles (the reference is the smooth regularised field,
 // which includes each blob's own contribution to grad u).
 TEST(FmmGpu, PeriodicAgainstSpectral64) {
   VH_NEED_GPU();
-  const int n = 64;
-  const double h = kBoxLength / n;
-  const auto w = testing::random_solenoidal(n, 7);
-  std::vector<Vec3> x(w.size()), alpha(w.size());
-  const std::vector<double> sigma(w.size(), h);
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j)
-      for (int k = 0; k < n; ++k) {
-        const int id = (i * n + j) * n + k;
-        x[id] = {i * h, j * h, k * h};
-        for (int d = 0; d < 3; ++d) alpha[id][d] = w[id][d] * h * h * h;
-      }
-  std::vector<Vec3> u_ref, u;
-  std::vector<Mat3> g_ref, g;
-  testing::spectral_velocity(n, h, alpha, u_ref, g_ref);
+  const auto& c = spectral_case64();
+  std::vector<Vec3> u;
+  std::vector<Mat3> g;
   Params prm;
   prm.periodic = true;
   prm.p = 10;
+  prm.theta = 0.4;
+  prm.ncrit = 64;
   prm.images = 5;
   prm.use_gpu = true;
   prm.precision = "single";
-  const Timings t = evaluate_at(prm, x, alpha, sigma, x, u, g);
-  const double eu = rel_l2(u, u_ref), eg = rel_l2(g, g_ref);
+  const Timings t = evaluate_at(prm, c.x, c.alpha, c.sigma, c.x, u, g);
+  const double eu = rel_l2(u, c.u_ref), eg = rel_l2(g, c.g_ref);
   std::printf("[ periodic 64^3 vs spectral, single ] err u %.3e  err grad %.3e  (%.3f s: tree %.3f lists %.3f "
               "upload %.3f | GPU p2m/m2m %.4f m2l %.4f l2l/l2p %.4f p2p %.4f)\n",
               eu, eg, t.total, t.tree, t.traverse, t.upload, t.p2m_m2m, t.m2l, t.l2l_l2p, t.p2p);

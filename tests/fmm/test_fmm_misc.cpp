@@ -35,7 +35,7 @@ TEST(FmmBlob, FarFieldHandsOverWithoutJump) {
       tg.push_back({x0[0] + r * d[0], x0[1] + r * d[1], x0[2] + r * d[2]});
       dist.push_back(r);
     }
-  Params prm;
+  Params prm = testing::reference_params();
   prm.ncrit = 4;
   prm.p = 24;
   prm.p2p_max_pairs = 0;  // no far pair replaced by P2P: exercise the expansions
@@ -84,7 +84,7 @@ TEST(FmmInvariance, PermutationOfParticles) {
       q.alpha[i] = b.alpha[perm[i]];
       q.sigma[i] = b.sigma[perm[i]];
     }
-    Params prm;
+    Params prm = testing::reference_params();
     prm.periodic = periodic;
     std::vector<Vec3> u0, u1, u1b(perm.size());
     std::vector<Mat3> g0, g1, g1b(perm.size());
@@ -109,7 +109,7 @@ TEST(FmmInvariance, PeriodicTranslation) {
   for (auto& x : moved)
     for (int d = 0; d < 3; ++d) x[d] += v[d];
   wrap_into_box(moved);
-  Params prm;
+  Params prm = testing::reference_params();
   prm.periodic = true;
   std::vector<Vec3> u0, u1;
   std::vector<Mat3> g0, g1;
@@ -125,7 +125,7 @@ TEST(FmmInvariance, WrapsParticlesOutsideTheBox) {
   const auto b = periodic_blobs(2000, 8);
   auto out = b.x;
   for (std::size_t i = 0; i < out.size(); ++i) out[i][i % 3] += (i % 2 ? 1 : -2) * kBoxLength;
-  Params prm;
+  Params prm = testing::reference_params();
   prm.periodic = true;
   std::vector<Vec3> u0, u1;
   std::vector<Mat3> g0, g1;
@@ -139,7 +139,7 @@ TEST(FmmInvariance, OneAndTwoThreadsAgree) {
   // Lists are built serially and every target cell sums its list in a fixed order, so the
   // result does not depend on the thread count (bitwise in practice; 1e-13 required).
   const auto b = periodic_blobs(3000, 44);
-  Params prm;
+  Params prm = testing::reference_params();
   prm.periodic = true;
   std::vector<Vec3> u1, u2;
   std::vector<Mat3> g1, g2;
@@ -206,6 +206,36 @@ TEST(FmmParams, BadParametersThrow) {
   EXPECT_THROW(prm.set("periodic", "maybe"), std::invalid_argument);
 }
 
+// p, ncrit and theta default to auto and come from the measured table by tolerance; explicit
+// values win; "auto" is a deck value.
+TEST(FmmParams, AutoSettingsFollowTheTolerance) {
+  const auto& t = auto_settings();
+  ASSERT_GE(t.size(), 3u);
+  for (std::size_t i = 0; i + 1 < t.size(); ++i) EXPECT_GT(t[i].tolerance, t[i + 1].tolerance);
+  for (const auto& row : t) {
+    EXPECT_LE(row.err_u, row.tolerance);
+    Params prm;
+    prm.tolerance = row.tolerance;
+    const Params r = prm.resolved();
+    EXPECT_EQ(r.p, row.p);
+    EXPECT_EQ(r.ncrit, row.ncrit);
+    EXPECT_EQ(r.theta, row.theta);
+  }
+  Params prm;
+  prm.tolerance = 2e-4;  // between 1e-3 and 1e-4: the 1e-4 row
+  EXPECT_EQ(prm.resolved().p, t[1].p);
+  prm.tolerance = 1e-12;  // tighter than the table: its last row
+  EXPECT_EQ(prm.resolved().p, t.back().p);
+  prm.p = 7;
+  prm.set("theta", "0.45");
+  const Params r = prm.resolved();
+  EXPECT_EQ(r.p, 7);
+  EXPECT_EQ(r.theta, 0.45);
+  EXPECT_EQ(r.ncrit, t.back().ncrit);
+  prm.set("p", "auto");
+  EXPECT_EQ(prm.p, -1);
+}
+
 TEST(FmmParams, TableDescribesEveryParameter) {
   const auto table = describe_params();
   ASSERT_EQ(table.size(), 8u);
@@ -233,10 +263,15 @@ TEST(FmmParams, TableDescribesEveryParameter) {
   EXPECT_EQ(p.precision, d.precision);
 }
 
-// fmm.precision takes single/double; use_gpu is not a deck key and needs a CUDA build.
+// fmm.precision takes single/double/auto (auto: single down to tolerance 1e-5, double below);
+// use_gpu is not a deck key and needs a CUDA build.
 TEST(FmmParams, PrecisionAndGpu) {
   Params p;
-  EXPECT_EQ(p.precision, "single");
+  EXPECT_EQ(p.precision, "auto");
+  p.tolerance = 1e-4;
+  EXPECT_EQ(p.resolved().precision, "single");
+  p.tolerance = 1e-6;
+  EXPECT_EQ(p.resolved().precision, "double");
   EXPECT_FALSE(p.use_gpu);
   p.set("precision", "double");
   EXPECT_EQ(p.precision, "double");

@@ -77,11 +77,11 @@ void run_case(Params prm, double& eu, double& eg) {
 }
 
 TEST(VH_FMM_SUITE(FmmPeriodic), ErrorFallsWithImages) {
-  std::printf("periodic, %d^3 lattice, sigma = h, p = 10, theta = %g\n", kLattice, Params{}.theta);
+  std::printf("periodic, %d^3 lattice, sigma = h, p = 10, theta = %g\n", kLattice, testing::reference_params().theta);
   std::printf(" images   rel L2 err u   rel L2 err grad u\n");
   double eu[6], eg[6];
   for (int im = 0; im <= 5; ++im) {
-    Params prm;
+    Params prm = testing::reference_params();
     prm.periodic = true;
     prm.images = im;
     run_case(prm, eu[im], eg[im]);
@@ -104,11 +104,11 @@ TEST(VH_FMM_SUITE(FmmPeriodic), ErrorFallsWithOrder) {
 #else
   const std::vector<int> orders = {4, 7, 10};
 #endif
-  std::printf("periodic, %d^3 lattice, sigma = h, images = 5, theta = %g\n", kLattice, Params{}.theta);
+  std::printf("periodic, %d^3 lattice, sigma = h, images = 5, theta = %g\n", kLattice, testing::reference_params().theta);
   std::printf("  p   rel L2 err u   rel L2 err grad u\n");
   double prev_u = 1, prev_g = 1;
   for (int p : orders) {
-    Params prm;
+    Params prm = testing::reference_params();
     prm.periodic = true;
     prm.p = p;
     double eu, eg;
@@ -139,7 +139,7 @@ TEST(VH_FMM_SUITE(FmmPeriodic), NonZeroTotalStrength) {
   std::vector<Vec3> ur, u;
   std::vector<Mat3> gr, g;
   testing::spectral_velocity(n, h, a, ur, gr);
-  Params prm;
+  Params prm = testing::reference_params();
   prm.periodic = true;
   prm.ncrit = 32;
   evaluate_at(prm, x, a, sig, x, u, g);
