@@ -617,6 +617,7 @@ void FarGpu::downward(const std::vector<std::complex<double>>& root_local, const
     l2l_kernel<<<lv.second, m.threads(), shm>>>(m.children.as<int>() + lv.first, tc, m.p, m.L.as<double2>());
     VH_FMM_CUDA(cudaGetLastError());
   }
+  if (near) near->make_default_stream_wait();
   if (m.n_tgt_leaves > 0) {
     const double4_32a* xt = m.self ? m.xs.as<double4_32a>() : m.xt.as<double4_32a>();
     const std::size_t shm_l2p = 3 * m.nf * sizeof(double2);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <memory>
 #include <sstream>
@@ -288,24 +290,37 @@ void evaluate_gpu(const Params& prm, const Tree& tgt, const Tree& src, bool self
                   const std::vector<Vec3>& shifts, int r0, bool lattice, const std::vector<Vec3>& as,
                   const std::vector<double>& ss, std::vector<Vec3>& u, std::vector<Mat3>& grad, Timings& tm) {
   if (gpu_count() == 0) throw std::runtime_error("fmm: use_gpu is set but no CUDA device is visible");
+  // The near field is launched as soon as its lists are up, so that the far field's host work
+  // and uploads overlap it.  VH_FMM_PROFILE=1 prints the host steps to stderr.
   const auto t0 = clock_type::now();
   const P2PLists fl = flatten_p2p_lists(tgt, src, lists, shifts, self);
+  const auto t_flat = clock_type::now();
   P2PGpu near(fl, prm.precision == "double" ? GpuPrecision::fp64 : GpuPrecision::fp32);
   near.set_sources(src.x, as, ss);
   if (!self) near.set_targets(tgt.x);
+  near.launch();
+  const auto t_near = clock_type::now();
   FarGpu far(tgt, src, self, lists, shifts, prm.p);
   far.set_strengths(as);
   const auto t1 = clock_type::now();
   tm.upload = seconds(t0, t1);
-  near.launch();
   const std::vector<cplx> root = far.upward();
+  const auto t_up = clock_type::now();
   std::vector<cplx> root_local;
   if (lattice) {
     root_local.assign(root.size(), cplx(0.0));
     lattice_m2l(prm.p, r0, prm.images, root.data(), root_local.data());
   }
+  const auto t_lat = clock_type::now();
   far.downward(root_local, &near);
   far.get(u, grad);
+  const auto t_get = clock_type::now();
+  if (const char* e = std::getenv("VH_FMM_PROFILE"); e && *e == '1')
+    std::fprintf(stderr,
+                 "fmm gpu host: flatten p2p %.3f, p2p setup+launch %.3f, far setup %.3f, upward+root %.3f, "
+                 "lattice %.3f, downward+get %.3f s\n",
+                 seconds(t0, t_flat), seconds(t_flat, t_near), seconds(t_near, t1), seconds(t1, t_up),
+                 seconds(t_up, t_lat), seconds(t_lat, t_get));
   const FarGpuTimes ft = far.times();
   tm.p2p = near.wait() * 1e-3;
   tm.p2m_m2m = ft.p2m_m2m * 1e-3;

@@ -247,9 +247,13 @@ struct P2PGpu::Impl {
   long long pairs = 0;
   DevBuf tasks, entries, shifts, xt, xs, as, out;
   cudaEvent_t e0 = nullptr, e1 = nullptr;
+  // The kernel runs on its own non-blocking stream, so that uploads and host work of the far
+  // field (default stream) proceed while it runs; make_default_stream_wait() orders them.
+  cudaStream_t stream = nullptr;
   ~Impl() {
     if (e0) cudaEventDestroy(e0);
     if (e1) cudaEventDestroy(e1);
+    if (stream) cudaStreamDestroy(stream);
   }
   std::size_t real_size() const { return prec == GpuPrecision::fp64 ? sizeof(double) : sizeof(float); }
 };
@@ -290,6 +294,7 @@ P2PGpu::P2PGpu(const P2PLists& l, GpuPrecision prec) : impl_(std::make_unique<Im
   m.out.resize(static_cast<std::size_t>(m.nt) * 12 * m.real_size());
   VH_FMM_CUDA(cudaEventCreate(&m.e0));
   VH_FMM_CUDA(cudaEventCreate(&m.e1));
+  VH_FMM_CUDA(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
 }
 
 P2PGpu::~P2PGpu() = default;
@@ -341,29 +346,31 @@ void P2PGpu::launch() {
   const double4_32a* xt = m.self ? m.xs.as<double4_32a>() : m.xt.as<double4_32a>();
   if (!xt && m.nt > 0) throw std::runtime_error("P2PGpu::run: set_targets first");
   const int blocks = (m.ntask + kWarps - 1) / kWarps;
-  VH_FMM_CUDA(cudaEventRecord(m.e0));
+  VH_FMM_CUDA(cudaEventRecord(m.e0, m.stream));
   if (blocks > 0) {
     const int4* tk = m.tasks.as<int4>();
     const int4* en = m.entries.as<int4>();
     const double4_32a* sh = m.shifts.as<double4_32a>();
     switch (m.prec) {
       case GpuPrecision::fp32:
-        p2p_kernel<fastf><<<blocks, kWarps * 32>>>(tk, m.ntask, en, sh, xt, m.xs.as<double4_32a>(), m.as.as<float4>(),
+        p2p_kernel<fastf><<<blocks, kWarps * 32, 0, m.stream>>>(tk, m.ntask, en, sh, xt, m.xs.as<double4_32a>(), m.as.as<float4>(),
                                                    m.out.as<float>());
         break;
       case GpuPrecision::fp32_ieee:
-        p2p_kernel<float><<<blocks, kWarps * 32>>>(tk, m.ntask, en, sh, xt, m.xs.as<double4_32a>(), m.as.as<float4>(),
+        p2p_kernel<float><<<blocks, kWarps * 32, 0, m.stream>>>(tk, m.ntask, en, sh, xt, m.xs.as<double4_32a>(), m.as.as<float4>(),
                                                    m.out.as<float>());
         break;
       case GpuPrecision::fp64:
-        p2p_kernel<double><<<blocks, kWarps * 32>>>(tk, m.ntask, en, sh, xt, m.xs.as<double4_32a>(),
+        p2p_kernel<double><<<blocks, kWarps * 32, 0, m.stream>>>(tk, m.ntask, en, sh, xt, m.xs.as<double4_32a>(),
                                                     m.as.as<double4_32a>(), m.out.as<double>());
         break;
     }
     VH_FMM_CUDA(cudaGetLastError());
   }
-  VH_FMM_CUDA(cudaEventRecord(m.e1));
+  VH_FMM_CUDA(cudaEventRecord(m.e1, m.stream));
 }
+
+void P2PGpu::make_default_stream_wait() const { VH_FMM_CUDA(cudaStreamWaitEvent(cudaStreamLegacy, impl_->e1, 0)); }
 
 double P2PGpu::wait() {
   Impl& m = *impl_;
@@ -375,6 +382,7 @@ double P2PGpu::wait() {
 
 void P2PGpu::get(std::vector<Vec3>& u, std::vector<Mat3>& grad) const {
   const Impl& m = *impl_;
+  VH_FMM_CUDA(cudaEventSynchronize(m.e1));
   u.assign(m.nt, Vec3{});
   grad.assign(m.nt, Mat3{});
   auto unpack = [&](const auto* h) {
