@@ -3,7 +3,10 @@
 # (../shared/DEVICE.md). Writes logs and CSV rows under $OUT (default ./device-out).
 #
 #   scripts/build-gpu.sh                 # here: build with CUDA for sm_90, fill .gpu/
-#   device run, carry [".gpu"]:  export LD_LIBRARY_PATH=$PWD/.gpu; scripts/device-check.sh [tests|bench|all]
+#   device run, carry [".gpu"]:  export LD_LIBRARY_PATH=$PWD/.gpu; scripts/device-check.sh [MODE]
+# MODE: tests | bench | all (tests and bench) | vortex (GPU vs CPU vortex solver at 32^3, quick.ini
+# at 32^3 on the GPU) | study (parametric study at 64^3) | sc09 (the first steps of sc09_256.ini)
+# | sanitize (compute-sanitizer memcheck and racecheck on the FMM GPU tests)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-device-out}
@@ -28,10 +31,62 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
 fi
 
 if [ "$what" = bench ] || [ "$what" = all ]; then
-  for b in .gpu/*_bench; do
-    [ -x "$b" ] || continue
-    echo "== $b" | tee -a "$OUT/bench.log"
-    "$b" --device gpu --csv "$OUT/$(basename "$b").csv" 2>&1 | tee -a "$OUT/bench.log" || status=1
+  # The benchmarks of bench/RESULTS.md, each with its table in bench.log and CSV rows in $OUT.
+  run_bench() {  # name, then the command
+    local name=$1; shift
+    echo "== $name: $*" | tee -a "$OUT/bench.log"
+    "$@" >"$OUT/$name.out" 2>&1 || status=1
+    cat "$OUT/$name.out" >>"$OUT/bench.log"
+    sed -n '/^date,commit/,$p' "$OUT/$name.out" >"$OUT/$name.csv"
+  }
+  [ -x .gpu/spectral_bench ] && run_bench spectral .gpu/spectral_bench --device gpu --n 128,256,512 --dealias 3/2,2/3,none --csv
+  [ -x .gpu/p2p_gpu_bench ] && run_bench p2p .gpu/p2p_gpu_bench --device gpu --log2n 18,21,24 --precision fp32,fp64
+  [ -x .gpu/fmm_bench ] && run_bench fmm .gpu/fmm_bench --device gpu --turbulent --min-log2n 15 --max-log2n 24 \
+    --tolerance 1e-4 --repeat 1 --ref-max-log2n 21 --csv
+  tail -n 20 "$OUT/bench.log"
+fi
+vh=.gpu/vortexhit
+timed() {  # label, then the command: runs it, then prints "label: wall s"
+  local label=$1 t0 t1 rc; shift
+  t0=$(date +%s.%N); "$@"; rc=$?; t1=$(date +%s.%N)
+  echo "$label: $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s"
+  return $rc
+}
+if [ "$what" = vortex ]; then
+  # Issue 6, item 6: 5 AB2 steps at 32^3, GPU vs CPU vortex solver, compared by vortexhit compare.
+  base="--case.solver=vortex --domain.n=32 --flow.k_p=3 --flow.Re_lambda=30 --time.dt=0.02 --time.t_end=0.1
+        --time.output_interval=0.02 --output.fields_at= --output.overwrite=true --output.checkpoint_minutes=0
+        --fmm.tolerance=1e-6 --quiet"
+  for d in cpu gpu; do
+    timed "vortex 32^3 5 steps on $d" $vh run $base --device=$d --output.dir="$OUT/vortex32_$d" \
+      2>&1 | tee -a "$OUT/vortex.log" || status=1
   done
+  $vh compare "$OUT/vortex32_cpu" "$OUT/vortex32_gpu" --solver vortex --K-tol 1e-5 --epsilon-tol 1e-5 \
+    2>&1 | tee -a "$OUT/vortex.log" || status=1
+  # quick.ini at 32^3 (both solvers) on the GPU, compared at t/T = 1.
+  timed "quick 32^3 both on gpu" $vh run inputs/quick.ini --domain.n=32 --device=gpu \
+    --output.dir="$OUT/quick32" --output.fields_at= --quiet 2>&1 | tee -a "$OUT/vortex.log" || status=1
+  $vh compare "$OUT/quick32" --at 0.5,1 2>&1 | tee -a "$OUT/vortex.log"
+  tail -n 3 "$OUT/quick32/log.txt" >>"$OUT/vortex.log" 2>/dev/null
+fi
+if [ "$what" = sanitize ]; then
+  for tool in memcheck racecheck; do
+    for t in .gpu/fmm_gpu_test ".gpu/test_fmm_gpu --gtest_filter=*Lattice*:*FreeSpace*:*SeparateTargets*:*FarField*"; do
+      echo "== $tool $t" | tee -a "$OUT/sanitize.log"
+      # shellcheck disable=SC2086
+      compute-sanitizer --tool $tool --error-exitcode 1 $t >>"$OUT/sanitize.log" 2>&1 || status=1
+      tail -n 1 "$OUT/sanitize.log"
+    done
+  done
+fi
+if [ "$what" = study ]; then
+  OUT=$OUT bench/vortex/param_study.sh $vh 64 0.5 gpu 2>&1 | tee "$OUT/study64.log" || status=1
+fi
+if [ "$what" = sc09 ]; then
+  # The first part of the SC09 case: both solvers at 256^3 from one field, to t/T = ${SC09_T:-0.03}.
+  timed "sc09_256 to t/T = ${SC09_T:-0.03}" $vh run inputs/sc09_256.ini \
+    --time.t_end_over_T=${SC09_T:-0.03} --time.output_interval_over_T=0.01 --output.fields_at= \
+    --output.dir="$OUT/sc09" --output.overwrite=true --output.checkpoint_minutes=0 2>&1 | tail -n 40 | tee "$OUT/sc09.log"
+  $vh compare "$OUT/sc09" 2>&1 | tee -a "$OUT/sc09.log"
 fi
 exit $status
