@@ -2,7 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <vector>
+
+#ifdef VH_HAVE_CUDA
+#include "vortex/blobs_gpu.h"
+#endif
 
 namespace vh::vortex {
 namespace {
@@ -15,11 +20,16 @@ struct Stencils {
   std::vector<double> w, dw;        ///< [particle][3][m]
 };
 
-Stencils stencils(const Particles& p, double h, double cutoff) {
-  Stencils s;
+/// Stencil points per direction, the same for all particles (from the largest core).
+int stencil_points(const Particles& p, double h, double cutoff) {
   double smax = 0;
   for (double sg : p.sigma) smax = std::max(smax, sg);
-  s.m = 2 * int(std::ceil(cutoff * smax / h)) + 2;
+  return 2 * int(std::ceil(cutoff * smax / h)) + 2;
+}
+
+Stencils stencils(const Particles& p, double h, double cutoff) {
+  Stencils s;
+  s.m = stencil_points(p, h, cutoff);
   const std::ptrdiff_t np = std::ptrdiff_t(p.size());
   s.i0.resize(3 * np);
   s.w.assign(3 * np * s.m, 0.0);
@@ -68,16 +78,23 @@ struct CellList {
 /// Sums f(q, a, b, c) at every lattice point: for each point, over the cells within the
 /// stencil reach and the particles in them, over every image offset of the point into the
 /// particle's stencil (several when the stencil is wider than the box).
-template <class F>
-void gather(const Particles& p, const Grid& g, const Stencils& s, F&& f) {
-  const CellList cells(p, g);
-  const int n = g.n, reach = s.m / 2 + 1;
-  // Cell offsets to visit per direction: all cells when the reach covers the box.
+/// Cell offsets to visit per direction for stencils of m points: all cells when the reach
+/// covers the box.
+std::vector<int> cell_offsets(int n, int m) {
+  const int reach = m / 2 + 1;
   std::vector<int> offs;
   if (2 * reach + 1 >= n)
     for (int d = 0; d < n; ++d) offs.push_back(d);
   else
     for (int d = -reach; d <= reach; ++d) offs.push_back(d);
+  return offs;
+}
+
+template <class F>
+void gather(const Particles& p, const Grid& g, const Stencils& s, F&& f) {
+  const CellList cells(p, g);
+  const int n = g.n;
+  const std::vector<int> offs = cell_offsets(n, s.m);
 #pragma omp parallel for collapse(2) schedule(static)
   for (int k = 0; k < n; ++k)
     for (int j = 0; j < n; ++j)
@@ -100,10 +117,33 @@ void gather(const Particles& p, const Grid& g, const Stencils& s, F&& f) {
       }
 }
 
+#ifdef VH_HAVE_CUDA
+/// The same sums on the GPU (blobs_gpu.cu): one thread per lattice point, same visiting order.
+void gather_on_gpu(const Particles& p, const Grid& g, double cutoff, bool divergence, std::vector<double>* out) {
+  const CellList cells(p, g);
+  const int m = stencil_points(p, g.h(), cutoff);
+  detail::gather_gpu(p, g, cutoff, m, cells.start, cells.order, cell_offsets(g.n, m), divergence, out);
+}
+#endif
+
+#ifndef VH_HAVE_CUDA
+[[noreturn]] void no_gpu() {
+  throw std::invalid_argument("blob sums on the GPU need a build with CUDA (-DVH_ENABLE_CUDA=ON)");
+}
+#endif
+
 }  // namespace
 
-void vorticity_on_lattice(const Particles& p, const Grid& g, double cutoff, VectorField& omega) {
+void vorticity_on_lattice(const Particles& p, const Grid& g, double cutoff, VectorField& omega, bool gpu) {
   omega = VectorField(g);
+  if (gpu) {
+#ifdef VH_HAVE_CUDA
+    gather_on_gpu(p, g, cutoff, false, omega.c.data());
+    return;
+#else
+    no_gpu();
+#endif
+  }
   const Stencils s = stencils(p, g.h(), cutoff);
   const int m = s.m;
   gather(p, g, s, [&](std::size_t i, std::size_t q, int a, int b, int c) {
@@ -113,8 +153,16 @@ void vorticity_on_lattice(const Particles& p, const Grid& g, double cutoff, Vect
   });
 }
 
-void divergence_on_lattice(const Particles& p, const Grid& g, double cutoff, ScalarField& div) {
+void divergence_on_lattice(const Particles& p, const Grid& g, double cutoff, ScalarField& div, bool gpu) {
   div = ScalarField(g);
+  if (gpu) {
+#ifdef VH_HAVE_CUDA
+    gather_on_gpu(p, g, cutoff, true, &div.v);
+    return;
+#else
+    no_gpu();
+#endif
+  }
   const Stencils s = stencils(p, g.h(), cutoff);
   const int m = s.m;
   gather(p, g, s, [&](std::size_t i, std::size_t q, int a, int b, int c) {

@@ -13,10 +13,11 @@
 
 namespace vh::vortex {
 
-/// ω_σ at the lattice points of g.
-void vorticity_on_lattice(const Particles& p, const Grid& g, double cutoff, VectorField& omega);
+/// ω_σ at the lattice points of g.  gpu: the same sums on the GPU (blobs_gpu.cu; CUDA builds,
+/// std::invalid_argument otherwise), equal to the CPU's to round-off.
+void vorticity_on_lattice(const Particles& p, const Grid& g, double cutoff, VectorField& omega, bool gpu = false);
 
 /// ∇·ω_σ at the lattice points of g (Σ_p α_p · ∇ζ_σp(x_i − x_p)).
-void divergence_on_lattice(const Particles& p, const Grid& g, double cutoff, ScalarField& div);
+void divergence_on_lattice(const Particles& p, const Grid& g, double cutoff, ScalarField& div, bool gpu = false);
 
 }  // namespace vh::vortex

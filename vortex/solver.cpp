@@ -165,7 +165,7 @@ void Solver::step(double dt) {
 RbfResult Solver::reinitialise() {
   ratio_at_reinit_ = *std::max_element(p_.sigma.begin(), p_.sigma.end()) / sigma0_;
   VectorField omega, alpha;
-  vorticity_on_lattice(p_, g_, prm_.blob_cutoff, omega);
+  vorticity_on_lattice(p_, g_, prm_.blob_cutoff, omega, prm_.use_gpu);
   const RbfResult r = rbf_strengths(omega, sigma0_, prm_.rbf, alpha);
   p_ = lattice_particles(g_, sigma0_);
   for (std::size_t i = 0; i < p_.size(); ++i)
@@ -232,7 +232,7 @@ Monitors Solver::monitors() {
   Monitors m;
   m.total_alpha = total_strength(p_);
   ScalarField div;
-  divergence_on_lattice(p_, g_, prm_.blob_cutoff, div);
+  divergence_on_lattice(p_, g_, prm_.blob_cutoff, div, prm_.use_gpu);
   for (double v : div.v) m.max_div_omega = std::max(m.max_div_omega, std::abs(v));
   m.core_ratio = *std::max_element(p_.sigma.begin(), p_.sigma.end()) / sigma0_;
   m.reinits = reinits_;

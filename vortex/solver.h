@@ -39,8 +39,9 @@ struct Params {
   RbfParams rbf;
   fmm::Params fmm;               ///< periodic is forced on
   double nu = 0;
-  /// FMM near field on the GPU (fmm::Params::use_gpu; copied into fmm by the Solver).  Not a
-  /// deck key: the program sets it from its back end (--device gpu).
+  /// The FMM (fmm::Params::use_gpu; copied into fmm by the Solver) and the blob sums at the
+  /// lattice (reinitialisation, monitors) on the GPU.  Not a deck key: the program sets it from
+  /// its back end (--device gpu).
   bool use_gpu = false;
 };
 
