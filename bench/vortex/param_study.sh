@@ -38,9 +38,14 @@ PY
 # The factors one at a time around a base (reinit_every 10, overlap 1.0, p 8, CFL 0.5):
 # reinit_every in {10, 50, 100}, overlap in {1.0, 1.25}, p in {6, 8, 10}, two time steps.
 # fmm.tolerance 1e-4 picks theta and ncrit (p set explicitly).
-base_set="--vortex.reinit_every=10 --vortex.overlap=1.0 --fmm.p=8 --fmm.tolerance=1e-4"
-run "base: reinit_every=10 overlap=1.0 p=8 cfl=0.5" $base_set
-for r in 50 100; do run "reinit_every=$r" $base_set --vortex.reinit_every=$r; done
-run "overlap=1.25" $base_set --vortex.overlap=1.25
-for p in 6 10; do run "p=$p" $base_set --fmm.p=$p; done
-run "cfl=0.25" $base_set --time.cfl=0.25
+setting() {  # reinit_every overlap p cfl
+  run "reinit_every=$1 overlap=$2 p=$3 cfl=$4" --vortex.reinit_every="$1" --vortex.overlap="$2" --fmm.p="$3" \
+    --time.cfl="$4" --fmm.tolerance=1e-4
+}
+setting 10 1.0 8 0.5
+setting 50 1.0 8 0.5
+setting 100 1.0 8 0.5
+setting 10 1.25 8 0.5
+setting 10 1.0 6 0.5
+setting 10 1.0 10 0.5
+setting 10 1.0 8 0.25

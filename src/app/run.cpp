@@ -233,8 +233,13 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
   if (cfg.solver == "vortex" || cfg.solver == "both") {
     cfg.vortex.nu = init.nu;
     solvers.push_back(make_vortex(cfg.vortex, g, backend));
-    if (backend == Backend::gpu)
-      con.line("vortex   FMM: near field (P2P) on the GPU, tree, lists and far field on the CPU");
+    const fmm::Params f = cfg.vortex.fmm.resolved();
+    std::ostringstream msg;
+    msg << "vortex   FMM " << (backend == Backend::gpu ? "on the GPU (tree and lists on the host)" : "on the CPU")
+        << ": tolerance " << f.tolerance << ", p " << f.p << ", theta " << f.theta << ", ncrit " << f.ncrit
+        << ", images " << f.images;
+    if (backend == Backend::gpu) msg << ", near field " << f.precision;
+    con.line(msg.str());
   }
 
   // Field outputs, in t/T of the initial field.
