@@ -1,4 +1,5 @@
-// Small CUDA helpers shared by the fmm/ kernels (p2p_gpu.cu, far_gpu.cu); CUDA sources only.
+// Small CUDA helpers shared by the CUDA sources of fmm/ (p2p_gpu.cu, far_gpu.cu) and
+// vortex/blobs_gpu.cu; CUDA sources only.
 #pragma once
 
 #include <cuda_runtime.h>

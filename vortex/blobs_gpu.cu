@@ -3,26 +3,17 @@
 
 #include <cuda_runtime.h>
 
-#include <stdexcept>
-#include <string>
+#include "fmm/cuda_util.h"
 
 namespace vh::vortex::detail {
 namespace {
 
-#define VH_VORTEX_CUDA(call)                                                                              \
-  do {                                                                                                    \
-    const cudaError_t e_ = (call);                                                                        \
-    if (e_ != cudaSuccess)                                                                                \
-      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": " #call ": " + \
-                               cudaGetErrorString(e_));                                                   \
-  } while (0)
-
 template <class T>
 struct Dev {
   T* p = nullptr;
-  explicit Dev(std::size_t n) { VH_VORTEX_CUDA(cudaMalloc(&p, (n ? n : 1) * sizeof(T))); }
+  explicit Dev(std::size_t n) { VH_FMM_CUDA(cudaMalloc(&p, (n ? n : 1) * sizeof(T))); }
   Dev(const T* h, std::size_t n) : Dev(n) {
-    if (n) VH_VORTEX_CUDA(cudaMemcpy(p, h, n * sizeof(T), cudaMemcpyHostToDevice));
+    if (n) VH_FMM_CUDA(cudaMemcpy(p, h, n * sizeof(T), cudaMemcpyHostToDevice));
   }
   ~Dev() { cudaFree(p); }
   Dev(const Dev&) = delete;
@@ -125,7 +116,7 @@ void gather_gpu(const Particles& p, const Grid& g, double cutoff, int m, const s
   if (np > 0) {
     stencil_kernel<<<static_cast<unsigned>((np + threads - 1) / threads), threads>>>(np, x.p, sigma.p, g.h(), cutoff, m,
                                                                                     i0.p, w.p, dw.p);
-    VH_VORTEX_CUDA(cudaGetLastError());
+    VH_FMM_CUDA(cudaGetLastError());
   }
   Dev<double> o0(npts), o1(divergence ? 1 : npts), o2(divergence ? 1 : npts);
   const unsigned blocks = static_cast<unsigned>((npts + threads - 1) / threads);
@@ -135,11 +126,11 @@ void gather_gpu(const Particles& p, const Grid& g, double cutoff, int m, const s
   else
     gather_kernel<false><<<blocks, threads>>>(g.n, m, of.p, static_cast<int>(offs.size()), st.p, ord.p, i0.p, w.p,
                                                dw.p, alpha.p, o0.p, o1.p, o2.p);
-  VH_VORTEX_CUDA(cudaGetLastError());
+  VH_FMM_CUDA(cudaGetLastError());
   double* o[3] = {o0.p, o1.p, o2.p};
   for (int c = 0; c < (divergence ? 1 : 3); ++c) {
     out[c].resize(npts);
-    VH_VORTEX_CUDA(cudaMemcpy(out[c].data(), o[c], npts * sizeof(double), cudaMemcpyDeviceToHost));
+    VH_FMM_CUDA(cudaMemcpy(out[c].data(), o[c], npts * sizeof(double), cudaMemcpyDeviceToHost));
   }
 }
 

@@ -143,37 +143,22 @@ Blobs turbulent_lattice(int m) {
   vh::Fft3d fft(m);
   vh::VectorField w(g);
   vh::vorticity(f.u, fft, w);
-  const double h = 2 * M_PI / m, h3 = h * h * h;
-  Blobs b;
-  const std::size_t n = std::size_t(m) * m * m;
-  b.x.resize(n);
-  b.a.resize(n);
-  b.s.assign(n, h);
+  std::vector<Vec3> omega(g.points());  // in the reference's (i, j, k) order
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < m; ++j)
-      for (int k = 0; k < m; ++k) {
-        const std::size_t id = (std::size_t(i) * m + j) * m + k, gi = g.index(i, j, k);
-        b.x[id] = {i * h, j * h, k * h};
-        for (int d = 0; d < 3; ++d) b.a[id][d] = w.c[d][gi] * h3;
-      }
+      for (int k = 0; k < m; ++k)
+        for (int d = 0; d < 3; ++d) omega[(std::size_t(i) * m + j) * m + k][d] = w.c[d][g.index(i, j, k)];
+  Blobs b;
+  vh::fmm::testing::lattice_blobs(m, omega, b.x, b.a);
+  b.s.assign(b.x.size(), 2 * M_PI / m);
   return b;
 }
 
 // The same lattice with a random solenoidal omega of flat spectrum (unit rms).
 Blobs white_lattice(int m) {
-  const double h = 2 * M_PI / m, h3 = h * h * h;
-  const auto w = vh::fmm::testing::random_solenoidal(m, 7);
   Blobs b;
-  b.x.resize(w.size());
-  b.a.resize(w.size());
-  b.s.assign(w.size(), h);
-  for (int i = 0; i < m; ++i)
-    for (int j = 0; j < m; ++j)
-      for (int k = 0; k < m; ++k) {
-        const std::size_t id = (std::size_t(i) * m + j) * m + k;
-        b.x[id] = {i * h, j * h, k * h};
-        for (int d = 0; d < 3; ++d) b.a[id][d] = w[id][d] * h3;
-      }
+  vh::fmm::testing::lattice_blobs(m, vh::fmm::testing::random_solenoidal(m, 7), b.x, b.a);
+  b.s.assign(b.x.size(), 2 * M_PI / m);
   return b;
 }
 

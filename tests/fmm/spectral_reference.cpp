@@ -110,4 +110,18 @@ std::vector<std::array<double, 3>> random_solenoidal(int n, unsigned seed) {
   return out;
 }
 
+void lattice_blobs(int n, const std::vector<std::array<double, 3>>& omega, std::vector<std::array<double, 3>>& x,
+                   std::vector<std::array<double, 3>>& alpha) {
+  const double h = 2 * M_PI / n, h3 = h * h * h;
+  x.resize(omega.size());
+  alpha.resize(omega.size());
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j)
+      for (int k = 0; k < n; ++k) {
+        const std::size_t id = (std::size_t(i) * n + j) * n + k;
+        x[id] = {i * h, j * h, k * h};
+        for (int d = 0; d < 3; ++d) alpha[id][d] = omega[id][d] * h3;
+      }
+}
+
 }  // namespace vh::fmm::testing

@@ -19,4 +19,8 @@ void spectral_velocity(int n, double sigma, const std::vector<std::array<double,
 /// removed, zero mean), same indexing, unit rms.
 std::vector<std::array<double, 3>> random_solenoidal(int n, unsigned seed);
 
+/// Blobs on the N^3 lattice in the same order: x = h (i, j, k) and alpha = omega h^3.
+void lattice_blobs(int n, const std::vector<std::array<double, 3>>& omega, std::vector<std::array<double, 3>>& x,
+                   std::vector<std::array<double, 3>>& alpha);
+
 }  // namespace vh::fmm::testing

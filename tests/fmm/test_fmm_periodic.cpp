@@ -42,17 +42,8 @@ struct LatticeCase {
 LatticeCase make_lattice_case(int n) {
   LatticeCase c;
   const double h = kBoxLength / n;
-  const auto w = testing::random_solenoidal(n, 7);
-  c.x.resize(w.size());
-  c.alpha.resize(w.size());
-  c.sigma.assign(w.size(), h);
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j)
-      for (int k = 0; k < n; ++k) {
-        const int id = (i * n + j) * n + k;
-        c.x[id] = {i * h, j * h, k * h};
-        for (int d = 0; d < 3; ++d) c.alpha[id][d] = w[id][d] * h * h * h;
-      }
+  testing::lattice_blobs(n, testing::random_solenoidal(n, 7), c.x, c.alpha);
+  c.sigma.assign(c.x.size(), h);
   testing::spectral_velocity(n, h, c.alpha, c.u_ref, c.g_ref);
   return c;
 }
