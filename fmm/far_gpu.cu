@@ -450,7 +450,9 @@ std::vector<GCell> gcells(const Tree& t) {
 
 std::vector<double4_32a> positions(const std::vector<Vec3>& x) {
   std::vector<double4_32a> v(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) v[i] = make_double4_32a(x[i][0], x[i][1], x[i][2], 0.0);
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(x.size()); ++i)
+    v[i] = make_double4_32a(x[i][0], x[i][1], x[i][2], 0.0);
   return v;
 }
 
@@ -641,6 +643,7 @@ void FarGpu::get(std::vector<Vec3>& u, std::vector<Mat3>& grad) const {
   if (!h.empty()) VH_FMM_CUDA(cudaMemcpy(h.data(), m.out.p, h.size() * sizeof(double), cudaMemcpyDeviceToHost));
   u.assign(m.nt, Vec3{});
   grad.assign(m.nt, Mat3{});
+#pragma omp parallel for schedule(static)
   for (int i = 0; i < m.nt; ++i) {
     const double* o = &h[12 * static_cast<std::size_t>(i)];
     for (int a = 0; a < 3; ++a) u[i][a] = o[a];

@@ -361,6 +361,7 @@ Timings run(const Params& prm_in, const std::vector<Vec3>& x_in, const std::vect
   const int ns = static_cast<int>(src.x.size()), nt = static_cast<int>(tgt.x.size());
   std::vector<Vec3> as(ns);
   std::vector<double> ss(ns);
+#pragma omp parallel for schedule(static)
   for (int i = 0; i < ns; ++i) {
     as[i] = alpha_in[src.perm[i]];
     ss[i] = sigma_in[src.perm[i]];
@@ -399,6 +400,7 @@ Timings run(const Params& prm_in, const std::vector<Vec3>& x_in, const std::vect
   if (prm.periodic) periodic_correction(src.x, as, tgt.x, u, grad);
   u_out.assign(nt, Vec3{});
   grad_out.assign(nt, Mat3{});
+#pragma omp parallel for schedule(static)
   for (int i = 0; i < nt; ++i) {
     u_out[tgt.perm[i]] = u[i];
     grad_out[tgt.perm[i]] = grad[i];

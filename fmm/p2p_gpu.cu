@@ -312,15 +312,19 @@ void P2PGpu::set_sources(const std::vector<Vec3>& x, const std::vector<Vec3>& al
   if (m.self && static_cast<int>(n) < m.nt) throw std::invalid_argument("P2PGpu: self lists need every target");
   m.ns = static_cast<int>(n);
   std::vector<double4_32a> xs(n);
-  for (std::size_t i = 0; i < n; ++i) xs[i] = make_double4_32a(x[i][0], x[i][1], x[i][2], sigma[i]);
+  const std::ptrdiff_t nn = static_cast<std::ptrdiff_t>(n);
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t i = 0; i < nn; ++i) xs[i] = make_double4_32a(x[i][0], x[i][1], x[i][2], sigma[i]);
   m.xs.upload(xs);
   if (m.prec == GpuPrecision::fp64) {
     std::vector<double4_32a> a(n);
-    for (std::size_t i = 0; i < n; ++i) a[i] = make_double4_32a(alpha[i][0], alpha[i][1], alpha[i][2], 0.0);
+#pragma omp parallel for schedule(static)
+    for (std::ptrdiff_t i = 0; i < nn; ++i) a[i] = make_double4_32a(alpha[i][0], alpha[i][1], alpha[i][2], 0.0);
     m.as.upload(a);
   } else {
     std::vector<float4> a(n);
-    for (std::size_t i = 0; i < n; ++i)
+#pragma omp parallel for schedule(static)
+    for (std::ptrdiff_t i = 0; i < nn; ++i)
       a[i] = make_float4(float(alpha[i][0]), float(alpha[i][1]), float(alpha[i][2]), 0.0f);
     m.as.upload(a);
   }
@@ -331,7 +335,9 @@ void P2PGpu::set_targets(const std::vector<Vec3>& x) {
   if (m.self) return;
   if (static_cast<int>(x.size()) < m.nt) throw std::invalid_argument("P2PGpu: fewer targets than the lists use");
   std::vector<double4_32a> xt(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) xt[i] = make_double4_32a(x[i][0], x[i][1], x[i][2], 0.0);
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(x.size()); ++i)
+    xt[i] = make_double4_32a(x[i][0], x[i][1], x[i][2], 0.0);
   m.xt.upload(xt);
 }
 
@@ -386,6 +392,7 @@ void P2PGpu::get(std::vector<Vec3>& u, std::vector<Mat3>& grad) const {
   u.assign(m.nt, Vec3{});
   grad.assign(m.nt, Mat3{});
   auto unpack = [&](const auto* h) {
+#pragma omp parallel for schedule(static)
     for (int i = 0; i < m.nt; ++i) {
       const auto* o = h + 12 * static_cast<std::size_t>(i);
       for (int a = 0; a < 3; ++a) u[i][a] = o[a];

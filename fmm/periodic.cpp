@@ -115,12 +115,15 @@ void lattice_m2l(int p, int r0, int images, const cplx* Mroot, cplx* Lroot) {
 }
 
 void wrap_into_box(std::vector<Vec3>& x) {
-  for (auto& p : x)
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(x.size()); ++i) {
+    Vec3& p = x[i];
     for (int d = 0; d < 3; ++d) {
       double v = p[d] - kBoxLength * std::floor(p[d] / kBoxLength);
       if (v >= kBoxLength || v < 0) v = 0;  // rounding of values just below a multiple of L
       p[d] = v;
     }
+  }
 }
 
 void periodic_correction(const std::vector<Vec3>& xs, const std::vector<Vec3>& alpha, const std::vector<Vec3>& xt,
@@ -137,7 +140,8 @@ void periodic_correction(const std::vector<Vec3>& xs, const std::vector<Vec3>& a
     D[1] += r[2] * a[0] - r[0] * a[2];
     D[2] += r[0] * a[1] - r[1] * a[0];
   }
-  for (std::size_t i = 0; i < xt.size(); ++i) {
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(xt.size()); ++i) {
     const Vec3 r = {xt[i][0] - c, xt[i][1] - c, xt[i][2] - c};
     u[i][0] += (r[1] * Q[2] - r[2] * Q[1] - D[0]) / V3;
     u[i][1] += (r[2] * Q[0] - r[0] * Q[2] - D[1]) / V3;
