@@ -1,5 +1,7 @@
 #include "vortex/blobs.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -12,14 +14,6 @@
 namespace vh::vortex {
 namespace {
 
-/// Each particle's 1-D Gaussian weights along x, y, z on the lattice points i0 … i0+m−1
-/// (unwrapped indices): w = (2πσ²)^{-1/2} exp(−d²/2σ²) and dw = ∂w/∂x_i = −d/σ² w, d = x_i − x_p.
-struct Stencils {
-  int m = 0;                        ///< points per direction (the same for all particles)
-  std::vector<int> i0;              ///< [particle][3]
-  std::vector<double> w, dw;        ///< [particle][3][m]
-};
-
 /// Stencil points per direction, the same for all particles (from the largest core).
 int stencil_points(const Particles& p, double h, double cutoff) {
   double smax = 0;
@@ -27,35 +21,8 @@ int stencil_points(const Particles& p, double h, double cutoff) {
   return 2 * int(std::ceil(cutoff * smax / h)) + 2;
 }
 
-Stencils stencils(const Particles& p, double h, double cutoff) {
-  Stencils s;
-  s.m = stencil_points(p, h, cutoff);
-  const std::ptrdiff_t np = std::ptrdiff_t(p.size());
-  s.i0.resize(3 * np);
-  s.w.assign(3 * np * s.m, 0.0);
-  s.dw.assign(3 * np * s.m, 0.0);
-#pragma omp parallel for schedule(static)
-  for (std::ptrdiff_t q = 0; q < np; ++q) {
-    const double sg = p.sigma[q], R = cutoff * sg, norm = 1.0 / std::sqrt(2.0 * kPi * sg * sg);
-    for (int d = 0; d < 3; ++d) {
-      const int i0 = int(std::ceil((p.x[q][d] - R) / h));
-      s.i0[3 * q + d] = i0;
-      double* w = &s.w[(3 * q + d) * s.m];
-      double* dw = &s.dw[(3 * q + d) * s.m];
-      for (int a = 0; a < s.m; ++a) {
-        const double dist = (i0 + a) * h - p.x[q][d];
-        if (std::abs(dist) > R) continue;  // outside the cube: zero weight
-        w[a] = norm * std::exp(-dist * dist / (2.0 * sg * sg));
-        dw[a] = -dist / (sg * sg) * w[a];
-      }
-    }
-  }
-  return s;
-}
-
-/// Calls f(q, a, b, c) for every particle q and every periodic image offset (a, b, c) into
-/// its stencil that lands on lattice point (i, j, k); cells are visited in a fixed order.
-/// `cells` lists particles by the lattice cell floor(x/h) (counting sort, stable).
+#ifdef VH_HAVE_CUDA
+/// The GPU gather's cell list: particles by the lattice cell floor(x/h) (counting sort, stable).
 struct CellList {
   int n = 0;
   std::vector<std::size_t> start, order;
@@ -89,32 +56,73 @@ std::vector<int> cell_offsets(int n, int m) {
     for (int d = -reach; d <= reach; ++d) offs.push_back(d);
   return offs;
 }
+#endif
 
-template <class F>
-void gather(const Particles& p, const Grid& g, const Stencils& s, F&& f) {
-  const CellList cells(p, g);
-  const int n = g.n;
-  const std::vector<int> offs = cell_offsets(n, s.m);
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int k = 0; k < n; ++k)
-    for (int j = 0; j < n; ++j)
-      for (int i = 0; i < n; ++i) {
-        const std::size_t point = g.index(i, j, k);
-        for (int oz : offs)
-          for (int oy : offs)
-            for (int ox : offs) {
-              const std::size_t c = g.index((i + ox + n) % n, (j + oy + n) % n, (k + oz + n) % n);
-              for (std::size_t t = cells.start[c]; t < cells.start[c + 1]; ++t) {
-                const std::size_t q = cells.order[t];
-                const int ax = (((i - s.i0[3 * q]) % n) + n) % n;
-                const int ay = (((j - s.i0[3 * q + 1]) % n) + n) % n;
-                const int az = (((k - s.i0[3 * q + 2]) % n) + n) % n;
-                for (int c2 = az; c2 < s.m; c2 += n)
-                  for (int b = ay; b < s.m; b += n)
-                    for (int a = ax; a < s.m; a += n) f(point, q, a, b, c2);
-              }
-            }
+/// One particle's 1-D Gaussian weights along x, y, z on the lattice points i0 … i0+m−1
+/// (unwrapped indices): w = (2πσ²)^{-1/2} exp(−d²/2σ²) and dw = ∂w/∂x_i = −d/σ² w, d = x_i − x_p,
+/// zero outside |d| ≤ cutoff σ; idx: the wrapped lattice index of each point.
+struct Weights {
+  int i0[3];
+  std::vector<double> w[3], dw[3];
+  std::vector<int> idx[3];
+  explicit Weights(int m) {
+    for (int d = 0; d < 3; ++d) {
+      w[d].resize(m);
+      dw[d].resize(m);
+      idx[d].resize(m);
+    }
+  }
+  void set(const Particles& p, std::size_t q, int n, double h, double cutoff) {
+    const double sg = p.sigma[q], R = cutoff * sg, norm = 1.0 / std::sqrt(2.0 * kPi * sg * sg);
+    const int m = int(w[0].size());
+    for (int d = 0; d < 3; ++d) {
+      i0[d] = int(std::ceil((p.x[q][d] - R) / h));
+      for (int a = 0; a < m; ++a) {
+        const double dist = (i0[d] + a) * h - p.x[q][d];
+        const bool in = std::abs(dist) <= R;
+        w[d][a] = in ? norm * std::exp(-dist * dist / (2.0 * sg * sg)) : 0.0;
+        dw[d][a] = -dist / (sg * sg) * w[d][a];
+        idx[d][a] = (((i0[d] + a) % n) + n) % n;
       }
+    }
+  }
+};
+
+/// Adds every particle's stencil to the lattice: f(point, q, W, a, b, c) for each stencil point
+/// (a, b, c) of particle q with a nonzero z weight.  The z-planes are split among the threads;
+/// each thread takes the particles in index order and adds only to its own planes, so every
+/// lattice point sums its particles in index order: the same bits for any thread count.
+template <class F>
+void scatter(const Particles& p, const Grid& g, double cutoff, F&& f) {
+  const int n = g.n, m = stencil_points(p, g.h(), cutoff);
+  const double h = g.h();
+#pragma omp parallel
+  {
+    const int nth = omp_get_num_threads(), th = omp_get_thread_num();
+    const int z0 = int((long long)n * th / nth), z1 = int((long long)n * (th + 1) / nth);
+    Weights W(m);
+    for (std::size_t q = 0; q < p.size(); ++q) {
+      // Skip particles whose stencil misses this thread's planes (cheap test on the range).
+      const double R = cutoff * p.sigma[q];
+      const int lo = int(std::ceil((p.x[q][2] - R) / h)), hi = lo + m - 1;
+      bool touches = hi - lo + 1 >= n;
+      for (int z = lo; z <= hi && !touches; ++z) {
+        const int zw = ((z % n) + n) % n;
+        touches = zw >= z0 && zw < z1;
+      }
+      if (!touches) continue;
+      W.set(p, q, n, h, cutoff);
+      for (int c = 0; c < m; ++c) {
+        const int z = W.idx[2][c];
+        if (z < z0 || z >= z1 || W.w[2][c] == 0.0) continue;
+        for (int b = 0; b < m; ++b) {
+          if (W.w[1][b] == 0.0) continue;
+          const std::size_t row = g.index(0, W.idx[1][b], z);
+          for (int a = 0; a < m; ++a) f(row + W.idx[0][a], q, W, a, b, c);
+        }
+      }
+    }
+  }
 }
 
 #ifdef VH_HAVE_CUDA
@@ -144,10 +152,8 @@ void vorticity_on_lattice(const Particles& p, const Grid& g, double cutoff, Vect
     no_gpu();
 #endif
   }
-  const Stencils s = stencils(p, g.h(), cutoff);
-  const int m = s.m;
-  gather(p, g, s, [&](std::size_t i, std::size_t q, int a, int b, int c) {
-    const double w = s.w[(3 * q) * m + a] * s.w[(3 * q + 1) * m + b] * s.w[(3 * q + 2) * m + c];
+  scatter(p, g, cutoff, [&](std::size_t i, std::size_t q, const Weights& W, int a, int b, int c) {
+    const double w = W.w[0][a] * W.w[1][b] * W.w[2][c];
     if (w == 0.0) return;
     for (int d = 0; d < 3; ++d) omega.c[d][i] += w * p.alpha[q][d];
   });
@@ -163,17 +169,10 @@ void divergence_on_lattice(const Particles& p, const Grid& g, double cutoff, Sca
     no_gpu();
 #endif
   }
-  const Stencils s = stencils(p, g.h(), cutoff);
-  const int m = s.m;
-  gather(p, g, s, [&](std::size_t i, std::size_t q, int a, int b, int c) {
-    const double* wx = &s.w[(3 * q) * m];
-    const double* wy = &s.w[(3 * q + 1) * m];
-    const double* wz = &s.w[(3 * q + 2) * m];
-    const double* dx = &s.dw[(3 * q) * m];
-    const double* dy = &s.dw[(3 * q + 1) * m];
-    const double* dz = &s.dw[(3 * q + 2) * m];
-    div.v[i] += p.alpha[q][0] * dx[a] * wy[b] * wz[c] + p.alpha[q][1] * wx[a] * dy[b] * wz[c] +
-                p.alpha[q][2] * wx[a] * wy[b] * dz[c];
+  scatter(p, g, cutoff, [&](std::size_t i, std::size_t q, const Weights& W, int a, int b, int c) {
+    div.v[i] += p.alpha[q][0] * W.dw[0][a] * W.w[1][b] * W.w[2][c] +
+                p.alpha[q][1] * W.w[0][a] * W.dw[1][b] * W.w[2][c] +
+                p.alpha[q][2] * W.w[0][a] * W.w[1][b] * W.dw[2][c];
   });
 }
 

@@ -3,8 +3,11 @@
 // reinitialisation does to K.
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
 #include <cmath>
 #include <cstdio>
+#include <random>
 
 #include "core/diagnostics.h"
 #include "core/fft.h"
@@ -118,6 +121,76 @@ vh::vortex::Particles particles_from(const vh::VectorField& alpha, double sigma)
 // without the symbol cap; the blob sums are cut off at 7σ, exp(−24.5) = 2e-11), to what the
 // cap leaves out (fft, default floor 1e-3: the modes beyond |k| ≈ 0.59 N, ~1e-6 of this
 // smooth field), or to rbf_tol (cg); and Σα stays zero.
+// The blob sums at the lattice against a brute-force sum over every particle and its 27 nearest
+// images (independent of the stencil bookkeeping), with particles off the lattice and cores of
+// different sizes (stencils wider than the 8^3 box); and the same bits for 1 and 3 threads
+// (restarts rely on it).
+TEST(Blobs, LatticeSumsEqualTheBruteForceSum) {
+  const Grid g{8};
+  const double h = g.h(), L = 2 * vh::kPi, cutoff = 7.0;
+  vh::vortex::Particles p = vh::vortex::lattice_particles(g, h);
+  std::mt19937_64 gen(5);
+  std::uniform_real_distribution<double> U(-1, 1);
+  for (std::size_t q = 0; q < p.size(); ++q) {
+    for (int d = 0; d < 3; ++d) {
+      p.x[q][d] = std::fmod(p.x[q][d] + 0.45 * h * U(gen) + L, L);
+      p.alpha[q][d] = U(gen);
+    }
+    p.sigma[q] = h * (1.1 + 0.1 * U(gen));
+  }
+  vh::VectorField w;
+  vh::ScalarField div;
+  vh::vortex::vorticity_on_lattice(p, g, cutoff, w);
+  vh::vortex::divergence_on_lattice(p, g, cutoff, div);
+  double ew = 0, nw = 0, ed = 0, nd = 0;
+  for (int k = 0; k < g.n; ++k)
+    for (int j = 0; j < g.n; ++j)
+      for (int i = 0; i < g.n; ++i) {
+        const double xi[3] = {i * h, j * h, k * h};
+        double ref[3] = {0, 0, 0}, rdiv = 0;
+        for (std::size_t q = 0; q < p.size(); ++q)
+          for (int sx = -1; sx <= 1; ++sx)
+            for (int sy = -1; sy <= 1; ++sy)
+              for (int sz = -1; sz <= 1; ++sz) {
+                const double s[3] = {double(sx), double(sy), double(sz)};
+                double wt[3], dwt[3];
+                bool in = true;
+                for (int d = 0; d < 3; ++d) {
+                  const double dist = xi[d] - (p.x[q][d] + s[d] * L), sg = p.sigma[q];
+                  in = in && std::abs(dist) <= cutoff * sg;
+                  wt[d] = std::exp(-dist * dist / (2 * sg * sg)) / std::sqrt(2 * vh::kPi * sg * sg);
+                  dwt[d] = -dist / (sg * sg) * wt[d];
+                }
+                if (!in) continue;
+                for (int d = 0; d < 3; ++d) ref[d] += p.alpha[q][d] * wt[0] * wt[1] * wt[2];
+                rdiv += p.alpha[q][0] * dwt[0] * wt[1] * wt[2] + p.alpha[q][1] * wt[0] * dwt[1] * wt[2] +
+                        p.alpha[q][2] * wt[0] * wt[1] * dwt[2];
+              }
+        const std::size_t id = g.index(i, j, k);
+        for (int d = 0; d < 3; ++d) {
+          ew += (w.c[d][id] - ref[d]) * (w.c[d][id] - ref[d]);
+          nw += ref[d] * ref[d];
+        }
+        ed += (div.v[id] - rdiv) * (div.v[id] - rdiv);
+        nd += rdiv * rdiv;
+      }
+  // A term at the cut-off (relative weight exp(-cutoff^2 / 2) = 2e-11) may fall on either side
+  // of it by rounding of the distance: 1e-10.
+  EXPECT_LE(std::sqrt(ew / nw), 1e-10);
+  EXPECT_LE(std::sqrt(ed / nd), 1e-10);
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 3}) {
+    omp_set_num_threads(threads);
+    vh::VectorField w2;
+    vh::ScalarField d2;
+    vh::vortex::vorticity_on_lattice(p, g, cutoff, w2);
+    vh::vortex::divergence_on_lattice(p, g, cutoff, d2);
+    for (int d = 0; d < 3; ++d) EXPECT_EQ(w2.c[d], w.c[d]) << threads << " threads";
+    EXPECT_EQ(d2.v, div.v) << threads << " threads";
+  }
+  omp_set_num_threads(saved);
+}
+
 TEST(Reinit, BlobsReproduceTheLatticeVorticity) {
   const int n = 16;
   const auto omega = random_vorticity(n);
