@@ -87,10 +87,12 @@ __device__ void irregular_column(double x, double y, double z, int p, int m, dou
 }
 
 // Full-layout copy of the three components of an expansion (m >= 0 storage) into S[a][fidx];
-// fold: (-1)^n conj (the M2L's source factor).
-__device__ void stage_full(const double2* X, int p, int nc, double2* S, bool fold) {
+// fold: (-1)^n conj (the M2L's source factor).  Entries first, first + stride, ... are this
+// thread's (the block's threads by default, a warp's lanes in the M2L).
+__device__ void stage_full(const double2* X, int p, int nc, double2* S, bool fold, int first = threadIdx.x,
+                           int stride = blockDim.x) {
   const int nf = (p + 1) * (p + 1);
-  for (int t = threadIdx.x; t < 3 * nf; t += blockDim.x) {
+  for (int t = first; t < 3 * nf; t += stride) {
     const int a = t / nf, f = t - a * nf;
     int n = 0;
     while ((n + 1) * (n + 1) <= f) ++n;
@@ -242,18 +244,7 @@ __global__ void m2l_kernel(const int* __restrict__ targets, const int* __restric
       }
     }
     // Folded multipole (-1)^n conj(M_nm) in the full layout, by the warp's lanes.
-    const double2* Ms = M + static_cast<long long>(src) * 3 * nc;
-    for (int t = lane; t < 3 * nf; t += 32) {
-      const int a = t / nf, f = t - a * nf;
-      int n = 0;
-      while ((n + 1) * (n + 1) <= f) ++n;
-      const int m = f - n * n - n;
-      double2 v = Ms[a * nc + cidx(n, m < 0 ? -m : m)];
-      if (m < 0) v = negm(v, -m);
-      v = cconj(v);
-      if (n & 1) v = make_double2(-v.x, -v.y);
-      Mf[t] = v;
-    }
+    stage_full(M + static_cast<long long>(src) * 3 * nc, p, nc, Mf, true, lane, 32);
     __syncwarp();
 #pragma unroll
     for (int q = 0; q < Q; ++q) {
@@ -275,7 +266,8 @@ __global__ void m2l_kernel(const int* __restrict__ targets, const int* __restric
     }
     __syncwarp();  // T and Mf are rewritten by the next group
   }
-  // Sum the warps in order: warp w's partials to shared memory, then warp 0 adds them up.
+  // Sum the warps in order: their partials go to shared memory, then each output adds them in
+  // warp order.
   __syncthreads();
   double2* part = sh;  // [warps][nout], reuses the tables
 #pragma unroll
@@ -429,7 +421,7 @@ struct FarGpu::Impl {
   DevBuf m2l_targets, m2l_entries, m2l_goffset, m2l_groups;
   int n_src_leaves = 0, n_tgt_leaves = 0, n_m2l_targets = 0;
   DevBuf M, L, out;
-  cudaEvent_t ev[6] = {};
+  cudaEvent_t ev[5] = {};
   ~Impl() {
     for (auto& e : ev)
       if (e) cudaEventDestroy(e);
