@@ -3,15 +3,17 @@
 // 0..p, m >= 0 stored) in double precision, resident on the device.  Host API: no CUDA types;
 // built only with VH_ENABLE_CUDA (VH_FMM_HAVE_CUDA).
 //
-// Kernel layout (one thread block per cell, one thread per output coefficient (component a,
-// degree l, order m), so every sum has one owner and a fixed order: no atomics, repeatable):
+// Kernel layout (one thread block per cell; every output coefficient (component a, degree l,
+// order m) has one owner and a fixed summation order: no atomics, repeatable):
 //   P2M  block per source leaf: the regular harmonics of a chunk of particles go to shared
 //        memory (one particle per thread), then each thread sums its coefficient over them.
 //   M2M  per level, bottom-up, block per parent: child multipoles and R(child - parent) staged.
 //   M2L  block per target cell with a non-empty list, entries sorted by source so that the
 //        periodic images of one source add their I_lm(d) tables first (as on the CPU) and one
-//        contraction serves them all; the table is built by p + 1 threads, one per order m
-//        (each runs the recurrence up its column).
+//        contraction serves them all.  The warps of a block walk different sources
+//        independently (no block barrier per source); in a warp, p + 1 lanes build the table
+//        (one per order m, up its column) and the 32 lanes share the outputs round-robin; the
+//        warps' partial sums are added in warp order at the end.
 //   L2L  per level, top-down, block per child.
 //   L2P  block per target leaf, thread per target: the local expansion is shifted to degree 2
 //        at the target, which gives the gradient and Hessian of the three potentials, hence
