@@ -112,7 +112,7 @@ std::vector<ParamInfo> describe_params() {
   auto or_auto = [](const std::string& v) { return v == "-1" ? std::string("auto") : v; };
   return {
       {"p", "int|auto", or_auto(std::to_string(d.p)),
-       "expansion order of the solid harmonics (1..30); auto: from fmm.tolerance"},
+       "expansion order of the solid harmonics (1..30, at most 20 on the GPU); auto: from fmm.tolerance"},
       {"ncrit", "int|auto", or_auto(std::to_string(d.ncrit)),
        "maximum number of particles in a leaf cell; auto: from fmm.tolerance"},
       {"theta", "double|auto", or_auto(str(d.theta)),
@@ -120,7 +120,8 @@ std::vector<ParamInfo> describe_params() {
       {"images", "int", std::to_string(d.images),
        "periodic far-lattice levels; each triples the summed lattice width (0..12)"},
       {"tolerance", "double", str(d.tolerance),
-       "target relative L2 error of u: sets the auto p, ncrit and theta (measured table, fmm/README.md), "
+       "target relative L2 error of u: sets the auto p, ncrit, theta and precision (measured table, "
+       "fmm/README.md), "
        "and the far field is used only where 1 - g(rho) is below it"},
       {"periodic", "bool", d.periodic ? "true" : "false",
        "periodic in [0, 2 pi)^3 (positions wrapped in) or free space"},
