@@ -178,11 +178,10 @@ class CpuSolver final : public Rk4Solver {
  protected:
   void load_state_inputs() override {
     const int m = g_.m, mxh = g_.mxh();
-    const C* src[3] = {arr_.u0[0], arr_.u0[1], arr_.u0[2]};
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads_)
     for (int iz = 0; iz < m; ++iz)
       for (int iy = 0; iy < m; ++iy)
-        for (int ix = 0; ix < mxh; ++ix) kernel::load_mode(g_, ix, iy, iz, arr_.buf, src);
+        for (int ix = 0; ix < mxh; ++ix) kernel::load_mode(g_, ix, iy, iz, arr_);
   }
 
   void nonlinear_transforms() override {

@@ -5,22 +5,34 @@
 //   post_kernel   ↔ CpuSolver::post                  (project, truncate, RK4 stage, next input)
 //   max_kernel    ↔ CpuSolver::max_velocity          (max |u_i| on the N³ grid)
 //   energy_kernel ↔ CpuSolver::energies              (K and ½⟨ω·ω⟩ of the state)
-// Transforms: cuFFT in place, one batched plan for the 6 inverse and one for the 3 forward
-// transforms of an evaluation (T = double: Z2D/D2Z; T = float: C2R/R2C); with
-// Params::pruned_transforms a (z, y) C2C plan over the non-zero kx columns and an x plan
-// instead (slower on the H200, see solver.h). Everything in the time loop stays on the
-// device; the host only launches. Measured on an H200 (bench/RESULTS.md): 256³ with the
-// 3/2 rule 47 ms/step (1.2× the bare transforms), 512³ with the 2/3 rule 86 ms (1.27×).
+// Transforms: cuFFT in place (T = double: Z2D/D2Z; T = float: C2R/R2C). By default
+// (Params::fft_callbacks) with LTO callbacks (fft_callbacks.h) that fold the per-point work
+// into the transforms' first and last passes: ω's 3 inverse transforms make i k × û from
+// buffers 0–2 as they load, u's read only the retained modes, the last one (u_z, alone in
+// its plan) stores u × ω instead of u, and the 3 forward transforms store only the
+// retained modes; load_kernel and post_kernel then visit the retained modes only and
+// cross_kernel is not run. Without callbacks: one batched plan for the 6 inverse and one
+// for the 3 forward transforms, every pass separate; with Params::pruned_transforms a
+// (z, y) C2C plan over the non-zero kx columns and an x plan instead (slower on the H200,
+// see solver.h). The bare batched plans also time the floor (time_transforms).
+// Everything in the time loop stays on the device; the host only launches. Measured on an
+// H200: bench/RESULTS.md.
 #include <cuda_runtime.h>
 
-#include <type_traits>
 #include <cufft.h>
+#include <cufftXt.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
+#include "spectral/fft_callbacks.h"
+#include "spectral/fft_callbacks_fatbin.h"  // vh_fft_callbacks_fatbin (generated, LTO-IR)
 #include "spectral/gpu_solver.h"
 #include "spectral/rhs_kernel.h"
 #include "spectral/rk4.h"
@@ -53,18 +65,43 @@ __device__ inline bool decode(const Geometry& g, int& ix, int& iy, int& iz) {
   return true;
 }
 
+/// Largest |k_i| of the retained set (rhs_kernel.h retained(): a box).
+__host__ __device__ inline int kmax_retained(const Geometry& g) {
+  return g.dealias == kernel::kTwoThirds ? (g.n - 1) / 3 : g.n / 2 - 1;
+}
+/// Modes a mode kernel visits: the whole M-grid half layout, or only the retained box
+/// when the transforms themselves mask the other modes (transforms_load_retained).
+std::size_t mode_count(const Geometry& g, bool retained_only) {
+  const std::size_t k = kmax_retained(g);
+  return retained_only ? (k + 1) * (2 * k + 1) * (2 * k + 1) : std::size_t(g.m) * g.m * g.mxh();
+}
+/// Flat index → (ix, iy, iz) over the retained box (kx = 0 … K, ky, kz = −K … K).
+__device__ inline bool decode_retained(const Geometry& g, int& ix, int& iy, int& iz) {
+  const unsigned i = blockIdx.x * kFlat + threadIdx.x;
+  const unsigned k = kmax_retained(g), nx = k + 1, ny = 2 * k + 1;
+  if (i >= nx * ny * ny) return false;
+  const unsigned r = i / nx;
+  ix = int(i - r * nx);
+  iy = kernel::axis_index(int(r % ny) - int(k), g.m);
+  iz = kernel::axis_index(int(r / ny) - int(k), g.m);
+  return true;
+}
+template <class T>
+__device__ inline bool decode_for(const Geometry& g, const StageArrays<T>& arr, int& ix, int& iy, int& iz) {
+  return arr.transforms_load_retained ? decode_retained(g, ix, iy, iz) : decode(g, ix, iy, iz);
+}
+
 template <class T>
 __global__ void __launch_bounds__(kFlat) load_kernel(Geometry g, StageArrays<T> arr) {
   int ix, iy, iz;
-  if (!decode(g, ix, iy, iz)) return;
-  const Cx<T>* src[3] = {arr.u0[0], arr.u0[1], arr.u0[2]};
-  kernel::load_mode(g, ix, iy, iz, arr.buf, src);
+  if (!decode_for(g, arr, ix, iy, iz)) return;
+  kernel::load_mode(g, ix, iy, iz, arr);
 }
 
 template <class T>
 __global__ void __launch_bounds__(kFlat) post_kernel(Geometry g, int s, bool expl, T nu, T dt, StageArrays<T> arr) {
   int ix, iy, iz;
-  if (!decode(g, ix, iy, iz)) return;
+  if (!decode_for(g, arr, ix, iy, iz)) return;
   kernel::post_mode(g, s, expl, nu, dt, ix, iy, iz, arr);
 }
 
@@ -159,6 +196,10 @@ struct CufftTypes;
 template <>
 struct CufftTypes<double> {
   static constexpr cufftType r2c = CUFFT_D2Z, c2r = CUFFT_Z2D, c2c = CUFFT_Z2Z;
+  static constexpr cufftXtCallbackType ld_complex = CUFFT_CB_LD_COMPLEX_DOUBLE,
+                                       st_real = CUFFT_CB_ST_REAL_DOUBLE,
+                                       st_complex = CUFFT_CB_ST_COMPLEX_DOUBLE;
+  static constexpr int cb = 0;  // index into the callback names (fft_callbacks.h)
   static cufftResult c2c_exec(cufftHandle h, void* d, int dir) {
     auto* z = static_cast<cufftDoubleComplex*>(d);
     return cufftExecZ2Z(h, z, z, dir);
@@ -173,6 +214,9 @@ struct CufftTypes<double> {
 template <>
 struct CufftTypes<float> {
   static constexpr cufftType r2c = CUFFT_R2C, c2r = CUFFT_C2R, c2c = CUFFT_C2C;
+  static constexpr cufftXtCallbackType ld_complex = CUFFT_CB_LD_COMPLEX, st_real = CUFFT_CB_ST_REAL,
+                                       st_complex = CUFFT_CB_ST_COMPLEX;
+  static constexpr int cb = 1;
   static cufftResult c2c_exec(cufftHandle h, void* d, int dir) {
     auto* z = static_cast<cufftComplex*>(d);
     return cufftExecC2C(h, z, z, dir);
@@ -185,25 +229,44 @@ struct CufftTypes<float> {
   }
 };
 
+/// A cuFFT LTO callback of fft_callbacks.cu: its symbol and kind.
+struct Callback {
+  const char* name;
+  cufftXtCallbackType type;
+};
+
 /// In-place batched plan of `howmany` m³ transforms, buffers m²(m/2+1) complex apart,
 /// without its own work area (the solver shares one among its plans); `ws` gets its size.
+/// `cbs`: LTO callbacks linked into the plan, each given the caller info *info_slot (a
+/// device pointer). cuFFT keeps the pointers given to cufftXtSetJITCallback (the slot, the
+/// fatbin, the name) and may read them when the plan is made, so the slot must outlive
+/// the plan: the solver's member, not a local (d7a6ad4 passed a loop-local's address).
 /// 64-bit sizes: six 768³ buffers exceed 2³¹ reals.
 template <class T>
-cufftHandle plan_many(int m, int howmany, bool inverse, cudaStream_t st, std::size_t& ws) {
+cufftHandle plan_many(int m, int howmany, bool inverse, cudaStream_t st, std::size_t& ws,
+                      std::initializer_list<Callback> cbs = {}, void** info_slot = nullptr) {
   long long n[3] = {m, m, m};
   long long cemb[3] = {m, m, m / 2 + 1};
   long long remb[3] = {m, m, 2 * (m / 2 + 1)};
   const long long cdist = (long long)m * m * (m / 2 + 1);
   cufftHandle h;
   VH_CHECK_CUFFT(cufftCreate(&h));
-  VH_CHECK_CUFFT(cufftSetAutoAllocation(h, 0));
-  if (inverse)
-    VH_CHECK_CUFFT(cufftMakePlanMany64(h, 3, n, cemb, 1, cdist, remb, 1, 2 * cdist,
-                                       CufftTypes<T>::c2r, howmany, &ws));
-  else
-    VH_CHECK_CUFFT(cufftMakePlanMany64(h, 3, n, remb, 1, 2 * cdist, cemb, 1, cdist,
-                                       CufftTypes<T>::r2c, howmany, &ws));
-  VH_CHECK_CUFFT(cufftSetStream(h, st));
+  try {
+    for (const Callback& cb : cbs)
+      VH_CHECK_CUFFT(cufftXtSetJITCallback(h, cb.name, vh_fft_callbacks_fatbin,
+                                           sizeof vh_fft_callbacks_fatbin, cb.type, info_slot));
+    VH_CHECK_CUFFT(cufftSetAutoAllocation(h, 0));
+    if (inverse)
+      VH_CHECK_CUFFT(cufftMakePlanMany64(h, 3, n, cemb, 1, cdist, remb, 1, 2 * cdist,
+                                         CufftTypes<T>::c2r, howmany, &ws));
+    else
+      VH_CHECK_CUFFT(cufftMakePlanMany64(h, 3, n, remb, 1, 2 * cdist, cemb, 1, cdist,
+                                         CufftTypes<T>::r2c, howmany, &ws));
+    VH_CHECK_CUFFT(cufftSetStream(h, st));
+  } catch (...) {
+    cufftDestroy(h);
+    throw;
+  }
   return h;
 }
 
@@ -263,7 +326,12 @@ class GpuSolver final : public Rk4Solver {
       fwd3_ = plan_many<T>(g_.m, 3, false, st_, w2);
       plans_.insert(plans_.end(), {inv6_, fwd3_});
     }
-    const std::size_t ws = std::max({w1, w2, w3, w4, w5, w6, std::size_t(256)});
+    std::size_t wc = 0;
+    cb_ = p.fft_callbacks && !p.pruned_transforms ? kAllCallbacks : 0;
+    if (const char* e = std::getenv("VH_SPECTRAL_CB")) cb_ = p.pruned_transforms ? 0 : std::atoi(e);
+    if (cb_) make_callback_plans(wc);
+    arr_.transforms_load_retained = (cb_ & kLoads) != 0;
+    const std::size_t ws = std::max({w1, w2, w3, w4, w5, w6, wc, std::size_t(256)});
     VH_CHECK_CUDA(cudaMalloc(&fftws_, ws));
     for (cufftHandle h : plans_) VH_CHECK_CUFFT(cufftSetWorkArea(h, fftws_));
     VH_CHECK_CUDA(cudaEventCreate(&e0_));
@@ -276,6 +344,7 @@ class GpuSolver final : public Rk4Solver {
     cudaFree(dmax_);
     cudaFree(part_);
     cudaFree(fftws_);
+    cudaFree(cbinfo_);
     cudaEventDestroy(e0_);
     cudaEventDestroy(e1_);
     cudaStreamDestroy(st_);
@@ -380,20 +449,33 @@ class GpuSolver final : public Rk4Solver {
     return state_ + std::size_t(c) * nmodes_;
   }
   int transform_size() const override { return g_.m; }
+  bool uses_fft_callbacks() const override { return cb_ != 0; }
 
  protected:
   void load_state_inputs() override {
-    load_kernel<T><<<blocks_for(pmodes_, kFlat), kFlat, 0, st_>>>(g_, arr_);
+    const std::size_t nm = mode_count(g_, arr_.transforms_load_retained);
+    load_kernel<T><<<blocks_for(nm, kFlat), kFlat, 0, st_>>>(g_, arr_);
     VH_CHECK_CUDA(cudaGetLastError());
   }
 
   void nonlinear_transforms() override {
     T* r = reinterpret_cast<T*>(work_);
-    inverse_transforms();
-    cross_kernel<T><<<blocks_for(pmodes_, kFlat), kFlat, 0, st_>>>(
-        unsigned(pmodes_), reinterpret_cast<typename Vec2<T>::type*>(r));
-    VH_CHECK_CUDA(cudaGetLastError());
-    forward_transforms();
+    if (cb_) {  // ω first: its load callback reads û from buffers 0–2, which u's overwrite
+      VH_CHECK_CUFFT(CufftTypes<T>::inv(invW_, reinterpret_cast<T*>(arr_.buf[3])));
+      VH_CHECK_CUFFT(CufftTypes<T>::inv(invU2_, r));
+      VH_CHECK_CUFFT(CufftTypes<T>::inv(invU1_, reinterpret_cast<T*>(arr_.buf[2])));
+    } else {
+      inverse_transforms();
+    }
+    if (!(cb_ & kCross)) {
+      cross_kernel<T><<<blocks_for(pmodes_, kFlat), kFlat, 0, st_>>>(
+          unsigned(pmodes_), reinterpret_cast<typename Vec2<T>::type*>(r));
+      VH_CHECK_CUDA(cudaGetLastError());
+    }
+    if (cb_)
+      VH_CHECK_CUFFT(CufftTypes<T>::fwd(fwdS_, r));
+    else
+      forward_transforms();
   }
 
   void post_transform(int s, double dt) override { post(s, dt, arr_); }
@@ -418,8 +500,44 @@ class GpuSolver final : public Rk4Solver {
     for (int c = 0; c < 3; ++c) VH_CHECK_CUFFT(CufftTypes<T>::c2c_exec(colsA_, arr_.buf[c], CUFFT_FORWARD));
   }
 
+  /// The callback plans (fft_callbacks.h) for the parts of cb_; on failure none (cb_ = 0).
+  void make_callback_plans(std::size_t& ws) {
+    using CT = CufftTypes<T>;
+    const int i = CT::cb, m = g_.m;
+    const kernel::CallbackInfo info{g_, work_, pmodes_};
+    VH_CHECK_CUDA(cudaMalloc(&cbinfo_, sizeof info));
+    VH_CHECK_CUDA(cudaMemcpy(cbinfo_, &info, sizeof info, cudaMemcpyHostToDevice));
+    cbinfo_slot_ = cbinfo_;
+    const bool ld = cb_ & kLoads, cross = cb_ & kCross, st = cb_ & kStore;
+    const Callback curl{kernel::kLoadCurlName[i], CT::ld_complex};
+    const Callback keep{kernel::kLoadRetainedName[i], CT::ld_complex};
+    const Callback xst{kernel::kStoreCrossName[i], CT::st_real};
+    const Callback kst{kernel::kStoreRetainedName[i], CT::st_complex};
+    std::size_t w[4] = {0, 0, 0, 0};
+    std::vector<cufftHandle> made;
+    try {
+      made.push_back(invW_ = ld ? plan_many<T>(m, 3, true, st_, w[0], {curl}, &cbinfo_slot_)
+                                : plan_many<T>(m, 3, true, st_, w[0]));
+      made.push_back(invU2_ = ld ? plan_many<T>(m, 2, true, st_, w[1], {keep}, &cbinfo_slot_)
+                                 : plan_many<T>(m, 2, true, st_, w[1]));
+      made.push_back(invU1_ = ld && cross ? plan_many<T>(m, 1, true, st_, w[2], {keep, xst}, &cbinfo_slot_)
+                              : ld        ? plan_many<T>(m, 1, true, st_, w[2], {keep}, &cbinfo_slot_)
+                              : cross     ? plan_many<T>(m, 1, true, st_, w[2], {xst}, &cbinfo_slot_)
+                                          : plan_many<T>(m, 1, true, st_, w[2]));
+      made.push_back(fwdS_ = st ? plan_many<T>(m, 3, false, st_, w[3], {kst}, &cbinfo_slot_)
+                                : plan_many<T>(m, 3, false, st_, w[3]));
+    } catch (const vh::LibraryError& e) {
+      for (cufftHandle h : made) cufftDestroy(h);
+      std::fprintf(stderr, "spectral: cuFFT callbacks unavailable (%s); separate passes instead\n", e.what());
+      cb_ = 0;
+      return;
+    }
+    plans_.insert(plans_.end(), made.begin(), made.end());
+    ws = std::max({w[0], w[1], w[2], w[3]});
+  }
+
   void post(int s, double dt, const StageArrays<T>& arr) {
-    post_kernel<T><<<blocks_for(pmodes_, kFlat), kFlat, 0, st_>>>(
+    post_kernel<T><<<blocks_for(mode_count(g_, arr.transforms_load_retained), kFlat), kFlat, 0, st_>>>(
         g_, s, p_.viscosity == Viscosity::explicit_rk4, T(p_.nu), T(dt), arr);
     VH_CHECK_CUDA(cudaGetLastError());
   }
@@ -448,6 +566,12 @@ class GpuSolver final : public Rk4Solver {
   cufftHandle colsA_ = 0, rowsInv_ = 0, rowsFwd_ = 0;  // pruned: (z, y) columns, x rows
   std::vector<cufftHandle> plans_;  // every plan created (they share fftws_)
   bool pruned_ = false;
+  // Parts of the evaluation done by cuFFT callbacks (fft_callbacks.h); 0: separate passes.
+  enum : int { kLoads = 1, kCross = 4, kStore = 8, kAllCallbacks = kLoads | kCross | kStore };
+  int cb_ = 0;
+  cufftHandle invW_ = 0, invU2_ = 0, invU1_ = 0, fwdS_ = 0;  // callback plans: ω, u_x u_y, u_z, fwd
+  kernel::CallbackInfo* cbinfo_ = nullptr;  // device copy of the callbacks' caller info
+  void* cbinfo_slot_ = nullptr;  // = cbinfo_; its address is the plans' caller_info (lives as long)
   cudaEvent_t e0_ = nullptr, e1_ = nullptr;
   StageArrays<T> arr_{};
 };

@@ -174,28 +174,33 @@ struct StageArrays {
   Cx<T>* u0[3];      ///< state û(t_n), N-grid half layout
   Cx<T>* acc[3];     ///< RK4 accumulator, N-grid half layout
   Cx<T>* a[3];       ///< stored stage input (explicit viscosity) or rhs output (kRhsOnly)
+  /// true when the inverse transforms read only the retained modes of buf[0..2] and make
+  /// ω̂ = i k × û from them themselves (the GPU's cuFFT load callbacks, fft_callbacks.h):
+  /// the passes below then write û of the retained modes only. false (the CPU): they write
+  /// all six buffers, zeros outside the retained set.
+  bool transforms_load_retained;
 };
 
 /// Writes the transform inputs of mode (ix, iy, iz) of the M grid: û and ω̂ = i k × û taken
-/// from `src` (N layout) inside the retained set, zero outside.
+/// from arr.u0 (N layout) inside the retained set, zero outside (see
+/// StageArrays::transforms_load_retained for what is skipped when the transforms do it).
 template <class T>
-VH_HD inline void load_mode(const Geometry& g, int ix, int iy, int iz, Cx<T>* const buf[6],
-                            const Cx<T>* const src[3]) {
+VH_HD inline void load_mode(const Geometry& g, int ix, int iy, int iz, const StageArrays<T>& arr) {
   const int ky = signed_k(iy, g.m), kz = signed_k(iz, g.m);
   const long long pm = ((long long)iz * g.m + iy) * g.mxh() + ix;
   if (!retained(g, ix, ky, kz)) {
-    for (int c = 0; c < 6; ++c) buf[c][pm] = Cx<T>{T(0), T(0)};
+    if (!arr.transforms_load_retained)
+      for (int c = 0; c < 6; ++c) arr.buf[c][pm] = Cx<T>{T(0), T(0)};
     return;
   }
   const long long nm =
       ((long long)axis_index(kz, g.n) * g.n + axis_index(ky, g.n)) * g.nxh() + ix;
   Cx<T> u[3], w[3];
-  for (int c = 0; c < 3; ++c) u[c] = src[c][nm];
+  for (int c = 0; c < 3; ++c) u[c] = arr.u0[c][nm];
+  for (int c = 0; c < 3; ++c) arr.buf[c][pm] = u[c];
+  if (arr.transforms_load_retained) return;
   curl(T(ix), T(ky), T(kz), u, w);
-  for (int c = 0; c < 3; ++c) {
-    buf[c][pm] = u[c];
-    buf[3 + c][pm] = w[c];
-  }
+  for (int c = 0; c < 3; ++c) arr.buf[3 + c][pm] = w[c];
 }
 
 /// The post-transform update of mode (ix, iy, iz) of the M grid after the forward
@@ -209,7 +214,7 @@ VH_HD inline void post_mode(const Geometry& g, int s, bool explicit_visc, T nu, 
   const int ky = signed_k(iy, g.m), kz = signed_k(iz, g.m);
   const long long pm = ((long long)iz * g.m + iy) * g.mxh() + ix;
   if (!retained(g, ix, ky, kz)) {
-    if (s != kRhsOnly)
+    if (s != kRhsOnly && !arr.transforms_load_retained)
       for (int c = 0; c < 6; ++c) arr.buf[c][pm] = Cx<T>{T(0), T(0)};
     return;
   }
@@ -243,11 +248,10 @@ VH_HD inline void post_mode(const Geometry& g, int s, bool explicit_visc, T nu, 
       arr.acc[c][nm] = acc[c];
     if (explicit_visc && s != kStage4) arr.a[c][nm] = a[c];
   }
+  for (int c = 0; c < 3; ++c) arr.buf[c][pm] = a[c];
+  if (arr.transforms_load_retained) return;
   curl(kx_, ky_, kz_, a, w);
-  for (int c = 0; c < 3; ++c) {
-    arr.buf[c][pm] = a[c];
-    arr.buf[3 + c][pm] = w[c];
-  }
+  for (int c = 0; c < 3; ++c) arr.buf[3 + c][pm] = w[c];
 }
 
 }  // namespace vh::spectral::kernel

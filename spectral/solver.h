@@ -35,6 +35,11 @@ struct Params {
   /// H200 with cuFFT 12 it is 1.4–2.7× slower (bench/RESULTS.md), hence off. Ignored on
   /// the CPU.
   bool pruned_transforms = false;
+  /// GPU only: fold the per-point passes into the transforms with cuFFT LTO callbacks
+  /// (fft_callbacks.h): same results, less memory traffic. Falls back to separate passes
+  /// (one line on stderr) when cuFFT cannot build the callback plans. Ignored on the CPU
+  /// and with pruned_transforms.
+  bool fft_callbacks = true;
   double nu = 0;                  ///< kinematic viscosity [length²/time]
 };
 
@@ -84,6 +89,9 @@ class Solver {
   virtual const void* device_velocity(int /*c*/) { return nullptr; }
   /// Transform size per direction (3N/2 with the 3/2 rule, else N).
   virtual int transform_size() const = 0;
+  /// True when the evaluation runs through cuFFT LTO callbacks (Params::fft_callbacks and
+  /// cuFFT built the callback plans); false on the CPU and on the fallback path.
+  virtual bool uses_fft_callbacks() const { return false; }
 };
 
 /// Builds a solver for grid g (N even, ≥ 8; N divisible by 4 for the 3/2 rule) on back end

@@ -4,6 +4,7 @@
 //   spectral_bench [--device cpu|gpu] [--n 128,256,512] [--dealias 3/2,2/3,none]
 //                  [--precision double|single] [--steps 20] [--warmup 3] [--csv]
 //                  [--pruned]   (GPU: pruned transforms, Params::pruned_transforms)
+//                  [--no-callbacks]  (GPU: separate per-point passes, not cuFFT callbacks)
 //
 // Each case starts from a real random field (k⁴ exp spectrum, u′ = 1), takes `warmup` steps,
 // then times `steps` single steps (median) and `steps` repetitions of the bare transforms
@@ -59,7 +60,7 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   std::string device = "gpu", ns = "", dealias = "3/2,2/3,none", precision = "double";
   int steps = 20, warmup = 3;
-  bool csv = false, pruned = false;
+  bool csv = false, pruned = false, callbacks = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -77,6 +78,7 @@ int main(int argc, char** argv) {
     else if (a == "--warmup") warmup = std::stoi(next());
     else if (a == "--csv") csv = true;
     else if (a == "--pruned") pruned = true;
+    else if (a == "--no-callbacks") callbacks = false;
     else {
       std::fprintf(stderr, "spectral_bench: unknown argument %s\n", a.c_str());
       return 2;
@@ -87,10 +89,11 @@ int main(int argc, char** argv) {
     if (ns.empty()) ns = b == Backend::gpu ? "128,256,512" : "64,128";
     const std::string dev = device_name(b);
     const std::string prec = precision == "single" ? "fp32" : "fp64";
+    const std::string asked = pruned ? ", pruned transforms" : b == Backend::gpu && !callbacks ? ", no callbacks" : "";
     std::printf("# spectral_bench on %s, %s%s, median of %d steps after %d warm-up steps\n",
-                dev.c_str(), prec.c_str(), pruned ? ", pruned transforms" : "", steps, warmup);
-    std::printf("%6s %8s %6s %14s %14s %8s\n", "N", "dealias", "M", "step [ms]", "FFT floor [ms]",
-                "ratio");
+                dev.c_str(), prec.c_str(), asked.c_str(), steps, warmup);
+    std::printf("%6s %8s %6s %14s %14s %8s  %s\n", "N", "dealias", "M", "step [ms]", "FFT floor [ms]",
+                "ratio", "path");
     std::vector<std::string> rows;
     for (const std::string& nstr : split(ns)) {
       const Grid g{std::stoi(nstr)};
@@ -102,6 +105,7 @@ int main(int argc, char** argv) {
         p.dealias = d == "3/2" ? Dealias::three_halves : d == "2/3" ? Dealias::two_thirds : Dealias::none;
         p.single_precision = precision == "single";
         p.pruned_transforms = pruned;
+        p.fft_callbacks = callbacks;
         p.nu = spec.nu;
         auto s = make_solver(p, g, b);
         s->set_velocity(u0, 0.0);
@@ -117,10 +121,14 @@ int main(int argc, char** argv) {
         }
         const double step = median(t);
         const double floor = s->time_transforms(steps);
-        std::printf("%6d %8s %6d %14.3f %14.3f %8.3f\n", g.n, d.c_str(), s->transform_size(),
-                    1e3 * step, 1e3 * floor, step / floor);
+        // The path that ran (a callback request falls back to separate passes when cuFFT
+        // cannot build the callback plans): rows of one label always mean one code path.
+        const std::string path = pruned ? "pruned" : s->uses_fft_callbacks() ? "callbacks" : "separate passes";
+        std::printf("%6d %8s %6d %14.3f %14.3f %8.3f  %s\n", g.n, d.c_str(), s->transform_size(),
+                    1e3 * step, 1e3 * floor, step / floor, path.c_str());
         std::fflush(stdout);
-        const std::string cs = "N=" + nstr + " dealias=" + d + " " + prec + (pruned ? " pruned" : "");
+        const std::string variant = pruned ? " pruned" : s->uses_fft_callbacks() ? " callbacks" : "";
+        const std::string cs = "N=" + nstr + " dealias=" + d + " " + prec + variant;
         const std::string pre = today() + "," + commit() + "," + dev + ",spectral," + cs + ",";
         char buf[64];
         std::snprintf(buf, sizeof buf, "%.6g", step);
