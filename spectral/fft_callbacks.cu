@@ -9,22 +9,21 @@ namespace {
 
 /// Mode of complex element p (offset within one buffer, M-grid half layout); true when it
 /// is in the retained set.
-__device__ inline bool retained_mode(const Geometry& g, unsigned long long p, int& kx, int& ky, int& kz) {
-  const unsigned long long mxh = g.mxh(), m = g.m;
-  const unsigned long long r = p / mxh;
-  kx = int(p - r * mxh);
-  ky = signed_k(int(r % m), g.m);
-  kz = signed_k(int(r / m), g.m);
-  return retained(g, kx, ky, kz);
+__device__ inline bool retained_mode(const CallbackInfo& ci, unsigned p, int& kx, int& ky, int& kz) {
+  const unsigned r = ci.fmxh.div(p), z = ci.fm.div(r);
+  kx = int(p - r * ci.fmxh.d);
+  ky = signed_k(int(r - z * ci.fm.d), ci.g.m);
+  kz = signed_k(int(z), ci.g.m);
+  return retained(ci.g, kx, ky, kz);
 }
 
 template <class T>
 __device__ inline Cx<T> load_curl(unsigned long long o, const CallbackInfo* ci) {
-  const unsigned long long c = o / ci->dist, p = o - c * ci->dist;
+  const unsigned c = ci->fdist.div(unsigned(o)), p = unsigned(o) - c * ci->fdist.d;
   int k[3];
-  if (!retained_mode(ci->g, p, k[0], k[1], k[2])) return Cx<T>{T(0), T(0)};
+  if (!retained_mode(*ci, p, k[0], k[1], k[2])) return Cx<T>{T(0), T(0)};
   const Cx<T>* u = static_cast<const Cx<T>*>(ci->base);
-  const int c1 = (c + 1) % 3, c2 = (c + 2) % 3;
+  const unsigned c1 = c == 2 ? 0 : c + 1, c2 = c == 0 ? 2 : c - 1;
   // (i k × û)_c = i (k_{c+1} û_{c+2} − k_{c+2} û_{c+1}), as curl() in rhs_kernel.h.
   const Cx<T> s = T(k[c1]) * u[c2 * ci->dist + p] - T(k[c2]) * u[c1 * ci->dist + p];
   return Cx<T>{-s.im, s.re};
@@ -33,7 +32,8 @@ __device__ inline Cx<T> load_curl(unsigned long long o, const CallbackInfo* ci) 
 template <class T>
 __device__ inline Cx<T> load_retained(const void* in, unsigned long long o, const CallbackInfo* ci) {
   int kx, ky, kz;
-  if (!retained_mode(ci->g, o % ci->dist, kx, ky, kz)) return Cx<T>{T(0), T(0)};
+  const unsigned p = unsigned(o) - ci->fdist.div(unsigned(o)) * ci->fdist.d;
+  if (!retained_mode(*ci, p, kx, ky, kz)) return Cx<T>{T(0), T(0)};
   return static_cast<const Cx<T>*>(in)[o];
 }
 
@@ -51,7 +51,8 @@ __device__ inline void store_cross(void* out, unsigned long long o, T uz, const 
 template <class T>
 __device__ inline void store_retained(void* out, unsigned long long o, Cx<T> v, const CallbackInfo* ci) {
   int kx, ky, kz;
-  if (retained_mode(ci->g, o % ci->dist, kx, ky, kz)) static_cast<Cx<T>*>(out)[o] = v;
+  const unsigned p = unsigned(o) - ci->fdist.div(unsigned(o)) * ci->fdist.d;
+  if (retained_mode(*ci, p, kx, ky, kz)) static_cast<Cx<T>*>(out)[o] = v;
 }
 
 template <class V, class T>

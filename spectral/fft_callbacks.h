@@ -21,11 +21,26 @@
 
 namespace vh::spectral::kernel {
 
-/// Caller info of every callback (one device copy per solver).
+/// n / d for 32-bit n and 2 ≤ d < 2³² by one 64-bit multiply-high: ⌊n·⌈2⁶⁴/d⌉ / 2⁶⁴⌋ = ⌊n/d⌋
+/// exactly for all 32-bit n (Lemire, Kaser & Kurz 2019). The callbacks decode each
+/// element's mode from its offset (three divisions); as integer divisions (64-bit in
+/// d7a6ad4, tens of instructions each) they cost more than the memory traffic they save.
+struct FastDiv {
+  unsigned d;
+  unsigned long long magic;  ///< ⌈2⁶⁴/d⌉
+  static FastDiv make(unsigned d) { return FastDiv{d, ~0ull / d + 1}; }
+#ifdef __CUDACC__
+  __device__ unsigned div(unsigned n) const { return unsigned(__umul64hi(magic, n)); }
+#endif
+};
+
+/// Caller info of every callback (one device copy per solver). Offsets are decoded in
+/// 32 bits: the solver uses the callbacks only while 3·dist < 2³² (M ≤ 1200).
 struct CallbackInfo {
   Geometry g;
   void* base;                 ///< transform buffer 0 (Cx<T>*); buffer c starts c·dist later
   unsigned long long dist;    ///< complex elements per buffer: M²(M/2+1)
+  FastDiv fdist, fmxh, fm;    ///< division by dist, M/2+1 and M
 };
 
 /// Names of the callbacks, fp64 and fp32, as given to cufftXtSetJITCallback: unmangled

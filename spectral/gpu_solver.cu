@@ -504,7 +504,13 @@ class GpuSolver final : public Rk4Solver {
   void make_callback_plans(std::size_t& ws) {
     using CT = CufftTypes<T>;
     const int i = CT::cb, m = g_.m;
-    const kernel::CallbackInfo info{g_, work_, pmodes_};
+    if (3 * (unsigned long long)pmodes_ >= (1ull << 32)) {  // offsets decoded in 32 bits
+      std::fprintf(stderr, "spectral: cuFFT callbacks need 3·M²(M/2+1) < 2³² (M = %d); separate passes instead\n", m);
+      cb_ = 0;
+      return;
+    }
+    const kernel::CallbackInfo info{g_, work_, pmodes_, kernel::FastDiv::make(unsigned(pmodes_)),
+                                    kernel::FastDiv::make(unsigned(g_.mxh())), kernel::FastDiv::make(unsigned(m))};
     VH_CHECK_CUDA(cudaMalloc(&cbinfo_, sizeof info));
     VH_CHECK_CUDA(cudaMemcpy(cbinfo_, &info, sizeof info, cudaMemcpyHostToDevice));
     cbinfo_slot_ = cbinfo_;
