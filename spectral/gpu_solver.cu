@@ -5,8 +5,8 @@
 //   post_kernel   ↔ CpuSolver::post                  (project, truncate, RK4 stage, next input)
 //   max_kernel    ↔ CpuSolver::max_velocity          (max |u_i| on the N³ grid)
 //   energy_kernel ↔ CpuSolver::energies              (K and ½⟨ω·ω⟩ of the state)
-// Transforms: cuFFT in place (T = double: Z2D/D2Z; T = float: C2R/R2C). By default
-// (Params::fft_callbacks) with LTO callbacks (fft_callbacks.h) that fold the per-point work
+// Transforms: cuFFT in place (T = double: Z2D/D2Z; T = float: C2R/R2C). With
+// Params::fft_callbacks (off by default, solver.h says why) with LTO callbacks (fft_callbacks.h) that fold the per-point work
 // into the transforms' first and last passes: ω's 3 inverse transforms make i k × û from
 // buffers 0–2 as they load, u's read only the retained modes, the last one (u_z, alone in
 // its plan) stores u × ω instead of u, and the 3 forward transforms store only the

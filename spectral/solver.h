@@ -38,8 +38,10 @@ struct Params {
   /// GPU only: fold the per-point passes into the transforms with cuFFT LTO callbacks
   /// (fft_callbacks.h): same results, less memory traffic. Falls back to separate passes
   /// (one line on stderr) when cuFFT cannot build the callback plans. Ignored on the CPU
-  /// and with pruned_transforms.
-  bool fft_callbacks = true;
+  /// and with pruned_transforms. Off by default: on the H200 (fp64, one session, 2c0925f)
+  /// it is faster at 512³ 2/3 (82.7 against 86.0 ms/step) but slower at 256³ 3/2, the
+  /// SC09 case (50.1 against 47.5 ms; bench/spectral/spectral_bench --callbacks).
+  bool fft_callbacks = false;
   double nu = 0;                  ///< kinematic viscosity [length²/time]
 };
 

@@ -14,7 +14,19 @@
 // MakePlan; and the d7a6ad4 solver's plan_many with its own callbacks (loop-local caller
 // info) against the same with a caller-info slot that outlives the plan.
 // `cufft_lto_probe info` prints the versions, the loaded libraries and a direct nvJitLink
-// link of each fatbin at -arch=sm_90.
+// link of each fatbin at -arch=sm_90; `linkcheck` (no GPU) repeats cuFFT's own wrapper link;
+// `driverjit` loads and runs a kernel linked with the callback by the driver and by nvJitLink.
+//
+// What it showed on the H200 (CUDA 13.0, cuFFT 12.0.0.61, 2026-11-22; bench/RESULTS.md):
+// cuFFT compiles a wrapper with NVRTC that declares the named callback in C++
+// (`extern __device__ T name(void*, unsigned long long, void*, void*)`), so it links to the
+// mangled symbol: extern "C" callbacks fail with CUFFT_INTERNAL_ERROR (nvJitLink: "ptxas
+// fatal: Unresolved extern function '_Z12probe_ldc_zaPvyS_S_'"), C++ ones work for every IR
+// (nvcc lto_75/lto_90, NVRTC compute_75/90), 1-D and 3-D, load, store and both, exactly
+// (errors ≤ 3.3e-16 against s × the plain transform). cuFFT reads the caller-info slot at
+// the Set call (a slot changed before MakePlan is not seen) but the fatbin and the name only
+// at MakePlan (zeroed fatbin: error 5; changed name: the new name is linked), so those two
+// must outlive the MakePlan call.
 #include <cuda_runtime.h>
 #include <cufft.h>
 #include <cufftXt.h>
@@ -41,7 +53,7 @@
 #include "probe_kernel_lto90.h"  // probe_kernel_lto90[] (cufft_lto_probe_kernel.cu, lto_90)
 #include "probe_kernel_ptx.h"    // probe_kernel_ptx[] (same, PTX, -rdc)
 #include "probe_cb_ptx.h"        // probe_cb_ptx[] (the callbacks, PTX, -rdc)
-#include <cuda.h>  // types only; the functions come from cudaGetDriverEntryPointByVersion
+#include <cuda.h>  // types only; the functions come from libcuda.so.1 by dlsym (drv)
 
 namespace {
 
@@ -469,20 +481,24 @@ int linkcheck() {
 }
 
 // ---- driverjit: the steps of an LTO callback plan without cuFFT ----------------------
-// Driver API through the runtime (no link to libcuda: `linkcheck` runs without a GPU).
+// Driver API from libcuda.so.1 by dlsym (no link to libcuda: `linkcheck` runs without a
+// GPU). The names are the macro-expanded ones of cuda.h (cuLinkCreate -> cuLinkCreate_v2),
+// the symbols a program linked to libcuda would call. (Through the runtime's
+// cudaGetDriverEntryPointByVersion the kernel launches failed with
+// CUDA_ERROR_CONTEXT_IS_DESTROYED on the H200, so not that way.)
 template <class F>
 F drv(const char* name) {
-  void* f = nullptr;
-  cudaDriverEntryPointQueryResult q;
-  if (cudaGetDriverEntryPointByVersion(name, &f, 13000, cudaEnableDefault, &q) != cudaSuccess || !f) {
-    std::printf("  driver entry point %s not found\n", name);
+  static void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  void* f = h ? dlsym(h, name) : nullptr;
+  if (!f) {
+    std::printf("  driver symbol %s not found\n", name);
     std::exit(2);
   }
   return reinterpret_cast<F>(f);
 }
-// #fn: the base name (cuLinkCreate), as cuGetProcAddress wants it; &fn: the macro-expanded
-// declaration (cuLinkCreate_v2) for the type.
-#define DRV(fn) drv<decltype(&fn)>(#fn)
+#define DRV_STR(x) #x
+#define DRV_NAME(x) DRV_STR(x)
+#define DRV(fn) drv<decltype(&fn)>(DRV_NAME(fn))
 
 const char* cu_err(CUresult r) {
   const char* s = nullptr;
