@@ -10,6 +10,8 @@
 
 #include "fmm/cuda_util.h"
 #include "fmm/expansions.h"
+#include "fmm/mean_correction.h"
+#include "fmm/profile.h"
 #include "fmm/p2p_gpu.h"
 
 namespace vh::fmm {
@@ -222,15 +224,16 @@ __global__ void m2l_kernel(const int* __restrict__ targets, const int* __restric
   double2* Mf = T + nf;          // [3][nf], folded
   const int A = targets[blockIdx.x];
   const GCell CA = tcells[A];
-  double2 acc[Q];
-  int ol[Q], om[Q], oa[Q];
-  const int nq = (nout - lane + 31) / 32;
+  // Lane owns the (l, m) outputs c = lane + 32 q (all three components): one load of the table
+  // serves three multiply-adds, and the multipole's loads are the same address across the warp
+  // (every lane walks (j, k) in the same order), so the shared memory broadcasts them.
+  double2 acc[Q][3];
+  int ol[Q], om[Q];
+  const int nq = (nc - lane + 31) / 32;
 #pragma unroll
   for (int q = 0; q < Q; ++q) {
-    acc[q] = make_double2(0, 0);
-    const int o = lane + 32 * q;
-    oa[q] = o / nc;
-    if (q < nq) lm_of(o - oa[q] * nc, ol[q], om[q]);
+    for (int a = 0; a < 3; ++a) acc[q][a] = make_double2(0, 0);
+    if (q < nq) lm_of(lane + 32 * q, ol[q], om[q]);
   }
   const int g_end = goffset[blockIdx.x + 1];
   for (int g = goffset[blockIdx.x] + w; g < g_end; g += warps) {
@@ -250,19 +253,26 @@ __global__ void m2l_kernel(const int* __restrict__ targets, const int* __restric
     for (int q = 0; q < Q; ++q) {
       if (q >= nq) break;
       const int l = ol[q], m = om[q];
-      const double2* Ma = Mf + oa[q] * nf;
-      double sr = 0, si = 0;
+      double2 s0 = make_double2(0, 0), s1 = s0, s2 = s0;
       for (int j = 0; j <= p - l; ++j) {
         const double2* Tj = T + fidx(l + j, m);
-        const double2* Mj = Ma + fidx(j, 0);
+        const double2* Mj = Mf + fidx(j, 0);
         for (int k = -j; k <= j; ++k) {
-          const double2 mv = Mj[k], t = Tj[k];
-          sr += mv.x * t.x - mv.y * t.y;
-          si += mv.x * t.y + mv.y * t.x;
+          const double2 t = Tj[k], m0 = Mj[k], m1 = Mj[nf + k], m2 = Mj[2 * nf + k];
+          s0.x += m0.x * t.x - m0.y * t.y;
+          s0.y += m0.x * t.y + m0.y * t.x;
+          s1.x += m1.x * t.x - m1.y * t.y;
+          s1.y += m1.x * t.y + m1.y * t.x;
+          s2.x += m2.x * t.x - m2.y * t.y;
+          s2.y += m2.x * t.y + m2.y * t.x;
         }
       }
-      acc[q].x += sr;
-      acc[q].y += si;
+      acc[q][0].x += s0.x;
+      acc[q][0].y += s0.y;
+      acc[q][1].x += s1.x;
+      acc[q][1].y += s1.y;
+      acc[q][2].x += s2.x;
+      acc[q][2].y += s2.y;
     }
     __syncwarp();  // T and Mf are rewritten by the next group
   }
@@ -272,7 +282,8 @@ __global__ void m2l_kernel(const int* __restrict__ targets, const int* __restric
   double2* part = sh;  // [warps][nout], reuses the tables
 #pragma unroll
   for (int q = 0; q < Q; ++q)
-    if (q < nq) part[w * nout + lane + 32 * q] = acc[q];
+    if (q < nq)
+      for (int a = 0; a < 3; ++a) part[w * nout + a * nc + lane + 32 * q] = acc[q][a];
   __syncthreads();
   for (int o = threadIdx.x; o < nout; o += blockDim.x) {
     double2 s = part[o];
@@ -326,7 +337,8 @@ __global__ void l2l_kernel(const int* __restrict__ children, const GCell* __rest
 template <class N>
 __global__ void l2p_kernel(const int* __restrict__ leaves, const GCell* __restrict__ cells,
                            const double4_32a* __restrict__ x, int p, const double2* __restrict__ L,
-                           const N* __restrict__ near, double* __restrict__ out) {
+                           const N* __restrict__ near, const int* __restrict__ perm, MeanTerms mc, bool correct,
+                           double* __restrict__ u_out, double* __restrict__ grad_out) {
   extern __shared__ double2 sh[];
   const int nc = cidx(p + 1, 0), nf = (p + 1) * (p + 1);
   double2* Lf = sh;  // [3][nf]
@@ -395,13 +407,17 @@ __global__ void l2p_kernel(const int* __restrict__ leaves, const GCell* __restri
       r[6 + k] = inv4pi * (h[0][2][k] - h[2][0][k]);
       r[9 + k] = inv4pi * (h[1][0][k] - h[0][1][k]);
     }
-    double* oi = out + 12 * static_cast<long long>(i);
     if (near) {
       const N* ni = near + 12 * static_cast<long long>(i);
-      for (int c = 0; c < 12; ++c) oi[c] = r[c] + double(ni[c]);
-    } else {
-      for (int c = 0; c < 12; ++c) oi[c] = r[c];
+      for (int c = 0; c < 12; ++c) r[c] += double(ni[c]);
     }
+    if (correct) {
+      const double xd[3] = {xi.x, xi.y, xi.z};
+      mean_correction(mc, xd, r, r + 3);
+    }
+    const long long o = perm[i];
+    for (int c = 0; c < 3; ++c) u_out[3 * o + c] = r[c];
+    for (int c = 0; c < 9; ++c) grad_out[9 * o + c] = r[3 + c];
   }
 }
 
@@ -419,6 +435,10 @@ struct FarGpu::Impl {
   std::vector<std::pair<int, int>> l2l_levels;  // (offset, count) into children, top-down
   DevBuf parents, children;
   DevBuf m2l_targets, m2l_entries, m2l_goffset, m2l_groups;
+  DevBuf perm;  // sorted target -> input index
+  // Sorted positions (x, y, z, unused): xs, xt or those of the P2PGpu given to the constructor.
+  const double4_32a* xs_dev = nullptr;
+  const double4_32a* xt_dev = nullptr;
   int n_src_leaves = 0, n_tgt_leaves = 0, n_m2l_targets = 0;
   DevBuf M, L, out;
   cudaEvent_t ev[5] = {};
@@ -450,7 +470,8 @@ std::vector<double4_32a> positions(const std::vector<Vec3>& x) {
 
 }  // namespace
 
-FarGpu::FarGpu(const Tree& tgt, const Tree& src, bool self, const Lists& lists, const std::vector<Vec3>& shifts, int p)
+FarGpu::FarGpu(const Tree& tgt, const Tree& src, bool self, const Lists& lists, const std::vector<Vec3>& shifts, int p,
+               const P2PGpu* near)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   if (p < 1 || p > kMaxGpuOrder)
@@ -463,15 +484,24 @@ FarGpu::FarGpu(const Tree& tgt, const Tree& src, bool self, const Lists& lists, 
   m.nt = static_cast<int>(tgt.x.size());
   m.ns = static_cast<int>(src.x.size());
   m.chunk = std::max(1, std::min(32, static_cast<int>((40 * 1024) / (m.nc * sizeof(double2) + 3 * sizeof(double)))));
+  StepTimer st("far setup");
 
   m.scells.upload(gcells(src));
   if (!self) m.tcells.upload(gcells(tgt));
-  m.xs.upload(positions(src.x));
-  if (!self) m.xt.upload(positions(tgt.x));
+  if (near) {
+    m.xs_dev = static_cast<const double4_32a*>(near->device_sources());
+    m.xt_dev = static_cast<const double4_32a*>(near->device_targets());
+  } else {
+    m.xs.upload(positions(src.x));
+    if (!self) m.xt.upload(positions(tgt.x));
+    m.xs_dev = m.xs.as<double4_32a>();
+    m.xt_dev = self ? m.xs_dev : m.xt.as<double4_32a>();
+  }
   std::vector<double4_32a> sh(shifts.size());
   for (std::size_t s = 0; s < shifts.size(); ++s) sh[s] = make_double4_32a(shifts[s][0], shifts[s][1], shifts[s][2], 0);
   if (sh.empty()) sh.push_back(make_double4_32a(0, 0, 0, 0));
   m.shifts.upload(sh);
+  st.mark("cells+positions up");
 
   // Source leaves, parents per level (bottom-up), children per level (top-down), target leaves.
   std::vector<int> sl, fc(src.cells.size()), nch(src.cells.size()), par, chl, tl;
@@ -501,8 +531,10 @@ FarGpu::FarGpu(const Tree& tgt, const Tree& src, bool self, const Lists& lists, 
   m.parents.upload(par);
   m.children.upload(chl);
   m.tgt_leaves.upload(tl);
+  st.mark("level lists");
 
-  // M2L lists, each sorted by (source, shift) as on the CPU; cells in parallel.
+  // M2L lists, each sorted by (source, shift) as on the CPU where it mixes shifts; cells in
+  // parallel.
   std::vector<int> tg, off{0};
   for (std::size_t i = 0; i < tgt.cells.size() && i < lists.m2l.size(); ++i)
     if (!lists.m2l[i].empty()) {
@@ -515,8 +547,15 @@ FarGpu::FarGpu(const Tree& tgt, const Tree& src, bool self, const Lists& lists, 
   for (int t = 0; t < static_cast<int>(tg.size()); ++t) {
     int2* e = ent.data() + off[t];
     const auto& l = lists.m2l[tg[t]];
-    for (std::size_t k = 0; k < l.size(); ++k) e[k] = make_int2(l[k].source, l[k].shift);
-    std::sort(e, e + l.size(), [](const int2& a, const int2& b) { return a.x != b.x ? a.x < b.x : a.y < b.y; });
+    bool one_shift = true;
+    for (std::size_t k = 0; k < l.size(); ++k) {
+      e[k] = make_int2(l[k].source, l[k].shift);
+      one_shift = one_shift && l[k].shift == l[0].shift;
+    }
+    // With one shift every source appears once (the traversal meets a pair once per shift):
+    // each entry is its own group and the list needs no sorting.
+    if (!one_shift)
+      std::sort(e, e + l.size(), [](const int2& a, const int2& b) { return a.x != b.x ? a.x < b.x : a.y < b.y; });
     for (std::size_t k = 0; k < l.size(); ++k) ngroup[t + 1] += (k == 0 || e[k].x != e[k - 1].x) ? 1 : 0;
   }
   // Groups (one source, all its images): per target cell [goff[t], goff[t+1]) into `groups`,
@@ -531,6 +570,7 @@ FarGpu::FarGpu(const Tree& tgt, const Tree& src, bool self, const Lists& lists, 
     for (int k = off[t]; k < off[t + 1]; ++k)
       if (k == off[t] || ent[k].x != ent[k - 1].x) groups[g++] = k;
   }
+  st.mark("m2l lists sorted");
   m.m2l_goffset.upload(goff);
   m.m2l_groups.upload(groups);
   m.n_m2l = static_cast<long long>(ent.size());
@@ -540,6 +580,8 @@ FarGpu::FarGpu(const Tree& tgt, const Tree& src, bool self, const Lists& lists, 
 
   m.M.resize(src.cells.size() * 3 * m.nc * sizeof(double2));
   m.L.resize(tgt.cells.size() * 3 * m.nc * sizeof(double2));
+  st.mark("m2l lists up");
+  m.perm.upload(tgt.perm);
   m.out.resize(static_cast<std::size_t>(m.nt) * 12 * sizeof(double));
   for (auto& e : m.ev) VH_FMM_CUDA(cudaEventCreate(&e));
   // Dynamic shared memory above 48 KB is not needed: P2M chunks fit 40 KB, the rest 4 nf double2.
@@ -561,7 +603,7 @@ std::vector<std::complex<double>> FarGpu::upward() {
   const GCell* sc = m.scells.as<GCell>();
   if (m.n_src_leaves > 0) {
     const std::size_t shm = m.chunk * (m.nc * sizeof(double2) + 3 * sizeof(double));
-    p2m_kernel<<<m.n_src_leaves, m.threads(), shm>>>(m.src_leaves.as<int>(), sc, m.xs.as<double4_32a>(),
+    p2m_kernel<<<m.n_src_leaves, m.threads(), shm>>>(m.src_leaves.as<int>(), sc, m.xs_dev,
                                                      m.alpha.as<double4_32a>(), m.p, m.chunk, m.M.as<double2>());
     VH_FMM_CUDA(cudaGetLastError());
   }
@@ -577,7 +619,8 @@ std::vector<std::complex<double>> FarGpu::upward() {
   return root;
 }
 
-void FarGpu::downward(const std::vector<std::complex<double>>& root_local, const P2PGpu* near) {
+void FarGpu::downward(const std::vector<std::complex<double>>& root_local, const P2PGpu* near,
+                      const MeanTerms* mean) {
   Impl& m = *impl_;
   VH_FMM_CUDA(cudaMemset(m.L.p, 0, m.L.bytes));
   if (!root_local.empty()) {
@@ -592,7 +635,7 @@ void FarGpu::downward(const std::vector<std::complex<double>>& root_local, const
     // Warps per block: as many as fit 40 KB of tables (4 nf double2 each), at most 4; the
     // final reduction reuses the space (warps * 3 ncoef <= warps * 4 nf).
     const int warps = std::max(1, std::min(4, static_cast<int>((40 * 1024) / (4 * m.nf * sizeof(double2)))));
-    const int q = (3 * m.nc + 31) / 32;
+    const int q = (m.nc + 31) / 32;  // (l, m) outputs per lane
     const std::size_t shm_m2l = warps * 4 * m.nf * sizeof(double2);
     auto launch = [&](auto kernel) {
       kernel<<<m.n_m2l_targets, 32 * warps, shm_m2l>>>(m.m2l_targets.as<int>(), m.m2l_goffset.as<int>(),
@@ -600,10 +643,10 @@ void FarGpu::downward(const std::vector<std::complex<double>>& root_local, const
                                                         m.shifts.as<double4_32a>(), m.p, m.M.as<double2>(),
                                                         m.L.as<double2>());
     };
-    if (q <= 3) launch(m2l_kernel<3>);        // p <= 6
-    else if (q <= 7) launch(m2l_kernel<7>);   // p <= 10
-    else if (q <= 12) launch(m2l_kernel<12>); // p <= 14
-    else launch(m2l_kernel<22>);              // p <= 20
+    if (q <= 1) launch(m2l_kernel<1>);       // p <= 6
+    else if (q <= 3) launch(m2l_kernel<3>);  // p <= 10
+    else if (q <= 4) launch(m2l_kernel<4>);  // p <= 14
+    else launch(m2l_kernel<8>);              // p <= 20
     VH_FMM_CUDA(cudaGetLastError());
   }
   VH_FMM_CUDA(cudaEventRecord(m.ev[3]));
@@ -613,17 +656,21 @@ void FarGpu::downward(const std::vector<std::complex<double>>& root_local, const
   }
   if (near) near->make_default_stream_wait();
   if (m.n_tgt_leaves > 0) {
-    const double4_32a* xt = m.self ? m.xs.as<double4_32a>() : m.xt.as<double4_32a>();
+    const double4_32a* xt = m.xt_dev;
+    const MeanTerms mc = mean ? *mean : MeanTerms{};
+    const bool correct = mean != nullptr;
+    double* u_out = m.out.as<double>();
+    double* grad_out = u_out + 3 * static_cast<std::size_t>(m.nt);
     const std::size_t shm_l2p = 3 * m.nf * sizeof(double2);
     if (near && near->n_targets() > 0 && near->device_result_is_double())
       l2p_kernel<double><<<m.n_tgt_leaves, 64, shm_l2p>>>(m.tgt_leaves.as<int>(), tc, xt, m.p, m.L.as<double2>(),
                                                            static_cast<const double*>(near->device_result()),
-                                                           m.out.as<double>());
+                                                           m.perm.as<int>(), mc, correct, u_out, grad_out);
     else
       l2p_kernel<float><<<m.n_tgt_leaves, 64, shm_l2p>>>(
           m.tgt_leaves.as<int>(), tc, xt, m.p, m.L.as<double2>(),
           near && near->n_targets() > 0 ? static_cast<const float*>(near->device_result()) : nullptr,
-          m.out.as<double>());
+          m.perm.as<int>(), mc, correct, u_out, grad_out);
     VH_FMM_CUDA(cudaGetLastError());
   }
   VH_FMM_CUDA(cudaEventRecord(m.ev[4]));
@@ -631,17 +678,15 @@ void FarGpu::downward(const std::vector<std::complex<double>>& root_local, const
 
 void FarGpu::get(std::vector<Vec3>& u, std::vector<Mat3>& grad) const {
   const Impl& m = *impl_;
-  std::vector<double> h(static_cast<std::size_t>(m.nt) * 12);
-  if (!h.empty()) VH_FMM_CUDA(cudaMemcpy(h.data(), m.out.p, h.size() * sizeof(double), cudaMemcpyDeviceToHost));
-  u.assign(m.nt, Vec3{});
-  grad.assign(m.nt, Mat3{});
-#pragma omp parallel for schedule(static)
-  for (int i = 0; i < m.nt; ++i) {
-    const double* o = &h[12 * static_cast<std::size_t>(i)];
-    for (int a = 0; a < 3; ++a) u[i][a] = o[a];
-    for (int a = 0; a < 3; ++a)
-      for (int k = 0; k < 3; ++k) grad[i][a][k] = o[3 + 3 * a + k];
-  }
+  // Straight into the caller's arrays: Vec3 and Mat3 are arrays of doubles (3 and 9, no padding).
+  static_assert(sizeof(Vec3) == 3 * sizeof(double) && sizeof(Mat3) == 9 * sizeof(double), "Vec3/Mat3 layout");
+  if (u.size() != static_cast<std::size_t>(m.nt)) u.resize(m.nt);
+  if (grad.size() != static_cast<std::size_t>(m.nt)) grad.resize(m.nt);
+  if (m.nt == 0) return;
+  const double* d = m.out.as<double>();
+  VH_FMM_CUDA(cudaMemcpy(u.data(), d, 3 * sizeof(double) * m.nt, cudaMemcpyDeviceToHost));
+  VH_FMM_CUDA(cudaMemcpy(grad.data(), d + 3 * static_cast<std::size_t>(m.nt), 9 * sizeof(double) * m.nt,
+                         cudaMemcpyDeviceToHost));
 }
 
 FarGpuTimes FarGpu::times() const {

@@ -12,12 +12,15 @@
 //        periodic images of one source add their I_lm(d) tables first (as on the CPU) and one
 //        contraction serves them all.  The warps of a block walk different sources
 //        independently (no block barrier per source); in a warp, p + 1 lanes build the table
-//        (one per order m, up its column) and the 32 lanes share the outputs round-robin; the
+//        (one per order m, up its column) and the 32 lanes share the (l, m) outputs
+//        round-robin, each lane all three components of its outputs (one table load per three
+//        multiply-adds; the multipole loads are one address across the warp, a broadcast); the
 //        warps' partial sums are added in warp order at the end.
 //   L2L  per level, top-down, block per child.
 //   L2P  block per target leaf, thread per target: the local expansion is shifted to degree 2
 //        at the target, which gives the gradient and Hessian of the three potentials, hence
-//        u and grad u; the near-field sums of P2PGpu are added in the same pass.
+//        u and grad u; the near-field sums of P2PGpu and the periodic mean correction are
+//        added in the same pass, which writes the targets in their input order.
 // The periodic far lattice is one M2L into the root from the root multipole: the host computes
 // it (fmm/periodic.h, a few M2Ls) between upward() and downward().
 #pragma once
@@ -26,6 +29,7 @@
 #include <memory>
 #include <vector>
 
+#include "fmm/mean_correction.h"
 #include "fmm/traverse.h"
 #include "fmm/tree.h"
 #include "fmm/types.h"
@@ -44,7 +48,10 @@ class FarGpu {
  public:
   /// Uploads the cells of both trees, the sorted positions (src.x, tgt.x) and the M2L lists
   /// (lists.m2l, shift indices into `shifts`).  With self, tgt and src are the same tree.
-  FarGpu(const Tree& tgt, const Tree& src, bool self, const Lists& lists, const std::vector<Vec3>& shifts, int p);
+  /// With `near` (a P2PGpu over the same trees, its sources and targets set), its device
+  /// positions are used instead of uploading them again; it must outlive this object.
+  FarGpu(const Tree& tgt, const Tree& src, bool self, const Lists& lists, const std::vector<Vec3>& shifts, int p,
+         const P2PGpu* near = nullptr);
   ~FarGpu();
   FarGpu(const FarGpu&) = delete;
   FarGpu& operator=(const FarGpu&) = delete;
@@ -56,9 +63,13 @@ class FarGpu {
   std::vector<std::complex<double>> upward();
   /// M2L, L2L and L2P.  root_local (3 ncoef(p), or empty) is added to the root's local
   /// expansion first (the far lattice).  When `near` is given (same target order, its run()
-  /// or launch() already issued), its sums are added at L2P.  The result stays on the device.
-  void downward(const std::vector<std::complex<double>>& root_local, const P2PGpu* near);
-  /// Copies u and grad (far field + near field when given) to the host, sorted target order.
+  /// or launch() already issued), its sums are added at L2P, and with `mean` the periodic mean
+  /// correction (fmm/mean_correction.h).  L2P writes u and grad in the targets' input order
+  /// (tgt.perm).  The result stays on the device.
+  void downward(const std::vector<std::complex<double>>& root_local, const P2PGpu* near,
+                const MeanTerms* mean = nullptr);
+  /// Copies u and grad of the last downward() to the host, input order of the targets (resized
+  /// to the number of targets; every entry overwritten).
   void get(std::vector<Vec3>& u, std::vector<Mat3>& grad) const;
   /// Stage times of the last upward() and downward().
   FarGpuTimes times() const;

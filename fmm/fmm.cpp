@@ -16,6 +16,7 @@
 #include "fmm/p2p_gpu.h"
 #endif
 #include "fmm/periodic.h"
+#include "fmm/profile.h"
 #include "fmm/traverse.h"
 #include "fmm/tree.h"
 
@@ -285,43 +286,44 @@ void evaluate_cpu(const Params& prm, const Tree& tgt, const Tree& src, bool self
 #ifdef VH_FMM_HAVE_CUDA
 // The whole evaluation on the GPU over the same trees and lists (fmm/p2p_gpu.h, fmm/far_gpu.h):
 // the near field is launched first, then P2M/M2M, the lattice on the host (a few M2Ls on the
-// root), M2L, L2L and L2P, which adds the near-field sums; one download.  Stage times from CUDA
-// events; tm.upload is the host's list flattening and the uploads.
+// root), M2L, L2L and L2P, which adds the near-field sums and the periodic mean correction and
+// writes in the targets' input order; one download, straight into u_out and grad_out.  Stage
+// times from CUDA events; tm.upload is the host's list flattening and the uploads.
 void evaluate_gpu(const Params& prm, const Tree& tgt, const Tree& src, bool self, const Lists& lists,
                   const std::vector<Vec3>& shifts, int r0, bool lattice, const std::vector<Vec3>& as,
-                  const std::vector<double>& ss, std::vector<Vec3>& u, std::vector<Mat3>& grad, Timings& tm) {
+                  const std::vector<double>& ss, std::vector<Vec3>& u_out, std::vector<Mat3>& grad_out,
+                  Timings& tm) {
   if (gpu_count() == 0) throw std::runtime_error("fmm: use_gpu is set but no CUDA device is visible");
   // The near field is launched as soon as its lists are up, so that the far field's host work
-  // and uploads overlap it.  VH_FMM_PROFILE=1 prints the host steps to stderr.
+  // and uploads overlap it.
+  StepTimer st("gpu host");
   const auto t0 = clock_type::now();
   const P2PLists fl = flatten_p2p_lists(tgt, src, lists, shifts, self);
-  const auto t_flat = clock_type::now();
+  st.mark("flatten p2p");
   P2PGpu near(fl, prm.precision == "double" ? GpuPrecision::fp64 : GpuPrecision::fp32);
+  st.mark("p2p lists up");
   near.set_sources(src.x, as, ss);
   if (!self) near.set_targets(tgt.x);
   near.launch();
-  const auto t_near = clock_type::now();
-  FarGpu far(tgt, src, self, lists, shifts, prm.p);
+  st.mark("p2p sources up");
+  FarGpu far(tgt, src, self, lists, shifts, prm.p, &near);
   far.set_strengths(as);
+  st.mark("far setup");
   const auto t1 = clock_type::now();
   tm.upload = seconds(t0, t1);
   const std::vector<cplx> root = far.upward();
-  const auto t_up = clock_type::now();
+  st.mark("upward");
   std::vector<cplx> root_local;
+  MeanTerms mean;
   if (lattice) {
     root_local.assign(root.size(), cplx(0.0));
     lattice_m2l(prm.p, r0, prm.images, root.data(), root_local.data());
   }
-  const auto t_lat = clock_type::now();
-  far.downward(root_local, &near);
-  far.get(u, grad);
-  const auto t_get = clock_type::now();
-  if (const char* e = std::getenv("VH_FMM_PROFILE"); e && *e == '1')
-    std::fprintf(stderr,
-                 "fmm gpu host: flatten p2p %.3f, p2p setup+launch %.3f, far setup %.3f, upward+root %.3f, "
-                 "lattice %.3f, downward+get %.3f s\n",
-                 seconds(t0, t_flat), seconds(t_flat, t_near), seconds(t_near, t1), seconds(t1, t_up),
-                 seconds(t_up, t_lat), seconds(t_lat, t_get));
+  if (prm.periodic) mean = mean_terms(src.x, as);
+  st.mark("lattice");
+  far.downward(root_local, &near, prm.periodic ? &mean : nullptr);
+  far.get(u_out, grad_out);
+  st.mark("downward+get");
   const FarGpuTimes ft = far.times();
   tm.p2p = near.wait() * 1e-3;
   tm.p2m_m2m = ft.p2m_m2m * 1e-3;
@@ -340,33 +342,30 @@ Timings run(const Params& prm_in, const std::vector<Vec3>& x_in, const std::vect
   check_inputs(x_in, alpha_in, sigma_in, targets_in);
   Timings tm;
   const auto t_start = clock_type::now();
+  StepTimer st("host");
   const bool self = targets_in == nullptr;
 
   // --- tree -------------------------------------------------------------------------------
-  std::vector<Vec3> xs = x_in, xt;
-  if (!self) xt = *targets_in;
+  // Periodic: the trees wrap the positions into the box as they sort them (no copy here).
   Vec3 center;
   double half;
   if (prm.periodic) {
-    wrap_into_box(xs);
-    if (!self) wrap_into_box(xt);
     center = {0.5 * kBoxLength, 0.5 * kBoxLength, 0.5 * kBoxLength};
     half = 0.5 * kBoxLength;
   } else {
-    bounding_cube(xs, self ? nullptr : &xt, center, half);
+    bounding_cube(x_in, targets_in, center, half);
   }
-  const Tree src = build_tree(xs, sigma_in, center, half, prm.ncrit);
+  const Tree src = build_tree(x_in, sigma_in, center, half, prm.ncrit, prm.periodic);
   Tree tgt_own;
-  if (!self) tgt_own = build_tree(xt, {}, center, half, prm.ncrit);
+  if (!self) tgt_own = build_tree(*targets_in, {}, center, half, prm.ncrit, prm.periodic);
   const Tree& tgt = self ? src : tgt_own;
+  st.mark("trees");
   const int ns = static_cast<int>(src.x.size()), nt = static_cast<int>(tgt.x.size());
   std::vector<Vec3> as(ns);
-  std::vector<double> ss(ns);
 #pragma omp parallel for schedule(static)
-  for (int i = 0; i < ns; ++i) {
-    as[i] = alpha_in[src.perm[i]];
-    ss[i] = sigma_in[src.perm[i]];
-  }
+  for (int i = 0; i < ns; ++i) as[i] = alpha_in[src.perm[i]];
+  const std::vector<double>& ss = src.sigma;
+  st.mark("sorted strengths");
   const auto t_tree = clock_type::now();
   tm.tree = seconds(t_start, t_tree);
 
@@ -384,27 +383,33 @@ Timings run(const Params& prm_in, const std::vector<Vec3>& x_in, const std::vect
       prm.p2p_max_pairs >= 0 ? prm.p2p_max_pairs : static_cast<long long>(std::pow(prm.p + 1.0, 4) / 55);
   const Lists lists = build_lists(tgt, src, shifts, Acceptance{prm.theta, rcut_per_sigma, p2p_max_pairs});
   const auto t_trav = clock_type::now();
+  st.mark("lists");
   tm.traverse = seconds(t_tree, t_trav);
   const bool lattice = prm.periodic && ns > 0 && nt > 0 && prm.images > 0;
 
-  std::vector<Vec3> u(nt, Vec3{});
-  std::vector<Mat3> grad(nt, Mat3{});
   if (prm.use_gpu) {
 #ifdef VH_FMM_HAVE_CUDA
-    if (nt > 0 && ns > 0) evaluate_gpu(prm, tgt, src, self, lists, shifts, r0, lattice, as, ss, u, grad, tm);
+    if (nt > 0 && ns > 0) {
+      evaluate_gpu(prm, tgt, src, self, lists, shifts, r0, lattice, as, ss, u_out, grad_out, tm);
+      st.mark("gpu evaluation");
+    } else {
+      u_out.assign(nt, Vec3{});
+      grad_out.assign(nt, Mat3{});
+    }
 #endif
   } else {
+    std::vector<Vec3> u(nt, Vec3{});
+    std::vector<Mat3> grad(nt, Mat3{});
     evaluate_cpu(prm, tgt, src, self, lists, shifts, r0, lattice, as, ss, u, grad, tm);
-  }
-
-  // --- periodic mean removal, back to input order ------------------------------------------
-  if (prm.periodic) periodic_correction(src.x, as, tgt.x, u, grad);
-  u_out.assign(nt, Vec3{});
-  grad_out.assign(nt, Mat3{});
+    // --- periodic mean removal, back to input order ------------------------------------------
+    if (prm.periodic) periodic_correction(mean_terms(src.x, as), tgt.x, u, grad);
+    u_out.assign(nt, Vec3{});
+    grad_out.assign(nt, Mat3{});
 #pragma omp parallel for schedule(static)
-  for (int i = 0; i < nt; ++i) {
-    u_out[tgt.perm[i]] = u[i];
-    grad_out[tgt.perm[i]] = grad[i];
+    for (int i = 0; i < nt; ++i) {
+      u_out[tgt.perm[i]] = u[i];
+      grad_out[tgt.perm[i]] = grad[i];
+    }
   }
   tm.total = seconds(t_start, clock_type::now());
   return tm;

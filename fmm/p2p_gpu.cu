@@ -303,6 +303,8 @@ int P2PGpu::n_targets() const { return impl_->nt; }
 long long P2PGpu::pairs() const { return impl_->pairs; }
 const void* P2PGpu::device_result() const { return impl_->out.p; }
 bool P2PGpu::device_result_is_double() const { return impl_->prec == GpuPrecision::fp64; }
+const void* P2PGpu::device_sources() const { return impl_->xs.p; }
+const void* P2PGpu::device_targets() const { return impl_->self ? impl_->xs.p : impl_->xt.p; }
 
 void P2PGpu::set_sources(const std::vector<Vec3>& x, const std::vector<Vec3>& alpha, const std::vector<double>& sigma) {
   Impl& m = *impl_;

@@ -103,6 +103,10 @@ class P2PGpu {
   /// target (u, then grad row-major), double when the precision is fp64, float otherwise.
   const void* device_result() const;
   bool device_result_is_double() const;
+  /// Device addresses of the sorted positions as set_sources / set_targets uploaded them:
+  /// double4 (x, y, z, sigma) per source and (x, y, z, -) per target (the sources' with self).
+  const void* device_sources() const;
+  const void* device_targets() const;
   /// Makes work issued later on the default stream wait for the last launch() (the kernel runs
   /// on a stream of its own, so uploads for other work overlap it).
   void make_default_stream_wait() const;

@@ -117,43 +117,43 @@ void lattice_m2l(int p, int r0, int images, const cplx* Mroot, cplx* Lroot) {
 void wrap_into_box(std::vector<Vec3>& x) {
 #pragma omp parallel for schedule(static)
   for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(x.size()); ++i) {
-    Vec3& p = x[i];
-    for (int d = 0; d < 3; ++d) {
-      double v = p[d] - kBoxLength * std::floor(p[d] / kBoxLength);
-      if (v >= kBoxLength || v < 0) v = 0;  // rounding of values just below a multiple of L
-      p[d] = v;
-    }
+    for (int d = 0; d < 3; ++d) x[i][d] = wrap_coordinate(x[i][d]);
   }
 }
 
-void periodic_correction(const std::vector<Vec3>& xs, const std::vector<Vec3>& alpha, const std::vector<Vec3>& xt,
-                         std::vector<Vec3>& u, std::vector<Mat3>& grad) {
-  const double c = 0.5 * kBoxLength, V3 = 3 * kBoxLength * kBoxLength * kBoxLength;
-  Vec3 Q{}, D{};
-  for (std::size_t q = 0; q < xs.size(); ++q) {
-    const Vec3 r = {xs[q][0] - c, xs[q][1] - c, xs[q][2] - c};
-    const Vec3& a = alpha[q];
-    Q[0] += a[0];
-    Q[1] += a[1];
-    Q[2] += a[2];
-    D[0] += r[1] * a[2] - r[2] * a[1];
-    D[1] += r[2] * a[0] - r[0] * a[2];
-    D[2] += r[0] * a[1] - r[1] * a[0];
+MeanTerms mean_terms(const std::vector<Vec3>& xs, const std::vector<Vec3>& alpha) {
+  constexpr std::ptrdiff_t kChunk = 4096;
+  const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(xs.size()), nchunk = (n + kChunk - 1) / kChunk;
+  const double c = 0.5 * kBoxLength;
+  std::vector<MeanTerms> part(nchunk);
+#pragma omp parallel for schedule(static) if (nchunk > 4)
+  for (std::ptrdiff_t k = 0; k < nchunk; ++k) {
+    MeanTerms& t = part[k];
+    for (std::ptrdiff_t q = k * kChunk; q < std::min(n, (k + 1) * kChunk); ++q) {
+      const double r[3] = {xs[q][0] - c, xs[q][1] - c, xs[q][2] - c};
+      const Vec3& a = alpha[q];
+      t.Q[0] += a[0];
+      t.Q[1] += a[1];
+      t.Q[2] += a[2];
+      t.D[0] += r[1] * a[2] - r[2] * a[1];
+      t.D[1] += r[2] * a[0] - r[0] * a[2];
+      t.D[2] += r[0] * a[1] - r[1] * a[0];
+    }
   }
+  MeanTerms m;
+  for (const MeanTerms& t : part)
+    for (int d = 0; d < 3; ++d) {
+      m.Q[d] += t.Q[d];
+      m.D[d] += t.D[d];
+    }
+  return m;
+}
+
+void periodic_correction(const MeanTerms& m, const std::vector<Vec3>& xt, std::vector<Vec3>& u,
+                         std::vector<Mat3>& grad) {
 #pragma omp parallel for schedule(static)
-  for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(xt.size()); ++i) {
-    const Vec3 r = {xt[i][0] - c, xt[i][1] - c, xt[i][2] - c};
-    u[i][0] += (r[1] * Q[2] - r[2] * Q[1] - D[0]) / V3;
-    u[i][1] += (r[2] * Q[0] - r[0] * Q[2] - D[1]) / V3;
-    u[i][2] += (r[0] * Q[1] - r[1] * Q[0] - D[2]) / V3;
-    // eps_{mlk} Q_k
-    grad[i][0][1] += Q[2] / V3;
-    grad[i][0][2] -= Q[1] / V3;
-    grad[i][1][0] -= Q[2] / V3;
-    grad[i][1][2] += Q[0] / V3;
-    grad[i][2][0] += Q[1] / V3;
-    grad[i][2][1] -= Q[0] / V3;
-  }
+  for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(xt.size()); ++i)
+    mean_correction(m, xt[i].data(), u[i].data(), grad[i][0].data());
 }
 
 }  // namespace vh::fmm

@@ -1,5 +1,8 @@
 #include "fmm/tree.h"
 
+#include "fmm/periodic.h"
+#include "fmm/profile.h"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -33,7 +36,8 @@ constexpr int kSerialBelow = 1 << 14;
 // serial stable counting sort's, for any number of threads, and the whole sort equals
 // std::stable_sort by key (ties keep their input order).  Digits on which all keys agree are
 // skipped (no reordering).
-void radix_sort(const std::vector<std::uint64_t>& key_in, std::vector<int>& perm) {
+// On return `sorted` holds the keys in the sorted order, key_in[perm[i]].
+void radix_sort(const std::vector<std::uint64_t>& key_in, std::vector<int>& perm, std::vector<std::uint64_t>& sorted) {
   const int n = static_cast<int>(perm.size());
   constexpr int kDigit = 11, kBuckets = 1 << kDigit;
   std::vector<std::uint64_t> key(n), key2(n);
@@ -79,6 +83,7 @@ void radix_sort(const std::vector<std::uint64_t>& key_in, std::vector<int>& perm
     key.swap(key2);
     perm.swap(perm2);
   }
+  sorted.swap(key);
 }
 
 }  // namespace
@@ -120,9 +125,10 @@ void bounding_cube(const std::vector<Vec3>& a, const std::vector<Vec3>* b, Vec3&
 // sigma_max are maxima/minima over each cell's particles, which do not depend on the order in
 // which they are taken.
 Tree build_tree(const std::vector<Vec3>& x, const std::vector<double>& sigma, const Vec3& center,
-                double half, int ncrit) {
+                double half, int ncrit, bool wrap) {
   const int n = static_cast<int>(x.size());
   const bool par = n > kSerialBelow;
+  StepTimer st("tree");
   Tree t;
   // Morton keys relative to the cube's lower corner.
   std::vector<std::uint64_t> key(n);
@@ -131,28 +137,33 @@ Tree build_tree(const std::vector<Vec3>& x, const std::vector<double>& sigma, co
   for (int i = 0; i < n; ++i) {
     std::uint64_t k = 0;
     for (int d = 0; d < 3; ++d) {
-      long long c = static_cast<long long>(std::floor((x[i][d] - (center[d] - half)) * scale));
+      const double xd = wrap ? wrap_coordinate(x[i][d]) : x[i][d];
+      long long c = static_cast<long long>(std::floor((xd - (center[d] - half)) * scale));
       c = std::clamp(c, 0LL, (1LL << kBits) - 1);
       k |= spread(static_cast<std::uint64_t>(c)) << d;
     }
     key[i] = k;
   }
+  st.mark("keys");
   t.perm.resize(n);
   std::iota(t.perm.begin(), t.perm.end(), 0);
   // Ties broken by input index are avoided on purpose: a permutation of the input must give the
   // same tree; equal keys only reorder a leaf's particles (round-off level).  (The radix sort is
   // stable, i.e. equal to std::stable_sort by key from the identity.)
-  radix_sort(key, t.perm);
-  std::vector<std::uint64_t> skey(n);
-  std::vector<double> ssig(sigma.empty() ? 0 : n);
+  std::vector<std::uint64_t> skey;
+  radix_sort(key, t.perm, skey);
+  st.mark("sort");
+  std::vector<double>& ssig = t.sigma;
+  ssig.resize(sigma.empty() ? 0 : n);
   t.x.resize(n);
 #pragma omp parallel for schedule(static) if (par)
   for (int i = 0; i < n; ++i) {
-    skey[i] = key[t.perm[i]];
-    t.x[i] = x[t.perm[i]];
+    const Vec3& xi = x[t.perm[i]];
+    t.x[i] = wrap ? Vec3{wrap_coordinate(xi[0]), wrap_coordinate(xi[1]), wrap_coordinate(xi[2])} : xi;
     if (!sigma.empty()) ssig[i] = sigma[t.perm[i]];
   }
 
+  st.mark("permute");
   Cell root;
   root.center = center;
   root.half = half;
@@ -213,6 +224,7 @@ Tree build_tree(const std::vector<Vec3>& x, const std::vector<double>& sigma, co
     lb = le;
     le += first[m];
   }
+  st.mark("split");
   // Tight boxes, radii and sigma_max from the particles.  Large cells (the top levels) take
   // their particles in parallel, the others one cell per thread; min/max are exact, so the
   // result does not depend on the split.
@@ -274,6 +286,7 @@ Tree build_tree(const std::vector<Vec3>& x, const std::vector<double>& sigma, co
     }
     store(c, e);
   }
+  st.mark("extents");
   int nlevel = 0;
   for (const Cell& c : t.cells) nlevel = std::max(nlevel, c.level + 1);
   t.levels.resize(nlevel);

@@ -31,7 +31,8 @@ struct Cell {
 struct Tree {
   std::vector<Cell> cells;            ///< cells[0] is the root; children after parents
   std::vector<int> perm;              ///< sorted -> input index
-  std::vector<Vec3> x;                ///< positions in sorted order
+  std::vector<Vec3> x;                ///< positions in sorted order (wrapped, when built with wrap)
+  std::vector<double> sigma;          ///< core radii in sorted order (empty for a target tree)
   std::vector<std::vector<int>> levels;  ///< cell indices per level
 };
 
@@ -39,8 +40,10 @@ struct Tree {
 /// and half side `half`; every point must lie inside it.  Expansions are about the cube centres
 /// (regular offsets; measured on a lattice, as accurate per M2L as tight-box centres with a
 /// correspondingly smaller theta, and the periodic lattice needs the root at the box centre).
+/// With wrap, each position is first wrapped into the periodic box [0, 2 pi)^3
+/// (fmm::wrap_coordinate; the cube must then be that box), and Tree::x holds the wrapped ones.
 Tree build_tree(const std::vector<Vec3>& x, const std::vector<double>& sigma, const Vec3& center,
-                double half, int ncrit);
+                double half, int ncrit, bool wrap = false);
 
 /// Bounding cube (centre, half side) of one or two point sets, enlarged by a relative 1e-6.
 void bounding_cube(const std::vector<Vec3>& a, const std::vector<Vec3>* b, Vec3& center, double& half);
