@@ -16,6 +16,9 @@ std::vector<OptionSpec> option_specs() {
       {"vortex.init", "rbf|direct", "rbf", "",
        "initial strengths: RBF solve so the blobs reproduce omega at the lattice, or alpha = omega h^3"},
       {"vortex.overlap", "real", "1.0", "h", "core radius sigma0 = overlap * h"},
+      {"vortex.field_core", "real", "1.0", "sigma0",
+       "the solver's field is that of the blobs with core field_core * sigma0 (init reproduces omega with them, "
+       "the grid velocity is theirs); 0.7071 is the field whose energy the blob dynamics conserves (vortex/solver.h)"},
       {"vortex.stretching", "classical|transpose", "classical", "",
        "stretching (alpha.grad)u, or (grad u)^T alpha which conserves sum(alpha)"},
       {"vortex.reinit_every", "int", "100", "steps", "RBF reinitialisation every this many steps (0: only by core ratio)"},
@@ -44,6 +47,9 @@ Params params_from(const Options& o, double nu) {
   p.overlap = o.real("vortex.overlap");
   if (!(p.overlap >= 0.5 && p.overlap <= 4))
     throw InputError(o.where("vortex.overlap") + " is out of range (allowed: 0.5 … 4)");
+  p.field_core = o.real("vortex.field_core");
+  if (!(p.field_core >= 0.5 && p.field_core <= 1))
+    throw InputError(o.where("vortex.field_core") + " is out of range (allowed: 0.5 … 1)");
   p.stretching = o.choice("vortex.stretching", {"classical", "transpose"}) == "classical"
                      ? Stretching::classical
                      : Stretching::transpose;
@@ -98,7 +104,7 @@ RbfResult Solver::set_velocity(const SpectralVector& u, double t) {
   VectorField alpha;
   RbfResult r;
   if (prm_.init == Init::rbf) {
-    r = rbf_strengths(omega, sigma0_, prm_.rbf, alpha);
+    r = rbf_strengths(omega, prm_.field_core * sigma0_, prm_.rbf, alpha);
   } else {
     const double h3 = g_.h() * g_.h() * g_.h();
     alpha = omega;
@@ -223,7 +229,15 @@ double Solver::max_velocity() {
 void Solver::velocity(SpectralVector& u) {
   std::vector<Vec3> ug;
   std::vector<Mat3> gg;
-  fmm::evaluate_at(prm_.fmm, p_.x, p_.alpha, p_.sigma, lattice_points(g_), ug, gg);
+  if (prm_.field_core == 1.0) {
+    fmm::evaluate_at(prm_.fmm, p_.x, p_.alpha, p_.sigma, lattice_points(g_), ug, gg);
+  } else {
+    // The field's core: f·σ₀ on new particles, growing with core spreading at the full rate.
+    const double shrink = (1.0 - prm_.field_core * prm_.field_core) * sigma0_ * sigma0_;
+    std::vector<double> sigma(p_.sigma);
+    for (double& s : sigma) s = std::sqrt(s * s - shrink);
+    fmm::evaluate_at(prm_.fmm, p_.x, p_.alpha, sigma, lattice_points(g_), ug, gg);
+  }
   VectorField f(g_);
   for (std::size_t i = 0; i < ug.size(); ++i)
     for (int d = 0; d < 3; ++d) f.c[d][i] = ug[i][d];
