@@ -96,8 +96,9 @@ __device__ void stage_full(const double2* X, int p, int nc, double2* S, bool fol
   const int nf = (p + 1) * (p + 1);
   for (int t = first; t < 3 * nf; t += stride) {
     const int a = t / nf, f = t - a * nf;
-    int n = 0;
-    while ((n + 1) * (n + 1) <= f) ++n;
+    int n = static_cast<int>(sqrtf(static_cast<float>(f)));  // n^2 <= f < (n + 1)^2
+    if (n * n > f) --n;
+    if ((n + 1) * (n + 1) <= f) ++n;
     const int m = f - n * n - n;
     double2 v = X[a * nc + cidx(n, m < 0 ? -m : m)];
     if (m < 0) v = negm(v, -m);
@@ -460,12 +461,9 @@ std::vector<GCell> gcells(const Tree& t) {
   return g;
 }
 
-std::vector<double4_32a> positions(const std::vector<Vec3>& x) {
-  std::vector<double4_32a> v(x.size());
-#pragma omp parallel for schedule(static)
-  for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(x.size()); ++i)
-    v[i] = make_double4_32a(x[i][0], x[i][1], x[i][2], 0.0);
-  return v;
+// Uploads x as double4 (x, y, z, 0).
+void upload_positions(DevBuf& d, const std::vector<Vec3>& x) {
+  d.upload_with<double4_32a>(x.size(), [&](std::ptrdiff_t i) { return make_double4_32a(x[i][0], x[i][1], x[i][2], 0.0); });
 }
 
 }  // namespace
@@ -492,8 +490,8 @@ FarGpu::FarGpu(const Tree& tgt, const Tree& src, bool self, const Lists& lists, 
     m.xs_dev = static_cast<const double4_32a*>(near->device_sources());
     m.xt_dev = static_cast<const double4_32a*>(near->device_targets());
   } else {
-    m.xs.upload(positions(src.x));
-    if (!self) m.xt.upload(positions(tgt.x));
+    upload_positions(m.xs, src.x);
+    if (!self) upload_positions(m.xt, tgt.x);
     m.xs_dev = m.xs.as<double4_32a>();
     m.xt_dev = self ? m.xs_dev : m.xt.as<double4_32a>();
   }
@@ -541,11 +539,14 @@ FarGpu::FarGpu(const Tree& tgt, const Tree& src, bool self, const Lists& lists, 
       tg.push_back(static_cast<int>(i));
       off.push_back(off.back() + static_cast<int>(lists.m2l[i].size()));
     }
-  std::vector<int2> ent(off.back());
+  // The entries are written straight into the pinned staging memory (8.6e7 of them at 2^24
+  // particles) and uploaded from there before anything else uses it.
+  const std::size_t n_ent = static_cast<std::size_t>(off.back());
+  int2* ent = static_cast<int2*>(pinned_staging(std::max<std::size_t>(1, n_ent) * sizeof(int2)));
   std::vector<int> ngroup(tg.size() + 1, 0);
 #pragma omp parallel for schedule(dynamic, 16)
   for (int t = 0; t < static_cast<int>(tg.size()); ++t) {
-    int2* e = ent.data() + off[t];
+    int2* e = ent + off[t];
     const auto& l = lists.m2l[tg[t]];
     bool one_shift = true;
     for (std::size_t k = 0; k < l.size(); ++k) {
@@ -571,12 +572,13 @@ FarGpu::FarGpu(const Tree& tgt, const Tree& src, bool self, const Lists& lists, 
       if (k == off[t] || ent[k].x != ent[k - 1].x) groups[g++] = k;
   }
   st.mark("m2l lists sorted");
+  m.m2l_entries.resize(n_ent * sizeof(int2));
+  if (n_ent) VH_FMM_CUDA(cudaMemcpy(m.m2l_entries.p, ent, n_ent * sizeof(int2), cudaMemcpyHostToDevice));
   m.m2l_goffset.upload(goff);
   m.m2l_groups.upload(groups);
-  m.n_m2l = static_cast<long long>(ent.size());
+  m.n_m2l = static_cast<long long>(n_ent);
   m.n_m2l_targets = static_cast<int>(tg.size());
   m.m2l_targets.upload(tg);
-  m.m2l_entries.upload(ent);
 
   m.M.resize(src.cells.size() * 3 * m.nc * sizeof(double2));
   m.L.resize(tgt.cells.size() * 3 * m.nc * sizeof(double2));
@@ -592,7 +594,7 @@ FarGpu::~FarGpu() = default;
 void FarGpu::set_strengths(const std::vector<Vec3>& alpha) {
   Impl& m = *impl_;
   if (static_cast<int>(alpha.size()) != m.ns) throw std::invalid_argument("FarGpu: one strength per source");
-  m.alpha.upload(positions(alpha));
+  upload_positions(m.alpha, alpha);
 }
 
 std::vector<std::complex<double>> FarGpu::upward() {

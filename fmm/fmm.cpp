@@ -355,15 +355,22 @@ Timings run(const Params& prm_in, const std::vector<Vec3>& x_in, const std::vect
   } else {
     bounding_cube(x_in, targets_in, center, half);
   }
-  const Tree src = build_tree(x_in, sigma_in, center, half, prm.ncrit, prm.periodic);
+#ifdef VH_FMM_HAVE_CUDA
+  if (prm.use_gpu && gpu_count() == 0) throw std::runtime_error("fmm: use_gpu is set but no CUDA device is visible");
+#endif
+  const TreeBuild how{prm.periodic, prm.use_gpu};
+  const Tree src = build_tree(x_in, sigma_in, center, half, prm.ncrit, how);
   Tree tgt_own;
-  if (!self) tgt_own = build_tree(*targets_in, {}, center, half, prm.ncrit, prm.periodic);
+  if (!self) tgt_own = build_tree(*targets_in, {}, center, half, prm.ncrit, how);
   const Tree& tgt = self ? src : tgt_own;
   st.mark("trees");
   const int ns = static_cast<int>(src.x.size()), nt = static_cast<int>(tgt.x.size());
   std::vector<Vec3> as(ns);
 #pragma omp parallel for schedule(static)
-  for (int i = 0; i < ns; ++i) as[i] = alpha_in[src.perm[i]];
+  for (int i = 0; i < ns; ++i) {
+    if (i + 16 < ns) __builtin_prefetch(&alpha_in[src.perm[i + 16]]);
+    as[i] = alpha_in[src.perm[i]];
+  }
   const std::vector<double>& ss = src.sigma;
   st.mark("sorted strengths");
   const auto t_tree = clock_type::now();

@@ -272,16 +272,23 @@ P2PGpu::P2PGpu(const P2PLists& l, GpuPrecision prec) : impl_(std::make_unique<Im
   for (std::size_t i = 0; i < nleaf; ++i)
     for (int c = l.leaf_begin[i]; c < l.leaf_end[i]; c += 32)
       tasks.push_back(make_int4(c, std::min(32, l.leaf_end[i] - c), l.offset[i], l.offset[i + 1]));
-  std::vector<int4> entries(l.src_begin.size());
-  for (std::size_t e = 0; e < entries.size(); ++e) {
+  const std::ptrdiff_t n_entries = static_cast<std::ptrdiff_t>(l.src_begin.size());
+  std::ptrdiff_t bad = n_entries;  // first bad entry, checked before anything is uploaded
+  int max_src = 0;
+#pragma omp parallel for schedule(static) reduction(min : bad) reduction(max : max_src)
+  for (std::ptrdiff_t e = 0; e < n_entries; ++e) {
     const int sh = l.src_shift[e];
     if (sh < 0 || sh >= static_cast<int>(l.shifts.size()) || l.src_begin[e] < 0 || l.src_end[e] < l.src_begin[e])
-      throw std::invalid_argument("P2PGpu: bad list entry " + std::to_string(e));
-    const Vec3& s = l.shifts[sh];
-    const bool skip = l.self && s[0] == 0 && s[1] == 0 && s[2] == 0;
-    entries[e] = make_int4(l.src_begin[e], l.src_end[e], sh, skip ? 1 : 0);
-    m.max_src = std::max(m.max_src, l.src_end[e]);
+      bad = std::min(bad, e);
+    max_src = std::max(max_src, l.src_end[e]);
   }
+  if (bad < n_entries) throw std::invalid_argument("P2PGpu: bad list entry " + std::to_string(bad));
+  m.max_src = max_src;
+  m.entries.upload_with<int4>(n_entries, [&](std::ptrdiff_t e) {
+    const Vec3& s = l.shifts[l.src_shift[e]];
+    const bool skip = l.self && s[0] == 0 && s[1] == 0 && s[2] == 0;
+    return make_int4(l.src_begin[e], l.src_end[e], l.src_shift[e], skip ? 1 : 0);
+  });
   std::vector<double4_32a> shifts(l.shifts.size());
   for (std::size_t s = 0; s < shifts.size(); ++s)
     shifts[s] = make_double4_32a(l.shifts[s][0], l.shifts[s][1], l.shifts[s][2], 0.0);
@@ -289,7 +296,6 @@ P2PGpu::P2PGpu(const P2PLists& l, GpuPrecision prec) : impl_(std::make_unique<Im
   m.ntask = static_cast<int>(tasks.size());
   m.pairs = l.pairs();
   m.tasks.upload(tasks);
-  m.entries.upload(entries);
   m.shifts.upload(shifts);
   m.out.resize(static_cast<std::size_t>(m.nt) * 12 * m.real_size());
   VH_FMM_CUDA(cudaEventCreate(&m.e0));
@@ -313,34 +319,26 @@ void P2PGpu::set_sources(const std::vector<Vec3>& x, const std::vector<Vec3>& al
   if (static_cast<int>(n) < m.max_src) throw std::invalid_argument("P2PGpu: fewer sources than the lists use");
   if (m.self && static_cast<int>(n) < m.nt) throw std::invalid_argument("P2PGpu: self lists need every target");
   m.ns = static_cast<int>(n);
-  std::vector<double4_32a> xs(n);
-  const std::ptrdiff_t nn = static_cast<std::ptrdiff_t>(n);
-#pragma omp parallel for schedule(static)
-  for (std::ptrdiff_t i = 0; i < nn; ++i) xs[i] = make_double4_32a(x[i][0], x[i][1], x[i][2], sigma[i]);
-  m.xs.upload(xs);
-  if (m.prec == GpuPrecision::fp64) {
-    std::vector<double4_32a> a(n);
-#pragma omp parallel for schedule(static)
-    for (std::ptrdiff_t i = 0; i < nn; ++i) a[i] = make_double4_32a(alpha[i][0], alpha[i][1], alpha[i][2], 0.0);
-    m.as.upload(a);
-  } else {
-    std::vector<float4> a(n);
-#pragma omp parallel for schedule(static)
-    for (std::ptrdiff_t i = 0; i < nn; ++i)
-      a[i] = make_float4(float(alpha[i][0]), float(alpha[i][1]), float(alpha[i][2]), 0.0f);
-    m.as.upload(a);
-  }
+  m.xs.upload_with<double4_32a>(n, [&](std::ptrdiff_t i) {
+    return make_double4_32a(x[i][0], x[i][1], x[i][2], sigma[i]);
+  });
+  if (m.prec == GpuPrecision::fp64)
+    m.as.upload_with<double4_32a>(n, [&](std::ptrdiff_t i) {
+      return make_double4_32a(alpha[i][0], alpha[i][1], alpha[i][2], 0.0);
+    });
+  else
+    m.as.upload_with<float4>(n, [&](std::ptrdiff_t i) {
+      return make_float4(float(alpha[i][0]), float(alpha[i][1]), float(alpha[i][2]), 0.0f);
+    });
 }
 
 void P2PGpu::set_targets(const std::vector<Vec3>& x) {
   Impl& m = *impl_;
   if (m.self) return;
   if (static_cast<int>(x.size()) < m.nt) throw std::invalid_argument("P2PGpu: fewer targets than the lists use");
-  std::vector<double4_32a> xt(x.size());
-#pragma omp parallel for schedule(static)
-  for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(x.size()); ++i)
-    xt[i] = make_double4_32a(x[i][0], x[i][1], x[i][2], 0.0);
-  m.xt.upload(xt);
+  m.xt.upload_with<double4_32a>(x.size(), [&](std::ptrdiff_t i) {
+    return make_double4_32a(x[i][0], x[i][1], x[i][2], 0.0);
+  });
 }
 
 double P2PGpu::run() {

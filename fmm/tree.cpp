@@ -2,6 +2,9 @@
 
 #include "fmm/periodic.h"
 #include "fmm/profile.h"
+#ifdef VH_FMM_HAVE_CUDA
+#include "fmm/sort_gpu.h"
+#endif
 
 #include <omp.h>
 
@@ -125,7 +128,8 @@ void bounding_cube(const std::vector<Vec3>& a, const std::vector<Vec3>* b, Vec3&
 // sigma_max are maxima/minima over each cell's particles, which do not depend on the order in
 // which they are taken.
 Tree build_tree(const std::vector<Vec3>& x, const std::vector<double>& sigma, const Vec3& center,
-                double half, int ncrit, bool wrap) {
+                double half, int ncrit, TreeBuild how) {
+  const bool wrap = how.wrap;
   const int n = static_cast<int>(x.size());
   const bool par = n > kSerialBelow;
   StepTimer st("tree");
@@ -151,13 +155,37 @@ Tree build_tree(const std::vector<Vec3>& x, const std::vector<double>& sigma, co
   // same tree; equal keys only reorder a leaf's particles (round-off level).  (The radix sort is
   // stable, i.e. equal to std::stable_sort by key from the identity.)
   std::vector<std::uint64_t> skey;
-  radix_sort(key, t.perm, skey);
+  if (how.gpu_sort) {
+#ifdef VH_FMM_HAVE_CUDA
+    std::uint64_t all_or = 0, all_and = ~std::uint64_t(0);
+#pragma omp parallel for schedule(static) reduction(| : all_or) reduction(& : all_and) if (par)
+    for (int i = 0; i < n; ++i) {
+      all_or |= key[i];
+      all_and &= key[i];
+    }
+    const std::uint64_t varying = all_or ^ all_and;  // only these bits decide the order
+    int lo = 0, hi = 0;
+    if (varying) {
+      lo = __builtin_ctzll(varying);
+      hi = 64 - __builtin_clzll(varying);
+    }
+    sort_keys_gpu(key, lo, hi, t.perm, skey);
+#else
+    throw std::invalid_argument("build_tree: gpu_sort in a build without CUDA");
+#endif
+  } else {
+    radix_sort(key, t.perm, skey);
+  }
   st.mark("sort");
   std::vector<double>& ssig = t.sigma;
   ssig.resize(sigma.empty() ? 0 : n);
   t.x.resize(n);
 #pragma omp parallel for schedule(static) if (par)
   for (int i = 0; i < n; ++i) {
+    if (i + 16 < n) {  // the gather is latency-bound: fetch ahead
+      __builtin_prefetch(&x[t.perm[i + 16]]);
+      if (!sigma.empty()) __builtin_prefetch(&sigma[t.perm[i + 16]]);
+    }
     const Vec3& xi = x[t.perm[i]];
     t.x[i] = wrap ? Vec3{wrap_coordinate(xi[0]), wrap_coordinate(xi[1]), wrap_coordinate(xi[2])} : xi;
     if (!sigma.empty()) ssig[i] = sigma[t.perm[i]];

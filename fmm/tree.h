@@ -40,10 +40,16 @@ struct Tree {
 /// and half side `half`; every point must lie inside it.  Expansions are about the cube centres
 /// (regular offsets; measured on a lattice, as accurate per M2L as tight-box centres with a
 /// correspondingly smaller theta, and the periodic lattice needs the root at the box centre).
-/// With wrap, each position is first wrapped into the periodic box [0, 2 pi)^3
-/// (fmm::wrap_coordinate; the cube must then be that box), and Tree::x holds the wrapped ones.
+/// How build_tree treats the positions and where it sorts.
+struct TreeBuild {
+  /// Wrap each position into the periodic box [0, 2 pi)^3 first (fmm::wrap_coordinate; the
+  /// cube must then be that box); Tree::x holds the wrapped positions.
+  bool wrap = false;
+  /// Sort the keys on the GPU (fmm/sort_gpu.h; CUDA builds, same result as the CPU sort).
+  bool gpu_sort = false;
+};
 Tree build_tree(const std::vector<Vec3>& x, const std::vector<double>& sigma, const Vec3& center,
-                double half, int ncrit, bool wrap = false);
+                double half, int ncrit, TreeBuild how = {});
 
 /// Bounding cube (centre, half side) of one or two point sets, enlarged by a relative 1e-6.
 void bounding_cube(const std::vector<Vec3>& a, const std::vector<Vec3>* b, Vec3& center, double& half);

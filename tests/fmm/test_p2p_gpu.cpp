@@ -196,5 +196,33 @@ TEST(GpuP2PResident, RejectsBadInput) {
   EXPECT_THROW(ok.set_sources(x, a, s), std::invalid_argument);  // lists use 10 sources
 }
 
+// The tree's GPU key sort (fmm/sort_gpu.h) against the CPU radix sort: the same permutation,
+// ties included (positions repeated four times, which only a stable sort orders the same way),
+// hence the same tree; wrapped periodic positions (some outside the box) as the FMM builds them.
+TEST(TreeSortGpu, SameTreeAsTheCpuSort) {
+  if (gpu_count() == 0) GTEST_SKIP() << "no CUDA device";
+  Blobs b = random_blobs(30000, -1.0, 2 * kBoxLength, 7, false);
+  for (int r = 1; r < 4; ++r)
+    for (int i = 0; i < 30000; ++i) {
+      b.x.push_back(b.x[i]);
+      b.sigma.push_back(b.sigma[i]);
+    }
+  const double half = 0.5 * kBoxLength;
+  const Vec3 c{half, half, half};
+  for (int ncrit : {8, 64}) {
+    const Tree cpu = build_tree(b.x, b.sigma, c, half, ncrit, TreeBuild{true, false});
+    const Tree gpu = build_tree(b.x, b.sigma, c, half, ncrit, TreeBuild{true, true});
+    EXPECT_EQ(gpu.perm, cpu.perm) << "ncrit " << ncrit;
+    EXPECT_EQ(gpu.x, cpu.x);
+    EXPECT_EQ(gpu.sigma, cpu.sigma);
+    ASSERT_EQ(gpu.cells.size(), cpu.cells.size());
+    for (std::size_t k = 0; k < cpu.cells.size(); ++k) {
+      EXPECT_EQ(gpu.cells[k].begin, cpu.cells[k].begin);
+      EXPECT_EQ(gpu.cells[k].end, cpu.cells[k].end);
+      EXPECT_EQ(gpu.cells[k].radius, cpu.cells[k].radius);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace vh::fmm
