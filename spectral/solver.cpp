@@ -14,6 +14,9 @@ std::vector<vh::OptionSpec> option_specs() {
        "viscous term: exact integrating factor exp(-nu k^2 dt), or explicit in RK4"},
       {"spectral.precision", "double|single", "double", "",
        "floating-point precision of the spectral solver (single: GPU only)"},
+      {"spectral.fft_callbacks", "bool", "false", "",
+       "GPU: fold the per-point passes into cuFFT LTO callbacks (same results; 4 % faster at 512^3 "
+       "with 2/3, 5 % slower at 256^3 with 3/2 on an H200; ignored on the CPU)"},
   };
 }
 
@@ -24,6 +27,7 @@ Params params_from(const vh::Options& o, double nu) {
   const std::string v = o.choice("spectral.viscosity", {"integrating-factor", "explicit"});
   p.viscosity = v == "explicit" ? Viscosity::explicit_rk4 : Viscosity::integrating_factor;
   p.single_precision = o.choice("spectral.precision", {"double", "single"}) == "single";
+  p.fft_callbacks = o.boolean("spectral.fft_callbacks");
   if (!(nu >= 0)) throw vh::InputError("flow.nu: viscosity must be >= 0 for the spectral solver");
   p.nu = nu;
   return p;
