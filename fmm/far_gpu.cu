@@ -13,6 +13,7 @@
 #include "fmm/mean_correction.h"
 #include "fmm/profile.h"
 #include "fmm/p2p_gpu.h"
+#include "fmm/particles_gpu.h"
 
 namespace vh::fmm {
 
@@ -225,9 +226,14 @@ __global__ void m2l_kernel(const int* __restrict__ targets, const int* __restric
   double2* Mf = T + nf;          // [3][nf], folded
   const int A = targets[blockIdx.x];
   const GCell CA = tcells[A];
-  // Lane owns the (l, m) outputs c = lane + 32 q (all three components): one load of the table
-  // serves three multiply-adds, and the multipole's loads are the same address across the warp
-  // (every lane walks (j, k) in the same order), so the shared memory broadcasts them.
+  // L_lm = sum_{j <= p - l} sum_{|k| <= j} M'_jk T_{l+j, m+k}, walked by source degree j, the
+  // same j for every lane, so that the multipole's loads are one address (or, below, a few
+  // consecutive ones) across the warp.  Lane owns the (l, m) outputs c = lane + 32 q with all
+  // three components: one load of the table serves three multiply-adds.  At degree j only the
+  // first A(j) = cidx(p - j + 1, 0) outputs (l <= p - j) take part; when they are fewer than 32,
+  // G = 32 / A(j) lanes (a power of two, at most 8: eight consecutive double2 are one
+  // conflict-free shared-memory access) share an output, each every G-th k, and their partial
+  // sums meet in the owner lane by shuffles.  Fixed order throughout.
   double2 acc[Q][3];
   int ol[Q], om[Q];
   const int nq = (nc - lane + 31) / 32;
@@ -236,6 +242,9 @@ __global__ void m2l_kernel(const int* __restrict__ targets, const int* __restric
     for (int a = 0; a < 3; ++a) acc[q][a] = make_double2(0, 0);
     if (q < nq) lm_of(lane + 32 * q, ol[q], om[q]);
   }
+  // (l, m) of output lane mod A' for A' = 32 / G = 32, 16, 8, 4.
+  int sl[4], sm[4];
+  for (int g = 0; g < 4; ++g) lm_of(lane & ((32 >> g) - 1), sl[g], sm[g]);
   const int g_end = goffset[blockIdx.x + 1];
   for (int g = goffset[blockIdx.x] + w; g < g_end; g += warps) {
     const int e0 = groups[g], e1 = groups[g + 1];
@@ -250,30 +259,65 @@ __global__ void m2l_kernel(const int* __restrict__ targets, const int* __restric
     // Folded multipole (-1)^n conj(M_nm) in the full layout, by the warp's lanes.
     stage_full(M + static_cast<long long>(src) * 3 * nc, p, nc, Mf, true, lane, 32);
     __syncwarp();
+    for (int j = 0; j <= p; ++j) {
+      const int nact = cidx(p - j + 1, 0);  // A(j)
+      const double2* Mj = Mf + fidx(j, 0);
+      if (nact > 32) {
 #pragma unroll
-    for (int q = 0; q < Q; ++q) {
-      if (q >= nq) break;
-      const int l = ol[q], m = om[q];
-      double2 s0 = make_double2(0, 0), s1 = s0, s2 = s0;
-      for (int j = 0; j <= p - l; ++j) {
-        const double2* Tj = T + fidx(l + j, m);
-        const double2* Mj = Mf + fidx(j, 0);
-        for (int k = -j; k <= j; ++k) {
-          const double2 t = Tj[k], m0 = Mj[k], m1 = Mj[nf + k], m2 = Mj[2 * nf + k];
-          s0.x += m0.x * t.x - m0.y * t.y;
-          s0.y += m0.x * t.y + m0.y * t.x;
-          s1.x += m1.x * t.x - m1.y * t.y;
-          s1.y += m1.x * t.y + m1.y * t.x;
-          s2.x += m2.x * t.x - m2.y * t.y;
-          s2.y += m2.x * t.y + m2.y * t.x;
+        for (int q = 0; q < Q; ++q) {
+          if (q >= nq || lane + 32 * q >= nact) break;
+          const double2* Tj = T + fidx(ol[q] + j, om[q]);
+          double2 s0 = make_double2(0, 0), s1 = s0, s2 = s0;
+          for (int k = -j; k <= j; ++k) {
+            const double2 t = Tj[k], m0 = Mj[k], m1 = Mj[nf + k], m2 = Mj[2 * nf + k];
+            s0.x += m0.x * t.x - m0.y * t.y;
+            s0.y += m0.x * t.y + m0.y * t.x;
+            s1.x += m1.x * t.x - m1.y * t.y;
+            s1.y += m1.x * t.y + m1.y * t.x;
+            s2.x += m2.x * t.x - m2.y * t.y;
+            s2.y += m2.x * t.y + m2.y * t.x;
+          }
+          acc[q][0].x += s0.x;
+          acc[q][0].y += s0.y;
+          acc[q][1].x += s1.x;
+          acc[q][1].y += s1.y;
+          acc[q][2].x += s2.x;
+          acc[q][2].y += s2.y;
+        }
+      } else {
+        const int gl = nact > 16 ? 0 : nact > 8 ? 1 : nact > 4 ? 2 : 3;  // G = 2^gl lanes per output
+        const int G = 1 << gl, Ap = 32 >> gl;
+        const int o = lane & (Ap - 1), t0 = lane >> (5 - gl);
+        double2 s0 = make_double2(0, 0), s1 = s0, s2 = s0;
+        if (o < nact) {
+          const double2* Tj = T + fidx(sl[gl] + j, sm[gl]);
+          for (int k = -j + t0; k <= j; k += G) {
+            const double2 t = Tj[k], m0 = Mj[k], m1 = Mj[nf + k], m2 = Mj[2 * nf + k];
+            s0.x += m0.x * t.x - m0.y * t.y;
+            s0.y += m0.x * t.y + m0.y * t.x;
+            s1.x += m1.x * t.x - m1.y * t.y;
+            s1.y += m1.x * t.y + m1.y * t.x;
+            s2.x += m2.x * t.x - m2.y * t.y;
+            s2.y += m2.x * t.y + m2.y * t.x;
+          }
+        }
+        for (int off = 16; off >= Ap; off >>= 1) {
+          s0.x += __shfl_down_sync(0xffffffffu, s0.x, off);
+          s0.y += __shfl_down_sync(0xffffffffu, s0.y, off);
+          s1.x += __shfl_down_sync(0xffffffffu, s1.x, off);
+          s1.y += __shfl_down_sync(0xffffffffu, s1.y, off);
+          s2.x += __shfl_down_sync(0xffffffffu, s2.x, off);
+          s2.y += __shfl_down_sync(0xffffffffu, s2.y, off);
+        }
+        if (lane < nact) {  // the owner: o == lane, t0 == 0
+          acc[0][0].x += s0.x;
+          acc[0][0].y += s0.y;
+          acc[0][1].x += s1.x;
+          acc[0][1].y += s1.y;
+          acc[0][2].x += s2.x;
+          acc[0][2].y += s2.y;
         }
       }
-      acc[q][0].x += s0.x;
-      acc[q][0].y += s0.y;
-      acc[q][1].x += s1.x;
-      acc[q][1].y += s1.y;
-      acc[q][2].x += s2.x;
-      acc[q][2].y += s2.y;
     }
     __syncwarp();  // T and Mf are rewritten by the next group
   }
@@ -440,6 +484,7 @@ struct FarGpu::Impl {
   // Sorted positions (x, y, z, unused): xs, xt or those of the P2PGpu given to the constructor.
   const double4_32a* xs_dev = nullptr;
   const double4_32a* xt_dev = nullptr;
+  const double4_32a* alpha_dev = nullptr;  // alpha or a SortedSourcesGpu's strengths
   int n_src_leaves = 0, n_tgt_leaves = 0, n_m2l_targets = 0;
   DevBuf M, L, out;
   cudaEvent_t ev[5] = {};
@@ -591,22 +636,29 @@ FarGpu::FarGpu(const Tree& tgt, const Tree& src, bool self, const Lists& lists, 
 
 FarGpu::~FarGpu() = default;
 
+void FarGpu::set_strengths(const SortedSourcesGpu& s) {
+  Impl& m = *impl_;
+  if (s.size() != m.ns) throw std::invalid_argument("FarGpu: one strength per source");
+  m.alpha_dev = static_cast<const double4_32a*>(s.alpha_double());
+}
+
 void FarGpu::set_strengths(const std::vector<Vec3>& alpha) {
   Impl& m = *impl_;
   if (static_cast<int>(alpha.size()) != m.ns) throw std::invalid_argument("FarGpu: one strength per source");
   upload_positions(m.alpha, alpha);
+  m.alpha_dev = m.alpha.as<double4_32a>();
 }
 
 std::vector<std::complex<double>> FarGpu::upward() {
   Impl& m = *impl_;
-  if (m.ns > 0 && m.alpha.bytes == 0) throw std::runtime_error("FarGpu::upward: set_strengths first");
+  if (m.ns > 0 && !m.alpha_dev) throw std::runtime_error("FarGpu::upward: set_strengths first");
   VH_FMM_CUDA(cudaEventRecord(m.ev[0]));
   VH_FMM_CUDA(cudaMemset(m.M.p, 0, m.M.bytes));
   const GCell* sc = m.scells.as<GCell>();
   if (m.n_src_leaves > 0) {
     const std::size_t shm = m.chunk * (m.nc * sizeof(double2) + 3 * sizeof(double));
     p2m_kernel<<<m.n_src_leaves, m.threads(), shm>>>(m.src_leaves.as<int>(), sc, m.xs_dev,
-                                                     m.alpha.as<double4_32a>(), m.p, m.chunk, m.M.as<double2>());
+                                                     m.alpha_dev, m.p, m.chunk, m.M.as<double2>());
     VH_FMM_CUDA(cudaGetLastError());
   }
   const std::size_t shm = 4 * m.nf * sizeof(double2);
@@ -680,15 +732,24 @@ void FarGpu::downward(const std::vector<std::complex<double>>& root_local, const
 
 void FarGpu::get(std::vector<Vec3>& u, std::vector<Mat3>& grad) const {
   const Impl& m = *impl_;
-  // Straight into the caller's arrays: Vec3 and Mat3 are arrays of doubles (3 and 9, no padding).
+  // Vec3 and Mat3 are arrays of doubles (3 and 9, no padding).
   static_assert(sizeof(Vec3) == 3 * sizeof(double) && sizeof(Mat3) == 9 * sizeof(double), "Vec3/Mat3 layout");
   if (u.size() != static_cast<std::size_t>(m.nt)) u.resize(m.nt);
   if (grad.size() != static_cast<std::size_t>(m.nt)) grad.resize(m.nt);
   if (m.nt == 0) return;
-  const double* d = m.out.as<double>();
-  VH_FMM_CUDA(cudaMemcpy(u.data(), d, 3 * sizeof(double) * m.nt, cudaMemcpyDeviceToHost));
-  VH_FMM_CUDA(cudaMemcpy(grad.data(), d + 3 * static_cast<std::size_t>(m.nt), 9 * sizeof(double) * m.nt,
-                         cudaMemcpyDeviceToHost));
+  // Through the pinned staging memory, copied out by all host threads (a pageable download of
+  // 1.6 GB at 2^24 targets runs at a few GB/s).
+  const std::size_t n = static_cast<std::size_t>(m.nt);
+  double* h = static_cast<double*>(pinned_staging(12 * n * sizeof(double)));
+  VH_FMM_CUDA(cudaMemcpy(h, m.out.p, 12 * n * sizeof(double), cudaMemcpyDeviceToHost));
+  const double* hg = h + 3 * n;
+  const std::ptrdiff_t nn = static_cast<std::ptrdiff_t>(n);
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t i = 0; i < nn; ++i) {
+    for (int c = 0; c < 3; ++c) u[i][c] = h[3 * i + c];
+    for (int a = 0; a < 3; ++a)
+      for (int c = 0; c < 3; ++c) grad[i][a][c] = hg[9 * i + 3 * a + c];
+  }
 }
 
 FarGpuTimes FarGpu::times() const {

@@ -37,6 +37,7 @@
 namespace vh::fmm {
 
 class P2PGpu;
+class SortedSourcesGpu;
 
 /// Time of each GPU stage of the last evaluation, milliseconds (CUDA events).
 struct FarGpuTimes {
@@ -58,6 +59,9 @@ class FarGpu {
 
   /// Uploads the strengths (sorted source order).
   void set_strengths(const std::vector<Vec3>& alpha);
+  /// Reads the strengths where a SortedSourcesGpu keeps them (no upload); `s` must outlive
+  /// the evaluation.
+  void set_strengths(const SortedSourcesGpu& s);
   /// P2M and M2M; returns the root multipole (3 ncoef(p) coefficients, component-major), which
   /// the periodic lattice needs.
   std::vector<std::complex<double>> upward();

@@ -14,6 +14,7 @@
 #ifdef VH_FMM_HAVE_CUDA
 #include "fmm/far_gpu.h"
 #include "fmm/p2p_gpu.h"
+#include "fmm/particles_gpu.h"
 #endif
 #include "fmm/periodic.h"
 #include "fmm/profile.h"
@@ -289,11 +290,10 @@ void evaluate_cpu(const Params& prm, const Tree& tgt, const Tree& src, bool self
 // root), M2L, L2L and L2P, which adds the near-field sums and the periodic mean correction and
 // writes in the targets' input order; one download, straight into u_out and grad_out.  Stage
 // times from CUDA events; tm.upload is the host's list flattening and the uploads.
-void evaluate_gpu(const Params& prm, const Tree& tgt, const Tree& src, bool self, const Lists& lists,
-                  const std::vector<Vec3>& shifts, int r0, bool lattice, const std::vector<Vec3>& as,
-                  const std::vector<double>& ss, std::vector<Vec3>& u_out, std::vector<Mat3>& grad_out,
-                  Timings& tm) {
-  if (gpu_count() == 0) throw std::runtime_error("fmm: use_gpu is set but no CUDA device is visible");
+void evaluate_gpu(const Params& prm, const Tree& tgt, const Tree& src, const SortedSourcesGpu& sources, bool self,
+                  const Lists& lists, const std::vector<Vec3>& shifts, int r0, bool lattice,
+                  const std::vector<Vec3>& x_in, const std::vector<Vec3>& alpha_in, std::vector<Vec3>& u_out,
+                  std::vector<Mat3>& grad_out, Timings& tm) {
   // The near field is launched as soon as its lists are up, so that the far field's host work
   // and uploads overlap it.
   StepTimer st("gpu host");
@@ -302,12 +302,12 @@ void evaluate_gpu(const Params& prm, const Tree& tgt, const Tree& src, bool self
   st.mark("flatten p2p");
   P2PGpu near(fl, prm.precision == "double" ? GpuPrecision::fp64 : GpuPrecision::fp32);
   st.mark("p2p lists up");
-  near.set_sources(src.x, as, ss);
+  near.set_sources(sources);
   if (!self) near.set_targets(tgt.x);
   near.launch();
-  st.mark("p2p sources up");
+  st.mark("p2p targets up");
   FarGpu far(tgt, src, self, lists, shifts, prm.p, &near);
-  far.set_strengths(as);
+  far.set_strengths(sources);
   st.mark("far setup");
   const auto t1 = clock_type::now();
   tm.upload = seconds(t0, t1);
@@ -319,7 +319,7 @@ void evaluate_gpu(const Params& prm, const Tree& tgt, const Tree& src, bool self
     root_local.assign(root.size(), cplx(0.0));
     lattice_m2l(prm.p, r0, prm.images, root.data(), root_local.data());
   }
-  if (prm.periodic) mean = mean_terms(src.x, as);
+  if (prm.periodic) mean = mean_terms(x_in, alpha_in, true);
   st.mark("lattice");
   far.downward(root_local, &near, prm.periodic ? &mean : nullptr);
   far.get(u_out, grad_out);
@@ -355,24 +355,23 @@ Timings run(const Params& prm_in, const std::vector<Vec3>& x_in, const std::vect
   } else {
     bounding_cube(x_in, targets_in, center, half);
   }
+  // With the GPU back end the sources are sorted on the device and stay there
+  // (fmm/particles_gpu.h); the host keeps the tree.
+  Tree src;
 #ifdef VH_FMM_HAVE_CUDA
-  if (prm.use_gpu && gpu_count() == 0) throw std::runtime_error("fmm: use_gpu is set but no CUDA device is visible");
+  std::unique_ptr<SortedSourcesGpu> gpu_sources;
+  if (prm.use_gpu) {
+    if (gpu_count() == 0) throw std::runtime_error("fmm: use_gpu is set but no CUDA device is visible");
+    gpu_sources = std::make_unique<SortedSourcesGpu>(x_in, sigma_in, alpha_in, center, half, prm.periodic);
+    src = gpu_sources->tree(prm.ncrit);
+  }
 #endif
-  const TreeBuild how{prm.periodic, prm.use_gpu};
-  const Tree src = build_tree(x_in, sigma_in, center, half, prm.ncrit, how);
+  if (!prm.use_gpu) src = build_tree(x_in, sigma_in, center, half, prm.ncrit, TreeBuild{prm.periodic, false});
   Tree tgt_own;
-  if (!self) tgt_own = build_tree(*targets_in, {}, center, half, prm.ncrit, how);
+  if (!self) tgt_own = build_tree(*targets_in, {}, center, half, prm.ncrit, TreeBuild{prm.periodic, prm.use_gpu});
   const Tree& tgt = self ? src : tgt_own;
   st.mark("trees");
   const int ns = static_cast<int>(src.x.size()), nt = static_cast<int>(tgt.x.size());
-  std::vector<Vec3> as(ns);
-#pragma omp parallel for schedule(static)
-  for (int i = 0; i < ns; ++i) {
-    if (i + 16 < ns) __builtin_prefetch(&alpha_in[src.perm[i + 16]]);
-    as[i] = alpha_in[src.perm[i]];
-  }
-  const std::vector<double>& ss = src.sigma;
-  st.mark("sorted strengths");
   const auto t_tree = clock_type::now();
   tm.tree = seconds(t_start, t_tree);
 
@@ -397,7 +396,8 @@ Timings run(const Params& prm_in, const std::vector<Vec3>& x_in, const std::vect
   if (prm.use_gpu) {
 #ifdef VH_FMM_HAVE_CUDA
     if (nt > 0 && ns > 0) {
-      evaluate_gpu(prm, tgt, src, self, lists, shifts, r0, lattice, as, ss, u_out, grad_out, tm);
+      evaluate_gpu(prm, tgt, src, *gpu_sources, self, lists, shifts, r0, lattice, x_in, alpha_in, u_out, grad_out,
+                   tm);
       st.mark("gpu evaluation");
     } else {
       u_out.assign(nt, Vec3{});
@@ -405,6 +405,13 @@ Timings run(const Params& prm_in, const std::vector<Vec3>& x_in, const std::vect
     }
 #endif
   } else {
+    std::vector<Vec3> as(ns);
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < ns; ++i) {
+      if (i + 16 < ns) __builtin_prefetch(&alpha_in[src.perm[i + 16]]);
+      as[i] = alpha_in[src.perm[i]];
+    }
+    const std::vector<double>& ss = src.sigma;
     std::vector<Vec3> u(nt, Vec3{});
     std::vector<Mat3> grad(nt, Mat3{});
     evaluate_cpu(prm, tgt, src, self, lists, shifts, r0, lattice, as, ss, u, grad, tm);

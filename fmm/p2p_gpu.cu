@@ -9,6 +9,7 @@
 
 #include "fmm/cuda_util.h"
 #include "fmm/p2p_kernel.h"
+#include "fmm/particles_gpu.h"
 
 namespace vh::fmm {
 
@@ -244,6 +245,9 @@ struct P2PGpu::Impl {
   GpuPrecision prec;
   bool self;
   int nt = 0, ns = 0, ntask = 0, max_src = 0;
+  // The sources the kernel reads: xs and as, or a SortedSourcesGpu's arrays.
+  const double4_32a* src_x = nullptr;
+  const void* src_a = nullptr;
   long long pairs = 0;
   DevBuf tasks, entries, shifts, xt, xs, as, out;
   cudaEvent_t e0 = nullptr, e1 = nullptr;
@@ -309,8 +313,8 @@ int P2PGpu::n_targets() const { return impl_->nt; }
 long long P2PGpu::pairs() const { return impl_->pairs; }
 const void* P2PGpu::device_result() const { return impl_->out.p; }
 bool P2PGpu::device_result_is_double() const { return impl_->prec == GpuPrecision::fp64; }
-const void* P2PGpu::device_sources() const { return impl_->xs.p; }
-const void* P2PGpu::device_targets() const { return impl_->self ? impl_->xs.p : impl_->xt.p; }
+const void* P2PGpu::device_sources() const { return impl_->src_x; }
+const void* P2PGpu::device_targets() const { return impl_->self ? impl_->src_x : impl_->xt.p; }
 
 void P2PGpu::set_sources(const std::vector<Vec3>& x, const std::vector<Vec3>& alpha, const std::vector<double>& sigma) {
   Impl& m = *impl_;
@@ -330,6 +334,17 @@ void P2PGpu::set_sources(const std::vector<Vec3>& x, const std::vector<Vec3>& al
     m.as.upload_with<float4>(n, [&](std::ptrdiff_t i) {
       return make_float4(float(alpha[i][0]), float(alpha[i][1]), float(alpha[i][2]), 0.0f);
     });
+  m.src_x = m.xs.as<double4_32a>();
+  m.src_a = m.as.p;
+}
+
+void P2PGpu::set_sources(const SortedSourcesGpu& s) {
+  Impl& m = *impl_;
+  if (s.size() < m.max_src) throw std::invalid_argument("P2PGpu: fewer sources than the lists use");
+  if (m.self && s.size() < m.nt) throw std::invalid_argument("P2PGpu: self lists need every target");
+  m.ns = s.size();
+  m.src_x = static_cast<const double4_32a*>(s.positions_sigma());
+  m.src_a = m.prec == GpuPrecision::fp64 ? s.alpha_double() : s.alpha_float();
 }
 
 void P2PGpu::set_targets(const std::vector<Vec3>& x) {
@@ -348,8 +363,8 @@ double P2PGpu::run() {
 
 void P2PGpu::launch() {
   Impl& m = *impl_;
-  if (m.xs.bytes == 0 && m.max_src > 0) throw std::runtime_error("P2PGpu::run: set_sources first");
-  const double4_32a* xt = m.self ? m.xs.as<double4_32a>() : m.xt.as<double4_32a>();
+  if (!m.src_x && m.max_src > 0) throw std::runtime_error("P2PGpu::run: set_sources first");
+  const double4_32a* xt = m.self ? m.src_x : m.xt.as<double4_32a>();
   if (!xt && m.nt > 0) throw std::runtime_error("P2PGpu::run: set_targets first");
   const int blocks = (m.ntask + kWarps - 1) / kWarps;
   VH_FMM_CUDA(cudaEventRecord(m.e0, m.stream));
@@ -359,16 +374,16 @@ void P2PGpu::launch() {
     const double4_32a* sh = m.shifts.as<double4_32a>();
     switch (m.prec) {
       case GpuPrecision::fp32:
-        p2p_kernel<fastf><<<blocks, kWarps * 32, 0, m.stream>>>(tk, m.ntask, en, sh, xt, m.xs.as<double4_32a>(), m.as.as<float4>(),
+        p2p_kernel<fastf><<<blocks, kWarps * 32, 0, m.stream>>>(tk, m.ntask, en, sh, xt, m.src_x, static_cast<const float4*>(m.src_a),
                                                    m.out.as<float>());
         break;
       case GpuPrecision::fp32_ieee:
-        p2p_kernel<float><<<blocks, kWarps * 32, 0, m.stream>>>(tk, m.ntask, en, sh, xt, m.xs.as<double4_32a>(), m.as.as<float4>(),
+        p2p_kernel<float><<<blocks, kWarps * 32, 0, m.stream>>>(tk, m.ntask, en, sh, xt, m.src_x, static_cast<const float4*>(m.src_a),
                                                    m.out.as<float>());
         break;
       case GpuPrecision::fp64:
-        p2p_kernel<double><<<blocks, kWarps * 32, 0, m.stream>>>(tk, m.ntask, en, sh, xt, m.xs.as<double4_32a>(),
-                                                    m.as.as<double4_32a>(), m.out.as<double>());
+        p2p_kernel<double><<<blocks, kWarps * 32, 0, m.stream>>>(tk, m.ntask, en, sh, xt, m.src_x,
+                                                    static_cast<const double4_32a*>(m.src_a), m.out.as<double>());
         break;
     }
     VH_FMM_CUDA(cudaGetLastError());

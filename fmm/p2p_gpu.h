@@ -32,6 +32,8 @@
 
 namespace vh::fmm {
 
+class SortedSourcesGpu;
+
 /// Number of CUDA devices visible (0 when there is none or the driver cannot be used).
 int gpu_count();
 /// Name of the current CUDA device as the driver reports it (nvidia-smi's name), "" if none.
@@ -84,6 +86,9 @@ class P2PGpu {
 
   /// Uploads source positions, strengths and core radii (N entries each, sorted source order).
   void set_sources(const std::vector<Vec3>& x, const std::vector<Vec3>& alpha, const std::vector<double>& sigma);
+  /// Reads the sources where a SortedSourcesGpu keeps them (no upload); `s` must outlive the
+  /// evaluations.
+  void set_sources(const SortedSourcesGpu& s);
   /// Uploads target positions (sorted target order).  With lists.self, set_sources sets them too.
   void set_targets(const std::vector<Vec3>& x);
   /// Evaluates u and grad at every target (overwrites the device results); blocks until done

@@ -121,7 +121,7 @@ void wrap_into_box(std::vector<Vec3>& x) {
   }
 }
 
-MeanTerms mean_terms(const std::vector<Vec3>& xs, const std::vector<Vec3>& alpha) {
+MeanTerms mean_terms(const std::vector<Vec3>& xs, const std::vector<Vec3>& alpha, bool wrap) {
   constexpr std::ptrdiff_t kChunk = 4096;
   const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(xs.size()), nchunk = (n + kChunk - 1) / kChunk;
   const double c = 0.5 * kBoxLength;
@@ -130,7 +130,8 @@ MeanTerms mean_terms(const std::vector<Vec3>& xs, const std::vector<Vec3>& alpha
   for (std::ptrdiff_t k = 0; k < nchunk; ++k) {
     MeanTerms& t = part[k];
     for (std::ptrdiff_t q = k * kChunk; q < std::min(n, (k + 1) * kChunk); ++q) {
-      const double r[3] = {xs[q][0] - c, xs[q][1] - c, xs[q][2] - c};
+      double r[3];
+      for (int d = 0; d < 3; ++d) r[d] = (wrap ? wrap_coordinate(xs[q][d]) : xs[q][d]) - c;
       const Vec3& a = alpha[q];
       t.Q[0] += a[0];
       t.Q[1] += a[1];

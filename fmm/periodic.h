@@ -24,6 +24,7 @@
 
 #include "fmm/expansions.h"
 #include "fmm/mean_correction.h"
+#include "fmm/morton.h"
 #include "fmm/types.h"
 
 namespace vh::fmm {
@@ -48,20 +49,17 @@ double lattice_worst_ratio(int r0, int images, double theta);
 /// the root multipole Mroot about the box centre (both order p, three components).
 void lattice_m2l(int p, int r0, int images, const cplx* Mroot, cplx* Lroot);
 
-/// One coordinate wrapped into [0, L) (a value that rounds to L becomes 0).
-inline double wrap_coordinate(double v) {
-  double w = v - kBoxLength * std::floor(v / kBoxLength);
-  if (w >= kBoxLength || w < 0) w = 0;  // rounding of values just below a multiple of L
-  return w;
-}
+/// One coordinate wrapped into [0, L) (a value that rounds to L becomes 0; fmm/morton.h).
+inline double wrap_coordinate(double v) { return morton::wrap(v); }
 
 /// Wraps every coordinate into [0, L).
 void wrap_into_box(std::vector<Vec3>& x);
 
 /// Q = sum alpha_q and D = sum (x_q - c) x alpha_q of the header comment.  Fixed summation
 /// order (chunks of 4096 sources summed in parallel, the chunk sums added in order), so the
-/// result does not depend on the number of threads.
-MeanTerms mean_terms(const std::vector<Vec3>& xs, const std::vector<Vec3>& alpha);
+/// result does not depend on the number of threads.  With wrap the positions are wrapped
+/// into the box first (positions as the caller gave them).
+MeanTerms mean_terms(const std::vector<Vec3>& xs, const std::vector<Vec3>& alpha, bool wrap = false);
 
 /// Adds the correction of the header comment to u and grad at the targets xt (wrapped); the
 /// per-point formula is mean_correction() of fmm/mean_correction.h, as on the GPU.

@@ -1,5 +1,6 @@
 #include "fmm/tree.h"
 
+#include "fmm/morton.h"
 #include "fmm/periodic.h"
 #include "fmm/profile.h"
 #ifdef VH_FMM_HAVE_CUDA
@@ -16,18 +17,7 @@ namespace vh::fmm {
 
 namespace {
 
-constexpr int kBits = 21;
-
-// Spreads the low 21 bits of v so that there are two zero bits between consecutive bits.
-std::uint64_t spread(std::uint64_t v) {
-  v &= 0x1fffff;
-  v = (v | v << 32) & 0x1f00000000ffffULL;
-  v = (v | v << 16) & 0x1f0000ff0000ffULL;
-  v = (v | v << 8) & 0x100f00f00f00f00fULL;
-  v = (v | v << 4) & 0x10c30c30c30c30c3ULL;
-  v = (v | v << 2) & 0x1249249249249249ULL;
-  return v;
-}
+constexpr int kBits = morton::kBits;
 
 // Below this many items a loop runs on one thread (the parallel region costs more).
 constexpr int kSerialBelow = 1 << 14;
@@ -137,16 +127,12 @@ Tree build_tree(const std::vector<Vec3>& x, const std::vector<double>& sigma, co
   // Morton keys relative to the cube's lower corner.
   std::vector<std::uint64_t> key(n);
   const double scale = double(1 << kBits) / (2 * half);
+  const double lo[3] = {center[0] - half, center[1] - half, center[2] - half};
 #pragma omp parallel for schedule(static) if (par)
   for (int i = 0; i < n; ++i) {
-    std::uint64_t k = 0;
-    for (int d = 0; d < 3; ++d) {
-      const double xd = wrap ? wrap_coordinate(x[i][d]) : x[i][d];
-      long long c = static_cast<long long>(std::floor((xd - (center[d] - half)) * scale));
-      c = std::clamp(c, 0LL, (1LL << kBits) - 1);
-      k |= spread(static_cast<std::uint64_t>(c)) << d;
-    }
-    key[i] = k;
+    const double xd[3] = {wrap ? morton::wrap(x[i][0]) : x[i][0], wrap ? morton::wrap(x[i][1]) : x[i][1],
+                          wrap ? morton::wrap(x[i][2]) : x[i][2]};
+    key[i] = morton::key(xd, lo, scale);
   }
   st.mark("keys");
   t.perm.resize(n);
@@ -187,11 +173,24 @@ Tree build_tree(const std::vector<Vec3>& x, const std::vector<double>& sigma, co
       if (!sigma.empty()) __builtin_prefetch(&sigma[t.perm[i + 16]]);
     }
     const Vec3& xi = x[t.perm[i]];
-    t.x[i] = wrap ? Vec3{wrap_coordinate(xi[0]), wrap_coordinate(xi[1]), wrap_coordinate(xi[2])} : xi;
+    t.x[i] = wrap ? Vec3{morton::wrap(xi[0]), morton::wrap(xi[1]), morton::wrap(xi[2])} : xi;
     if (!sigma.empty()) ssig[i] = sigma[t.perm[i]];
   }
 
   st.mark("permute");
+  return tree_from_sorted(std::move(t.perm), skey, std::move(t.x), std::move(t.sigma), center, half, ncrit);
+}
+
+Tree tree_from_sorted(std::vector<int> perm, const std::vector<std::uint64_t>& skey, std::vector<Vec3> x,
+                      std::vector<double> sigma, const Vec3& center, double half, int ncrit) {
+  const int n = static_cast<int>(x.size());
+  const bool par = n > kSerialBelow;
+  StepTimer st("cells");
+  Tree t;
+  t.perm = std::move(perm);
+  t.x = std::move(x);
+  t.sigma = std::move(sigma);
+  const std::vector<double>& ssig = t.sigma;
   Cell root;
   root.center = center;
   root.half = half;

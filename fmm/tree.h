@@ -51,6 +51,12 @@ struct TreeBuild {
 Tree build_tree(const std::vector<Vec3>& x, const std::vector<double>& sigma, const Vec3& center,
                 double half, int ncrit, TreeBuild how = {});
 
+/// The second half of build_tree: the cells of points already in Morton order (perm: sorted ->
+/// input index, skey: their keys in the cube of centre `center` and half side `half` (fmm/morton.h),
+/// x and sigma (or empty) in sorted order).  SortedSourcesGpu (fmm/particles_gpu.h) sorts on the GPU.
+Tree tree_from_sorted(std::vector<int> perm, const std::vector<std::uint64_t>& skey, std::vector<Vec3> x,
+                      std::vector<double> sigma, const Vec3& center, double half, int ncrit);
+
 /// Bounding cube (centre, half side) of one or two point sets, enlarged by a relative 1e-6.
 void bounding_cube(const std::vector<Vec3>& a, const std::vector<Vec3>* b, Vec3& center, double& half);
 

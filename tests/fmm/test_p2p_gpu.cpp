@@ -11,6 +11,7 @@
 #include "common.h"
 #include "fmm/p2p.h"
 #include "fmm/p2p_gpu.h"
+#include "fmm/particles_gpu.h"
 #include "fmm/periodic.h"
 #include "fmm/traverse.h"
 #include "fmm/tree.h"
@@ -196,7 +197,8 @@ TEST(GpuP2PResident, RejectsBadInput) {
   EXPECT_THROW(ok.set_sources(x, a, s), std::invalid_argument);  // lists use 10 sources
 }
 
-// The tree's GPU key sort (fmm/sort_gpu.h) against the CPU radix sort: the same permutation,
+// The tree's GPU key sort (fmm/sort_gpu.h) and the all-GPU sort of the sources
+// (fmm/particles_gpu.h: keys, sort, wrap and gathers on the device) against the CPU: the same permutation,
 // ties included (positions repeated four times, which only a stable sort orders the same way),
 // hence the same tree; wrapped periodic positions (some outside the box) as the FMM builds them.
 TEST(TreeSortGpu, SameTreeAsTheCpuSort) {
@@ -209,17 +211,23 @@ TEST(TreeSortGpu, SameTreeAsTheCpuSort) {
     }
   const double half = 0.5 * kBoxLength;
   const Vec3 c{half, half, half};
+  std::vector<Vec3> alpha(b.x.size(), Vec3{1, 2, 3});
   for (int ncrit : {8, 64}) {
     const Tree cpu = build_tree(b.x, b.sigma, c, half, ncrit, TreeBuild{true, false});
-    const Tree gpu = build_tree(b.x, b.sigma, c, half, ncrit, TreeBuild{true, true});
-    EXPECT_EQ(gpu.perm, cpu.perm) << "ncrit " << ncrit;
-    EXPECT_EQ(gpu.x, cpu.x);
-    EXPECT_EQ(gpu.sigma, cpu.sigma);
-    ASSERT_EQ(gpu.cells.size(), cpu.cells.size());
-    for (std::size_t k = 0; k < cpu.cells.size(); ++k) {
-      EXPECT_EQ(gpu.cells[k].begin, cpu.cells[k].begin);
-      EXPECT_EQ(gpu.cells[k].end, cpu.cells[k].end);
-      EXPECT_EQ(gpu.cells[k].radius, cpu.cells[k].radius);
+    const Tree gpu_sort = build_tree(b.x, b.sigma, c, half, ncrit, TreeBuild{true, true});
+    // Keys, sort and gathers all on the device (fmm/particles_gpu.h).
+    SortedSourcesGpu sorted(b.x, b.sigma, alpha, c, half, true);
+    const Tree gpu_all = sorted.tree(ncrit);
+    for (const Tree* gpu : {&gpu_sort, &gpu_all}) {
+      EXPECT_EQ(gpu->perm, cpu.perm) << "ncrit " << ncrit;
+      EXPECT_EQ(gpu->x, cpu.x);
+      EXPECT_EQ(gpu->sigma, cpu.sigma);
+      ASSERT_EQ(gpu->cells.size(), cpu.cells.size());
+      for (std::size_t k = 0; k < cpu.cells.size(); ++k) {
+        EXPECT_EQ(gpu->cells[k].begin, cpu.cells[k].begin);
+        EXPECT_EQ(gpu->cells[k].end, cpu.cells[k].end);
+        EXPECT_EQ(gpu->cells[k].radius, cpu.cells[k].radius);
+      }
     }
   }
 }

@@ -1,0 +1,44 @@
+// The FMM's sources sorted into Morton order on the GPU and kept there for the evaluation:
+// positions, core radii and strengths go up once in input order, the keys (fmm/morton.h, the
+// CPU tree's own function), the stable sort (CUB) and the gathers run on the device, and the
+// host gets back what its tree and traversal need (permutation, keys, sorted positions and core
+// radii; the same Tree as fmm::build_tree builds on the CPU).  The P2P and the far field then
+// read the sorted sources where they are (P2PGpu::set_sources(const SortedSourcesGpu&),
+// FarGpu::set_strengths(const SortedSourcesGpu&)).  CUDA builds only (VH_FMM_HAVE_CUDA).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "fmm/tree.h"
+#include "fmm/types.h"
+
+namespace vh::fmm {
+
+class SortedSourcesGpu {
+ public:
+  /// Sorts N sources in the cube (center, half); with wrap, positions are first wrapped into
+  /// [0, 2 pi)^3 (fmm/morton.h).  Throws std::runtime_error on CUDA errors.
+  SortedSourcesGpu(const std::vector<Vec3>& x, const std::vector<double>& sigma, const std::vector<Vec3>& alpha,
+                   const Vec3& center, double half, bool wrap);
+  ~SortedSourcesGpu();
+  SortedSourcesGpu(const SortedSourcesGpu&) = delete;
+  SortedSourcesGpu& operator=(const SortedSourcesGpu&) = delete;
+
+  /// The octree of the sorted sources (fmm::tree_from_sorted); call once (it takes the host
+  /// arrays).
+  Tree tree(int ncrit);
+
+  int size() const;
+  /// Device arrays in sorted order: double4 (x, y, z, sigma); strengths as double4 (a, 0) and
+  /// float4 (a, 0).
+  const void* positions_sigma() const;
+  const void* alpha_double() const;
+  const void* alpha_float() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vh::fmm
