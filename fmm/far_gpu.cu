@@ -213,8 +213,10 @@ __global__ void m2m_kernel(const int* __restrict__ parents, const int* __restric
 // inside the loop.
 // Q: outputs per lane, ceil(3 ncoef(p) / 32), a template parameter so the accumulators stay in
 // registers.
+// At most 4 warps per block; 4 blocks per SM caps the registers at 128 a thread (136 without
+// the bound at p = 10, which left 3 blocks, 12 warps, per SM: latency-bound, ncu).
 template <int Q>
-__global__ void m2l_kernel(const int* __restrict__ targets, const int* __restrict__ goffset,
+__global__ void __launch_bounds__(128, 4) m2l_kernel(const int* __restrict__ targets, const int* __restrict__ goffset,
                            const int* __restrict__ groups, const int2* __restrict__ entries,
                            const GCell* __restrict__ tcells, const GCell* __restrict__ scells,
                            const double4_32a* __restrict__ shifts, int p, const double2* __restrict__ M,
