@@ -213,6 +213,26 @@ __global__ void m2m_kernel(const int* __restrict__ parents, const int* __restric
 // inside the loop.
 // Q: outputs per lane, ceil(3 ncoef(p) / 32), a template parameter so the accumulators stay in
 // registers.
+// Three components at once: s[a] += sum over k = k0, k0 + dk, ... <= j of M'_a,jk T_k, with
+// Mj = M' at (j, 0) (components nf apart) and Tj = T at (l + j, m).
+__device__ inline void contract3(const double2* Tj, const double2* Mj, int nf, int k0, int j, int dk, double2 s[3]) {
+  for (int k = k0; k <= j; k += dk) {
+    const double2 t = Tj[k];
+    for (int a = 0; a < 3; ++a) {
+      const double2 mv = Mj[a * nf + k];
+      s[a].x += mv.x * t.x - mv.y * t.y;
+      s[a].y += mv.x * t.y + mv.y * t.x;
+    }
+  }
+}
+
+__device__ inline void add3(double2 acc[3], const double2 s[3]) {
+  for (int a = 0; a < 3; ++a) {
+    acc[a].x += s[a].x;
+    acc[a].y += s[a].y;
+  }
+}
+
 // At most 4 warps per block; 4 blocks per SM caps the registers at 128 a thread (136 without
 // the bound at p = 10, which left 3 blocks, 12 warps, per SM: latency-bound, ncu).
 template <int Q>
@@ -268,57 +288,22 @@ __global__ void __launch_bounds__(128, 4) m2l_kernel(const int* __restrict__ tar
 #pragma unroll
         for (int q = 0; q < Q; ++q) {
           if (q >= nq || lane + 32 * q >= nact) break;
-          const double2* Tj = T + fidx(ol[q] + j, om[q]);
-          double2 s0 = make_double2(0, 0), s1 = s0, s2 = s0;
-          for (int k = -j; k <= j; ++k) {
-            const double2 t = Tj[k], m0 = Mj[k], m1 = Mj[nf + k], m2 = Mj[2 * nf + k];
-            s0.x += m0.x * t.x - m0.y * t.y;
-            s0.y += m0.x * t.y + m0.y * t.x;
-            s1.x += m1.x * t.x - m1.y * t.y;
-            s1.y += m1.x * t.y + m1.y * t.x;
-            s2.x += m2.x * t.x - m2.y * t.y;
-            s2.y += m2.x * t.y + m2.y * t.x;
-          }
-          acc[q][0].x += s0.x;
-          acc[q][0].y += s0.y;
-          acc[q][1].x += s1.x;
-          acc[q][1].y += s1.y;
-          acc[q][2].x += s2.x;
-          acc[q][2].y += s2.y;
+          double2 sq[3] = {make_double2(0, 0), make_double2(0, 0), make_double2(0, 0)};
+          contract3(T + fidx(ol[q] + j, om[q]), Mj, nf, -j, j, 1, sq);
+          add3(acc[q], sq);
         }
       } else {
         const int gl = nact > 16 ? 0 : nact > 8 ? 1 : nact > 4 ? 2 : 3;  // G = 2^gl lanes per output
-        const int G = 1 << gl, Ap = 32 >> gl;
+        const int Ap = 32 >> gl;
         const int o = lane & (Ap - 1), t0 = lane >> (5 - gl);
-        double2 s0 = make_double2(0, 0), s1 = s0, s2 = s0;
-        if (o < nact) {
-          const double2* Tj = T + fidx(sl[gl] + j, sm[gl]);
-          for (int k = -j + t0; k <= j; k += G) {
-            const double2 t = Tj[k], m0 = Mj[k], m1 = Mj[nf + k], m2 = Mj[2 * nf + k];
-            s0.x += m0.x * t.x - m0.y * t.y;
-            s0.y += m0.x * t.y + m0.y * t.x;
-            s1.x += m1.x * t.x - m1.y * t.y;
-            s1.y += m1.x * t.y + m1.y * t.x;
-            s2.x += m2.x * t.x - m2.y * t.y;
-            s2.y += m2.x * t.y + m2.y * t.x;
+        double2 sq[3] = {make_double2(0, 0), make_double2(0, 0), make_double2(0, 0)};
+        if (o < nact) contract3(T + fidx(sl[gl] + j, sm[gl]), Mj, nf, -j + t0, j, 1 << gl, sq);
+        for (int off = 16; off >= Ap; off >>= 1)
+          for (int a = 0; a < 3; ++a) {
+            sq[a].x += __shfl_down_sync(0xffffffffu, sq[a].x, off);
+            sq[a].y += __shfl_down_sync(0xffffffffu, sq[a].y, off);
           }
-        }
-        for (int off = 16; off >= Ap; off >>= 1) {
-          s0.x += __shfl_down_sync(0xffffffffu, s0.x, off);
-          s0.y += __shfl_down_sync(0xffffffffu, s0.y, off);
-          s1.x += __shfl_down_sync(0xffffffffu, s1.x, off);
-          s1.y += __shfl_down_sync(0xffffffffu, s1.y, off);
-          s2.x += __shfl_down_sync(0xffffffffu, s2.x, off);
-          s2.y += __shfl_down_sync(0xffffffffu, s2.y, off);
-        }
-        if (lane < nact) {  // the owner: o == lane, t0 == 0
-          acc[0][0].x += s0.x;
-          acc[0][0].y += s0.y;
-          acc[0][1].x += s1.x;
-          acc[0][1].y += s1.y;
-          acc[0][2].x += s2.x;
-          acc[0][2].y += s2.y;
-        }
+        if (lane < nact) add3(acc[0], sq);  // the owner: o == lane, t0 == 0
       }
     }
     __syncwarp();  // T and Mf are rewritten by the next group

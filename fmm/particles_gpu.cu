@@ -1,26 +1,24 @@
 #include "fmm/particles_gpu.h"
 
-#include <cub/device/device_radix_sort.cuh>
-
 #include <stdexcept>
 
 #include "fmm/cuda_util.h"
 #include "fmm/morton.h"
 #include "fmm/profile.h"
+#include "fmm/sort_gpu.h"
 
 namespace vh::fmm {
 
 namespace {
 
 __global__ void keys_kernel(int n, const double* __restrict__ x, double lo0, double lo1, double lo2, double scale,
-                            bool wrap, std::uint64_t* __restrict__ key, int* __restrict__ idx) {
+                            bool wrap, std::uint64_t* __restrict__ key) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   double p[3];
   for (int d = 0; d < 3; ++d) p[d] = wrap ? morton::wrap(x[3 * i + d]) : x[3 * i + d];
   const double lo[3] = {lo0, lo1, lo2};
   key[i] = morton::key(p, lo, scale);
-  idx[i] = i;
 }
 
 // Sorted order: xs4 = (x, y, z, sigma), a4d = (alpha, 0), a4f = float (alpha, 0), and the
@@ -81,27 +79,21 @@ SortedSourcesGpu::SortedSourcesGpu(const std::vector<Vec3>& x, const std::vector
   StepTimer st("gpu sort");
   if (n == 0) return;
   static_assert(sizeof(Vec3) == 3 * sizeof(double), "Vec3 layout");
-  DevBuf dx, ds, da, k_in, k_out, v_in, v_out, tmp, x3, s1;
+  DevBuf dx, ds, da, k_in, k_out, v_out, x3, s1;
   dx.upload(x);
   ds.upload(sigma);
   da.upload(alpha);
   st.mark("upload");
   k_in.resize(n * sizeof(std::uint64_t));
   k_out.resize(n * sizeof(std::uint64_t));
-  v_in.resize(n * sizeof(int));
   v_out.resize(n * sizeof(int));
   const double scale = double(1 << morton::kBits) / (2 * half);
   const int blocks = (n + 255) / 256;
   keys_kernel<<<blocks, 256>>>(n, dx.as<double>(), center[0] - half, center[1] - half, center[2] - half, scale, wrap,
-                               k_in.as<std::uint64_t>(), v_in.as<int>());
+                               k_in.as<std::uint64_t>());
   VH_FMM_CUDA(cudaGetLastError());
-  // Stable LSD radix sort over all 3 kBits key bits: the CPU radix sort's permutation.
-  std::size_t tmp_bytes = 0;
-  VH_FMM_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, tmp_bytes, k_in.as<std::uint64_t>(), k_out.as<std::uint64_t>(),
-                                              v_in.as<int>(), v_out.as<int>(), n, 0, 3 * morton::kBits));
-  tmp.resize(tmp_bytes);
-  VH_FMM_CUDA(cub::DeviceRadixSort::SortPairs(tmp.p, tmp_bytes, k_in.as<std::uint64_t>(), k_out.as<std::uint64_t>(),
-                                              v_in.as<int>(), v_out.as<int>(), n, 0, 3 * morton::kBits));
+  // Stable sort over all 3 kBits key bits: the CPU radix sort's permutation.
+  sort_keys_on_device(k_in.as<std::uint64_t>(), k_out.as<std::uint64_t>(), v_out.as<int>(), n, 0, 3 * morton::kBits);
   m.xs4.resize(n * sizeof(double4_32a));
   m.a4d.resize(n * sizeof(double4_32a));
   m.a4f.resize(n * sizeof(float4));

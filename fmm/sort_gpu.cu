@@ -17,6 +17,22 @@ __global__ void iota_kernel(int n, int* v) {
 
 }  // namespace
 
+void sort_keys_on_device(const std::uint64_t* key_in, std::uint64_t* key_out, int* perm_out, int n, int begin_bit,
+                         int end_bit) {
+  if (n == 0) return;
+  DevBuf idx, tmp;
+  idx.resize(static_cast<std::size_t>(n) * sizeof(int));
+  iota_kernel<<<(n + 255) / 256, 256>>>(n, idx.as<int>());
+  VH_FMM_CUDA(cudaGetLastError());
+  std::size_t tmp_bytes = 0;
+  VH_FMM_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, tmp_bytes, key_in, key_out, idx.as<int>(), perm_out, n,
+                                              begin_bit, end_bit));
+  tmp.resize(tmp_bytes);
+  VH_FMM_CUDA(cub::DeviceRadixSort::SortPairs(tmp.p, tmp_bytes, key_in, key_out, idx.as<int>(), perm_out, n,
+                                              begin_bit, end_bit));
+  VH_FMM_CUDA(cudaDeviceSynchronize());
+}
+
 void sort_keys_gpu(const std::vector<std::uint64_t>& key, int begin_bit, int end_bit, std::vector<int>& perm,
                    std::vector<std::uint64_t>& sorted) {
   const std::size_t n = key.size();
@@ -24,20 +40,12 @@ void sort_keys_gpu(const std::vector<std::uint64_t>& key, int begin_bit, int end
   perm.resize(n);
   sorted.resize(n);
   if (n == 0) return;
-  DevBuf k_in, k_out, v_in, v_out, tmp;
+  DevBuf k_in, k_out, v_out;
   k_in.upload(key);
   k_out.resize(n * sizeof(std::uint64_t));
-  v_in.resize(n * sizeof(int));
   v_out.resize(n * sizeof(int));
-  const int ni = static_cast<int>(n);
-  iota_kernel<<<(ni + 255) / 256, 256>>>(ni, v_in.as<int>());
-  VH_FMM_CUDA(cudaGetLastError());
-  std::size_t tmp_bytes = 0;
-  VH_FMM_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, tmp_bytes, k_in.as<std::uint64_t>(), k_out.as<std::uint64_t>(),
-                                              v_in.as<int>(), v_out.as<int>(), ni, begin_bit, end_bit));
-  tmp.resize(tmp_bytes);
-  VH_FMM_CUDA(cub::DeviceRadixSort::SortPairs(tmp.p, tmp_bytes, k_in.as<std::uint64_t>(), k_out.as<std::uint64_t>(),
-                                              v_in.as<int>(), v_out.as<int>(), ni, begin_bit, end_bit));
+  sort_keys_on_device(k_in.as<std::uint64_t>(), k_out.as<std::uint64_t>(), v_out.as<int>(), static_cast<int>(n),
+                      begin_bit, end_bit);
   VH_FMM_CUDA(cudaMemcpy(perm.data(), v_out.p, n * sizeof(int), cudaMemcpyDeviceToHost));
   VH_FMM_CUDA(cudaMemcpy(sorted.data(), k_out.p, n * sizeof(std::uint64_t), cudaMemcpyDeviceToHost));
 }

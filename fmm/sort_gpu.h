@@ -14,4 +14,9 @@ namespace vh::fmm {
 void sort_keys_gpu(const std::vector<std::uint64_t>& key, int begin_bit, int end_bit, std::vector<int>& perm,
                    std::vector<std::uint64_t>& sorted);
 
+/// The same on device arrays of n entries: (key_in, 0, 1, ..., n - 1) sorted stably by key into
+/// (key_out, perm_out).  Synchronous.
+void sort_keys_on_device(const std::uint64_t* key_in, std::uint64_t* key_out, int* perm_out, int n, int begin_bit,
+                         int end_bit);
+
 }  // namespace vh::fmm
