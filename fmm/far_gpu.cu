@@ -511,8 +511,8 @@ FarGpu::FarGpu(const Tree& tgt, const Tree& src, bool self, const Lists& lists, 
   m.nc = ncoef(p);
   m.nf = (p + 1) * (p + 1);
   m.self = self;
-  m.nt = static_cast<int>(tgt.x.size());
-  m.ns = static_cast<int>(src.x.size());
+  m.nt = tgt.size();
+  m.ns = src.size();
   m.chunk = std::max(1, std::min(32, static_cast<int>((40 * 1024) / (m.nc * sizeof(double2) + 3 * sizeof(double)))));
   StepTimer st("far setup");
 

@@ -371,7 +371,7 @@ Timings run(const Params& prm_in, const std::vector<Vec3>& x_in, const std::vect
   if (!self) tgt_own = build_tree(*targets_in, {}, center, half, prm.ncrit, TreeBuild{prm.periodic, prm.use_gpu});
   const Tree& tgt = self ? src : tgt_own;
   st.mark("trees");
-  const int ns = static_cast<int>(src.x.size()), nt = static_cast<int>(tgt.x.size());
+  const int ns = src.size(), nt = tgt.size();
   const auto t_tree = clock_type::now();
   tm.tree = seconds(t_start, t_tree);
 

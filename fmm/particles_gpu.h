@@ -1,9 +1,11 @@
 // The FMM's sources sorted into Morton order on the GPU and kept there for the evaluation:
 // positions, core radii and strengths go up once in input order, the keys (fmm/morton.h, the
-// CPU tree's own function), the stable sort (CUB) and the gathers run on the device, and the
-// host gets back what its tree and traversal need (permutation, keys, sorted positions and core
-// radii; the same Tree as fmm::build_tree builds on the CPU).  The P2P and the far field then
-// read the sorted sources where they are (P2PGpu::set_sources(const SortedSourcesGpu&),
+// CPU tree's own function), the stable sort (CUB) and the gathers run on the device.  The host
+// gets back only the keys, splits the cells by them (fmm::split_cells), and the device measures
+// the cells (tight boxes, radii, sigma_max: the twin of fmm::cell_extents); with the
+// permutation that is the same Tree as fmm::build_tree builds on the CPU, less the sorted
+// positions and core radii (Tree::x and Tree::sigma stay empty).  The P2P and the far field read
+// the sorted sources where they are (P2PGpu::set_sources(const SortedSourcesGpu&),
 // FarGpu::set_strengths(const SortedSourcesGpu&)).  CUDA builds only (VH_FMM_HAVE_CUDA).
 #pragma once
 
@@ -25,9 +27,10 @@ class SortedSourcesGpu {
   SortedSourcesGpu(const SortedSourcesGpu&) = delete;
   SortedSourcesGpu& operator=(const SortedSourcesGpu&) = delete;
 
-  /// The octree of the sorted sources (fmm::tree_from_sorted); call once (it takes the host
-  /// arrays).
-  Tree tree(int ncrit);
+  /// The octree of the sorted sources (cells and permutation; x and sigma empty).
+  Tree tree(int ncrit) const;
+  /// The sorted positions (wrapped) and core radii, downloaded (for tests).
+  void download_sorted(std::vector<Vec3>& x, std::vector<double>& sigma) const;
 
   int size() const;
   /// Device arrays in sorted order: double4 (x, y, z, sigma); strengths as double4 (a, 0) and
@@ -35,6 +38,8 @@ class SortedSourcesGpu {
   const void* positions_sigma() const;
   const void* alpha_double() const;
   const void* alpha_float() const;
+  /// Device array: sorted index -> input index (int).
+  const int* permutation() const;
 
  private:
   struct Impl;

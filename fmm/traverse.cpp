@@ -103,7 +103,7 @@ Lists build_lists(const Tree& tgt, const Tree& src, const std::vector<Vec3>& shi
   const int nct = static_cast<int>(tgt.cells.size());
   lists.m2l.resize(nct);
   lists.p2p.resize(nct);
-  if (tgt.x.empty() || src.x.empty()) return lists;
+  if (tgt.size() == 0 || src.size() == 0) return lists;
   const int nshift = static_cast<int>(shifts.size());
   // Task level: the first with enough cells for the threads (any choice gives the same lists).
   const int nthreads = omp_get_max_threads();

@@ -183,20 +183,27 @@ Tree build_tree(const std::vector<Vec3>& x, const std::vector<double>& sigma, co
 
 Tree tree_from_sorted(std::vector<int> perm, const std::vector<std::uint64_t>& skey, std::vector<Vec3> x,
                       std::vector<double> sigma, const Vec3& center, double half, int ncrit) {
-  const int n = static_cast<int>(x.size());
-  const bool par = n > kSerialBelow;
   StepTimer st("cells");
   Tree t;
+  t.cells = split_cells(skey.data(), static_cast<int>(x.size()), center, half, ncrit);
+  st.mark("split");
   t.perm = std::move(perm);
   t.x = std::move(x);
   t.sigma = std::move(sigma);
-  const std::vector<double>& ssig = t.sigma;
+  cell_extents(t.cells, t.x, t.sigma);
+  st.mark("extents");
+  index_levels(t);
+  return t;
+}
+
+std::vector<Cell> split_cells(const std::uint64_t* skey, int n, const Vec3& center, double half, int ncrit) {
+  std::vector<Cell> cells;
   Cell root;
   root.center = center;
   root.half = half;
   root.begin = 0;
   root.end = n;
-  t.cells.push_back(root);
+  cells.push_back(root);
   // Breadth-first split, one level at a time: a cell's children are one contiguous block, the
   // blocks in the order of the parents.
   struct Split {
@@ -211,7 +218,7 @@ Tree tree_from_sorted(std::vector<int> perm, const std::vector<std::uint64_t>& s
     first.assign(m + 1, 0);
 #pragma omp parallel for schedule(dynamic, 64) if (m > 256)
     for (int k = 0; k < m; ++k) {
-      const Cell& c = t.cells[lb + k];
+      const Cell& c = cells[lb + k];
       Split& s = split[k];
       s.nchild = 0;
       if (c.end - c.begin <= ncrit || c.level >= kBits) continue;
@@ -220,26 +227,26 @@ Tree tree_from_sorted(std::vector<int> perm, const std::vector<std::uint64_t>& s
       for (int oct = 0; oct < 8; ++oct) {
         // end of octant oct: first key whose octant digit exceeds oct
         s.bound[oct + 1] = static_cast<int>(
-            std::partition_point(skey.begin() + s.bound[oct], skey.begin() + c.end,
+            std::partition_point(skey + s.bound[oct], skey + c.end,
                                  [&](std::uint64_t key_) { return int((key_ >> shift) & 7) <= oct; }) -
-            skey.begin());
+            skey);
         if (s.bound[oct + 1] > s.bound[oct]) ++s.nchild;
       }
     }
     for (int k = 0; k < m; ++k) first[k + 1] = first[k] + split[k].nchild;
-    t.cells.resize(static_cast<std::size_t>(le) + first[m]);
+    cells.resize(static_cast<std::size_t>(le) + first[m]);
 #pragma omp parallel for schedule(dynamic, 64) if (m > 256)
     for (int k = 0; k < m; ++k) {
       const Split& s = split[k];
       if (s.nchild == 0) continue;
       const int ci = lb + k;
-      Cell& c = t.cells[ci];
+      Cell& c = cells[ci];
       int next = le + first[k];
       c.child = next;
       c.nchild = s.nchild;
       for (int oct = 0; oct < 8; ++oct) {
         if (s.bound[oct + 1] == s.bound[oct]) continue;
-        Cell& ch = t.cells[next++];
+        Cell& ch = cells[next++];
         ch.half = 0.5 * c.half;
         for (int d = 0; d < 3; ++d) ch.center[d] = c.center[d] + (((oct >> d) & 1) ? ch.half : -ch.half);
         ch.begin = s.bound[oct];
@@ -251,11 +258,15 @@ Tree tree_from_sorted(std::vector<int> perm, const std::vector<std::uint64_t>& s
     lb = le;
     le += first[m];
   }
-  st.mark("split");
+  return cells;
+}
+
+void cell_extents(std::vector<Cell>& cells, const std::vector<Vec3>& x, const std::vector<double>& ssig) {
+  const bool par = x.size() > static_cast<std::size_t>(kSerialBelow);
   // Tight boxes, radii and sigma_max from the particles.  Large cells (the top levels) take
   // their particles in parallel, the others one cell per thread; min/max are exact, so the
   // result does not depend on the split.
-  const int ncell = static_cast<int>(t.cells.size());
+  const int ncell = static_cast<int>(cells.size());
   struct Extent {
     double l0 = 1e300, l1 = 1e300, l2 = 1e300, h0 = -1e300, h1 = -1e300, h2 = -1e300, r2 = 0, smax = 0;
   };
@@ -268,13 +279,13 @@ Tree tree_from_sorted(std::vector<int> perm, const std::vector<std::uint64_t>& s
   };
   constexpr int kBigCell = 1 << 16;
   for (int ci = 0; ci < ncell; ++ci) {
-    Cell& c = t.cells[ci];
+    Cell& c = cells[ci];
     if (c.end - c.begin < kBigCell) continue;
     double l0 = 1e300, l1 = 1e300, l2 = 1e300, h0 = -1e300, h1 = -1e300, h2 = -1e300, r2 = 0, smax = 0;
     const double c0 = c.center[0], c1 = c.center[1], c2 = c.center[2];
 #pragma omp parallel for schedule(static) reduction(min : l0, l1, l2) reduction(max : h0, h1, h2, r2, smax)
     for (int i = c.begin; i < c.end; ++i) {
-      const Vec3& p = t.x[i];
+      const Vec3& p = x[i];
       l0 = std::min(l0, p[0]);
       l1 = std::min(l1, p[1]);
       l2 = std::min(l2, p[2]);
@@ -292,12 +303,12 @@ Tree tree_from_sorted(std::vector<int> perm, const std::vector<std::uint64_t>& s
   }
 #pragma omp parallel for schedule(dynamic, 16) if (par)
   for (int ci = 0; ci < ncell; ++ci) {
-    Cell& c = t.cells[ci];
+    Cell& c = cells[ci];
     if (c.end - c.begin >= kBigCell) continue;
     Extent e;
     const double c0 = c.center[0], c1 = c.center[1], c2 = c.center[2];
     for (int i = c.begin; i < c.end; ++i) {
-      const Vec3& p = t.x[i];
+      const Vec3& p = x[i];
       e.l0 = std::min(e.l0, p[0]);
       e.l1 = std::min(e.l1, p[1]);
       e.l2 = std::min(e.l2, p[2]);
@@ -313,12 +324,13 @@ Tree tree_from_sorted(std::vector<int> perm, const std::vector<std::uint64_t>& s
     }
     store(c, e);
   }
-  st.mark("extents");
+}
+
+void index_levels(Tree& t) {
   int nlevel = 0;
   for (const Cell& c : t.cells) nlevel = std::max(nlevel, c.level + 1);
-  t.levels.resize(nlevel);
-  for (int i = 0; i < ncell; ++i) t.levels[t.cells[i].level].push_back(i);
-  return t;
+  t.levels.assign(nlevel, {});
+  for (int i = 0; i < static_cast<int>(t.cells.size()); ++i) t.levels[t.cells[i].level].push_back(i);
 }
 
 }  // namespace vh::fmm

@@ -31,9 +31,13 @@ struct Cell {
 struct Tree {
   std::vector<Cell> cells;            ///< cells[0] is the root; children after parents
   std::vector<int> perm;              ///< sorted -> input index
-  std::vector<Vec3> x;                ///< positions in sorted order (wrapped, when built with wrap)
-  std::vector<double> sigma;          ///< core radii in sorted order (empty for a target tree)
+  /// Positions in sorted order (wrapped, when built with wrap); empty when the points stay on
+  /// the GPU (SortedSourcesGpu::tree, fmm/particles_gpu.h).
+  std::vector<Vec3> x;
+  std::vector<double> sigma;          ///< core radii in sorted order (empty for a target tree, or as x)
   std::vector<std::vector<int>> levels;  ///< cell indices per level
+  /// Number of points.
+  int size() const { return static_cast<int>(perm.size()); }
 };
 
 /// Builds the tree of points x (sigma may be empty for targets) in the cube of centre `center`
@@ -56,6 +60,16 @@ Tree build_tree(const std::vector<Vec3>& x, const std::vector<double>& sigma, co
 /// x and sigma (or empty) in sorted order).  SortedSourcesGpu (fmm/particles_gpu.h) sorts on the GPU.
 Tree tree_from_sorted(std::vector<int> perm, const std::vector<std::uint64_t>& skey, std::vector<Vec3> x,
                       std::vector<double> sigma, const Vec3& center, double half, int ncrit);
+
+/// tree_from_sorted in its three steps, for callers that keep the points elsewhere (the GPU):
+/// split_cells: the cells of n points from their sorted keys alone (ranges, geometry, links;
+/// extents left at their defaults);
+std::vector<Cell> split_cells(const std::uint64_t* skey, int n, const Vec3& center, double half, int ncrit);
+/// cell_extents: tight boxes, radii and sigma_max of every cell from the sorted points (sigma
+/// may be empty: sigma_max 0); an empty cell keeps bmin = 1e300, bmax = -1e300, radius 0;
+void cell_extents(std::vector<Cell>& cells, const std::vector<Vec3>& x, const std::vector<double>& sigma);
+/// index_levels: Tree::levels from the cells.
+void index_levels(Tree& t);
 
 /// Bounding cube (centre, half side) of one or two point sets, enlarged by a relative 1e-6.
 void bounding_cube(const std::vector<Vec3>& a, const std::vector<Vec3>* b, Vec3& center, double& half);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -198,9 +199,26 @@ TEST(GpuP2PResident, RejectsBadInput) {
 }
 
 // The tree's GPU key sort (fmm/sort_gpu.h) and the all-GPU sort of the sources
-// (fmm/particles_gpu.h: keys, sort, wrap and gathers on the device) against the CPU: the same permutation,
+// (fmm/particles_gpu.h: keys, sort, wrap and gathers on the device, the host splitting the cells
+// by the downloaded keys and the device measuring them) against the CPU: the same permutation,
 // ties included (positions repeated four times, which only a stable sort orders the same way),
-// hence the same tree; wrapped periodic positions (some outside the box) as the FMM builds them.
+// the same sorted positions, and the same cells bit for bit (boxes, radii, sigma_max, links).
+// Periodic: wrapped positions (some outside the box) as the FMM builds them; free space: a
+// clustered cloud with negative coordinates in its bounding cube (uneven depth, big and small
+// cells, so both the one-chunk and the many-chunk cells of the extents kernel are exercised).
+void expect_same_cells(const Tree& gpu, const Tree& cpu, const std::string& what) {
+  ASSERT_EQ(gpu.cells.size(), cpu.cells.size()) << what;
+  for (std::size_t k = 0; k < cpu.cells.size(); ++k) {
+    const Cell &g = gpu.cells[k], &c = cpu.cells[k];
+    EXPECT_TRUE(g.begin == c.begin && g.end == c.end && g.child == c.child && g.nchild == c.nchild &&
+                g.level == c.level && g.parent == c.parent && g.half == c.half && g.center == c.center)
+        << what << ": cell " << k << " structure";
+    EXPECT_TRUE(g.bmin == c.bmin && g.bmax == c.bmax && g.radius == c.radius && g.sigma_max == c.sigma_max)
+        << what << ": cell " << k << " extents (radius " << g.radius << " vs " << c.radius << ")";
+  }
+  EXPECT_EQ(gpu.levels, cpu.levels) << what;
+}
+
 TEST(TreeSortGpu, SameTreeAsTheCpuSort) {
   if (gpu_count() == 0) GTEST_SKIP() << "no CUDA device";
   Blobs b = random_blobs(30000, -1.0, 2 * kBoxLength, 7, false);
@@ -213,22 +231,52 @@ TEST(TreeSortGpu, SameTreeAsTheCpuSort) {
   const Vec3 c{half, half, half};
   std::vector<Vec3> alpha(b.x.size(), Vec3{1, 2, 3});
   for (int ncrit : {8, 64}) {
+    const std::string what = "periodic, ncrit " + std::to_string(ncrit);
     const Tree cpu = build_tree(b.x, b.sigma, c, half, ncrit, TreeBuild{true, false});
     const Tree gpu_sort = build_tree(b.x, b.sigma, c, half, ncrit, TreeBuild{true, true});
-    // Keys, sort and gathers all on the device (fmm/particles_gpu.h).
+    EXPECT_EQ(gpu_sort.perm, cpu.perm) << what;
+    EXPECT_EQ(gpu_sort.x, cpu.x) << what;
+    EXPECT_EQ(gpu_sort.sigma, cpu.sigma) << what;
+    expect_same_cells(gpu_sort, cpu, what + ", GPU key sort");
+    // Keys, sort and gathers all on the device.
     SortedSourcesGpu sorted(b.x, b.sigma, alpha, c, half, true);
     const Tree gpu_all = sorted.tree(ncrit);
-    for (const Tree* gpu : {&gpu_sort, &gpu_all}) {
-      EXPECT_EQ(gpu->perm, cpu.perm) << "ncrit " << ncrit;
-      EXPECT_EQ(gpu->x, cpu.x);
-      EXPECT_EQ(gpu->sigma, cpu.sigma);
-      ASSERT_EQ(gpu->cells.size(), cpu.cells.size());
-      for (std::size_t k = 0; k < cpu.cells.size(); ++k) {
-        EXPECT_EQ(gpu->cells[k].begin, cpu.cells[k].begin);
-        EXPECT_EQ(gpu->cells[k].end, cpu.cells[k].end);
-        EXPECT_EQ(gpu->cells[k].radius, cpu.cells[k].radius);
-      }
-    }
+    EXPECT_EQ(gpu_all.perm, cpu.perm) << what;
+    EXPECT_TRUE(gpu_all.x.empty() && gpu_all.sigma.empty()) << what;
+    std::vector<Vec3> xs;
+    std::vector<double> ss;
+    sorted.download_sorted(xs, ss);
+    EXPECT_EQ(xs, cpu.x) << what;
+    EXPECT_EQ(ss, cpu.sigma) << what;
+    expect_same_cells(gpu_all, cpu, what + ", all on the GPU");
+  }
+  // Free space: three Gaussian clusters of very different widths, one tight enough for deep
+  // cells, and a uniform background; 2e5 points so that the top cells span many chunks.
+  std::mt19937_64 gen(11);
+  std::normal_distribution<double> N01(0.0, 1.0);
+  std::uniform_real_distribution<double> U(-3.0, 2.0);
+  std::vector<Vec3> x;
+  std::vector<double> sigma;
+  const Vec3 centres[3] = {{-2.0, 0.5, 1.0}, {1.0, -1.5, -0.5}, {0.3, 0.3, 0.3}};
+  const double widths[3] = {0.5, 0.05, 1e-3};
+  for (int i = 0; i < 200000; ++i) {
+    Vec3 p;
+    const int k = i % 4;
+    for (int d = 0; d < 3; ++d) p[d] = k < 3 ? centres[k][d] + widths[k] * N01(gen) : U(gen);
+    x.push_back(p);
+    sigma.push_back(0.01 * (1.0 + 0.5 * std::abs(N01(gen))));
+  }
+  Vec3 fc;
+  double fh;
+  bounding_cube(x, nullptr, fc, fh);
+  std::vector<Vec3> ones(x.size(), Vec3{1, 0, 0});
+  for (int ncrit : {1, 16, 200}) {
+    const std::string what = "free space, ncrit " + std::to_string(ncrit);
+    const Tree cpu = build_tree(x, sigma, fc, fh, ncrit);
+    SortedSourcesGpu sorted(x, sigma, ones, fc, fh, false);
+    const Tree gpu = sorted.tree(ncrit);
+    EXPECT_EQ(gpu.perm, cpu.perm) << what;
+    expect_same_cells(gpu, cpu, what);
   }
 }
 
