@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 #include <string>
 
@@ -14,6 +15,8 @@
 #include "fmm/profile.h"
 #include "fmm/p2p_gpu.h"
 #include "fmm/particles_gpu.h"
+#include "fmm/traverse_gpu.h"
+#include "fmm/traverse_gpu_device.h"
 
 namespace vh::fmm {
 
@@ -480,6 +483,11 @@ struct FarGpu::Impl {
       if (e) cudaEventDestroy(e);
   }
   int threads() const { return round_up32(3 * nc); }
+  // The constructors' common parts: parameters, cells, positions and level lists up (before
+  // the M2L lists); the expansions and outputs allocated (after them).
+  void setup(const Tree& tgt, const Tree& src, bool self, const std::vector<Vec3>& shifts, int p, const P2PGpu* near,
+             StepTimer& st);
+  void finish(const Tree& tgt, const Tree& src, StepTimer& st);
 };
 
 namespace {
@@ -498,12 +506,57 @@ void upload_positions(DevBuf& d, const std::vector<Vec3>& x) {
   d.upload_with<double4_32a>(x.size(), [&](std::ptrdiff_t i) { return make_double4_32a(x[i][0], x[i][1], x[i][2], 0.0); });
 }
 
+// FarGpu's M2L arrays from the host lists (M2LArrays): target cells with a list, each list
+// sorted by (source, shift) where it mixes shifts (as the CPU's M2L does), and its groups.
+// alloc(n) gives room for the n entries (pinned staging memory for the upload, or a vector);
+// cells in parallel.  Returns the number of entries.
+template <class Alloc>
+std::size_t group_m2l_lists(const Tree& tgt, const Lists& lists, std::vector<int>& tg, std::vector<int>& goff,
+                            std::vector<int>& groups, Alloc&& alloc) {
+  std::vector<int> off{0};
+  tg.clear();
+  for (std::size_t i = 0; i < tgt.cells.size() && i < lists.m2l.size(); ++i)
+    if (!lists.m2l[i].empty()) {
+      tg.push_back(static_cast<int>(i));
+      off.push_back(off.back() + static_cast<int>(lists.m2l[i].size()));
+    }
+  const std::size_t n_ent = static_cast<std::size_t>(off.back());
+  std::array<int, 2>* ent = alloc(n_ent);
+  std::vector<int> ngroup(tg.size() + 1, 0);
+#pragma omp parallel for schedule(dynamic, 16)
+  for (int t = 0; t < static_cast<int>(tg.size()); ++t) {
+    std::array<int, 2>* e = ent + off[t];
+    const auto& l = lists.m2l[tg[t]];
+    bool one_shift = true;
+    for (std::size_t k = 0; k < l.size(); ++k) {
+      e[k] = {l[k].source, l[k].shift};
+      one_shift = one_shift && l[k].shift == l[0].shift;
+    }
+    // With one shift every source appears once (the traversal meets a pair once per shift):
+    // each entry is its own group and the list needs no sorting.
+    if (!one_shift) std::sort(e, e + l.size());  // (source, shift), lexicographic
+    for (std::size_t k = 0; k < l.size(); ++k) ngroup[t + 1] += (k == 0 || e[k][0] != e[k - 1][0]) ? 1 : 0;
+  }
+  // Groups (one source, all its images): per target cell [goff[t], goff[t+1]) into `groups`,
+  // group g = entries [groups[g], groups[g+1]).
+  goff.assign(tg.size() + 1, 0);
+  for (std::size_t t = 0; t < tg.size(); ++t) goff[t + 1] = goff[t] + ngroup[t + 1];
+  groups.assign(goff.back() + 1, 0);
+  groups[goff.back()] = off.back();
+#pragma omp parallel for schedule(dynamic, 16)
+  for (int t = 0; t < static_cast<int>(tg.size()); ++t) {
+    int g = goff[t];
+    for (int k = off[t]; k < off[t + 1]; ++k)
+      if (k == off[t] || ent[k][0] != ent[k - 1][0]) groups[g++] = k;
+  }
+  return n_ent;
+}
+
 }  // namespace
 
-FarGpu::FarGpu(const Tree& tgt, const Tree& src, bool self, const Lists& lists, const std::vector<Vec3>& shifts, int p,
-               const P2PGpu* near)
-    : impl_(std::make_unique<Impl>()) {
-  Impl& m = *impl_;
+void FarGpu::Impl::setup(const Tree& tgt, const Tree& src, bool self, const std::vector<Vec3>& shifts, int p,
+                         const P2PGpu* near, StepTimer& st) {
+  Impl& m = *this;
   if (p < 1 || p > kMaxGpuOrder)
     throw std::invalid_argument("FarGpu: p = " + std::to_string(p) + " must be in [1, " +
                                 std::to_string(kMaxGpuOrder) + "] on the GPU");
@@ -514,7 +567,6 @@ FarGpu::FarGpu(const Tree& tgt, const Tree& src, bool self, const Lists& lists, 
   m.nt = tgt.size();
   m.ns = src.size();
   m.chunk = std::max(1, std::min(32, static_cast<int>((40 * 1024) / (m.nc * sizeof(double2) + 3 * sizeof(double)))));
-  StepTimer st("far setup");
 
   m.scells.upload(gcells(src));
   if (!self) m.tcells.upload(gcells(tgt));
@@ -562,47 +614,34 @@ FarGpu::FarGpu(const Tree& tgt, const Tree& src, bool self, const Lists& lists, 
   m.children.upload(chl);
   m.tgt_leaves.upload(tl);
   st.mark("level lists");
+}
 
-  // M2L lists, each sorted by (source, shift) as on the CPU where it mixes shifts; cells in
-  // parallel.
-  std::vector<int> tg, off{0};
-  for (std::size_t i = 0; i < tgt.cells.size() && i < lists.m2l.size(); ++i)
-    if (!lists.m2l[i].empty()) {
-      tg.push_back(static_cast<int>(i));
-      off.push_back(off.back() + static_cast<int>(lists.m2l[i].size()));
-    }
+void FarGpu::Impl::finish(const Tree& tgt, const Tree& src, StepTimer& st) {
+  Impl& m = *this;
+  m.M.resize(src.cells.size() * 3 * m.nc * sizeof(double2));
+  m.L.resize(tgt.cells.size() * 3 * m.nc * sizeof(double2));
+  st.mark("m2l lists up");
+  m.perm.upload(tgt.perm);
+  m.out.resize(static_cast<std::size_t>(m.nt) * 12 * sizeof(double));
+  for (auto& e : m.ev) VH_FMM_CUDA(cudaEventCreate(&e));
+  // Dynamic shared memory above 48 KB is not needed: P2M chunks fit 40 KB, the rest 4 nf double2.
+}
+
+FarGpu::FarGpu(const Tree& tgt, const Tree& src, bool self, const Lists& lists, const std::vector<Vec3>& shifts, int p,
+               const P2PGpu* near)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  StepTimer st("far setup");
+  m.setup(tgt, src, self, shifts, p, near, st);
   // The entries are written straight into the pinned staging memory (8.6e7 of them at 2^24
   // particles) and uploaded from there before anything else uses it.
-  const std::size_t n_ent = static_cast<std::size_t>(off.back());
-  int2* ent = static_cast<int2*>(pinned_staging(std::max<std::size_t>(1, n_ent) * sizeof(int2)));
-  std::vector<int> ngroup(tg.size() + 1, 0);
-#pragma omp parallel for schedule(dynamic, 16)
-  for (int t = 0; t < static_cast<int>(tg.size()); ++t) {
-    int2* e = ent + off[t];
-    const auto& l = lists.m2l[tg[t]];
-    bool one_shift = true;
-    for (std::size_t k = 0; k < l.size(); ++k) {
-      e[k] = make_int2(l[k].source, l[k].shift);
-      one_shift = one_shift && l[k].shift == l[0].shift;
-    }
-    // With one shift every source appears once (the traversal meets a pair once per shift):
-    // each entry is its own group and the list needs no sorting.
-    if (!one_shift)
-      std::sort(e, e + l.size(), [](const int2& a, const int2& b) { return a.x != b.x ? a.x < b.x : a.y < b.y; });
-    for (std::size_t k = 0; k < l.size(); ++k) ngroup[t + 1] += (k == 0 || e[k].x != e[k - 1].x) ? 1 : 0;
-  }
-  // Groups (one source, all its images): per target cell [goff[t], goff[t+1]) into `groups`,
-  // group g = entries [groups[g], groups[g+1]).
-  std::vector<int> goff(tg.size() + 1, 0);
-  for (std::size_t t = 0; t < tg.size(); ++t) goff[t + 1] = goff[t] + ngroup[t + 1];
-  std::vector<int> groups(goff.back() + 1);
-  groups[goff.back()] = off.back();
-#pragma omp parallel for schedule(dynamic, 16)
-  for (int t = 0; t < static_cast<int>(tg.size()); ++t) {
-    int g = goff[t];
-    for (int k = off[t]; k < off[t + 1]; ++k)
-      if (k == off[t] || ent[k].x != ent[k - 1].x) groups[g++] = k;
-  }
+  static_assert(sizeof(std::array<int, 2>) == sizeof(int2), "entry layout");
+  std::vector<int> tg, goff, groups;
+  void* ent = nullptr;
+  const std::size_t n_ent = group_m2l_lists(tgt, lists, tg, goff, groups, [&](std::size_t n) {
+    ent = pinned_staging(std::max<std::size_t>(1, n) * sizeof(int2));
+    return static_cast<std::array<int, 2>*>(ent);
+  });
   st.mark("m2l lists sorted");
   m.m2l_entries.resize(n_ent * sizeof(int2));
   if (n_ent) VH_FMM_CUDA(cudaMemcpy(m.m2l_entries.p, ent, n_ent * sizeof(int2), cudaMemcpyHostToDevice));
@@ -611,14 +650,36 @@ FarGpu::FarGpu(const Tree& tgt, const Tree& src, bool self, const Lists& lists, 
   m.n_m2l = static_cast<long long>(n_ent);
   m.n_m2l_targets = static_cast<int>(tg.size());
   m.m2l_targets.upload(tg);
+  m.finish(tgt, src, st);
+}
 
-  m.M.resize(src.cells.size() * 3 * m.nc * sizeof(double2));
-  m.L.resize(tgt.cells.size() * 3 * m.nc * sizeof(double2));
-  st.mark("m2l lists up");
-  m.perm.upload(tgt.perm);
-  m.out.resize(static_cast<std::size_t>(m.nt) * 12 * sizeof(double));
-  for (auto& e : m.ev) VH_FMM_CUDA(cudaEventCreate(&e));
-  // Dynamic shared memory above 48 KB is not needed: P2M chunks fit 40 KB, the rest 4 nf double2.
+FarGpu::FarGpu(const Tree& tgt, const Tree& src, bool self, GpuLists& lists, const std::vector<Vec3>& shifts, int p,
+               const P2PGpu* near)
+    : impl_(std::make_unique<Impl>()) {
+  if (!lists.dev || lists.dev->m2l_taken) throw std::invalid_argument("FarGpu: the GpuLists' M2L arrays were taken");
+  if (lists.self != self || lists.shifts.size() != shifts.size())
+    throw std::invalid_argument("FarGpu: GpuLists built for other self/shifts");
+  Impl& m = *impl_;
+  StepTimer st("far setup");
+  m.setup(tgt, src, self, shifts, p, near, st);
+  GpuListsDevice& d = *lists.dev;
+  take_buffer(m.m2l_targets, d.m2l_targets);
+  take_buffer(m.m2l_goffset, d.m2l_goffset);
+  take_buffer(m.m2l_groups, d.m2l_groups);
+  take_buffer(m.m2l_entries, d.m2l_entries);
+  d.m2l_taken = true;
+  m.n_m2l = lists.n_m2l;
+  m.n_m2l_targets = lists.n_m2l_targets;
+  m.finish(tgt, src, st);
+}
+
+M2LArrays m2l_arrays(const Tree& tgt, const Lists& lists) {
+  M2LArrays a;
+  group_m2l_lists(tgt, lists, a.targets, a.goffset, a.groups, [&](std::size_t n) {
+    a.entries.resize(n);
+    return a.entries.data();
+  });
+  return a;
 }
 
 FarGpu::~FarGpu() = default;

@@ -1,6 +1,7 @@
 // Far field of the FMM on the GPU: P2M, M2M, M2L, L2L and L2P over the CPU-built trees and M2L
-// lists, with the same expansions as fmm/expansions.h (complex scaled solid harmonics, degrees
-// 0..p, m >= 0 stored) in double precision, resident on the device.  Host API: no CUDA types;
+// lists (from build_lists, or already on the device from build_lists_gpu, fmm/traverse_gpu.h),
+// with the same expansions as fmm/expansions.h (complex scaled solid harmonics, degrees 0..p,
+// m >= 0 stored) in double precision, resident on the device.  Host API: no CUDA types;
 // built only with VH_ENABLE_CUDA (VH_FMM_HAVE_CUDA).
 //
 // Kernel layout (one thread block per cell; every output coefficient (component a, degree l,
@@ -25,6 +26,7 @@
 // it (fmm/periodic.h, a few M2Ls) between upward() and downward().
 #pragma once
 
+#include <array>
 #include <complex>
 #include <memory>
 #include <vector>
@@ -38,6 +40,21 @@ namespace vh::fmm {
 
 class P2PGpu;
 class SortedSourcesGpu;
+struct GpuLists;
+
+/// FarGpu's M2L arrays on the host (what it uploads; GpuLists::m2l_to_host for the GPU-built
+/// ones).  Target cells with a non-empty list, in increasing order; target t has the groups
+/// [goffset[t], goffset[t+1]); group g (one source cell and all its images) is the entries
+/// [groups[g], groups[g+1]); an entry is (source cell, shift index).  A list is in
+/// build_lists' order, or sorted by (source, shift) when it mixes shifts.
+struct M2LArrays {
+  std::vector<int> targets;                ///< n_targets
+  std::vector<int> goffset;                ///< n_targets + 1
+  std::vector<int> groups;                 ///< n_groups + 1 (the last: number of entries)
+  std::vector<std::array<int, 2>> entries;  ///< (source, shift)
+};
+/// The arrays FarGpu builds from `lists` (lists.m2l; one entry per target cell of `tgt`).
+M2LArrays m2l_arrays(const Tree& tgt, const Lists& lists);
 
 /// Time of each GPU stage of the last evaluation, milliseconds (CUDA events).
 struct FarGpuTimes {
@@ -52,6 +69,10 @@ class FarGpu {
   /// With `near` (a P2PGpu over the same trees, its sources and targets set), its device
   /// positions are used instead of uploading them again; it must outlive this object.
   FarGpu(const Tree& tgt, const Tree& src, bool self, const Lists& lists, const std::vector<Vec3>& shifts, int p,
+         const P2PGpu* near = nullptr);
+  /// The same with the lists built on the GPU (build_lists_gpu(tgt, src, self, shifts, ...)):
+  /// takes over lists' M2L device arrays (no copy; lists.dev keeps its P2P part).
+  FarGpu(const Tree& tgt, const Tree& src, bool self, GpuLists& lists, const std::vector<Vec3>& shifts, int p,
          const P2PGpu* near = nullptr);
   ~FarGpu();
   FarGpu(const FarGpu&) = delete;

@@ -10,6 +10,8 @@
 #include "fmm/cuda_util.h"
 #include "fmm/p2p_kernel.h"
 #include "fmm/particles_gpu.h"
+#include "fmm/traverse_gpu.h"
+#include "fmm/traverse_gpu_device.h"
 
 namespace vh::fmm {
 
@@ -259,25 +261,33 @@ struct P2PGpu::Impl {
     if (e1) cudaEventDestroy(e1);
     if (stream) cudaStreamDestroy(stream);
   }
+  // The constructors' common part after the lists: shifts up, results and events allocated.
+  void finish(const std::vector<Vec3>& shift_list);
   std::size_t real_size() const { return prec == GpuPrecision::fp64 ? sizeof(double) : sizeof(float); }
 };
 
-P2PGpu::P2PGpu(const P2PLists& l, GpuPrecision prec) : impl_(std::make_unique<Impl>()) {
-  Impl& m = *impl_;
-  m.prec = prec;
-  m.self = l.self;
+namespace {
+
+void check_sizes(const P2PLists& l) {
   const std::size_t nleaf = l.leaf_begin.size();
   if (l.leaf_end.size() != nleaf || l.offset.size() != nleaf + 1 || l.src_end.size() != l.src_begin.size() ||
       l.src_shift.size() != l.src_begin.size() || l.offset.back() != static_cast<int>(l.src_begin.size()))
     throw std::invalid_argument("P2PGpu: inconsistent list sizes");
-  m.nt = n_targets_of(l);
-  // Tasks: full chunks of 32 targets, then the rest of the leaf.
+}
+
+// Tasks: full chunks of 32 targets, then the rest of the leaf.
+std::vector<int4> tasks_of(const P2PLists& l) {
   std::vector<int4> tasks;
-  for (std::size_t i = 0; i < nleaf; ++i)
+  for (std::size_t i = 0; i < l.leaf_begin.size(); ++i)
     for (int c = l.leaf_begin[i]; c < l.leaf_end[i]; c += 32)
       tasks.push_back(make_int4(c, std::min(32, l.leaf_end[i] - c), l.offset[i], l.offset[i + 1]));
+  return tasks;
+}
+
+// Checks every entry before anything is uploaded; returns the largest source end.
+int check_entries(const P2PLists& l) {
   const std::ptrdiff_t n_entries = static_cast<std::ptrdiff_t>(l.src_begin.size());
-  std::ptrdiff_t bad = n_entries;  // first bad entry, checked before anything is uploaded
+  std::ptrdiff_t bad = n_entries;  // first bad entry
   int max_src = 0;
 #pragma omp parallel for schedule(static) reduction(min : bad) reduction(max : max_src)
   for (std::ptrdiff_t e = 0; e < n_entries; ++e) {
@@ -287,24 +297,71 @@ P2PGpu::P2PGpu(const P2PLists& l, GpuPrecision prec) : impl_(std::make_unique<Im
     max_src = std::max(max_src, l.src_end[e]);
   }
   if (bad < n_entries) throw std::invalid_argument("P2PGpu: bad list entry " + std::to_string(bad));
-  m.max_src = max_src;
-  m.entries.upload_with<int4>(n_entries, [&](std::ptrdiff_t e) {
-    const Vec3& s = l.shifts[l.src_shift[e]];
-    const bool skip = l.self && s[0] == 0 && s[1] == 0 && s[2] == 0;
-    return make_int4(l.src_begin[e], l.src_end[e], l.src_shift[e], skip ? 1 : 0);
-  });
-  std::vector<double4_32a> shifts(l.shifts.size());
-  for (std::size_t s = 0; s < shifts.size(); ++s)
-    shifts[s] = make_double4_32a(l.shifts[s][0], l.shifts[s][1], l.shifts[s][2], 0.0);
-  if (shifts.empty()) shifts.push_back(make_double4_32a(0, 0, 0, 0));
+  return max_src;
+}
+
+// Entry e as the kernel reads it: (src_begin, src_end, shift, skip the pair of equal indices).
+int4 entry_of(const P2PLists& l, std::ptrdiff_t e) {
+  const Vec3& s = l.shifts[l.src_shift[e]];
+  const bool skip = l.self && s[0] == 0 && s[1] == 0 && s[2] == 0;
+  return make_int4(l.src_begin[e], l.src_end[e], l.src_shift[e], skip ? 1 : 0);
+}
+
+}  // namespace
+
+void P2PGpu::Impl::finish(const std::vector<Vec3>& shift_list) {
+  std::vector<double4_32a> sh(shift_list.size());
+  for (std::size_t s = 0; s < sh.size(); ++s)
+    sh[s] = make_double4_32a(shift_list[s][0], shift_list[s][1], shift_list[s][2], 0.0);
+  if (sh.empty()) sh.push_back(make_double4_32a(0, 0, 0, 0));
+  shifts.upload(sh);
+  out.resize(static_cast<std::size_t>(nt) * 12 * real_size());
+  VH_FMM_CUDA(cudaEventCreate(&e0));
+  VH_FMM_CUDA(cudaEventCreate(&e1));
+  VH_FMM_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+}
+
+P2PGpu::P2PGpu(const P2PLists& l, GpuPrecision prec) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.prec = prec;
+  m.self = l.self;
+  check_sizes(l);
+  m.nt = n_targets_of(l);
+  const std::vector<int4> tasks = tasks_of(l);
+  m.max_src = check_entries(l);
+  m.entries.upload_with<int4>(l.src_begin.size(), [&](std::ptrdiff_t e) { return entry_of(l, e); });
   m.ntask = static_cast<int>(tasks.size());
   m.pairs = l.pairs();
   m.tasks.upload(tasks);
-  m.shifts.upload(shifts);
-  m.out.resize(static_cast<std::size_t>(m.nt) * 12 * m.real_size());
-  VH_FMM_CUDA(cudaEventCreate(&m.e0));
-  VH_FMM_CUDA(cudaEventCreate(&m.e1));
-  VH_FMM_CUDA(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
+  m.finish(l.shifts);
+}
+
+P2PGpu::P2PGpu(GpuLists& l, GpuPrecision prec) : impl_(std::make_unique<Impl>()) {
+  if (!l.dev || l.dev->p2p_taken) throw std::invalid_argument("P2PGpu: the GpuLists' P2P arrays were taken");
+  Impl& m = *impl_;
+  m.prec = prec;
+  m.self = l.self;
+  m.nt = l.p2p_targets;
+  m.max_src = l.p2p_max_source;
+  m.ntask = l.n_p2p_tasks;
+  m.pairs = l.p2p_pairs;
+  take_buffer(m.tasks, l.dev->p2p_tasks);
+  take_buffer(m.entries, l.dev->p2p_entries);
+  l.dev->p2p_taken = true;
+  m.finish(l.shifts);
+}
+
+P2PArrays p2p_arrays(const P2PLists& l) {
+  check_sizes(l);
+  check_entries(l);
+  P2PArrays a;
+  for (const int4& t : tasks_of(l)) a.tasks.push_back({t.x, t.y, t.z, t.w});
+  a.entries.resize(l.src_begin.size());
+  for (std::size_t e = 0; e < a.entries.size(); ++e) {
+    const int4 v = entry_of(l, static_cast<std::ptrdiff_t>(e));
+    a.entries[e] = {v.x, v.y, v.z, v.w};
+  }
+  return a;
 }
 
 P2PGpu::~P2PGpu() = default;

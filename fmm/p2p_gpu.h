@@ -1,7 +1,8 @@
 // Near-field (P2P) sums of the regularised Biot-Savart kernel on the GPU, over the P2P lists of
-// the CPU traversal (fmm/traverse.h), and the plain O(N^2) GPU direct sum.  Host API: no CUDA
-// types; the kernels are in p2p_gpu.cu (built only with VH_ENABLE_CUDA, which defines
-// VH_FMM_HAVE_CUDA).  The per-pair math is fmm/p2p_kernel.h, the same code as the CPU p2p().
+// the CPU traversal (fmm/traverse.h) or of the GPU one (fmm/traverse_gpu.h), and the plain
+// O(N^2) GPU direct sum.  Host API: no CUDA types; the kernels are in p2p_gpu.cu (built only
+// with VH_ENABLE_CUDA, which defines VH_FMM_HAVE_CUDA).  The per-pair math is fmm/p2p_kernel.h,
+// the same code as the CPU p2p().
 //
 // Kernel layout ("multiple walks", Hamada et al. SC09): the target leaves are cut into tasks of
 // at most 32 targets (a leaf of n targets gives floor(n/32) tasks of 32 and one of the rest);
@@ -22,6 +23,7 @@
 // relative L2 difference from the CPU P2P 2e-6 (fp32), 3e-15 (fp64).
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +35,7 @@
 namespace vh::fmm {
 
 class SortedSourcesGpu;
+struct GpuLists;
 
 /// Number of CUDA devices visible (0 when there is none or the driver cannot be used).
 int gpu_count();
@@ -68,6 +71,17 @@ struct P2PLists {
 P2PLists flatten_p2p_lists(const Tree& tgt, const Tree& src, const Lists& lists, const std::vector<Vec3>& shifts,
                            bool self, bool merge = true);
 
+/// P2PGpu's device arrays on the host (what it uploads; GpuLists::p2p_to_host for the GPU-built
+/// ones).  Task: (first target, number of targets <= 32, first entry, end entry), the target
+/// leaves cut into chunks of 32 in leaf order; entry: (source begin, source end, shift index,
+/// 1 when the pair of equal indices is skipped: self lists at a zero shift).
+struct P2PArrays {
+  std::vector<std::array<int, 4>> tasks;
+  std::vector<std::array<int, 4>> entries;
+};
+/// The arrays P2PGpu builds from `lists` (throws std::invalid_argument as P2PGpu does).
+P2PArrays p2p_arrays(const P2PLists& lists);
+
 /// Lists of the O(N^2) free-space sum: one leaf of n_targets targets with one entry over all
 /// n_sources sources, shift zero.  With self (n_targets == n_sources) the pairs i == i are left out.
 P2PLists direct_lists(int n_targets, int n_sources, bool self);
@@ -80,6 +94,9 @@ class P2PGpu {
  public:
   /// Uploads the lists; `prec` is the working precision of every later run().
   explicit P2PGpu(const P2PLists& lists, GpuPrecision prec = GpuPrecision::fp32);
+  /// The same with the lists built on the GPU (build_lists_gpu): takes over lists' P2P device
+  /// arrays (no copy; lists.dev keeps its M2L part); self and shifts from `lists`.
+  explicit P2PGpu(GpuLists& lists, GpuPrecision prec = GpuPrecision::fp32);
   ~P2PGpu();
   P2PGpu(const P2PGpu&) = delete;
   P2PGpu& operator=(const P2PGpu&) = delete;
