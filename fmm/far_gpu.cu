@@ -27,7 +27,7 @@ constexpr int kMaxGpuOrder = 20;
 
 struct GCell {
   double cx, cy, cz;
-  int begin, end, parent;
+  int begin, end, parent, level;
 };
 
 __host__ __device__ inline int cidx(int l, int m) { return l * (l + 1) / 2 + m; }  // m >= 0 storage
@@ -205,6 +205,47 @@ __global__ void m2m_kernel(const int* __restrict__ parents, const int* __restric
 }
 
 // ------------------------------------------------------------------------------------ M2L
+// Translation tables.  Cells of one level at whole-cell offsets n (|n_i| <= kTableR), i.e. nearly
+// every M2L of a uniform tree, share their table I_lm(n side_level): one per (level, n),
+// computed once per downward() (m2l_table_kernel) and copied by the M2L instead of running the
+// recurrence per translation.  Cell centres are dyadic fractions of the root cube, so a
+// same-level offset is a whole number of sides to rounding; the table uses the exact multiple.
+// Other pairs (different levels, larger offsets) run the recurrence as before.
+constexpr int kTableR = 7, kTableW = 2 * kTableR + 1, kTablesPerLevel = kTableW * kTableW * kTableW;
+
+struct TableGeometry {
+  double side0;      // side of the root cube
+  int levels;        // tables for levels 0 .. levels - 1
+  const double2* t;  // [levels][kTablesPerLevel][nf], full layout
+};
+
+// Block of 32 per (level, offset); lanes l <= p run the columns.  The zero offset is left unset
+// (table_index never returns it).
+__global__ void m2l_table_kernel(int p, TableGeometry g, double2* __restrict__ tables) {
+  const int b = blockIdx.x, level = b / kTablesPerLevel, o = b - level * kTablesPerLevel;
+  const int ix = o % kTableW - kTableR, iy = (o / kTableW) % kTableW - kTableR, iz = o / (kTableW * kTableW) - kTableR;
+  if ((ix | iy | iz) == 0 || threadIdx.x > p) return;
+  const double side = ldexp(g.side0, -level);
+  irregular_column(ix * side, iy * side, iz * side, p, threadIdx.x, tables + static_cast<long long>(b) * (p + 1) * (p + 1),
+                   false);
+}
+
+// Table of the offset d between cells A and B (B's centre, shifted, minus A's), or -1.
+__device__ inline int table_index(const TableGeometry& g, const GCell& A, const GCell& B, double dx, double dy,
+                                  double dz) {
+  if (A.level != B.level || A.level >= g.levels) return -1;
+  const double inv = ldexp(1.0 / g.side0, A.level);
+  const double q[3] = {dx * inv, dy * inv, dz * inv};
+  int n[3];
+  for (int d = 0; d < 3; ++d) {
+    const double r = rint(q[d]);
+    if (fabs(q[d] - r) > 1e-6 || fabs(r) > kTableR) return -1;
+    n[d] = static_cast<int>(r);
+  }
+  if ((n[0] | n[1] | n[2]) == 0) return -1;
+  return A.level * kTablesPerLevel + ((n[2] + kTableR) * kTableW + (n[1] + kTableR)) * kTableW + (n[0] + kTableR);
+}
+
 // Block per target cell, `warps` warps working independently ("multiple walks" over the source
 // groups: warp w takes groups w, w + warps, ...).  A group is one source cell with all the
 // periodic images of it that the target takes: its I_lm(d) tables are summed by the p + 1
@@ -242,13 +283,34 @@ template <int Q>
 __global__ void __launch_bounds__(128, 4) m2l_kernel(const int* __restrict__ targets, const int* __restrict__ goffset,
                            const int* __restrict__ groups, const int2* __restrict__ entries,
                            const GCell* __restrict__ tcells, const GCell* __restrict__ scells,
-                           const double4_32a* __restrict__ shifts, int p, const double2* __restrict__ M,
-                           double2* __restrict__ L) {
+                           const double4_32a* __restrict__ shifts, int p, TableGeometry tg,
+                           const double2* __restrict__ M, double2* __restrict__ L) {
   extern __shared__ double2 sh[];
   const int nc = cidx(p + 1, 0), nf = (p + 1) * (p + 1), nout = 3 * nc;
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, warps = blockDim.x >> 5;
   double2* T = sh + w * 4 * nf;  // [nf]
   double2* Mf = T + nf;          // [3][nf], folded
+  // Staging map, full-layout entry f -> stored coefficient and the signs of its real and
+  // imaginary parts in the folded multipole (-1)^n conj(M_nm), M_{n,-m} = (-1)^m conj(M_nm):
+  // bits 0..29 the index, bit 30 negates Re, bit 31 negates Im.
+  unsigned* smap = reinterpret_cast<unsigned*>(sh + warps * 4 * nf);
+  for (int f = threadIdx.x; f < nf; f += blockDim.x) {
+    int n = static_cast<int>(sqrtf(static_cast<float>(f)));
+    if (n * n > f) --n;
+    if ((n + 1) * (n + 1) <= f) ++n;
+    const int m = f - n * n - n;
+    // negm for m < 0: odd m (-x, y), even m (x, -y); then conj and (-1)^n.
+    bool nre = false, nim = true;  // conj
+    if (m < 0) {
+      if ((-m) & 1) nre = !nre; else nim = !nim;
+    }
+    if (n & 1) {
+      nre = !nre;
+      nim = !nim;
+    }
+    smap[f] = static_cast<unsigned>(cidx(n, m < 0 ? -m : m)) | (nre ? 1u << 30 : 0u) | (nim ? 1u << 31 : 0u);
+  }
+  __syncthreads();
   const int A = targets[blockIdx.x];
   const GCell CA = tcells[A];
   // L_lm = sum_{j <= p - l} sum_{|k| <= j} M'_jk T_{l+j, m+k}, walked by source degree j, the
@@ -274,15 +336,33 @@ __global__ void __launch_bounds__(128, 4) m2l_kernel(const int* __restrict__ tar
   for (int g = goffset[blockIdx.x] + w; g < g_end; g += warps) {
     const int e0 = groups[g], e1 = groups[g + 1];
     const int src = entries[e0].x;
-    if (lane <= p) {
-      const GCell CB = scells[src];
-      for (int k = e0; k < e1; ++k) {
-        const double4_32a s = shifts[entries[k].y];
-        irregular_column(CB.cx + s.x - CA.cx, CB.cy + s.y - CA.cy, CB.cz + s.z - CA.cz, p, lane, T, k > e0);
+    const GCell CB = scells[src];
+    for (int k = e0; k < e1; ++k) {
+      const double4_32a s = shifts[entries[k].y];
+      const double dx = CB.cx + s.x - CA.cx, dy = CB.cy + s.y - CA.cy, dz = CB.cz + s.z - CA.cz;
+      const int ti = table_index(tg, CA, CB, dx, dy, dz);
+      if (ti >= 0) {
+        const double2* tab = tg.t + static_cast<long long>(ti) * nf;
+        for (int f = lane; f < nf; f += 32) {
+          const double2 v = tab[f];
+          T[f] = k > e0 ? make_double2(T[f].x + v.x, T[f].y + v.y) : v;
+        }
+      } else if (lane <= p) {
+        irregular_column(dx, dy, dz, p, lane, T, k > e0);
+      }
+      __syncwarp();
+    }
+    // Folded multipole in the full layout, by the warp's lanes through the map.
+    const double2* Ms = M + static_cast<long long>(src) * 3 * nc;
+    for (int f = lane; f < nf; f += 32) {
+      const unsigned mp = smap[f];
+      const int ci = static_cast<int>(mp & 0x3fffffffu);
+      const double sr = (mp >> 30) & 1u ? -1.0 : 1.0, si = (mp >> 31) ? -1.0 : 1.0;
+      for (int a = 0; a < 3; ++a) {
+        const double2 v = Ms[a * nc + ci];
+        Mf[a * nf + f] = make_double2(sr * v.x, si * v.y);
       }
     }
-    // Folded multipole (-1)^n conj(M_nm) in the full layout, by the warp's lanes.
-    stage_full(M + static_cast<long long>(src) * 3 * nc, p, nc, Mf, true, lane, 32);
     __syncwarp();
     for (int j = 0; j <= p; ++j) {
       const int nact = cidx(p - j + 1, 0);  // A(j)
@@ -477,6 +557,8 @@ struct FarGpu::Impl {
   const double4_32a* alpha_dev = nullptr;  // alpha or a SortedSourcesGpu's strengths
   int n_src_leaves = 0, n_tgt_leaves = 0, n_m2l_targets = 0;
   DevBuf M, L, out;
+  DevBuf tables;        // M2L tables per (level, whole-cell offset), built by the first downward()
+  TableGeometry table_geometry{};
   cudaEvent_t ev[5] = {};
   ~Impl() {
     for (auto& e : ev)
@@ -496,7 +578,7 @@ std::vector<GCell> gcells(const Tree& t) {
   std::vector<GCell> g(t.cells.size());
   for (std::size_t i = 0; i < g.size(); ++i) {
     const Cell& c = t.cells[i];
-    g[i] = GCell{c.center[0], c.center[1], c.center[2], c.begin, c.end, c.parent};
+    g[i] = GCell{c.center[0], c.center[1], c.center[2], c.begin, c.end, c.parent, c.level};
   }
   return g;
 }
@@ -583,6 +665,8 @@ void FarGpu::Impl::setup(const Tree& tgt, const Tree& src, bool self, const std:
   for (std::size_t s = 0; s < shifts.size(); ++s) sh[s] = make_double4_32a(shifts[s][0], shifts[s][1], shifts[s][2], 0);
   if (sh.empty()) sh.push_back(make_double4_32a(0, 0, 0, 0));
   m.shifts.upload(sh);
+  m.table_geometry.side0 = 2 * tgt.cells[0].half;  // the trees share the root cube
+  m.table_geometry.levels = static_cast<int>(std::min(tgt.levels.size(), src.levels.size()));
   st.mark("cells+positions up");
 
   // Source leaves, parents per level (bottom-up), children per level (top-down), target leaves.
@@ -733,16 +817,24 @@ void FarGpu::downward(const std::vector<std::complex<double>>& root_local, const
   const GCell* tc = m.self ? sc : m.tcells.as<GCell>();
   const std::size_t shm = 4 * m.nf * sizeof(double2);
   VH_FMM_CUDA(cudaEventRecord(m.ev[2]));
+  if (m.n_m2l_targets > 0 && !m.tables.p && m.table_geometry.levels > 0) {
+    const int nb = m.table_geometry.levels * kTablesPerLevel;
+    m.tables.resize(static_cast<std::size_t>(nb) * m.nf * sizeof(double2));
+    m2l_table_kernel<<<nb, 32>>>(m.p, m.table_geometry, m.tables.as<double2>());
+    VH_FMM_CUDA(cudaGetLastError());
+    m.table_geometry.t = m.tables.as<double2>();
+  }
   if (m.n_m2l_targets > 0) {
     // Warps per block: as many as fit 40 KB of tables (4 nf double2 each), at most 4; the
     // final reduction reuses the space (warps * 3 ncoef <= warps * 4 nf).
     const int warps = std::max(1, std::min(4, static_cast<int>((40 * 1024) / (4 * m.nf * sizeof(double2)))));
     const int q = (m.nc + 31) / 32;  // (l, m) outputs per lane
-    const std::size_t shm_m2l = warps * 4 * m.nf * sizeof(double2);
+    const std::size_t shm_m2l = warps * 4 * m.nf * sizeof(double2) + m.nf * sizeof(unsigned);
     auto launch = [&](auto kernel) {
       kernel<<<m.n_m2l_targets, 32 * warps, shm_m2l>>>(m.m2l_targets.as<int>(), m.m2l_goffset.as<int>(),
                                                         m.m2l_groups.as<int>(), m.m2l_entries.as<int2>(), tc, sc,
-                                                        m.shifts.as<double4_32a>(), m.p, m.M.as<double2>(),
+                                                        m.shifts.as<double4_32a>(), m.p, m.table_geometry,
+                                                        m.M.as<double2>(),
                                                         m.L.as<double2>());
     };
     if (q <= 1) launch(m2l_kernel<1>);       // p <= 6
