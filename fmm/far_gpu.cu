@@ -259,14 +259,20 @@ __device__ inline int table_index(const TableGeometry& g, const GCell& A, const 
 // registers.
 // Three components at once: s[a] += sum over k = k0, k0 + dk, ... <= j of M'_a,jk T_k, with
 // Mj = M' at (j, 0) (components nf apart) and Tj = T at (l + j, m).
+// s += m t (complex) as four fused multiply-adds (written as s + m.x t.x - m.y t.y the compiler
+// emits two multiplies, two FMAs and two adds: 12.9e9 unfused FP64 instructions against 5.2e9
+// fused in one 2^21 M2L launch, ncu).
+__device__ inline void cmac(double2& s, double2 m, double2 t) {
+  s.x = fma(m.x, t.x, s.x);
+  s.x = fma(-m.y, t.y, s.x);
+  s.y = fma(m.x, t.y, s.y);
+  s.y = fma(m.y, t.x, s.y);
+}
+
 __device__ inline void contract3(const double2* Tj, const double2* Mj, int nf, int k0, int j, int dk, double2 s[3]) {
   for (int k = k0; k <= j; k += dk) {
     const double2 t = Tj[k];
-    for (int a = 0; a < 3; ++a) {
-      const double2 mv = Mj[a * nf + k];
-      s[a].x += mv.x * t.x - mv.y * t.y;
-      s[a].y += mv.x * t.y + mv.y * t.x;
-    }
+    for (int a = 0; a < 3; ++a) cmac(s[a], Mj[a * nf + k], t);
   }
 }
 
@@ -277,10 +283,12 @@ __device__ inline void add3(double2 acc[3], const double2 s[3]) {
   }
 }
 
-// At most 4 warps per block; 4 blocks per SM caps the registers at 128 a thread (136 without
-// the bound at p = 10, which left 3 blocks, 12 warps, per SM: latency-bound, ncu).
+// At most 4 warps per block; 5 blocks per SM cap the registers at 102 a thread (at p = 10, 4
+// blocks: M2L 0.550 s at 2^24 lattice particles, 5: 0.521, 6: 0.524; without a bound the kernel
+// took 136 registers, 3 blocks).  A prefetch of the next group's multipole into L1 gained nothing
+// (0.521 s): ncu puts the limit in issue and shared-memory throughput, not in L2 latency.
 template <int Q>
-__global__ void __launch_bounds__(128, 4) m2l_kernel(const int* __restrict__ targets, const int* __restrict__ goffset,
+__global__ void __launch_bounds__(128, 5) m2l_kernel(const int* __restrict__ targets, const int* __restrict__ goffset,
                            const int* __restrict__ groups, const int2* __restrict__ entries,
                            const GCell* __restrict__ tcells, const GCell* __restrict__ scells,
                            const double4_32a* __restrict__ shifts, int p, TableGeometry tg,
@@ -368,12 +376,24 @@ __global__ void __launch_bounds__(128, 4) m2l_kernel(const int* __restrict__ tar
       const int nact = cidx(p - j + 1, 0);  // A(j)
       const double2* Mj = Mf + fidx(j, 0);
       if (nact > 32) {
+        // k outermost: the three multipole loads (broadcasts) serve all Q outputs of the lane.
+        const double2* Tq[Q];
+        bool on[Q];
 #pragma unroll
         for (int q = 0; q < Q; ++q) {
-          if (q >= nq || lane + 32 * q >= nact) break;
-          double2 sq[3] = {make_double2(0, 0), make_double2(0, 0), make_double2(0, 0)};
-          contract3(T + fidx(ol[q] + j, om[q]), Mj, nf, -j, j, 1, sq);
-          add3(acc[q], sq);
+          on[q] = q < nq && lane + 32 * q < nact;
+          Tq[q] = T + (on[q] ? fidx(ol[q] + j, om[q]) : 0);
+        }
+        for (int k = -j; k <= j; ++k) {
+          const double2 m0 = Mj[k], m1 = Mj[nf + k], m2 = Mj[2 * nf + k];
+#pragma unroll
+          for (int q = 0; q < Q; ++q)
+            if (on[q]) {
+              const double2 t = Tq[q][k];
+              cmac(acc[q][0], m0, t);
+              cmac(acc[q][1], m1, t);
+              cmac(acc[q][2], m2, t);
+            }
         }
       } else {
         const int gl = nact > 16 ? 0 : nact > 8 ? 1 : nact > 4 ? 2 : 3;  // G = 2^gl lanes per output
