@@ -203,9 +203,48 @@ VH_HD inline void load_mode(const Geometry& g, int ix, int iy, int iz, const Sta
   for (int c = 0; c < 3; ++c) arr.buf[3 + c][pm] = w[c];
 }
 
+/// The RK4 work on one retained mode (ix ≥ 0, signed ky, kz; nm its N-layout index) once
+/// its unnormalised forward transform of u × ω is known: scales by 1/M³, projects (k = 0 gets
+/// no forcing), and performs RK4 stage `s` (rk4_mode) on arr.u0/acc/a. On entry nh holds the
+/// transform, on exit the next stage input (s = 1…4; returns true), or with s = kRhsOnly
+/// n̂ = P FFT[u×ω]/M³, which is also written to arr.a (returns false).
+template <class T>
+VH_HD inline bool post_values(const Geometry& g, int s, bool explicit_visc, T nu, T dt, int ix, int ky,
+                              int kz, long long nm, Cx<T> nh[3], const StageArrays<T>& arr) {
+  const T kx_ = T(ix), ky_ = T(ky), kz_ = T(kz);
+  const T k2 = kx_ * kx_ + ky_ * ky_ + kz_ * kz_;
+  const T scale = T(1) / (T(g.m) * T(g.m) * T(g.m));
+  for (int c = 0; c < 3; ++c) nh[c] = scale * nh[c];
+  if (k2 > T(0)) {
+    project(kx_, ky_, kz_, nh);
+  } else {  // the mean flow is constant (zero): no forcing of k = 0
+    for (int c = 0; c < 3; ++c) nh[c] = Cx<T>{T(0), T(0)};
+  }
+  if (s == kRhsOnly) {
+    for (int c = 0; c < 3; ++c) arr.a[c][nm] = nh[c];
+    return false;
+  }
+  Cx<T> u0[3], acc[3], ap[3], a[3];
+  for (int c = 0; c < 3; ++c) {
+    u0[c] = arr.u0[c][nm];
+    if (s != kStage1) acc[c] = arr.acc[c][nm];
+    ap[c] = (s == kStage1 || !explicit_visc) ? u0[c] : arr.a[c][nm];
+  }
+  rk4_mode(s, explicit_visc, nu * k2, dt, nh, u0, acc, ap, a);
+  for (int c = 0; c < 3; ++c) {
+    if (s == kStage4)
+      arr.u0[c][nm] = u0[c];
+    else
+      arr.acc[c][nm] = acc[c];
+    if (explicit_visc && s != kStage4) arr.a[c][nm] = a[c];
+    nh[c] = a[c];
+  }
+  return true;
+}
+
 /// The post-transform update of mode (ix, iy, iz) of the M grid after the forward
 /// transform of u × ω into buf[0..2] (unnormalised, hence the 1/M³): projects and
-/// truncates the nonlinear term, performs RK4 stage `s` (rk4_mode), and writes the next
+/// truncates the nonlinear term, performs RK4 stage `s` (post_values), and writes the next
 /// stage input and its curl into buf[0..5] (zero outside the retained set). With
 /// s = kRhsOnly it writes n̂ = P FFT[u×ω]/M³ into arr.a and leaves the buffers alone.
 template <class T>
@@ -220,37 +259,12 @@ VH_HD inline void post_mode(const Geometry& g, int s, bool explicit_visc, T nu, 
   }
   const long long nm =
       ((long long)axis_index(kz, g.n) * g.n + axis_index(ky, g.n)) * g.nxh() + ix;
-  const T kx_ = T(ix), ky_ = T(ky), kz_ = T(kz);
-  const T k2 = kx_ * kx_ + ky_ * ky_ + kz_ * kz_;
-  const T scale = T(1) / (T(g.m) * T(g.m) * T(g.m));
-  Cx<T> nh[3];
-  for (int c = 0; c < 3; ++c) nh[c] = scale * arr.buf[c][pm];
-  if (k2 > T(0)) {
-    project(kx_, ky_, kz_, nh);
-  } else {  // the mean flow is constant (zero): no forcing of k = 0
-    for (int c = 0; c < 3; ++c) nh[c] = Cx<T>{T(0), T(0)};
-  }
-  if (s == kRhsOnly) {
-    for (int c = 0; c < 3; ++c) arr.a[c][nm] = nh[c];
-    return;
-  }
-  Cx<T> u0[3], acc[3], ap[3], a[3], w[3];
-  for (int c = 0; c < 3; ++c) {
-    u0[c] = arr.u0[c][nm];
-    if (s != kStage1) acc[c] = arr.acc[c][nm];
-    ap[c] = (s == kStage1 || !explicit_visc) ? u0[c] : arr.a[c][nm];
-  }
-  rk4_mode(s, explicit_visc, nu * k2, dt, nh, u0, acc, ap, a);
-  for (int c = 0; c < 3; ++c) {
-    if (s == kStage4)
-      arr.u0[c][nm] = u0[c];
-    else
-      arr.acc[c][nm] = acc[c];
-    if (explicit_visc && s != kStage4) arr.a[c][nm] = a[c];
-  }
+  Cx<T> a[3], w[3];
+  for (int c = 0; c < 3; ++c) a[c] = arr.buf[c][pm];
+  if (!post_values(g, s, explicit_visc, nu, dt, ix, ky, kz, nm, a, arr)) return;
   for (int c = 0; c < 3; ++c) arr.buf[c][pm] = a[c];
   if (arr.transforms_load_retained) return;
-  curl(kx_, ky_, kz_, a, w);
+  curl(T(ix), T(ky), T(kz), a, w);
   for (int c = 0; c < 3; ++c) arr.buf[3 + c][pm] = w[c];
 }
 
