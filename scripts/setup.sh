@@ -29,6 +29,24 @@ if [ -f postprocess/requirements.txt ]; then
   fi
 fi
 
+# cuFFTDx (NVIDIA MathDx, header-only) for the GPU spectral solver's fused transforms
+# (spectral/fused.h): the PyPI wheel, unpacked into third_party/mathdx (git-ignored), where
+# CMake's VH_MATHDX_DIR looks by default. Only with nvcc; without it (or without network) the
+# GPU solver builds with its cuFFT path alone.
+mathdx_version=25.6.0
+if command -v nvcc >/dev/null 2>&1 && [ ! -f third_party/mathdx/include/cufftdx.hpp ]; then
+  tmp=$(mktemp -d)
+  if python3 -m pip download -q --no-deps "nvidia-mathdx==$mathdx_version" -d "$tmp" >/dev/null 2>&1 &&
+     python3 -m zipfile -e "$tmp"/nvidia_mathdx-*.whl "$tmp/x" &&
+     [ -f "$tmp/x/nvidia/mathdx/include/cufftdx.hpp" ]; then
+    mkdir -p third_party && rm -rf third_party/mathdx && mv "$tmp/x/nvidia/mathdx" third_party/mathdx
+    echo "setup: cuFFTDx (nvidia-mathdx $mathdx_version) in third_party/mathdx"
+  else
+    echo "setup: nvidia-mathdx not fetched; the GPU spectral solver builds without fused transforms" >&2
+  fi
+  rm -rf "$tmp"
+fi
+
 build=${VH_BUILD_DIR:-build}
 if [ ! -f "$build/CMakeCache.txt" ]; then
   # shellcheck disable=SC2086

@@ -15,6 +15,10 @@
 // for the 3 forward transforms, every pass separate; with Params::pruned_transforms a
 // (z, y) C2C plan over the non-zero kx columns and an x plan instead (slower on the H200,
 // see solver.h). The bare batched plans also time the floor (time_transforms).
+// With the fused transforms (Params::transforms, fused.h) the evaluation is five passes of
+// cuFFTDx line FFTs instead: load_state_inputs runs ZI, nonlinear_transforms YI, XC and YF,
+// post_transform ZFP (post_mode's work and the next stage's ZI); the state keeps its layout,
+// so max_velocity, energies and velocity are unchanged.
 // Everything in the time loop stays on the device; the host only launches. Measured on an
 // H200: bench/RESULTS.md.
 #include <cuda_runtime.h>
@@ -27,18 +31,25 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <string>
 #include <type_traits>
 #include <vector>
 
 #include "core/error.h"
 #include "spectral/fft_callbacks.h"
 #include "spectral/fft_callbacks_fatbin.h"  // vh_fft_callbacks_fatbin (generated, LTO-IR)
+#include "spectral/fused.h"
 #include "spectral/gpu_solver.h"
 #include "spectral/rhs_kernel.h"
 #include "spectral/rk4.h"
 
 namespace vh::spectral {
 namespace {
+
+/// Whether Params::transforms = automatic takes the fused passes for this case: where they
+/// were measured faster than the cuFFT path on the H200 (bench/RESULTS.md).
+/// They were faster in every measured case (solver.h), so: wherever they are supported.
+bool fused_by_default(const kernel::Geometry&, bool) { return true; }
 
 using kernel::Cx;
 using kernel::Geometry;
@@ -326,9 +337,25 @@ class GpuSolver final : public Rk4Solver {
       fwd3_ = plan_many<T>(g_.m, 3, false, st_, w2);
       plans_.insert(plans_.end(), {inv6_, fwd3_});
     }
+    const bool want_fused = !p.pruned_transforms &&
+                            (p.transforms == Transforms::fused ||
+                             (p.transforms == Transforms::automatic && fused_by_default(g_, p.single_precision)));
+    if (want_fused) {
+      const std::string why = fused::unsupported_reason(g_, p.single_precision);
+      if (why.empty()) {
+        const kernel::FusedLayout l = kernel::FusedLayout::make(g_);
+        VH_CHECK_CUDA(cudaMalloc(&zb_, l.zb_size() * sizeof(Cx<T>)));
+        VH_CHECK_CUDA(cudaMalloc(&yb_, l.yb_size() * sizeof(Cx<T>)));
+        VH_CHECK_CUDA(cudaMemset(zb_, 0, l.zb_size() * sizeof(Cx<T>)));
+        VH_CHECK_CUDA(cudaMemset(yb_, 0, l.yb_size() * sizeof(Cx<T>)));
+        fused_ = true;
+      } else if (p.transforms == Transforms::fused) {
+        std::fprintf(stderr, "spectral: fused transforms unavailable (%s); cuFFT instead\n", why.c_str());
+      }
+    }
     std::size_t wc = 0;
-    cb_ = p.fft_callbacks && !p.pruned_transforms ? kAllCallbacks : 0;
-    if (const char* e = std::getenv("VH_SPECTRAL_CB")) cb_ = p.pruned_transforms ? 0 : std::atoi(e);
+    cb_ = p.fft_callbacks && !p.pruned_transforms && !fused_ ? kAllCallbacks : 0;
+    if (const char* e = std::getenv("VH_SPECTRAL_CB")) cb_ = p.pruned_transforms || fused_ ? 0 : std::atoi(e);
     if (cb_) make_callback_plans(wc);
     arr_.transforms_load_retained = (cb_ & kLoads) != 0;
     const std::size_t ws = std::max({w1, w2, w3, w4, w5, w6, wc, std::size_t(256)});
@@ -345,6 +372,8 @@ class GpuSolver final : public Rk4Solver {
     cudaFree(part_);
     cudaFree(fftws_);
     cudaFree(cbinfo_);
+    cudaFree(zb_);
+    cudaFree(yb_);
     cudaEventDestroy(e0_);
     cudaEventDestroy(e1_);
     cudaStreamDestroy(st_);
@@ -450,15 +479,25 @@ class GpuSolver final : public Rk4Solver {
   }
   int transform_size() const override { return g_.m; }
   bool uses_fft_callbacks() const override { return cb_ != 0; }
+  bool uses_fused_transforms() const override { return fused_; }
 
  protected:
   void load_state_inputs() override {
+    if (fused_) {
+      fused_pass(fused::Pass::z_inverse, kernel::kRhsOnly, 0.0, arr_);
+      return;
+    }
     const std::size_t nm = mode_count(g_, arr_.transforms_load_retained);
     load_kernel<T><<<blocks_for(nm, kFlat), kFlat, 0, st_>>>(g_, arr_);
     VH_CHECK_CUDA(cudaGetLastError());
   }
 
   void nonlinear_transforms() override {
+    if (fused_) {
+      for (fused::Pass p : {fused::Pass::y_inverse, fused::Pass::x_cross, fused::Pass::y_forward})
+        fused_pass(p, kernel::kRhsOnly, 0.0, arr_);
+      return;
+    }
     T* r = reinterpret_cast<T*>(work_);
     if (cb_) {  // ω first: its load callback reads û from buffers 0–2, which u's overwrite
       VH_CHECK_CUFFT(CufftTypes<T>::inv(invW_, reinterpret_cast<T*>(arr_.buf[3])));
@@ -542,7 +581,15 @@ class GpuSolver final : public Rk4Solver {
     ws = std::max({w[0], w[1], w[2], w[3]});
   }
 
+  void fused_pass(fused::Pass p, int s, double dt, const StageArrays<T>& arr) {
+    fused::launch<T>(p, g_, s, p_.viscosity == Viscosity::explicit_rk4, T(p_.nu), T(dt), arr, zb_, yb_, st_);
+  }
+
   void post(int s, double dt, const StageArrays<T>& arr) {
+    if (fused_) {
+      fused_pass(fused::Pass::z_forward_post, s, dt, arr);
+      return;
+    }
     post_kernel<T><<<blocks_for(mode_count(g_, arr.transforms_load_retained), kFlat), kFlat, 0, st_>>>(
         g_, s, p_.viscosity == Viscosity::explicit_rk4, T(p_.nu), T(dt), arr);
     VH_CHECK_CUDA(cudaGetLastError());
@@ -580,6 +627,8 @@ class GpuSolver final : public Rk4Solver {
   void* cbinfo_slot_ = nullptr;  // = cbinfo_; its address is the plans' caller_info (lives as long)
   cudaEvent_t e0_ = nullptr, e1_ = nullptr;
   StageArrays<T> arr_{};
+  bool fused_ = false;                        // evaluation through the fused passes (fused.h)
+  Cx<T>* zb_ = nullptr, * yb_ = nullptr;      // their buffers (fused_kernel.h layouts)
 };
 
 }  // namespace

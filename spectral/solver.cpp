@@ -17,6 +17,9 @@ std::vector<vh::OptionSpec> option_specs() {
       {"spectral.fft_callbacks", "bool", "false", "",
        "GPU: fold the per-point passes into cuFFT LTO callbacks (same results; 4 % faster at 512^3 "
        "with 2/3, 5 % slower at 256^3 with 3/2 on an H200; ignored on the CPU)"},
+      {"spectral.transforms", "auto|cufft|fused", "auto", "",
+       "GPU: 3-D transforms by cuFFT, or fused pruned passes of cuFFTDx line FFTs (falls back to "
+       "cuFFT where unsupported); auto takes the one measured faster for the case"},
   };
 }
 
@@ -28,6 +31,8 @@ Params params_from(const vh::Options& o, double nu) {
   p.viscosity = v == "explicit" ? Viscosity::explicit_rk4 : Viscosity::integrating_factor;
   p.single_precision = o.choice("spectral.precision", {"double", "single"}) == "single";
   p.fft_callbacks = o.boolean("spectral.fft_callbacks");
+  const std::string t = o.choice("spectral.transforms", {"auto", "cufft", "fused"});
+  p.transforms = t == "cufft" ? Transforms::cufft : t == "fused" ? Transforms::fused : Transforms::automatic;
   if (!(nu >= 0)) throw vh::InputError("flow.nu: viscosity must be >= 0 for the spectral solver");
   p.nu = nu;
   return p;

@@ -25,6 +25,9 @@ namespace vh::spectral {
 enum class Dealias { three_halves, two_thirds, none };
 /// Viscous term: exact integrating factor, or explicit inside RK4.
 enum class Viscosity { integrating_factor, explicit_rk4 };
+/// GPU transforms: cuFFT 3-D plans, the fused pruned passes of fused.h (cuFFTDx line FFTs),
+/// or whichever measured faster for the case (Params::transforms).
+enum class Transforms { automatic, cufft, fused };
 
 struct Params {
   Dealias dealias = Dealias::three_halves;
@@ -42,6 +45,17 @@ struct Params {
   /// it is faster at 512³ 2/3 (82.7 against 86.0 ms/step) but slower at 256³ 3/2, the
   /// SC09 case (50.1 against 47.5 ms; bench/spectral/spectral_bench --callbacks).
   bool fft_callbacks = false;
+  /// GPU only: how one evaluation transforms. `fused`: five passes of cuFFTDx line FFTs
+  /// over the retained modes only, with the per-mode work folded in (fused.h); falls back to
+  /// cuFFT, with one line on stderr, where unsupported (a build without cuFFTDx, a transform
+  /// size without kernels such as M = 768, a GPU other than sm_90). `automatic` (default)
+  /// takes the fused passes where they were measured faster on the H200 (bench/RESULTS.md,
+  /// 2026-11-22 "fused transforms"): everywhere they run — fp64 256³
+  /// 3/2 32.8 against 47.4 ms/step with cuFFT, 256³ 2/3 8.2 against 10.7, 512³ 2/3 64.0
+  /// against 86.0; fp32 256³ 3/2 17.9 against 25.6 — so automatic means fused wherever
+  /// supported, and cuFFT for 512³ 3/2 (M = 768, no cuFFTDx kernel without a workspace).
+  /// pruned_transforms and fft_callbacks apply to the cuFFT path only.
+  Transforms transforms = Transforms::automatic;
   double nu = 0;                  ///< kinematic viscosity [length²/time]
 };
 
@@ -94,6 +108,8 @@ class Solver {
   /// True when the evaluation runs through cuFFT LTO callbacks (Params::fft_callbacks and
   /// cuFFT built the callback plans); false on the CPU and on the fallback path.
   virtual bool uses_fft_callbacks() const { return false; }
+  /// True when the evaluation runs through the fused cuFFTDx passes (Params::transforms).
+  virtual bool uses_fused_transforms() const { return false; }
 };
 
 /// Builds a solver for grid g (N even, ≥ 8; N divisible by 4 for the 3/2 rule) on back end

@@ -6,8 +6,11 @@
 //                  [--pruned]   (GPU: pruned transforms, Params::pruned_transforms)
 //                  [--callbacks]  (GPU: cuFFT LTO callbacks, Params::fft_callbacks;
 //                                  --no-callbacks: separate per-point passes, the default)
-// Rows name the path that ran: "... fp64 callbacks", "... fp64 pruned", or "... fp64" for
-// the separate passes (a callback request that cuFFT cannot plan falls back to those).
+//                  [--transforms auto|cufft|fused]  (GPU: Params::transforms; default auto)
+// Rows name the path that ran: "... fp64 fused" (cuFFTDx passes, spectral/fused.h),
+// "... fp64 callbacks", "... fp64 pruned", or "... fp64" for cuFFT with separate passes (a
+// request that cannot be served falls back to those). The FFT floor is always cuFFT's bare
+// 3-D transforms of one step, so the fused path's ratio can be below 1.
 //
 // Each case starts from a real random field (k⁴ exp spectrum, u′ = 1), takes `warmup` steps,
 // then times `steps` single steps (median) and `steps` repetitions of the bare transforms
@@ -61,7 +64,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string device = "gpu", ns = "", dealias = "3/2,2/3,none", precision = "double";
+  std::string device = "gpu", ns = "", dealias = "3/2,2/3,none", precision = "double", transforms = "auto";
   int steps = 20, warmup = 3;
   bool csv = false, pruned = false, callbacks = false;
   for (int i = 1; i < argc; ++i) {
@@ -83,6 +86,7 @@ int main(int argc, char** argv) {
     else if (a == "--pruned") pruned = true;
     else if (a == "--callbacks") callbacks = true;
     else if (a == "--no-callbacks") callbacks = false;
+    else if (a == "--transforms") transforms = next();
     else {
       std::fprintf(stderr, "spectral_bench: unknown argument %s\n", a.c_str());
       return 2;
@@ -110,6 +114,9 @@ int main(int argc, char** argv) {
         p.single_precision = precision == "single";
         p.pruned_transforms = pruned;
         p.fft_callbacks = callbacks;
+        p.transforms = transforms == "cufft"   ? Transforms::cufft
+                       : transforms == "fused" ? Transforms::fused
+                                               : Transforms::automatic;
         p.nu = spec.nu;
         auto s = make_solver(p, g, b);
         s->set_velocity(u0, 0.0);
@@ -127,11 +134,17 @@ int main(int argc, char** argv) {
         const double floor = s->time_transforms(steps);
         // The path that ran (a callback request falls back to separate passes when cuFFT
         // cannot build the callback plans): rows of one label always mean one code path.
-        const std::string path = pruned ? "pruned" : s->uses_fft_callbacks() ? "callbacks" : "separate passes";
+        const std::string path = s->uses_fused_transforms() ? "fused"
+                                 : pruned                   ? "pruned"
+                                 : s->uses_fft_callbacks()  ? "callbacks"
+                                                            : "separate passes";
         std::printf("%6d %8s %6d %14.3f %14.3f %8.3f  %s\n", g.n, d.c_str(), s->transform_size(),
                     1e3 * step, 1e3 * floor, step / floor, path.c_str());
         std::fflush(stdout);
-        const std::string variant = pruned ? " pruned" : s->uses_fft_callbacks() ? " callbacks" : "";
+        const std::string variant = s->uses_fused_transforms() ? " fused"
+                                    : pruned                   ? " pruned"
+                                    : s->uses_fft_callbacks()  ? " callbacks"
+                                                               : "";
         const std::string cs = "N=" + nstr + " dealias=" + d + " " + prec + variant;
         const std::string pre = today() + "," + commit() + "," + dev + ",spectral," + cs + ",";
         char buf[64];

@@ -7,6 +7,7 @@
 
 #include "core/device.h"
 #include "core/initial_field.h"
+#include "fused_test_util.h"
 #include "spectral/solver.h"
 #include "spectral_test_util.h"
 
@@ -23,15 +24,18 @@ SpectralVector random_field(int n) {
   return make_initial_field(s, Grid{n}).u;
 }
 
-/// How the GPU runs its transforms: cuFFT callbacks (the default), separate per-point
-/// passes, or pruned transforms.
-enum class Fft { callbacks, plain, pruned };
-const char* name(Fft f) { return f == Fft::callbacks ? "" : f == Fft::plain ? " no-callbacks" : " pruned"; }
+/// How the GPU runs its transforms: cuFFT with callbacks, cuFFT with separate per-point
+/// passes, cuFFT pruned transforms, or the fused cuFFTDx passes (spectral/fused.h).
+enum class Fft { callbacks, plain, pruned, fused };
+const char* name(Fft f) {
+  return f == Fft::callbacks ? " callbacks" : f == Fft::plain ? " no-callbacks" : f == Fft::pruned ? " pruned" : " fused";
+}
 
 Params params(Dealias d, Viscosity v, bool single = false, Fft f = Fft::plain) {
   Params p;
   p.pruned_transforms = f == Fft::pruned;
   p.fft_callbacks = f == Fft::callbacks;
+  p.transforms = f == Fft::fused ? Transforms::fused : Transforms::cufft;
   p.dealias = d;
   p.viscosity = v;
   p.nu = 0.01;
@@ -47,7 +51,7 @@ TEST(SpectralGpu, NonlinearTermMatchesCpu) {
   SKIP_WITHOUT_GPU();
   const int n = 32;
   const SpectralVector u = random_field(n);
-  for (Fft f : {Fft::callbacks, Fft::plain, Fft::pruned})
+  for (Fft f : {Fft::callbacks, Fft::plain, Fft::pruned, Fft::fused})
     for (Dealias d : {Dealias::three_halves, Dealias::two_thirds, Dealias::none}) {
       auto c = make_solver(params(d, Viscosity::integrating_factor), Grid{n}, Backend::cpu);
       auto g = make_solver(params(d, Viscosity::integrating_factor, false, f), Grid{n}, Backend::gpu);
@@ -129,7 +133,7 @@ TEST(SpectralGpu, TwentyStepsMatchCpu) {
   SKIP_WITHOUT_GPU();
   const int n = 32;
   const SpectralVector u = random_field(n);
-  for (Fft f : {Fft::callbacks, Fft::plain, Fft::pruned})
+  for (Fft f : {Fft::callbacks, Fft::plain, Fft::pruned, Fft::fused})
   for (Viscosity v : {Viscosity::integrating_factor, Viscosity::explicit_rk4})
     for (Dealias d : {Dealias::three_halves, Dealias::two_thirds, Dealias::none}) {
       auto c = make_solver(params(d, v), Grid{n}, Backend::cpu);
@@ -149,6 +153,19 @@ TEST(SpectralGpu, TwentyStepsMatchCpu) {
                   v == Viscosity::explicit_rk4 ? "explicit" : "IF", name(f), err);
       EXPECT_LT(err, 1e-12);
       EXPECT_DOUBLE_EQ(g->time(), c->time());
+      if (f == Fft::fused) {  // the state diagnostics read the state the fused passes left
+        const Energies ec = c->energies(), eg = g->energies();
+        EXPECT_NEAR(eg.K, ec.K, 1e-12 * ec.K);
+        EXPECT_NEAR(eg.enstrophy, ec.enstrophy, 1e-12 * ec.enstrophy);
+        EXPECT_NEAR(g->max_velocity(), c->max_velocity(), 1e-12 * c->max_velocity());
+        for (int i = 0; i < 2; ++i) {  // and stepping goes on after max_velocity()
+          c->step(dt);
+          g->step(dt);
+        }
+        c->velocity(a);
+        g->velocity(b);
+        EXPECT_LT(rel_l2(b, a), 1e-12);
+      }
     }
 }
 
@@ -163,7 +180,7 @@ TEST(SpectralGpu, SinglePrecisionTracksDouble) {
   for (int i = 0; i < 20; ++i) c->step(dt);
   SpectralVector a;
   c->velocity(a);
-  for (Fft f : {Fft::callbacks, Fft::plain, Fft::pruned}) {
+  for (Fft f : {Fft::callbacks, Fft::plain, Fft::pruned, Fft::fused}) {
     auto g = make_solver(params(Dealias::three_halves, Viscosity::integrating_factor, true, f),
                          Grid{n}, Backend::gpu);
     g->set_velocity(u, 0);
@@ -173,6 +190,55 @@ TEST(SpectralGpu, SinglePrecisionTracksDouble) {
     const double err = rel_l2(b, a);
     std::printf("[gpu fp32%s 20 steps] rel L2 vs CPU fp64 %.3e\n", name(f), err);
     EXPECT_LT(err, 1e-5);
+  }
+}
+
+// The fused passes are really taken where asked (a fallback to cuFFT prints one stderr line
+// and would make the Fft::fused cases above test cuFFT), for every dealias mode and both
+// precisions at N = 32 (M = 48 and 32), and at the benchmark sizes 256³ 3/2 and 512³ 2/3.
+TEST(SpectralGpu, FusedPathIsTaken) {
+  SKIP_WITHOUT_GPU();
+  if (!fused::built()) GTEST_SKIP() << "this build has no cuFFTDx (VH_MATHDX_DIR)";
+  for (bool single : {false, true})
+    for (Dealias d : {Dealias::three_halves, Dealias::two_thirds, Dealias::none}) {
+      auto g = make_solver(params(d, Viscosity::integrating_factor, single, Fft::fused), Grid{32}, Backend::gpu);
+      EXPECT_TRUE(g->uses_fused_transforms()) << to_string(d) << (single ? " fp32" : " fp64") << ": "
+                                              << fused::unsupported_reason(kernel::make_geometry(32, d), single);
+      auto c = make_solver(params(d, Viscosity::integrating_factor, single, Fft::plain), Grid{32}, Backend::gpu);
+      EXPECT_FALSE(c->uses_fused_transforms());
+    }
+  for (auto [n, d] : {std::pair{256, Dealias::three_halves}, std::pair{512, Dealias::two_thirds}})
+    EXPECT_EQ(fused::unsupported_reason(kernel::make_geometry(n, d), false), "") << n << " " << to_string(d);
+}
+
+// Each fused GPU kernel against its CPU reference (fused.cpp) on random inputs: every pass,
+// every dealias mode at N = 32, the z-forward pass in every RK4 stage with both viscosity
+// treatments. All arrays a pass may write are compared.
+TEST(SpectralGpu, FusedPassesMatchCpuReference) {
+  SKIP_WITHOUT_GPU();
+  if (!fused::built()) GTEST_SKIP() << "this build has no cuFFTDx (VH_MATHDX_DIR)";
+  using fused::Pass;
+  const char* names[] = {"ZI", "YI", "XC", "YF", "ZFP"};
+  for (Dealias d : {Dealias::three_halves, Dealias::two_thirds, Dealias::none}) {
+    const kernel::Geometry g = kernel::make_geometry(32, d);
+    std::vector<std::pair<Pass, fused::StageArgs>> cases;
+    for (Pass p : {Pass::z_inverse, Pass::y_inverse, Pass::x_cross, Pass::y_forward}) cases.push_back({p, {}});
+    for (bool expl : {false, true})
+      for (int s = kernel::kRhsOnly; s <= kernel::kStage4; ++s) cases.push_back({Pass::z_forward_post, {s, expl, 0.01, 0.003}});
+    for (const auto& [p, args] : cases) {
+      fused::HostArrays a, b;
+      test::random_arrays(g, 7, a);
+      b = a;
+      fused::run_pass_cpu(p, g, args, a);
+      fused::run_pass_gpu(p, g, args, b);
+      double err = 0;
+      for (auto m : {&fused::HostArrays::u0, &fused::HostArrays::acc, &fused::HostArrays::a, &fused::HostArrays::zb,
+                     &fused::HostArrays::yb})
+        err = std::max(err, test::max_rel(b.*m, a.*m));
+      std::printf("[fused pass %s %s stage %d%s] max rel diff GPU vs CPU %.3e\n", names[int(p)], to_string(d),
+                  args.stage, args.explicit_visc ? " explicit" : "", err);
+      EXPECT_LT(err, 1e-13) << names[int(p)] << " " << to_string(d) << " stage " << args.stage;
+    }
   }
 }
 

@@ -1,0 +1,105 @@
+// Layouts and per-element math of the fused, pruned 3-D transforms (fused.h), shared by the
+// CPU reference passes (fused.cpp) and the GPU kernels (fused_impl.cuh).
+//
+// One evaluation of the nonlinear term as five passes over 1-D lines of the M grid, each
+// touching only what the retained box |kx|, |ky|, |kz| ≤ K (rhs_kernel.h retained()) needs:
+//   ZI  inverse along z of the (kx ≤ K, |ky| ≤ K) columns, reading |kz| ≤ K of the stage
+//       input â and writing û, ω̂ = i k × â (6 fields) into zb;
+//   YI  inverse along y of zb (|ky| ≤ K rows, zero elsewhere) into yb;
+//   XC  per (y, z) row: complex-to-real along x of the 6 fields (zero above K), u × ω on the
+//       row, real-to-complex of the 3 products keeping kx ≤ K, back into yb fields 0–2;
+//   YF  forward along y of yb fields 0–2 keeping |ky| ≤ K, into zb fields 0–2;
+//   ZFP forward along z keeping |kz| ≤ K, then rhs_kernel.h post_values() per mode (projection,
+//       integrating factor, RK4 stage) and, unless the stage only wants n̂, ZI of the next
+//       stage input from the values in hand.
+// Transforms are unnormalised (forward e^{−2πi jk/M}, inverse e^{+2πi jk/M}), as cuFFT's, so
+// the product of the five passes is the M³ FFT of rhs_kernel.h and post_values() scales by
+// 1/M³. XC packs two real lines into one complex one: z = u + iω inverse, p_x + i p_y forward.
+//
+// Layouts (complex, x fastest; kx padded to nxp, a multiple of kTile, the pad kept zero):
+//   zb[f][z][jy][kx]  f = 0…5, z = 0…M−1, jy = ky + K = 0…2K, kx = 0…nxp−1
+//   yb[f][z][y][kx]   f = 0…5, z, y = 0…M−1
+//   state             rhs_kernel.h N-grid half layout [kz][ky][kx]
+#pragma once
+
+#include <cstddef>
+
+#include "core/hd.h"
+#include "spectral/rhs_kernel.h"
+
+namespace vh::spectral::kernel {
+
+/// Consecutive kx columns one block of a column pass handles (staged through shared memory).
+constexpr int kTile = 8;
+
+/// Sizes of the fused transforms' buffers for geometry g.
+struct FusedLayout {
+  Geometry g;
+  int k;    ///< largest retained |k_i|
+  int nx;   ///< kx = 0 … K: K + 1
+  int nxp;  ///< nx rounded up to a multiple of kTile
+  int nk;   ///< 2K + 1 signed ky or kz values
+
+  static FusedLayout make(const Geometry& g) {
+    FusedLayout l{};
+    l.g = g;
+    l.k = g.dealias == kTwoThirds ? (g.n - 1) / 3 : g.n / 2 - 1;
+    l.nx = l.k + 1;
+    l.nxp = (l.nx + kTile - 1) / kTile * kTile;
+    l.nk = 2 * l.k + 1;
+    return l;
+  }
+  VH_HD std::size_t zb(int f, int z, int jy, int kx) const {
+    return ((std::size_t(f) * g.m + z) * nk + jy) * nxp + kx;
+  }
+  VH_HD std::size_t yb(int f, int z, int y, int kx) const {
+    return ((std::size_t(f) * g.m + z) * g.m + y) * nxp + kx;
+  }
+  /// N-grid half-layout index of (kx ≥ 0, signed ky, kz).
+  VH_HD std::size_t state(int kx, int ky, int kz) const {
+    return (std::size_t(axis_index(kz, g.n)) * g.n + axis_index(ky, g.n)) * g.nxh() + kx;
+  }
+  std::size_t zb_size() const { return std::size_t(6) * g.m * nk * nxp; }
+  std::size_t yb_size() const { return std::size_t(6) * g.m * g.m * nxp; }
+};
+
+/// Field f of the inverse z pass at mode (kx, ky, kz) from the stage input a: a_f (f < 3) or
+/// component f − 3 of ω̂ = i k × a.
+template <class T>
+VH_HD inline Cx<T> z_field(int f, T kx, T ky, T kz, const Cx<T> a[3]) {
+  if (f < 3) return a[f];
+  Cx<T> w[3];
+  curl(kx, ky, kz, a, w);
+  return w[f - 3];
+}
+
+/// Element j of the packed complex line z = u + iω of the x pass, from the half spectra U, W
+/// (kx = 0 … nx−1) of two real lines: Z(j) = U(j) + i W(j) for j < nx, conj(U(M−j)) +
+/// i conj(W(M−j)) for M − j < nx, else 0. The kx = 0 values count with their real parts only
+/// (cuFFT's C2R ignores their imaginary parts too).
+template <class T>
+VH_HD inline Cx<T> x_pack(int j, int m, int nx, const Cx<T>* u, const Cx<T>* w) {
+  Cx<T> a, b;
+  if (j < nx) {
+    a = u[j];
+    b = w[j];
+    if (j == 0) a.im = b.im = T(0);
+  } else if (m - j < nx) {
+    a = Cx<T>{u[m - j].re, -u[m - j].im};
+    b = Cx<T>{w[m - j].re, -w[m - j].im};
+  } else {
+    return Cx<T>{T(0), T(0)};
+  }
+  return Cx<T>{a.re - b.im, a.im + b.re};  // a + i b
+}
+
+/// Unpacks mode kx of the two real lines p, q from Q = FFT[p + i q]: P = (Q(k) + conj Q(−k))/2,
+/// Q = (Q(k) − conj Q(−k))/(2i); q1 = Q(k), q2 = Q((M − k) mod M).
+template <class T>
+VH_HD inline void x_unpack(Cx<T> q1, Cx<T> q2, Cx<T>& p, Cx<T>& q) {
+  p = Cx<T>{T(0.5) * (q1.re + q2.re), T(0.5) * (q1.im - q2.im)};
+  const T dr = q1.re - q2.re, di = q1.im + q2.im;  // Q(k) − conj Q(−k)
+  q = Cx<T>{T(0.5) * di, T(-0.5) * dr};
+}
+
+}  // namespace vh::spectral::kernel
