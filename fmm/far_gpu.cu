@@ -570,7 +570,8 @@ struct FarGpu::Impl {
   std::vector<std::pair<int, int>> l2l_levels;  // (offset, count) into children, top-down
   DevBuf parents, children;
   DevBuf m2l_targets, m2l_entries, m2l_goffset, m2l_groups;
-  DevBuf perm;  // sorted target -> input index
+  DevBuf perm;  // sorted target -> input index (from tgt.perm)
+  const int* perm_dev = nullptr;  // perm, or a SortedSourcesGpu's permutation (self)
   // Sorted positions (x, y, z, unused): xs, xt or those of the P2PGpu given to the constructor.
   const double4_32a* xs_dev = nullptr;
   const double4_32a* xt_dev = nullptr;
@@ -725,7 +726,10 @@ void FarGpu::Impl::finish(const Tree& tgt, const Tree& src, StepTimer& st) {
   m.M.resize(src.cells.size() * 3 * m.nc * sizeof(double2));
   m.L.resize(tgt.cells.size() * 3 * m.nc * sizeof(double2));
   st.mark("m2l lists up");
-  m.perm.upload(tgt.perm);
+  if (!tgt.perm.empty()) {
+    m.perm.upload(tgt.perm);
+    m.perm_dev = m.perm.as<int>();
+  }
   m.out.resize(static_cast<std::size_t>(m.nt) * 12 * sizeof(double));
   for (auto& e : m.ev) VH_FMM_CUDA(cudaEventCreate(&e));
   // Dynamic shared memory above 48 KB is not needed: P2M chunks fit 40 KB, the rest 4 nf double2.
@@ -792,6 +796,7 @@ void FarGpu::set_strengths(const SortedSourcesGpu& s) {
   Impl& m = *impl_;
   if (s.size() != m.ns) throw std::invalid_argument("FarGpu: one strength per source");
   m.alpha_dev = static_cast<const double4_32a*>(s.alpha_double());
+  if (m.self) m.perm_dev = s.permutation();
 }
 
 void FarGpu::set_strengths(const std::vector<Vec3>& alpha) {
@@ -870,6 +875,9 @@ void FarGpu::downward(const std::vector<std::complex<double>>& root_local, const
   }
   if (near) near->make_default_stream_wait();
   if (m.n_tgt_leaves > 0) {
+    if (!m.perm_dev)
+      throw std::invalid_argument("FarGpu: the targets' permutation is unknown (a tree without perm takes it from "
+                                  "set_strengths(const SortedSourcesGpu&) with self)");
     const double4_32a* xt = m.xt_dev;
     const MeanTerms mc = mean ? *mean : MeanTerms{};
     const bool correct = mean != nullptr;
@@ -879,12 +887,12 @@ void FarGpu::downward(const std::vector<std::complex<double>>& root_local, const
     if (near && near->n_targets() > 0 && near->device_result_is_double())
       l2p_kernel<double><<<m.n_tgt_leaves, 64, shm_l2p>>>(m.tgt_leaves.as<int>(), tc, xt, m.p, m.L.as<double2>(),
                                                            static_cast<const double*>(near->device_result()),
-                                                           m.perm.as<int>(), mc, correct, u_out, grad_out);
+                                                           m.perm_dev, mc, correct, u_out, grad_out);
     else
       l2p_kernel<float><<<m.n_tgt_leaves, 64, shm_l2p>>>(
           m.tgt_leaves.as<int>(), tc, xt, m.p, m.L.as<double2>(),
           near && near->n_targets() > 0 ? static_cast<const float*>(near->device_result()) : nullptr,
-          m.perm.as<int>(), mc, correct, u_out, grad_out);
+          m.perm_dev, mc, correct, u_out, grad_out);
     VH_FMM_CUDA(cudaGetLastError());
   }
   VH_FMM_CUDA(cudaEventRecord(m.ev[4]));

@@ -81,7 +81,7 @@ class FarGpu {
   /// Uploads the strengths (sorted source order).
   void set_strengths(const std::vector<Vec3>& alpha);
   /// Reads the strengths where a SortedSourcesGpu keeps them (no upload); `s` must outlive
-  /// the evaluation.
+  /// the evaluation.  With self, also its permutation (the tree it built has none).
   void set_strengths(const SortedSourcesGpu& s);
   /// P2M and M2M; returns the root multipole (3 ncoef(p) coefficients, component-major), which
   /// the periodic lattice needs.
@@ -90,7 +90,7 @@ class FarGpu {
   /// expansion first (the far lattice).  When `near` is given (same target order, its run()
   /// or launch() already issued), its sums are added at L2P, and with `mean` the periodic mean
   /// correction (fmm/mean_correction.h).  L2P writes u and grad in the targets' input order
-  /// (tgt.perm).  The result stays on the device.
+  /// (tgt.perm, or the SortedSourcesGpu's with self).  The result stays on the device.
   void downward(const std::vector<std::complex<double>>& root_local, const P2PGpu* near,
                 const MeanTerms* mean = nullptr);
   /// Copies u and grad of the last downward() to the host, input order of the targets (resized

@@ -15,6 +15,7 @@
 #include "fmm/far_gpu.h"
 #include "fmm/p2p_gpu.h"
 #include "fmm/particles_gpu.h"
+#include "fmm/traverse_gpu.h"
 #endif
 #include "fmm/periodic.h"
 #include "fmm/profile.h"
@@ -285,33 +286,35 @@ void evaluate_cpu(const Params& prm, const Tree& tgt, const Tree& src, bool self
 }
 
 #ifdef VH_FMM_HAVE_CUDA
-// The whole evaluation on the GPU over the same trees and lists (fmm/p2p_gpu.h, fmm/far_gpu.h):
-// the near field is launched first, then P2M/M2M, the lattice on the host (a few M2Ls on the
-// root), M2L, L2L and L2P, which adds the near-field sums and the periodic mean correction and
-// writes in the targets' input order; one download, straight into u_out and grad_out.  Stage
-// times from CUDA events; tm.upload is the host's list flattening and the uploads.
+// The whole evaluation on the GPU over the same trees, with the lists the GPU built
+// (fmm/traverse_gpu.h; the lists of the CPU traversal entry for entry) and taken over by the
+// near and the far field (fmm/p2p_gpu.h, fmm/far_gpu.h): the near field is launched first, then
+// P2M/M2M, the lattice on the host (a few M2Ls on the root), M2L, L2L and L2P, which adds the
+// near-field sums and the periodic mean correction and writes in the targets' input order; one
+// download, straight into u_out and grad_out.  Stage times from CUDA events; tm.upload is the
+// host's set-up and uploads.
 void evaluate_gpu(const Params& prm, const Tree& tgt, const Tree& src, const SortedSourcesGpu& sources, bool self,
-                  const Lists& lists, const std::vector<Vec3>& shifts, int r0, bool lattice,
+                  GpuLists& lists, const std::vector<Vec3>& shifts, int r0, bool lattice,
                   const std::vector<Vec3>& x_in, const std::vector<Vec3>& alpha_in, std::vector<Vec3>& u_out,
                   std::vector<Mat3>& grad_out, Timings& tm) {
-  // The near field is launched as soon as its lists are up, so that the far field's host work
-  // and uploads overlap it.
+  // The near field is launched first, so that the far field's set-up overlaps it.
   StepTimer st("gpu host");
   const auto t0 = clock_type::now();
-  const P2PLists fl = flatten_p2p_lists(tgt, src, lists, shifts, self);
-  st.mark("flatten p2p");
-  P2PGpu near(fl, prm.precision == "double" ? GpuPrecision::fp64 : GpuPrecision::fp32);
-  st.mark("p2p lists up");
+  const long long p2p_pairs = lists.p2p_pairs;
+  P2PGpu near(lists, prm.precision == "double" ? GpuPrecision::fp64 : GpuPrecision::fp32);
+  st.mark("p2p set up");
   near.set_sources(sources);
   if (!self) near.set_targets(tgt.x);
-  near.launch();
   st.mark("p2p targets up");
   FarGpu far(tgt, src, self, lists, shifts, prm.p, &near);
   far.set_strengths(sources);
   st.mark("far setup");
   const auto t1 = clock_type::now();
   tm.upload = seconds(t0, t1);
+  // The upward pass first (a few per cent of the work, and the lattice on the host needs its
+  // root), then the near field on its own stream beside the host's lattice and the M2L.
   const std::vector<cplx> root = far.upward();
+  near.launch();
   st.mark("upward");
   std::vector<cplx> root_local;
   MeanTerms mean;
@@ -330,7 +333,7 @@ void evaluate_gpu(const Params& prm, const Tree& tgt, const Tree& src, const Sor
   tm.m2l = ft.m2l * 1e-3;
   tm.l2l_l2p = ft.l2l_l2p * 1e-3;
   tm.n_m2l = far.n_m2l();
-  tm.n_p2p_pairs = fl.pairs();
+  tm.n_p2p_pairs = p2p_pairs;
 }
 #endif
 
@@ -387,7 +390,14 @@ Timings run(const Params& prm_in, const std::vector<Vec3>& x_in, const std::vect
   // One M2L (~8 us at p = 10) costs about as much as 200-500 pair evaluations (15-40 ns).
   const long long p2p_max_pairs =
       prm.p2p_max_pairs >= 0 ? prm.p2p_max_pairs : static_cast<long long>(std::pow(prm.p + 1.0, 4) / 55);
-  const Lists lists = build_lists(tgt, src, shifts, Acceptance{prm.theta, rcut_per_sigma, p2p_max_pairs});
+  const Acceptance mac{prm.theta, rcut_per_sigma, p2p_max_pairs};
+  // With the GPU back end the lists are built on the device, in the formats its kernels read.
+  Lists lists;
+#ifdef VH_FMM_HAVE_CUDA
+  GpuLists gpu_lists;
+  if (prm.use_gpu && nt > 0 && ns > 0) gpu_lists = build_lists_gpu(tgt, src, self, shifts, mac);
+#endif
+  if (!prm.use_gpu) lists = build_lists(tgt, src, shifts, mac);
   const auto t_trav = clock_type::now();
   st.mark("lists");
   tm.traverse = seconds(t_tree, t_trav);
@@ -396,8 +406,8 @@ Timings run(const Params& prm_in, const std::vector<Vec3>& x_in, const std::vect
   if (prm.use_gpu) {
 #ifdef VH_FMM_HAVE_CUDA
     if (nt > 0 && ns > 0) {
-      evaluate_gpu(prm, tgt, src, *gpu_sources, self, lists, shifts, r0, lattice, x_in, alpha_in, u_out, grad_out,
-                   tm);
+      evaluate_gpu(prm, tgt, src, *gpu_sources, self, gpu_lists, shifts, r0, lattice, x_in, alpha_in, u_out,
+                   grad_out, tm);
       st.mark("gpu evaluation");
     } else {
       u_out.assign(nt, Vec3{});

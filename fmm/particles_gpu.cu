@@ -199,20 +199,15 @@ Tree SortedSourcesGpu::tree(int ncrit) const {
     cl.radius = std::sqrt(from_ordered(e[6]));
     cl.sigma_max = from_ordered(e[7]);
   }
-  st.mark("extents");
-  t.perm.resize(n);
-  int* h = static_cast<int*>(pinned_staging(n * sizeof(int)));
-  VH_FMM_CUDA(cudaMemcpy(h, m.perm.p, n * sizeof(int), cudaMemcpyDeviceToHost));
-  const std::ptrdiff_t nn = n;
-#pragma omp parallel for schedule(static)
-  for (std::ptrdiff_t i = 0; i < nn; ++i) t.perm[i] = h[i];
   index_levels(t);
-  st.mark("perm down");
+  st.mark("extents");
   return t;
 }
 
-void SortedSourcesGpu::download_sorted(std::vector<Vec3>& x, std::vector<double>& sigma) const {
+void SortedSourcesGpu::download_sorted(std::vector<int>& perm, std::vector<Vec3>& x, std::vector<double>& sigma) const {
   const Impl& m = *impl_;
+  perm.resize(m.n);
+  if (m.n) VH_FMM_CUDA(cudaMemcpy(perm.data(), m.perm.p, m.n * sizeof(int), cudaMemcpyDeviceToHost));
   std::vector<double4_32a> h(m.n);
   if (m.n) VH_FMM_CUDA(cudaMemcpy(h.data(), m.xs4.p, m.n * sizeof(double4_32a), cudaMemcpyDeviceToHost));
   x.resize(m.n);

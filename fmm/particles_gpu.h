@@ -2,9 +2,9 @@
 // positions, core radii and strengths go up once in input order, the keys (fmm/morton.h, the
 // CPU tree's own function), the stable sort (CUB) and the gathers run on the device.  The host
 // gets back only the keys, splits the cells by them (fmm::split_cells), and the device measures
-// the cells (tight boxes, radii, sigma_max: the twin of fmm::cell_extents); with the
-// permutation that is the same Tree as fmm::build_tree builds on the CPU, less the sorted
-// positions and core radii (Tree::x and Tree::sigma stay empty).  The P2P and the far field read
+// the cells (tight boxes, radii, sigma_max: the twin of fmm::cell_extents): the cells of the
+// Tree fmm::build_tree builds on the CPU; its permutation, sorted positions and core radii stay
+// on the device (Tree::perm, x and sigma empty; FarGpu reads the permutation there).  The P2P and the far field read
 // the sorted sources where they are (P2PGpu::set_sources(const SortedSourcesGpu&),
 // FarGpu::set_strengths(const SortedSourcesGpu&)).  CUDA builds only (VH_FMM_HAVE_CUDA).
 #pragma once
@@ -27,10 +27,10 @@ class SortedSourcesGpu {
   SortedSourcesGpu(const SortedSourcesGpu&) = delete;
   SortedSourcesGpu& operator=(const SortedSourcesGpu&) = delete;
 
-  /// The octree of the sorted sources (cells and permutation; x and sigma empty).
+  /// The octree of the sorted sources: the cells (perm, x and sigma stay on the device).
   Tree tree(int ncrit) const;
-  /// The sorted positions (wrapped) and core radii, downloaded (for tests).
-  void download_sorted(std::vector<Vec3>& x, std::vector<double>& sigma) const;
+  /// The permutation, sorted positions (wrapped) and core radii, downloaded (for tests).
+  void download_sorted(std::vector<int>& perm, std::vector<Vec3>& x, std::vector<double>& sigma) const;
 
   int size() const;
   /// Device arrays in sorted order: double4 (x, y, z, sigma); strengths as double4 (a, 0) and

@@ -439,7 +439,7 @@ GpuLists build_lists_gpu(const Tree& tgt, const Tree& src, bool self, const std:
   GpuListsDevice& D = *out.dev;
   const int nct = static_cast<int>(tgt.cells.size()), ncs = static_cast<int>(src.cells.size());
   const int nshift = static_cast<int>(shifts.size());
-  const int nt = static_cast<int>(tgt.perm.size()), ns = static_cast<int>(src.perm.size());
+  const int nt = tgt.size(), ns = src.size();
   const Layout L{bits_for(nshift), bits_for(ncs)};
   const int key_bits = bits_for(nct) + L.bs + L.bc;
   if (key_bits > 63)

@@ -27,17 +27,16 @@ struct Cell {
   bool leaf() const { return nchild == 0; }
 };
 
-/// Octree and the sort permutation: sorted particle i is input particle perm[i].
+/// Octree and the sort permutation: sorted particle i is input particle perm[i].  perm, x and
+/// sigma are empty when the points stay on the GPU (SortedSourcesGpu::tree, fmm/particles_gpu.h).
 struct Tree {
   std::vector<Cell> cells;            ///< cells[0] is the root; children after parents
   std::vector<int> perm;              ///< sorted -> input index
-  /// Positions in sorted order (wrapped, when built with wrap); empty when the points stay on
-  /// the GPU (SortedSourcesGpu::tree, fmm/particles_gpu.h).
-  std::vector<Vec3> x;
-  std::vector<double> sigma;          ///< core radii in sorted order (empty for a target tree, or as x)
+  std::vector<Vec3> x;                ///< positions in sorted order (wrapped, when built with wrap)
+  std::vector<double> sigma;          ///< core radii in sorted order (empty for a target tree)
   std::vector<std::vector<int>> levels;  ///< cell indices per level
-  /// Number of points.
-  int size() const { return static_cast<int>(perm.size()); }
+  /// Number of points (the root's range).
+  int size() const { return cells.empty() ? 0 : cells[0].end; }
 };
 
 /// Builds the tree of points x (sigma may be empty for targets) in the cube of centre `center`

@@ -10,7 +10,7 @@ rm -rf .gpu && mkdir -p .gpu
 cp build-gpu/vortexhit .gpu/
 # The test programs with GPU tests (the CLI tests exec build-gpu/vortexhit by its path here,
 # so they stay behind) and every benchmark.
-for t in test_initial_field test_diagnostics test_spectral_gpu fmm_gpu_test test_fmm_gpu test_blobs_gpu; do
+for t in test_initial_field test_diagnostics test_spectral_gpu fmm_gpu_test test_fmm_gpu test_traverse_gpu test_blobs_gpu; do
   find build-gpu/tests -name "$t" -type f -executable -exec cp {} .gpu/ \;
 done
 find build-gpu/bench -maxdepth 3 -type f -executable \( -name '*_bench' -o -name 'tgv_check' \) -exec cp {} .gpu/ \;
