@@ -1,21 +1,44 @@
 #!/usr/bin/env bash
-# Builds with CUDA for Hopper (sm_90) into build-gpu/ and copies the executables the GPU
-# machine needs, plus Boost.Program_options (missing there), into .gpu/ (../shared/DEVICE.md).
+# Builds with CUDA for Hopper (sm_90) into build-gpu/ and copies the executables of one set, plus
+# Boost.Program_options (missing on the GPU machine), into .gpu/ (../shared/DEVICE.md):
+#
+#   scripts/build-gpu.sh [SET]      SET: fmm (default), spectral, tgv, vortex or all
+#
+#   fmm       the FMM, P2P, blob, initial-field and diagnostics GPU tests and the FMM/P2P benchmarks
+#             (device-check.sh tests, sanitize; bench without the spectral benchmark)
+#   spectral  test_spectral_gpu, spectral_bench (device-check.sh tests, bench)
+#   tgv       tgv_check (the Taylor-Green check against the 512^3 reference)
+#   vortex    vortexhit and the blob test (device-check.sh vortex, study, sc09)
+#   all       every one of them (more than the device tool carries)
+#
+# Sets, because the device tool carries at most 64 MiB and every program that links the spectral
+# solver holds its fused transforms' device code (about 26 MB each).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+set_name=${1:-fmm}
+case "$set_name" in
+  fmm) progs="fmm_gpu_test test_fmm_gpu test_traverse_gpu test_blobs_gpu test_initial_field test_diagnostics
+              fmm_bench p2p_gpu_bench p2p_cpu_bench" ;;
+  spectral) progs="test_spectral_gpu spectral_bench" ;;
+  tgv) progs="tgv_check" ;;
+  vortex) progs="vortexhit test_blobs_gpu" ;;
+  all) progs="fmm_gpu_test test_fmm_gpu test_traverse_gpu test_blobs_gpu test_initial_field test_diagnostics
+              fmm_bench p2p_gpu_bench p2p_cpu_bench test_spectral_gpu spectral_bench tgv_check vortexhit" ;;
+  *) echo "build-gpu.sh: unknown set '$set_name' (allowed: fmm, spectral, tgv, vortex, all)" >&2; exit 2 ;;
+esac
 [ -f build-gpu/CMakeCache.txt ] ||
   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DVH_ENABLE_CUDA=ON >/dev/null
 cmake --build build-gpu -j "$(nproc)"
 rm -rf .gpu && mkdir -p .gpu
-cp build-gpu/vortexhit .gpu/
-# The test programs with GPU tests (the CLI tests exec build-gpu/vortexhit by its path here,
-# so they stay behind) and every benchmark.
-for t in test_initial_field test_diagnostics test_spectral_gpu fmm_gpu_test test_fmm_gpu test_traverse_gpu test_blobs_gpu; do
-  find build-gpu/tests -name "$t" -type f -executable -exec cp {} .gpu/ \;
+for p in $progs; do
+  f=$(find build-gpu -name "$p" -type f -executable -not -path '*/CMakeFiles/*' | head -n 1)
+  [ -n "$f" ] || { echo "build-gpu.sh: $p was not built" >&2; exit 1; }
+  cp "$f" .gpu/
 done
-find build-gpu/bench -maxdepth 3 -type f -executable \( -name '*_bench' -o -name 'tgv_check' \) -exec cp {} .gpu/ \;
 cp /usr/lib/x86_64-linux-gnu/libboost_program_options.so.1.74.0 .gpu/
 # The tests read reference data from the path compiled in (VH_SHARED_DIR = <repo>/../shared).
 mkdir -p .gpu/shared && cp -r ../shared/data .gpu/shared/
 echo "$(cd .. && pwd)/shared" > .gpu/shared_dir.txt
-du -sh .gpu
+size=$(du -sm .gpu | cut -f1)
+echo ".gpu: set $set_name, ${size} MiB"
+[ "$size" -le 64 ] || echo "build-gpu.sh: .gpu is ${size} MiB, more than the device tool carries (64 MiB); use a smaller set" >&2

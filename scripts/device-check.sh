@@ -2,11 +2,14 @@
 # GPU tests and benchmarks from binaries built here and carried to the GPU machine
 # (../shared/DEVICE.md). Writes logs and CSV rows under $OUT (default ./device-out).
 #
-#   scripts/build-gpu.sh                 # here: build with CUDA for sm_90, fill .gpu/
+#   scripts/build-gpu.sh [SET]           # here: build with CUDA for sm_90, fill .gpu/ with a set
+#                                        # (fmm, spectral, vortex: what the modes below run)
 #   device run, carry [".gpu"]:  export LD_LIBRARY_PATH=$PWD/.gpu; scripts/device-check.sh [MODE]
 # MODE: tests | bench | all (tests and bench) | vortex (GPU vs CPU vortex solver at 32^3, quick.ini
 # at 32^3 on the GPU) | study (parametric study at 64^3) | sc09 (the first steps of sc09_256.ini)
-# | sanitize (compute-sanitizer memcheck and racecheck on the FMM GPU tests)
+# | sanitize (compute-sanitizer memcheck and racecheck on the FMM GPU tests). Each mode runs what
+# of it was carried: tests and bench with the fmm or the spectral set, sanitize with fmm, the
+# vortex modes with vortex.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-device-out}

@@ -344,9 +344,11 @@ void set_smem(K* k, std::size_t bytes) {
   VH_CHECK_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
 }
 
-/// Default variant of the x pass per size, the fastest on the H200 in fp64 (bench/RESULTS.md,
-/// 2026-11-22 fused transforms): 2 at M = 512 (63.95 against 77.8 ms/step for 0) and 384
-/// (32.8 against 40.5), 0 at 256 (8.16 against 9.05); 0 elsewhere (not measured).
+/// Variant of the x pass per size, the fastest on the H200 in fp64 (bench/RESULTS.md, 2026-11-22
+/// fused transforms; measured with all three built, selected then by VH_FUSED_XC): 2 at M = 512
+/// (63.95 against 77.8 ms/step for 0) and 384 (32.8 against 40.5), 0 at 256 (8.16 against
+/// 9.05); 0 elsewhere (not measured).  Variant 1 (ept() threads, 1 block per SM) was never the
+/// fastest.
 template <int M>
 constexpr int kXcDefault = (M == 512 || M == 384) ? 2 : 0;
 
@@ -388,20 +390,17 @@ struct Passes {
         set_smem(yf_kernel<T, M>, Fs::kColScratch);
         yf_kernel<T, M><<<dim3(l.nxp / kTile, M), col, Fs::kColScratch, st>>>(l, yb, zb);
         break;
-      case Pass::x_cross: {
-        // Variants of the x pass (VH_FUSED_XC=0|1|2 to measure): 0 row_ept() threads per
-        // line, 1 ept() (fewer threads, more registers), 2 as 1 capped at 2 blocks per SM.
-        static const int xv = std::getenv("VH_FUSED_XC") ? std::atoi(std::getenv("VH_FUSED_XC")) : kXcDefault<M>;
-        if (xv == 0)
-          xc_launch<xc_kernel<T, M, row_ept<T, M>(), 1>, typename Fs::RowInv, typename Fs::RowFwd>(l, yb, st);
-        else if (xv == 1)
-          xc_launch<xc_kernel<T, M, ept<T, M>(), 1>, BlockFft<T, M, cufftdx::fft_direction::inverse, kRows>,
-                    BlockFft<T, M, cufftdx::fft_direction::forward, kRows>>(l, yb, st);
-        else
+      case Pass::x_cross:
+        // The variant measured fastest for this size (kXcDefault): 2 = ept() threads per line
+        // capped at 2 blocks per SM, 0 = row_ept() threads per line.  Only that one is
+        // instantiated: each variant of each size adds megabytes of device code to every
+        // program that links the solver.
+        if constexpr (kXcDefault<M> == 2)
           xc_launch<xc_kernel<T, M, ept<T, M>(), 2>, BlockFft<T, M, cufftdx::fft_direction::inverse, kRows>,
                     BlockFft<T, M, cufftdx::fft_direction::forward, kRows>>(l, yb, st);
+        else
+          xc_launch<xc_kernel<T, M, row_ept<T, M>(), 1>, typename Fs::RowInv, typename Fs::RowFwd>(l, yb, st);
         break;
-      }
     }
     VH_CHECK_CUDA(cudaGetLastError());
   }

@@ -47,9 +47,10 @@ namespace vh::spectral {
 namespace {
 
 /// Whether Params::transforms = automatic takes the fused passes for this case: where they
-/// were measured faster than the cuFFT path on the H200 (bench/RESULTS.md).
-/// They were faster in every measured case (solver.h), so: wherever they are supported.
-bool fused_by_default(const kernel::Geometry&, bool) { return true; }
+/// were measured faster than the cuFFT path on the H200 (bench/RESULTS.md): with the 3/2 and
+/// the 2/3 rule (nothing to prune without dealiasing: fp64 `none` took 1.85 ms at 128³ and
+/// 14.9 ms at 256³ fused against 1.64 and 11.8 with cuFFT).
+bool fused_by_default(const kernel::Geometry& g, bool) { return g.dealias != kernel::kNone; }
 
 using kernel::Cx;
 using kernel::Geometry;

@@ -53,7 +53,9 @@ struct Params {
   /// 2026-11-22 "fused transforms"): everywhere they run — fp64 256³
   /// 3/2 32.8 against 47.4 ms/step with cuFFT, 256³ 2/3 8.2 against 10.7, 512³ 2/3 64.0
   /// against 86.0; fp32 256³ 3/2 17.9 against 25.6 — so automatic means fused wherever
-  /// supported, and cuFFT for 512³ 3/2 (M = 768, no cuFFTDx kernel without a workspace).
+  /// supported with the 3/2 and 2/3 rules, and cuFFT for 512³ 3/2 (M = 768, no cuFFTDx kernel
+  /// without a workspace) and without dealiasing (`none`: fused 1.85 and 14.9 ms at 128³ and
+  /// 256³ against 1.64 and 11.8 with cuFFT).
   /// pruned_transforms and fft_callbacks apply to the cuFFT path only.
   Transforms transforms = Transforms::automatic;
   double nu = 0;                  ///< kinematic viscosity [length²/time]
