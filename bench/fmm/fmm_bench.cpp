@@ -16,7 +16,7 @@
 // Error: free space, against the direct sum on 1000 sampled targets; --turbulent, against the
 // exact spectral sum of tests/fmm/spectral_reference.h at every particle (N <= 2^ref-max-log2n);
 // other periodic runs have none.
-// --device gpu: the whole evaluation on the GPU (Params::use_gpu; tree and lists on the host),
+// --device gpu: the whole evaluation on the GPU (Params::use_gpu; the host splits the cells),
 // stage columns are then kernel times; and the O(N^2) GPU direct sum is timed for
 // N <= 2^direct-max-log2n, with the N where the FMM wins.
 //

@@ -235,7 +235,9 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
     solvers.push_back(make_vortex(cfg.vortex, g, backend));
     const fmm::Params f = cfg.vortex.fmm.resolved();
     std::ostringstream msg;
-    msg << "vortex   FMM " << (backend == Backend::gpu ? "on the GPU (tree and lists on the host)" : "on the CPU")
+    msg << "vortex   FMM "
+        << (backend == Backend::gpu ? "on the GPU (the cells split on the host, measured and traversed on the GPU)"
+                                    : "on the CPU")
         << ": tolerance " << f.tolerance << ", p " << f.p << ", theta " << f.theta << ", ncrit " << f.ncrit
         << ", images " << f.images;
     if (backend == Backend::gpu) msg << ", near field " << f.precision;
