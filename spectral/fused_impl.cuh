@@ -73,6 +73,27 @@ struct Ffts {
 __device__ inline unsigned flat_tid() { return threadIdx.y * blockDim.x + threadIdx.x; }
 __device__ inline unsigned block_threads() { return blockDim.x * blockDim.y; }
 
+/// The kTile line FFTs F of the column tile S in place (line threadIdx.y, element j at
+/// S[j * kPad + line]); S is also F's workspace.  Every thread of the block takes part.
+template <class F, class T>
+__device__ inline void tile_fft(Cx<T>* S) {
+  const unsigned t = threadIdx.y;
+  typename F::value_type v[F::storage_size];
+  #pragma unroll
+  for (unsigned i = 0; i < F::elements_per_thread; ++i) {
+    const Cx<T> x = S[(threadIdx.x + i * F::stride) * kPad + t];
+    v[i].x = x.re;
+    v[i].y = x.im;
+  }
+  __syncthreads();
+  F().execute(v, S);
+  __syncthreads();
+  #pragma unroll
+  for (unsigned i = 0; i < F::elements_per_thread; ++i)
+    S[(threadIdx.x + i * F::stride) * kPad + t] = Cx<T>{v[i].x, v[i].y};
+  __syncthreads();
+}
+
 /// Bytes of the [3][nk][kPad] mode tile of ZI/ZFP, rounded to 16.
 template <class T>
 __host__ __device__ inline std::size_t a_bytes(const FusedLayout& l) {
@@ -188,10 +209,9 @@ __global__ void __launch_bounds__(Ffts<T, M>::kColThreads)
 template <class T, int M>
 __global__ void __launch_bounds__(Ffts<T, M>::kColThreads) yi_kernel(FusedLayout l, const Cx<T>* zb, Cx<T>* yb) {
   using F = typename Ffts<T, M>::ColInv;
-  using V = typename F::value_type;
   extern __shared__ __align__(16) unsigned char smem[];
   Cx<T>* S = reinterpret_cast<Cx<T>*>(smem);
-  const int kx0 = int(blockIdx.x) * kTile, z = int(blockIdx.y), K = l.k, t = threadIdx.y;
+  const int kx0 = int(blockIdx.x) * kTile, z = int(blockIdx.y), K = l.k;
   for (int f = 0; f < 6; ++f) {
     for (unsigned idx = flat_tid(); idx < unsigned(M) * kTile; idx += block_threads()) {
       const unsigned j = idx / kTile, tt = idx % kTile;
@@ -199,20 +219,7 @@ __global__ void __launch_bounds__(Ffts<T, M>::kColThreads) yi_kernel(FusedLayout
       S[j * kPad + tt] = (ky >= -K && ky <= K) ? zb[l.zb(f, z, ky + K, kx0 + int(tt))] : Cx<T>{T(0), T(0)};
     }
     __syncthreads();
-    V v[F::storage_size];
-    #pragma unroll
-    for (unsigned i = 0; i < F::elements_per_thread; ++i) {
-      const Cx<T> x = S[(threadIdx.x + i * F::stride) * kPad + t];
-      v[i].x = x.re;
-      v[i].y = x.im;
-    }
-    __syncthreads();
-    F().execute(v, S);
-    __syncthreads();
-    #pragma unroll
-    for (unsigned i = 0; i < F::elements_per_thread; ++i)
-      S[(threadIdx.x + i * F::stride) * kPad + t] = Cx<T>{v[i].x, v[i].y};
-    __syncthreads();
+    tile_fft<F>(S);
     for (unsigned idx = flat_tid(); idx < unsigned(M) * kTile; idx += block_threads()) {
       const unsigned y = idx / kTile, tt = idx % kTile;
       yb[l.yb(f, z, int(y), kx0 + int(tt))] = S[y * kPad + tt];
@@ -225,30 +232,16 @@ __global__ void __launch_bounds__(Ffts<T, M>::kColThreads) yi_kernel(FusedLayout
 template <class T, int M>
 __global__ void __launch_bounds__(Ffts<T, M>::kColThreads) yf_kernel(FusedLayout l, const Cx<T>* yb, Cx<T>* zb) {
   using F = typename Ffts<T, M>::ColFwd;
-  using V = typename F::value_type;
   extern __shared__ __align__(16) unsigned char smem[];
   Cx<T>* S = reinterpret_cast<Cx<T>*>(smem);
-  const int kx0 = int(blockIdx.x) * kTile, z = int(blockIdx.y), K = l.k, t = threadIdx.y;
+  const int kx0 = int(blockIdx.x) * kTile, z = int(blockIdx.y), K = l.k;
   for (int c = 0; c < 3; ++c) {
     for (unsigned idx = flat_tid(); idx < unsigned(M) * kTile; idx += block_threads()) {
       const unsigned y = idx / kTile, tt = idx % kTile;
       S[y * kPad + tt] = yb[l.yb(c, z, int(y), kx0 + int(tt))];
     }
     __syncthreads();
-    V v[F::storage_size];
-    #pragma unroll
-    for (unsigned i = 0; i < F::elements_per_thread; ++i) {
-      const Cx<T> x = S[(threadIdx.x + i * F::stride) * kPad + t];
-      v[i].x = x.re;
-      v[i].y = x.im;
-    }
-    __syncthreads();
-    F().execute(v, S);
-    __syncthreads();
-    #pragma unroll
-    for (unsigned i = 0; i < F::elements_per_thread; ++i)
-      S[(threadIdx.x + i * F::stride) * kPad + t] = Cx<T>{v[i].x, v[i].y};
-    __syncthreads();
+    tile_fft<F>(S);
     for (unsigned idx = flat_tid(); idx < unsigned(l.nk) * kTile; idx += block_threads()) {
       const int jy = int(idx / kTile), tt = int(idx % kTile);
       zb[l.zb(c, z, jy, kx0 + tt)] = S[kernel::axis_index(jy - K, M) * kPad + tt];

@@ -219,6 +219,17 @@ void expect_same_cells(const Tree& gpu, const Tree& cpu, const std::string& what
   EXPECT_EQ(gpu.levels, cpu.levels) << what;
 }
 
+// The device's permutation, sorted positions and core radii against the CPU tree's.
+void expect_same_sorting(const SortedSourcesGpu& sorted, const Tree& cpu, const std::string& what) {
+  std::vector<int> ps;
+  std::vector<Vec3> xs;
+  std::vector<double> ss;
+  sorted.download_sorted(ps, xs, ss);
+  EXPECT_EQ(ps, cpu.perm) << what;
+  EXPECT_EQ(xs, cpu.x) << what;
+  EXPECT_EQ(ss, cpu.sigma) << what;
+}
+
 TEST(TreeSortGpu, SameTreeAsTheCpuSort) {
   if (gpu_count() == 0) GTEST_SKIP() << "no CUDA device";
   Blobs b = random_blobs(30000, -1.0, 2 * kBoxLength, 7, false);
@@ -243,13 +254,7 @@ TEST(TreeSortGpu, SameTreeAsTheCpuSort) {
     const Tree gpu_all = sorted.tree(ncrit);
     EXPECT_TRUE(gpu_all.perm.empty() && gpu_all.x.empty() && gpu_all.sigma.empty()) << what;
     EXPECT_EQ(gpu_all.size(), cpu.size()) << what;
-    std::vector<int> ps;
-    std::vector<Vec3> xs;
-    std::vector<double> ss;
-    sorted.download_sorted(ps, xs, ss);
-    EXPECT_EQ(ps, cpu.perm) << what;
-    EXPECT_EQ(xs, cpu.x) << what;
-    EXPECT_EQ(ss, cpu.sigma) << what;
+    expect_same_sorting(sorted, cpu, what);
     expect_same_cells(gpu_all, cpu, what + ", all on the GPU");
   }
   // Free space: three Gaussian clusters of very different widths, one tight enough for deep
@@ -277,12 +282,7 @@ TEST(TreeSortGpu, SameTreeAsTheCpuSort) {
     const Tree cpu = build_tree(x, sigma, fc, fh, ncrit);
     SortedSourcesGpu sorted(x, sigma, ones, fc, fh, false);
     const Tree gpu = sorted.tree(ncrit);
-    std::vector<int> ps;
-    std::vector<Vec3> xs;
-    std::vector<double> ss;
-    sorted.download_sorted(ps, xs, ss);
-    EXPECT_EQ(ps, cpu.perm) << what;
-    EXPECT_EQ(xs, cpu.x) << what;
+    expect_same_sorting(sorted, cpu, what);
     expect_same_cells(gpu, cpu, what);
   }
 }

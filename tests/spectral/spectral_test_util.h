@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <functional>
 
 #include "core/fft.h"
 #include "core/grid.h"
+#include "core/initial_field.h"
 #include "spectral/solver.h"
 
 namespace vh::spectral::test {
@@ -52,6 +54,15 @@ inline double rel_l2(const SpectralVector& a, const SpectralVector& b) {
 
 /// K = ½⟨u·u⟩ = Σ ½|û|².
 inline double energy(const SpectralVector& u) { return 0.5 * norm2(u); }
+
+/// A random solenoidal field of the initial-field generator (nu 0.01, peak k_p), in coefficients.
+inline SpectralVector random_field(int n, std::uint64_t seed, double k_p = 3) {
+  InitialFieldSpec s;
+  s.nu = 0.01;
+  s.k_p = k_p;
+  s.seed = seed;
+  return make_initial_field(s, Grid{n}).u;
+}
 
 /// Independent reference of P FFT[u × ω] dealiased as `d`: evaluated on a 2N grid (alias
 /// free for the retained set) with vh::Fft3d, then truncated to the retained set. For

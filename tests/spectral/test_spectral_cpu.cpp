@@ -26,13 +26,7 @@ std::unique_ptr<Solver> cpu(Dealias d, Viscosity v, double nu, int n) {
   return make_solver(p, Grid{n}, Backend::cpu);
 }
 
-SpectralVector random_field(int n, std::uint64_t seed = 7, double k_p = 3) {
-  InitialFieldSpec s;
-  s.nu = 0.01;
-  s.k_p = k_p;
-  s.seed = seed;
-  return make_initial_field(s, Grid{n}).u;
-}
+SpectralVector random_field(int n, std::uint64_t seed = 7, double k_p = 3) { return test::random_field(n, seed, k_p); }
 
 // 2-D Taylor–Green: u = sin x cos y e^{−2νt}, v = −cos x sin y e^{−2νt}, w = 0.
 SpectralVector tg2d(int n, double decay) {

@@ -16,13 +16,7 @@ namespace {
 
 using test::rel_l2;
 
-SpectralVector random_field(int n) {
-  InitialFieldSpec s;
-  s.nu = 0.01;
-  s.k_p = 3;
-  s.seed = 11;
-  return make_initial_field(s, Grid{n}).u;
-}
+SpectralVector random_field(int n) { return test::random_field(n, 11); }
 
 Params cpu_params(Dealias d, Viscosity v) {
   Params p;
