@@ -38,6 +38,15 @@ __device__ inline double2 cconj(double2 a) { return make_double2(a.x, -a.y); }
 // X_{l,-m} = (-1)^m conj(X_{lm})
 __device__ inline double2 negm(double2 a, int m) { return (m & 1) ? make_double2(-a.x, a.y) : make_double2(a.x, -a.y); }
 
+// A double2 or float2 from two values (rounded to float for float2).
+template <class V>
+__device__ inline V mk2(double x, double y) {
+  V v;
+  v.x = x;
+  v.y = y;
+  return v;
+}
+
 // (l, m) of the stored coefficient c (m >= 0 storage).
 __device__ inline void lm_of(int c, int& l, int& m) {
   l = 0;
@@ -68,8 +77,10 @@ __device__ void regular_column(double x, double y, double z, int p, int m, doubl
   }
 }
 
-// Column m of the irregular harmonics I_lm(x, y, z), added (add = true) or written to F.
-__device__ void irregular_column(double x, double y, double z, int p, int m, double2* F, bool add) {
+// Column m of the irregular harmonics I_lm(x, y, z), added (add = true) or written to F
+// (double2, or float2 for the single-precision M2L: the recurrence runs in double either way).
+template <class V>
+__device__ void irregular_column(double x, double y, double z, int p, int m, V* F, bool add) {
   const double inv_r2 = 1.0 / (x * x + y * y + z * z);
   double2 imm = make_double2(sqrt(inv_r2), 0.0);
   for (int l = 0; l < m; ++l) {  // I_{l+1,l+1} = -(2l+1) (x + iy) / r^2 I_ll
@@ -79,9 +90,9 @@ __device__ void irregular_column(double x, double y, double z, int p, int m, dou
   }
   double2 prev = make_double2(0, 0), cur = imm;
   for (int l = m; l <= p; ++l) {
-    double2& a = F[fidx(l, m)];
-    a = add ? make_double2(a.x + cur.x, a.y + cur.y) : cur;
-    if (m > 0) F[fidx(l, -m)] = negm(a, m);
+    V& a = F[fidx(l, m)];
+    a = add ? mk2<V>(a.x + cur.x, a.y + cur.y) : mk2<V>(cur.x, cur.y);
+    if (m > 0) F[fidx(l, -m)] = (m & 1) ? mk2<V>(-a.x, a.y) : mk2<V>(a.x, -a.y);  // negm
     if (l == p) break;
     // I_{l+1,m} = ((2l+1) z I_lm - (l^2 - m^2) I_{l-1,m}) / r^2
     const double c = double(l * l - m * m);
@@ -215,25 +226,28 @@ constexpr int kTableR = 7, kTableW = 2 * kTableR + 1, kTablesPerLevel = kTableW 
 
 struct TableGeometry {
   double side0;      // side of the root cube
-  int levels;        // tables for levels 0 .. levels - 1
-  const double2* t;  // [levels][kTablesPerLevel][nf], full layout
+  int levels;        // tables for levels 0 .. levels - 1 (double)
+  const double2* t;  // double: [levels][kTablesPerLevel][nf], full layout
+  const float2* u;   // float: [kTablesPerLevel][nf], unit side (I_lm(n) = side^(l+1) I_lm(n side))
 };
 
 // Block of 32 per (level, offset); lanes l <= p run the columns.  The zero offset is left unset
-// (table_index never returns it).
-__global__ void m2l_table_kernel(int p, TableGeometry g, double2* __restrict__ tables) {
+// (table_index never returns it).  V = float2: the unit-side tables (level 0 of side 1).
+template <class V>
+__global__ void m2l_table_kernel(int p, TableGeometry g, V* __restrict__ tables) {
   const int b = blockIdx.x, level = b / kTablesPerLevel, o = b - level * kTablesPerLevel;
   const int ix = o % kTableW - kTableR, iy = (o / kTableW) % kTableW - kTableR, iz = o / (kTableW * kTableW) - kTableR;
   if ((ix | iy | iz) == 0 || threadIdx.x > p) return;
-  const double side = ldexp(g.side0, -level);
+  const double side = sizeof(V) == sizeof(double2) ? ldexp(g.side0, -level) : 1.0;
   irregular_column(ix * side, iy * side, iz * side, p, threadIdx.x, tables + static_cast<long long>(b) * (p + 1) * (p + 1),
                    false);
 }
 
-// Table of the offset d between cells A and B (B's centre, shifted, minus A's), or -1.
-__device__ inline int table_index(const TableGeometry& g, const GCell& A, const GCell& B, double dx, double dy,
-                                  double dz) {
-  if (A.level != B.level || A.level >= g.levels) return -1;
+// Offset index (0 .. kTablesPerLevel - 1) of the offset d between same-level cells A and B (B's
+// centre, shifted, minus A's) when it is a whole number of sides within the tables, or -1.
+__device__ inline int table_offset(const TableGeometry& g, const GCell& A, const GCell& B, double dx, double dy,
+                                   double dz) {
+  if (A.level != B.level) return -1;
   const double inv = ldexp(1.0 / g.side0, A.level);
   const double q[3] = {dx * inv, dy * inv, dz * inv};
   int n[3];
@@ -243,7 +257,7 @@ __device__ inline int table_index(const TableGeometry& g, const GCell& A, const 
     n[d] = static_cast<int>(r);
   }
   if ((n[0] | n[1] | n[2]) == 0) return -1;
-  return A.level * kTablesPerLevel + ((n[2] + kTableR) * kTableW + (n[1] + kTableR)) * kTableW + (n[0] + kTableR);
+  return ((n[2] + kTableR) * kTableW + (n[1] + kTableR)) * kTableW + (n[0] + kTableR);
 }
 
 // Block per target cell, `warps` warps working independently ("multiple walks" over the source
@@ -257,6 +271,11 @@ __device__ inline int table_index(const TableGeometry& g, const GCell& A, const 
 // inside the loop.
 // Q: outputs per lane, ceil(3 ncoef(p) / 32), a template parameter so the accumulators stay in
 // registers.
+// R = float (fmm.precision single): the same contraction in float on expansions scaled by the
+// target cell's side s, which keeps every factor near 1 at any depth (unscaled, I_lm at degree
+// 10 of level-8 cells is ~1e34): M'_j = M_j / s^j, T_n = s^(n+1) I_n(d) = I_n(d / s) (the
+// unit-side tables, or the recurrence at d / s), and L_l = s^-(l+1) sum_j M'_j T_{l+j}, added
+// to the double local expansion.  Expansions, tables and the other stages stay double.
 // Three components at once: s[a] += sum over k = k0, k0 + dk, ... <= j of M'_a,jk T_k, with
 // Mj = M' at (j, 0) (components nf apart) and Tj = T at (l + j, m).
 // s += m t (complex) as four fused multiply-adds (written as s + m.x t.x - m.y t.y the compiler
@@ -268,40 +287,61 @@ __device__ inline void cmac(double2& s, double2 m, double2 t) {
   s.y = fma(m.x, t.y, s.y);
   s.y = fma(m.y, t.x, s.y);
 }
+__device__ inline void cmac(float2& s, float2 m, float2 t) {
+  s.x = fmaf(m.x, t.x, s.x);
+  s.x = fmaf(-m.y, t.y, s.x);
+  s.y = fmaf(m.x, t.y, s.y);
+  s.y = fmaf(m.y, t.x, s.y);
+}
 
-__device__ inline void contract3(const double2* Tj, const double2* Mj, int nf, int k0, int j, int dk, double2 s[3]) {
+template <class V>
+__device__ inline void contract3(const V* Tj, const V* Mj, int nf, int k0, int j, int dk, V s[3]) {
   for (int k = k0; k <= j; k += dk) {
-    const double2 t = Tj[k];
+    const V t = Tj[k];
     for (int a = 0; a < 3; ++a) cmac(s[a], Mj[a * nf + k], t);
   }
 }
 
-__device__ inline void add3(double2 acc[3], const double2 s[3]) {
+template <class V>
+__device__ inline void add3(V acc[3], const V s[3]) {
   for (int a = 0; a < 3; ++a) {
     acc[a].x += s[a].x;
     acc[a].y += s[a].y;
   }
 }
 
-// At most 4 warps per block; 5 blocks per SM cap the registers at 102 a thread (at p = 10, 4
-// blocks: M2L 0.550 s at 2^24 lattice particles, 5: 0.521, 6: 0.524; without a bound the kernel
-// took 136 registers, 3 blocks).  A prefetch of the next group's multipole into L1 gained nothing
-// (0.521 s): ncu puts the limit in issue and shared-memory throughput, not in L2 latency.
-template <int Q>
-__global__ void __launch_bounds__(128, 5) m2l_kernel(const int* __restrict__ targets, const int* __restrict__ goffset,
-                           const int* __restrict__ groups, const int2* __restrict__ entries,
-                           const GCell* __restrict__ tcells, const GCell* __restrict__ scells,
-                           const double4_32a* __restrict__ shifts, int p, TableGeometry tg,
-                           const double2* __restrict__ M, double2* __restrict__ L) {
-  extern __shared__ double2 sh[];
+template <class R> struct Complex2;
+template <> struct Complex2<double> { using type = double2; };
+template <> struct Complex2<float> { using type = float2; };
+
+// At most 4 warps per block; double: 5 blocks per SM cap the registers at 102 a thread (at
+// p = 10, 4 blocks: M2L 0.550 s at 2^24 lattice particles, 5: 0.521, 6: 0.524; without a bound
+// the kernel took 136 registers, 3 blocks); float: 8 blocks.  A prefetch of the next group's
+// multipole into L1 gained nothing (0.521 s): ncu puts the limit in issue and shared-memory
+// throughput, not in L2 latency.
+template <class R, int Q>
+__global__ void __launch_bounds__(128, sizeof(R) == 4 ? 8 : 5)
+    m2l_kernel(const int* __restrict__ targets, const int* __restrict__ goffset, const int* __restrict__ groups,
+               const int2* __restrict__ entries, const GCell* __restrict__ tcells, const GCell* __restrict__ scells,
+               const double4_32a* __restrict__ shifts, int p, TableGeometry tg, const double2* __restrict__ M,
+               double2* __restrict__ L) {
+  using V = typename Complex2<R>::type;
+  constexpr bool scaled = sizeof(R) == sizeof(float);
+  extern __shared__ __align__(16) unsigned char m2l_shared[];
   const int nc = cidx(p + 1, 0), nf = (p + 1) * (p + 1), nout = 3 * nc;
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  double2* T = sh + w * 4 * nf;  // [nf]
-  double2* Mf = T + nf;          // [3][nf], folded
-  // Staging map, full-layout entry f -> stored coefficient and the signs of its real and
-  // imaginary parts in the folded multipole (-1)^n conj(M_nm), M_{n,-m} = (-1)^m conj(M_nm):
-  // bits 0..29 the index, bit 30 negates Re, bit 31 negates Im.
+  V* sh = reinterpret_cast<V*>(m2l_shared);
+  V* T = sh + w * 4 * nf;  // [nf]
+  V* Mf = T + nf;          // [3][nf], folded
+  // Staging map, full-layout entry f -> stored coefficient, its degree and the signs of its
+  // real and imaginary parts in the folded multipole (-1)^n conj(M_nm), M_{n,-m} =
+  // (-1)^m conj(M_nm): bits 0..19 the index, 20..25 the degree, bit 30 negates Re, bit 31 Im.
   unsigned* smap = reinterpret_cast<unsigned*>(sh + warps * 4 * nf);
+  // scaled: s^-n, n = 0 .. p + 1 (s: the side of the target's level).
+  double* pw = reinterpret_cast<double*>(smap + ((nf + 1) & ~1));
+  const int A = targets[blockIdx.x];
+  const GCell CA = tcells[A];
+  const double inv_s = ldexp(1.0 / tg.side0, CA.level);
   for (int f = threadIdx.x; f < nf; f += blockDim.x) {
     int n = static_cast<int>(sqrtf(static_cast<float>(f)));
     if (n * n > f) --n;
@@ -316,25 +356,28 @@ __global__ void __launch_bounds__(128, 5) m2l_kernel(const int* __restrict__ tar
       nre = !nre;
       nim = !nim;
     }
-    smap[f] = static_cast<unsigned>(cidx(n, m < 0 ? -m : m)) | (nre ? 1u << 30 : 0u) | (nim ? 1u << 31 : 0u);
+    smap[f] = static_cast<unsigned>(cidx(n, m < 0 ? -m : m)) | static_cast<unsigned>(n) << 20 |
+              (nre ? 1u << 30 : 0u) | (nim ? 1u << 31 : 0u);
+  }
+  if (scaled && threadIdx.x == 0) {
+    pw[0] = 1;
+    for (int n = 1; n <= p + 1; ++n) pw[n] = pw[n - 1] * inv_s;
   }
   __syncthreads();
-  const int A = targets[blockIdx.x];
-  const GCell CA = tcells[A];
   // L_lm = sum_{j <= p - l} sum_{|k| <= j} M'_jk T_{l+j, m+k}, walked by source degree j, the
   // same j for every lane, so that the multipole's loads are one address (or, below, a few
   // consecutive ones) across the warp.  Lane owns the (l, m) outputs c = lane + 32 q with all
   // three components: one load of the table serves three multiply-adds.  At degree j only the
   // first A(j) = cidx(p - j + 1, 0) outputs (l <= p - j) take part; when they are fewer than 32,
-  // G = 32 / A(j) lanes (a power of two, at most 8: eight consecutive double2 are one
+  // G = 32 / A(j) lanes (a power of two, at most 8: eight consecutive complex values are one
   // conflict-free shared-memory access) share an output, each every G-th k, and their partial
   // sums meet in the owner lane by shuffles.  Fixed order throughout.
-  double2 acc[Q][3];
+  V acc[Q][3];
   int ol[Q], om[Q];
   const int nq = (nc - lane + 31) / 32;
 #pragma unroll
   for (int q = 0; q < Q; ++q) {
-    for (int a = 0; a < 3; ++a) acc[q][a] = make_double2(0, 0);
+    for (int a = 0; a < 3; ++a) acc[q][a] = mk2<V>(0, 0);
     if (q < nq) lm_of(lane + 32 * q, ol[q], om[q]);
   }
   // (l, m) of output lane mod A' for A' = 32 / G = 32, 16, 8, 4.
@@ -348,15 +391,20 @@ __global__ void __launch_bounds__(128, 5) m2l_kernel(const int* __restrict__ tar
     for (int k = e0; k < e1; ++k) {
       const double4_32a s = shifts[entries[k].y];
       const double dx = CB.cx + s.x - CA.cx, dy = CB.cy + s.y - CA.cy, dz = CB.cz + s.z - CA.cz;
-      const int ti = table_index(tg, CA, CB, dx, dy, dz);
-      if (ti >= 0) {
-        const double2* tab = tg.t + static_cast<long long>(ti) * nf;
+      const int o = table_offset(tg, CA, CB, dx, dy, dz);
+      if (o >= 0 && (scaled || CA.level < tg.levels)) {
+        const V* tab = scaled ? reinterpret_cast<const V*>(tg.u + static_cast<long long>(o) * nf)
+                              : reinterpret_cast<const V*>(
+                                    tg.t + static_cast<long long>(CA.level * kTablesPerLevel + o) * nf);
         for (int f = lane; f < nf; f += 32) {
-          const double2 v = tab[f];
-          T[f] = k > e0 ? make_double2(T[f].x + v.x, T[f].y + v.y) : v;
+          const V v = tab[f];
+          T[f] = k > e0 ? mk2<V>(T[f].x + v.x, T[f].y + v.y) : v;
         }
       } else if (lane <= p) {
-        irregular_column(dx, dy, dz, p, lane, T, k > e0);
+        if (scaled)
+          irregular_column(dx * inv_s, dy * inv_s, dz * inv_s, p, lane, T, k > e0);
+        else
+          irregular_column(dx, dy, dz, p, lane, T, k > e0);
       }
       __syncwarp();
     }
@@ -364,20 +412,25 @@ __global__ void __launch_bounds__(128, 5) m2l_kernel(const int* __restrict__ tar
     const double2* Ms = M + static_cast<long long>(src) * 3 * nc;
     for (int f = lane; f < nf; f += 32) {
       const unsigned mp = smap[f];
-      const int ci = static_cast<int>(mp & 0x3fffffffu);
-      const double sr = (mp >> 30) & 1u ? -1.0 : 1.0, si = (mp >> 31) ? -1.0 : 1.0;
+      const int ci = static_cast<int>(mp & 0xfffffu);
+      double sr = (mp >> 30) & 1u ? -1.0 : 1.0, si = (mp >> 31) ? -1.0 : 1.0;
+      if (scaled) {
+        const double c = pw[(mp >> 20) & 63u];
+        sr *= c;
+        si *= c;
+      }
       for (int a = 0; a < 3; ++a) {
         const double2 v = Ms[a * nc + ci];
-        Mf[a * nf + f] = make_double2(sr * v.x, si * v.y);
+        Mf[a * nf + f] = mk2<V>(sr * v.x, si * v.y);
       }
     }
     __syncwarp();
     for (int j = 0; j <= p; ++j) {
       const int nact = cidx(p - j + 1, 0);  // A(j)
-      const double2* Mj = Mf + fidx(j, 0);
+      const V* Mj = Mf + fidx(j, 0);
       if (nact > 32) {
         // k outermost: the three multipole loads (broadcasts) serve all Q outputs of the lane.
-        const double2* Tq[Q];
+        const V* Tq[Q];
         bool on[Q];
 #pragma unroll
         for (int q = 0; q < Q; ++q) {
@@ -385,11 +438,11 @@ __global__ void __launch_bounds__(128, 5) m2l_kernel(const int* __restrict__ tar
           Tq[q] = T + (on[q] ? fidx(ol[q] + j, om[q]) : 0);
         }
         for (int k = -j; k <= j; ++k) {
-          const double2 m0 = Mj[k], m1 = Mj[nf + k], m2 = Mj[2 * nf + k];
+          const V m0 = Mj[k], m1 = Mj[nf + k], m2 = Mj[2 * nf + k];
 #pragma unroll
           for (int q = 0; q < Q; ++q)
             if (on[q]) {
-              const double2 t = Tq[q][k];
+              const V t = Tq[q][k];
               cmac(acc[q][0], m0, t);
               cmac(acc[q][1], m1, t);
               cmac(acc[q][2], m2, t);
@@ -399,7 +452,7 @@ __global__ void __launch_bounds__(128, 5) m2l_kernel(const int* __restrict__ tar
         const int gl = nact > 16 ? 0 : nact > 8 ? 1 : nact > 4 ? 2 : 3;  // G = 2^gl lanes per output
         const int Ap = 32 >> gl;
         const int o = lane & (Ap - 1), t0 = lane >> (5 - gl);
-        double2 sq[3] = {make_double2(0, 0), make_double2(0, 0), make_double2(0, 0)};
+        V sq[3] = {mk2<V>(0, 0), mk2<V>(0, 0), mk2<V>(0, 0)};
         if (o < nact) contract3(T + fidx(sl[gl] + j, sm[gl]), Mj, nf, -j + t0, j, 1 << gl, sq);
         for (int off = 16; off >= Ap; off >>= 1)
           for (int a = 0; a < 3; ++a) {
@@ -414,20 +467,27 @@ __global__ void __launch_bounds__(128, 5) m2l_kernel(const int* __restrict__ tar
   // Sum the warps in order: their partials go to shared memory, then each output adds them in
   // warp order.
   __syncthreads();
-  double2* part = sh;  // [warps][nout], reuses the tables
+  V* part = sh;  // [warps][nout], reuses the tables
 #pragma unroll
   for (int q = 0; q < Q; ++q)
     if (q < nq)
       for (int a = 0; a < 3; ++a) part[w * nout + a * nc + lane + 32 * q] = acc[q][a];
   __syncthreads();
   for (int o = threadIdx.x; o < nout; o += blockDim.x) {
-    double2 s = part[o];
+    V s = part[o];
     for (int v = 1; v < warps; ++v) {
       s.x += part[v * nout + o].x;
       s.y += part[v * nout + o].y;
     }
+    double sx = s.x, sy = s.y;
+    if (scaled) {  // L_l = s^-(l+1) L'_l
+      int l, m;
+      lm_of(o % nc, l, m);
+      sx *= pw[l + 1];
+      sy *= pw[l + 1];
+    }
     double2& out = L[static_cast<long long>(A) * nout + o];
-    out = make_double2(out.x + s.x, out.y + s.y);
+    out = make_double2(out.x + sx, out.y + sy);
   }
 }
 
@@ -578,7 +638,8 @@ struct FarGpu::Impl {
   const double4_32a* alpha_dev = nullptr;  // alpha or a SortedSourcesGpu's strengths
   int n_src_leaves = 0, n_tgt_leaves = 0, n_m2l_targets = 0;
   DevBuf M, L, out;
-  DevBuf tables;        // M2L tables per (level, whole-cell offset), built by the first downward()
+  bool m2l_fp32 = false;  // M2L in float on scaled expansions (fmm.precision single)
+  DevBuf tables;  // M2L tables per (level, whole-cell offset), or the float unit-side ones; first downward()
   TableGeometry table_geometry{};
   cudaEvent_t ev[5] = {};
   ~Impl() {
@@ -806,6 +867,12 @@ void FarGpu::set_strengths(const std::vector<Vec3>& alpha) {
   m.alpha_dev = m.alpha.as<double4_32a>();
 }
 
+void FarGpu::set_single_m2l(bool on) {
+  Impl& m = *impl_;
+  if (m.tables.p && on != m.m2l_fp32) throw std::logic_error("FarGpu::set_single_m2l after downward()");
+  m.m2l_fp32 = on;
+}
+
 std::vector<std::complex<double>> FarGpu::upward() {
   Impl& m = *impl_;
   if (m.ns > 0 && !m.alpha_dev) throw std::runtime_error("FarGpu::upward: set_strengths first");
@@ -842,7 +909,12 @@ void FarGpu::downward(const std::vector<std::complex<double>>& root_local, const
   const GCell* tc = m.self ? sc : m.tcells.as<GCell>();
   const std::size_t shm = 4 * m.nf * sizeof(double2);
   VH_FMM_CUDA(cudaEventRecord(m.ev[2]));
-  if (m.n_m2l_targets > 0 && !m.tables.p && m.table_geometry.levels > 0) {
+  if (m.n_m2l_targets > 0 && m.m2l_fp32 && !m.tables.p) {
+    m.tables.resize(static_cast<std::size_t>(kTablesPerLevel) * m.nf * sizeof(float2));
+    m2l_table_kernel<<<kTablesPerLevel, 32>>>(m.p, m.table_geometry, m.tables.as<float2>());
+    VH_FMM_CUDA(cudaGetLastError());
+    m.table_geometry.u = m.tables.as<float2>();
+  } else if (m.n_m2l_targets > 0 && !m.m2l_fp32 && !m.tables.p && m.table_geometry.levels > 0) {
     const int nb = m.table_geometry.levels * kTablesPerLevel;
     m.tables.resize(static_cast<std::size_t>(nb) * m.nf * sizeof(double2));
     m2l_table_kernel<<<nb, 32>>>(m.p, m.table_geometry, m.tables.as<double2>());
@@ -850,22 +922,31 @@ void FarGpu::downward(const std::vector<std::complex<double>>& root_local, const
     m.table_geometry.t = m.tables.as<double2>();
   }
   if (m.n_m2l_targets > 0) {
-    // Warps per block: as many as fit 40 KB of tables (4 nf double2 each), at most 4; the
-    // final reduction reuses the space (warps * 3 ncoef <= warps * 4 nf).
-    const int warps = std::max(1, std::min(4, static_cast<int>((40 * 1024) / (4 * m.nf * sizeof(double2)))));
+    // Warps per block: as many as fit 40 KB of tables (4 nf complex values each), at most 4;
+    // the final reduction reuses the space (warps * 3 ncoef <= warps * 4 nf).  Then the staging
+    // map and the powers of the scale.
+    const std::size_t cx = m.m2l_fp32 ? sizeof(float2) : sizeof(double2);
+    const int warps = std::max(1, std::min(4, static_cast<int>((40 * 1024) / (4 * m.nf * cx))));
     const int q = (m.nc + 31) / 32;  // (l, m) outputs per lane
-    const std::size_t shm_m2l = warps * 4 * m.nf * sizeof(double2) + m.nf * sizeof(unsigned);
+    const std::size_t shm_m2l =
+        warps * 4 * m.nf * cx + ((m.nf + 1) & ~1) * sizeof(unsigned) + (m.p + 2) * sizeof(double);
     auto launch = [&](auto kernel) {
       kernel<<<m.n_m2l_targets, 32 * warps, shm_m2l>>>(m.m2l_targets.as<int>(), m.m2l_goffset.as<int>(),
                                                         m.m2l_groups.as<int>(), m.m2l_entries.as<int2>(), tc, sc,
                                                         m.shifts.as<double4_32a>(), m.p, m.table_geometry,
-                                                        m.M.as<double2>(),
-                                                        m.L.as<double2>());
+                                                        m.M.as<double2>(), m.L.as<double2>());
     };
-    if (q <= 1) launch(m2l_kernel<1>);       // p <= 6
-    else if (q <= 3) launch(m2l_kernel<3>);  // p <= 10
-    else if (q <= 4) launch(m2l_kernel<4>);  // p <= 14
-    else launch(m2l_kernel<8>);              // p <= 20
+    if (m.m2l_fp32) {
+      if (q <= 1) launch(m2l_kernel<float, 1>);       // p <= 6
+      else if (q <= 3) launch(m2l_kernel<float, 3>);  // p <= 10
+      else if (q <= 4) launch(m2l_kernel<float, 4>);  // p <= 14
+      else launch(m2l_kernel<float, 8>);              // p <= 20
+    } else {
+      if (q <= 1) launch(m2l_kernel<double, 1>);
+      else if (q <= 3) launch(m2l_kernel<double, 3>);
+      else if (q <= 4) launch(m2l_kernel<double, 4>);
+      else launch(m2l_kernel<double, 8>);
+    }
     VH_FMM_CUDA(cudaGetLastError());
   }
   VH_FMM_CUDA(cudaEventRecord(m.ev[3]));

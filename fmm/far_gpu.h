@@ -1,7 +1,8 @@
 // Far field of the FMM on the GPU: P2M, M2M, M2L, L2L and L2P over the CPU-built trees and M2L
 // lists (from build_lists, or already on the device from build_lists_gpu, fmm/traverse_gpu.h),
 // with the same expansions as fmm/expansions.h (complex scaled solid harmonics, degrees 0..p,
-// m >= 0 stored) in double precision, resident on the device.  Host API: no CUDA types;
+// m >= 0 stored) in double precision, resident on the device; the M2L optionally in float
+// (set_single_m2l).  Host API: no CUDA types;
 // built only with VH_ENABLE_CUDA (VH_FMM_HAVE_CUDA).
 //
 // Kernel layout (one thread block per cell; every output coefficient (component a, degree l,
@@ -83,6 +84,10 @@ class FarGpu {
   /// Reads the strengths where a SortedSourcesGpu keeps them (no upload); `s` must outlive
   /// the evaluation.  With self, also its permutation (the tree it built has none).
   void set_strengths(const SortedSourcesGpu& s);
+  /// M2L in single precision (on): the contraction in float on expansions scaled by the
+  /// target cell's side (fmm.precision single); off (the default): double.  Call before the
+  /// first downward(); the other stages and the expansions stay double either way.
+  void set_single_m2l(bool on);
   /// P2M and M2M; returns the root multipole (3 ncoef(p) coefficients, component-major), which
   /// the periodic lattice needs.
   std::vector<std::complex<double>> upward();

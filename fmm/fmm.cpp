@@ -131,8 +131,8 @@ std::vector<ParamInfo> describe_params() {
       {"p2p_max_pairs", "int", std::to_string(d.p2p_max_pairs),
        "accepted pairs with at most this many particle pairs (leaf target) are summed directly; -1: (p+1)^4/55"},
       {"precision", "single|double|auto", d.precision,
-       "GPU back end: working precision of the near-field (P2P) kernel, auto: from fmm.tolerance; "
-       "the CPU and the GPU far field are double throughout"},
+       "GPU back end: working precision of the near field (P2P) and of the M2L, auto: from fmm.tolerance; "
+       "the CPU path, the other far-field stages and the expansions are double throughout"},
   };
 }
 
@@ -307,6 +307,7 @@ void evaluate_gpu(const Params& prm, const Tree& tgt, const Tree& src, const Sor
   if (!self) near.set_targets(tgt.x);
   st.mark("p2p targets up");
   FarGpu far(tgt, src, self, lists, shifts, prm.p, &near);
+  far.set_single_m2l(prm.precision == "single");
   far.set_strengths(sources);
   st.mark("far setup");
   const auto t1 = clock_type::now();

@@ -35,9 +35,10 @@ struct Params {
   double tolerance = 1e-6;
   bool periodic = false;    ///< periodic in [0, 2 pi)^3 or free space
   int p2p_max_pairs = -1;   ///< far pairs (leaf target) with n_A n_B <= this use P2P; -1: (p+1)^4/55
-  /// Working precision of the GPU near field, "single", "double" or "auto" (from the tolerance
-  /// table: single down to 1e-5, double below; deck key fmm.precision); no effect on the CPU
-  /// path, which is double throughout, nor on the GPU far field (double).
+  /// Working precision of the GPU near field (P2P) and M2L, "single", "double" or "auto" (from
+  /// the tolerance table: single down to 1e-5, double below; deck key fmm.precision); no effect
+  /// on the CPU path, which is double throughout, nor on the other GPU far-field stages and the
+  /// expansions (double).
   std::string precision = "auto";
   /// Near field (P2P) on the GPU (fmm/p2p_gpu.h) over the same lists, overlapped with the far
   /// field on the CPU.  Not a deck key: the caller sets it from the program's back end
