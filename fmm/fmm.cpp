@@ -34,9 +34,6 @@ void Params::validate() const {
   if (p2p_max_pairs < -1) fail("p2p_max_pairs = " + std::to_string(p2p_max_pairs) + " must be >= -1");
   if (precision != "single" && precision != "double" && precision != "auto")
     fail("precision = '" + precision + "' must be single, double or auto");
-  for (int d = 0; d < 3; ++d)
-    if (!std::isfinite(origin[d]) || (!periodic && origin[d] != 0))
-      fail("origin = " + std::to_string(origin[d]) + " must be finite, and 0 in free space");
 #ifndef VH_FMM_HAVE_CUDA
   if (use_gpu) fail("use_gpu: this build has no CUDA (configure with -DVH_ENABLE_CUDA=ON for the GPU back end)");
 #endif
@@ -345,27 +342,6 @@ Timings run(const Params& prm_in, const std::vector<Vec3>& x_in, const std::vect
             const std::vector<double>& sigma_in, const std::vector<Vec3>* targets_in, std::vector<Vec3>& u_out,
             std::vector<Mat3>& grad_out) {
   prm_in.validate();
-  if (prm_in.origin != Vec3{0, 0, 0}) {
-    // The box moved to [origin, origin + 2 pi)^3 is the box [0, 2 pi)^3 for the positions moved
-    // by -origin: the periodic field is the same, the octree's cells sit elsewhere.
-    const auto t0 = clock_type::now();
-    auto moved = [&](const std::vector<Vec3>& v) {
-      std::vector<Vec3> w(v.size());
-      const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(v.size());
-#pragma omp parallel for schedule(static)
-      for (std::ptrdiff_t i = 0; i < n; ++i)
-        for (int d = 0; d < 3; ++d) w[i][d] = v[i][d] - prm_in.origin[d];
-      return w;
-    };
-    Params prm = prm_in;
-    prm.origin = {0, 0, 0};
-    const std::vector<Vec3> x = moved(x_in), t = targets_in ? moved(*targets_in) : std::vector<Vec3>{};
-    const double t_move = seconds(t0, clock_type::now());
-    Timings tm = run(prm, x, alpha_in, sigma_in, targets_in ? &t : nullptr, u_out, grad_out);
-    tm.tree += t_move;
-    tm.total += t_move;
-    return tm;
-  }
   const Params prm = prm_in.resolved();
   check_inputs(x_in, alpha_in, sigma_in, targets_in);
   Timings tm;

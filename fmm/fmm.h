@@ -34,13 +34,6 @@ struct Params {
   /// is used only where the regularisation is below it (1 - g(rho) < tolerance).
   double tolerance = 1e-6;
   bool periodic = false;    ///< periodic in [0, 2 pi)^3 or free space
-  /// Periodic: the corner of the octree's root cube, [origin, origin + 2 pi)^3 (0 in free
-  /// space).  The field is the same for any origin up to the FMM's error; the cells are not:
-  /// lattice particles i h sit on leaf faces with origin 0 and at leaf centres with origin
-  /// -h/2, where the leaves' radii are 3/4 as large, the near field 2.8 times smaller (ncrit 64,
-  /// theta 0.6) and an evaluation at 2^24 particles 1.4 times faster (bench/RESULTS.md).  Not a
-  /// deck key: the vortex solver sets it from its lattice.
-  Vec3 origin{0, 0, 0};
   int p2p_max_pairs = -1;   ///< far pairs (leaf target) with n_A n_B <= this use P2P; -1: (p+1)^4/55
   /// Working precision of the GPU near field (P2P) and M2L, "single", "double" or "auto" (from
   /// the tolerance table: single down to 1e-5, double below; deck key fmm.precision); no effect

@@ -136,9 +136,6 @@ Params params_from(const Options& o, double nu) {
 Solver::Solver(const Params& p, const Grid& g) : prm_(p), g_(g) {
   prm_.fmm.periodic = true;
   prm_.fmm.use_gpu = prm_.use_gpu;
-  // The octree's root at -h/2: the lattice particles (i h), where every reinitialisation puts
-  // them, sit at the centres of its cells rather than on their faces (fmm::Params::origin).
-  prm_.fmm.origin = {-0.5 * g.h(), -0.5 * g.h(), -0.5 * g.h()};
   sigma0_ = prm_.overlap * g.h();
 }
 

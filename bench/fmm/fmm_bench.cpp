@@ -5,11 +5,8 @@
 //   fmm_bench [--device cpu|gpu] [--min-log2n 14] [--max-log2n 18] [--p 10] [--theta 0.4]
 //             [--ncrit 64] [--tolerance 1e-6] [--images 5] [--p2p-max-pairs -1] [--periodic]
 //             [--lattice | --turbulent | --white] [--precision single|double] [--direct-max-log2n 18]
-//             [--ref-max-log2n 24] [--origin 0] [--repeat 3] [--csv]
+//             [--ref-max-log2n 24] [--repeat 3] [--csv]
 //
-// --origin F: periodic, the octree's root corner at F h on each axis (fmm::Params::origin; the
-// field is the same, the cells sit differently on a lattice: -0.5, as the vortex solver sets
-// it, puts the lattice points at the leaf centres, 0 on the leaf faces).
 // Particles: uniform random (default); --lattice: the n^3 lattice (cell centres) displaced by up
 // to +-0.1 h, alpha random with zero mean; --turbulent: exactly on the n^3 lattice with
 // alpha = omega h^3 of a k^4 exp(-2 k^2/k_p^2) turbulent velocity field (k_p = n/16, the shared
@@ -61,7 +58,6 @@ using vh::fmm::Vec3;
 struct Options {
   int min_log2n = 14, max_log2n = 18, repeat = 3, direct_max_log2n = 18, ref_max_log2n = 24;
   bool csv = false, lattice = false, turbulent = false, white = false;
-  double origin = 0;  // --origin F: Params::origin = F h on each axis
   std::string device = "cpu";
   vh::fmm::Params prm;
 };
@@ -86,7 +82,6 @@ Options parse(int argc, char** argv) {
     else if (a == "--min-log2n") o.min_log2n = std::stoi(next());
     else if (a == "--max-log2n") o.max_log2n = std::stoi(next());
     else if (a == "--repeat") o.repeat = std::stoi(next());
-    else if (a == "--origin") o.origin = std::stod(next());
     else if (a == "--p") o.prm.set("p", next());
     else if (a == "--theta") o.prm.set("theta", next());
     else if (a == "--ncrit") o.prm.set("ncrit", next());
@@ -96,7 +91,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--help" || a == "-h") {
       std::printf("usage: fmm_bench [--device cpu|gpu] [--min-log2n N] [--max-log2n N] [--p P] [--theta T] "
                   "[--ncrit N] [--tolerance E] [--images K] [--p2p-max-pairs M] [--periodic] [--lattice | --turbulent] "
-                  "[--precision single|double] [--direct-max-log2n N] [--ref-max-log2n N] [--origin F] [--repeat R] [--csv]\n");
+                  "[--precision single|double] [--direct-max-log2n N] [--ref-max-log2n N] [--repeat R] [--csv]\n");
       std::exit(0);
     } else {
       throw std::invalid_argument("unknown option " + a);
@@ -107,7 +102,6 @@ Options parse(int argc, char** argv) {
   if (o.min_log2n < 1 || o.max_log2n < o.min_log2n || o.max_log2n > 27)
     throw std::invalid_argument("bad --min/max-log2n");
   if (o.repeat < 1) throw std::invalid_argument("--repeat must be >= 1");
-  if (o.origin != 0 && !o.prm.periodic) throw std::invalid_argument("--origin needs a periodic case");
   o.prm.validate();
   return o;
 }
@@ -231,11 +225,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "fmm_bench: %s\n", e.what());
     return 2;
   }
-  auto& prm = o.prm;  // origin set per size below
+  const auto& prm = o.prm;
   const bool gpu = prm.use_gpu;
   const vh::fmm::Params rp = prm.resolved();
-  const std::string what =
-      gpu ? "GPU (near field and M2L " + rp.precision + ", other far-field stages double)" : "CPU";
+  const std::string what = gpu ? "GPU (near field " + rp.precision + ", far field double)" : "CPU";
   const char* field = o.white       ? " white-noise lattice"
                       : o.turbulent ? " turbulent lattice"
                       : o.lattice   ? " displaced lattice"
@@ -253,7 +246,6 @@ int main(int argc, char** argv) {
     const Blobs b = o.white       ? white_lattice(1 << (lg / 3))
                     : o.turbulent ? turbulent_lattice(1 << (lg / 3))
                                   : random_blobs(lg, o.lattice);
-    prm.origin.fill(o.origin * b.s[0]);  // sigma = h
     std::vector<Vec3> u;
     std::vector<Mat3> g;
     vh::fmm::evaluate_self(prm, b.x, b.a, b.s, u, g);  // warm-up
@@ -343,8 +335,7 @@ int main(int argc, char** argv) {
       const std::string cs = base + " N=" + std::to_string(r.n) + " p=" + std::to_string(rp.p) +
                              " theta=" + std::to_string(rp.theta).substr(0, 4) + " ncrit=" +
                              std::to_string(rp.ncrit) + " tol=" + std::to_string(prm.tolerance).substr(0, 8) +
-                             " sigma=h" + (o.origin != 0 ? " origin=" + std::to_string(o.origin).substr(0, 5) + "h" : "") +
-                             " median of " + std::to_string(o.repeat);
+                             " sigma=h median of " + std::to_string(o.repeat);
       row(cs, "time_per_eval", r.t.total, "s");
       row(cs, "time_tree", r.t.tree, "s");
       row(cs, "time_lists", r.t.traverse, "s");
