@@ -314,51 +314,107 @@ template <class R> struct Complex2;
 template <> struct Complex2<double> { using type = double2; };
 template <> struct Complex2<float> { using type = float2; };
 
+// The folded multipole (-1)^n conj(M_nm) in the full layout, entry f = fidx(n, m): the stored
+// coefficient cidx(n, |m|) it comes from, with the signs of its real and imaginary parts
+// (M_{n,-m} = (-1)^m conj(M_nm)), packed as bits 0..19 the index, 20..25 the degree n,
+// bit 30 negates Re, bit 31 negates Im.
+__host__ __device__ inline unsigned fold_map(int f) {
+  int n = 0;
+  while ((n + 1) * (n + 1) <= f) ++n;
+  const int m = f - n * n - n;
+  // negm for m < 0: odd m (-x, y), even m (x, -y); then conj and (-1)^n.
+  bool nre = false, nim = true;  // conj
+  if (m < 0) {
+    if ((-m) & 1) nre = !nre; else nim = !nim;
+  }
+  if (n & 1) {
+    nre = !nre;
+    nim = !nim;
+  }
+  return static_cast<unsigned>(cidx(n, m < 0 ? -m : m)) | static_cast<unsigned>(n) << 20 | (nre ? 1u << 30 : 0u) |
+         (nim ? 1u << 31 : 0u);
+}
+
+// The single-precision M2L's sources, once per downward(): every cell's folded multipole
+// scaled by its own side s, (-1)^n conj(M_nm) / s^n as float2, [cell][3][nfp] (nfp = nf
+// rounded up to even, so that a cell's 3 nfp values copy as float4).
+__global__ void fold_multipoles_kernel(int ncells, const GCell* __restrict__ cells, int p, double side0,
+                                       const double2* __restrict__ M, float2* __restrict__ Mf) {
+  const int nc = cidx(p + 1, 0), nf = (p + 1) * (p + 1), nfp = (nf + 1) & ~1;
+  const long long total = static_cast<long long>(ncells) * 3 * nfp;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const int f = static_cast<int>(i % nfp), a = static_cast<int>((i / nfp) % 3);
+    const long long c = i / (3 * nfp);
+    float2 v = make_float2(0, 0);
+    if (f < nf) {
+      const unsigned mp = fold_map(f);
+      const int n = static_cast<int>((mp >> 20) & 63u);
+      const double sc = pow(ldexp(side0, -cells[c].level), -n);
+      const double2 x = M[(c * 3 + a) * nc + (mp & 0xfffffu)];
+      v = make_float2(static_cast<float>((mp >> 30) & 1u ? -sc * x.x : sc * x.x),
+                      static_cast<float>((mp >> 31) ? -sc * x.y : sc * x.y));
+    }
+    Mf[i] = v;
+  }
+}
+
+// At degrees j where the outputs l <= p - j are more than 32: k outermost, so that the three
+// multipole loads (broadcasts) serve all of a lane's outputs; QA = the rounds of 32 outputs
+// that have an active lane at this j (a separate instantiation, so that idle rounds cost no
+// issue slots).
+template <int QA, int Q, class V>
+__device__ inline void contract_k_outer(V (&acc)[Q][3], const V* T, const V* Mj, int stride, int j, int lane,
+                                        int nact, const int (&ol)[Q], const int (&om)[Q]) {
+  const V* Tq[QA];
+  bool on[QA];
+#pragma unroll
+  for (int q = 0; q < QA; ++q) {
+    on[q] = lane + 32 * q < nact;
+    Tq[q] = T + (on[q] ? fidx(ol[q] + j, om[q]) : 0);
+  }
+  for (int k = -j; k <= j; ++k) {
+    const V m0 = Mj[k], m1 = Mj[stride + k], m2 = Mj[2 * stride + k];
+#pragma unroll
+    for (int q = 0; q < QA; ++q)
+      if (on[q]) {
+        const V t = Tq[q][k];
+        cmac(acc[q][0], m0, t);
+        cmac(acc[q][1], m1, t);
+        cmac(acc[q][2], m2, t);
+      }
+  }
+}
+
 // At most 4 warps per block; double: 5 blocks per SM cap the registers at 102 a thread (at
 // p = 10, 4 blocks: M2L 0.550 s at 2^24 lattice particles, 5: 0.521, 6: 0.524; without a bound
-// the kernel took 136 registers, 3 blocks); float: 8 blocks.  A prefetch of the next group's
+// the kernel took 136 registers, 3 blocks); float: 8 blocks, 64 registers (6: 0.350 s, 7:
+// 0.337, 8: 0.324).  A prefetch of the next group's
 // multipole into L1 gained nothing (0.521 s): ncu puts the limit in issue and shared-memory
 // throughput, not in L2 latency.
+// Mfold (float only): fold_multipoles_kernel's output.
 template <class R, int Q>
 __global__ void __launch_bounds__(128, sizeof(R) == 4 ? 8 : 5)
     m2l_kernel(const int* __restrict__ targets, const int* __restrict__ goffset, const int* __restrict__ groups,
                const int2* __restrict__ entries, const GCell* __restrict__ tcells, const GCell* __restrict__ scells,
                const double4_32a* __restrict__ shifts, int p, TableGeometry tg, const double2* __restrict__ M,
-               double2* __restrict__ L) {
+               const float2* __restrict__ Mfold, double2* __restrict__ L) {
   using V = typename Complex2<R>::type;
   constexpr bool scaled = sizeof(R) == sizeof(float);
   extern __shared__ __align__(16) unsigned char m2l_shared[];
-  const int nc = cidx(p + 1, 0), nf = (p + 1) * (p + 1), nout = 3 * nc;
+  const int nc = cidx(p + 1, 0), nf = (p + 1) * (p + 1), nfp = (nf + 1) & ~1, nout = 3 * nc;
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, warps = blockDim.x >> 5;
   V* sh = reinterpret_cast<V*>(m2l_shared);
-  V* T = sh + w * 4 * nf;  // [nf]
-  V* Mf = T + nf;          // [3][nf], folded
-  // Staging map, full-layout entry f -> stored coefficient, its degree and the signs of its
-  // real and imaginary parts in the folded multipole (-1)^n conj(M_nm), M_{n,-m} =
-  // (-1)^m conj(M_nm): bits 0..19 the index, 20..25 the degree, bit 30 negates Re, bit 31 Im.
-  unsigned* smap = reinterpret_cast<unsigned*>(sh + warps * 4 * nf);
+  V* T = sh + w * 4 * nfp;  // [nfp]
+  V* Mf = T + nfp;          // [3][nfp], folded
+  unsigned* smap = reinterpret_cast<unsigned*>(sh + warps * 4 * nfp);  // fold_map, double only
   // scaled: s^-n, n = 0 .. p + 1 (s: the side of the target's level).
-  double* pw = reinterpret_cast<double*>(smap + ((nf + 1) & ~1));
+  double* pw = reinterpret_cast<double*>(smap + nfp);
   const int A = targets[blockIdx.x];
   const GCell CA = tcells[A];
   const double inv_s = ldexp(1.0 / tg.side0, CA.level);
-  for (int f = threadIdx.x; f < nf; f += blockDim.x) {
-    int n = static_cast<int>(sqrtf(static_cast<float>(f)));
-    if (n * n > f) --n;
-    if ((n + 1) * (n + 1) <= f) ++n;
-    const int m = f - n * n - n;
-    // negm for m < 0: odd m (-x, y), even m (x, -y); then conj and (-1)^n.
-    bool nre = false, nim = true;  // conj
-    if (m < 0) {
-      if ((-m) & 1) nre = !nre; else nim = !nim;
-    }
-    if (n & 1) {
-      nre = !nre;
-      nim = !nim;
-    }
-    smap[f] = static_cast<unsigned>(cidx(n, m < 0 ? -m : m)) | static_cast<unsigned>(n) << 20 |
-              (nre ? 1u << 30 : 0u) | (nim ? 1u << 31 : 0u);
-  }
+  if (!scaled)
+    for (int f = threadIdx.x; f < nf; f += blockDim.x) smap[f] = fold_map(f);
   if (scaled && threadIdx.x == 0) {
     pw[0] = 1;
     for (int n = 1; n <= p + 1; ++n) pw[n] = pw[n - 1] * inv_s;
@@ -378,6 +434,7 @@ __global__ void __launch_bounds__(128, sizeof(R) == 4 ? 8 : 5)
 #pragma unroll
   for (int q = 0; q < Q; ++q) {
     for (int a = 0; a < 3; ++a) acc[q][a] = mk2<V>(0, 0);
+    ol[q] = om[q] = 0;
     if (q < nq) lm_of(lane + 32 * q, ol[q], om[q]);
   }
   // (l, m) of output lane mod A' for A' = 32 / G = 32, 16, 8, 4.
@@ -408,20 +465,36 @@ __global__ void __launch_bounds__(128, sizeof(R) == 4 ? 8 : 5)
       }
       __syncwarp();
     }
-    // Folded multipole in the full layout, by the warp's lanes through the map.
-    const double2* Ms = M + static_cast<long long>(src) * 3 * nc;
-    for (int f = lane; f < nf; f += 32) {
-      const unsigned mp = smap[f];
-      const int ci = static_cast<int>(mp & 0xfffffu);
-      double sr = (mp >> 30) & 1u ? -1.0 : 1.0, si = (mp >> 31) ? -1.0 : 1.0;
-      if (scaled) {
-        const double c = pw[(mp >> 20) & 63u];
-        sr *= c;
-        si *= c;
+    // Folded multipole in the full layout: float, a copy of Mfold (rescaled from the source's
+    // side to the target's, 2^(dl n), when their levels differ); double, from M through the map.
+    if (scaled) {
+      const float2* Ms = Mfold + static_cast<long long>(src) * 3 * nfp;
+      if (CB.level == CA.level) {
+        const float4* s4 = reinterpret_cast<const float4*>(Ms);
+        float4* d4 = reinterpret_cast<float4*>(Mf);
+        for (int i = lane; i < 3 * nfp / 2; i += 32) d4[i] = s4[i];
+      } else {
+        const int dl = CA.level - CB.level;
+        for (int f = lane; f < nf; f += 32) {
+          int n = 0;
+          while ((n + 1) * (n + 1) <= f) ++n;
+          const float c = ldexpf(1.0f, dl * n);
+          for (int a = 0; a < 3; ++a) {
+            const float2 v = Ms[a * nfp + f];
+            Mf[a * nfp + f] = mk2<V>(c * v.x, c * v.y);
+          }
+        }
       }
-      for (int a = 0; a < 3; ++a) {
-        const double2 v = Ms[a * nc + ci];
-        Mf[a * nf + f] = mk2<V>(sr * v.x, si * v.y);
+    } else {
+      const double2* Ms = M + static_cast<long long>(src) * 3 * nc;
+      for (int f = lane; f < nf; f += 32) {
+        const unsigned mp = smap[f];
+        const int ci = static_cast<int>(mp & 0xfffffu);
+        const double sr = (mp >> 30) & 1u ? -1.0 : 1.0, si = (mp >> 31) ? -1.0 : 1.0;
+        for (int a = 0; a < 3; ++a) {
+          const double2 v = Ms[a * nc + ci];
+          Mf[a * nfp + f] = mk2<V>(sr * v.x, si * v.y);
+        }
       }
     }
     __syncwarp();
@@ -429,31 +502,19 @@ __global__ void __launch_bounds__(128, sizeof(R) == 4 ? 8 : 5)
       const int nact = cidx(p - j + 1, 0);  // A(j)
       const V* Mj = Mf + fidx(j, 0);
       if (nact > 32) {
-        // k outermost: the three multipole loads (broadcasts) serve all Q outputs of the lane.
-        const V* Tq[Q];
-        bool on[Q];
-#pragma unroll
-        for (int q = 0; q < Q; ++q) {
-          on[q] = q < nq && lane + 32 * q < nact;
-          Tq[q] = T + (on[q] ? fidx(ol[q] + j, om[q]) : 0);
-        }
-        for (int k = -j; k <= j; ++k) {
-          const V m0 = Mj[k], m1 = Mj[nf + k], m2 = Mj[2 * nf + k];
-#pragma unroll
-          for (int q = 0; q < Q; ++q)
-            if (on[q]) {
-              const V t = Tq[q][k];
-              cmac(acc[q][0], m0, t);
-              cmac(acc[q][1], m1, t);
-              cmac(acc[q][2], m2, t);
-            }
-        }
+        const int rounds = (nact + 31) >> 5;
+        if (rounds == 2)
+          contract_k_outer<(Q < 2 ? Q : 2)>(acc, T, Mj, nfp, j, lane, nact, ol, om);
+        else if (rounds == 3)
+          contract_k_outer<(Q < 3 ? Q : 3)>(acc, T, Mj, nfp, j, lane, nact, ol, om);
+        else
+          contract_k_outer<Q>(acc, T, Mj, nfp, j, lane, nact, ol, om);
       } else {
         const int gl = nact > 16 ? 0 : nact > 8 ? 1 : nact > 4 ? 2 : 3;  // G = 2^gl lanes per output
         const int Ap = 32 >> gl;
         const int o = lane & (Ap - 1), t0 = lane >> (5 - gl);
         V sq[3] = {mk2<V>(0, 0), mk2<V>(0, 0), mk2<V>(0, 0)};
-        if (o < nact) contract3(T + fidx(sl[gl] + j, sm[gl]), Mj, nf, -j + t0, j, 1 << gl, sq);
+        if (o < nact) contract3(T + fidx(sl[gl] + j, sm[gl]), Mj, nfp, -j + t0, j, 1 << gl, sq);
         for (int off = 16; off >= Ap; off >>= 1)
           for (int a = 0; a < 3; ++a) {
             sq[a].x += __shfl_down_sync(0xffffffffu, sq[a].x, off);
@@ -639,6 +700,7 @@ struct FarGpu::Impl {
   int n_src_leaves = 0, n_tgt_leaves = 0, n_m2l_targets = 0;
   DevBuf M, L, out;
   bool m2l_fp32 = false;  // M2L in float on scaled expansions (fmm.precision single)
+  DevBuf Mfold;   // single-precision M2L: the folded, scaled float multipoles (fold_multipoles_kernel)
   DevBuf tables;  // M2L tables per (level, whole-cell offset), or the float unit-side ones; first downward()
   TableGeometry table_geometry{};
   cudaEvent_t ev[5] = {};
@@ -926,15 +988,23 @@ void FarGpu::downward(const std::vector<std::complex<double>>& root_local, const
     // the final reduction reuses the space (warps * 3 ncoef <= warps * 4 nf).  Then the staging
     // map and the powers of the scale.
     const std::size_t cx = m.m2l_fp32 ? sizeof(float2) : sizeof(double2);
-    const int warps = std::max(1, std::min(4, static_cast<int>((40 * 1024) / (4 * m.nf * cx))));
+    const int warps = std::max(1, std::min(4, static_cast<int>((40 * 1024) / (4 * ((m.nf + 1) & ~1) * cx))));
     const int q = (m.nc + 31) / 32;  // (l, m) outputs per lane
-    const std::size_t shm_m2l =
-        warps * 4 * m.nf * cx + ((m.nf + 1) & ~1) * sizeof(unsigned) + (m.p + 2) * sizeof(double);
+    const int nfp = (m.nf + 1) & ~1;
+    const std::size_t shm_m2l = warps * 4 * nfp * cx + nfp * sizeof(unsigned) + (m.p + 2) * sizeof(double);
+    if (m.m2l_fp32) {
+      const int ncells = static_cast<int>(m.M.bytes / (3 * m.nc * sizeof(double2)));
+      m.Mfold.resize(static_cast<std::size_t>(ncells) * 3 * nfp * sizeof(float2));
+      fold_multipoles_kernel<<<std::min(65535, (ncells * 3 * nfp + 255) / 256), 256>>>(
+          ncells, sc, m.p, m.table_geometry.side0, m.M.as<double2>(), m.Mfold.as<float2>());
+      VH_FMM_CUDA(cudaGetLastError());
+    }
     auto launch = [&](auto kernel) {
       kernel<<<m.n_m2l_targets, 32 * warps, shm_m2l>>>(m.m2l_targets.as<int>(), m.m2l_goffset.as<int>(),
                                                         m.m2l_groups.as<int>(), m.m2l_entries.as<int2>(), tc, sc,
                                                         m.shifts.as<double4_32a>(), m.p, m.table_geometry,
-                                                        m.M.as<double2>(), m.L.as<double2>());
+                                                        m.M.as<double2>(), m.Mfold.as<float2>(),
+                                                        m.L.as<double2>());
     };
     if (m.m2l_fp32) {
       if (q <= 1) launch(m2l_kernel<float, 1>);       // p <= 6
