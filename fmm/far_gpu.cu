@@ -296,6 +296,7 @@ __device__ inline void cmac(float2& s, float2 m, float2 t) {
 
 template <class V>
 __device__ inline void contract3(const V* Tj, const V* Mj, int nf, int k0, int j, int dk, V s[3]) {
+#pragma unroll
   for (int k = k0; k <= j; k += dk) {
     const V t = Tj[k];
     for (int a = 0; a < 3; ++a) cmac(s[a], Mj[a * nf + k], t);
@@ -373,6 +374,7 @@ __device__ inline void contract_k_outer(V (&acc)[Q][3], const V* T, const V* Mj,
     on[q] = lane + 32 * q < nact;
     Tq[q] = T + (on[q] ? fidx(ol[q] + j, om[q]) : 0);
   }
+#pragma unroll
   for (int k = -j; k <= j; ++k) {
     const V m0 = Mj[k], m1 = Mj[stride + k], m2 = Mj[2 * stride + k];
 #pragma unroll
@@ -393,13 +395,17 @@ __device__ inline void contract_k_outer(V (&acc)[Q][3], const V* T, const V* Mj,
 // multipole into L1 gained nothing (0.521 s): ncu puts the limit in issue and shared-memory
 // throughput, not in L2 latency.
 // Mfold (float only): fold_multipoles_kernel's output.
-template <class R, int Q>
-__global__ void __launch_bounds__(128, sizeof(R) == 4 ? 8 : 5)
+// P > 0: the kernel for p = P alone (p_arg ignored), every j and k loop unrolled, so that the
+// contraction's offsets are immediates (2^24 turbulent lattice, p = 10, float: 0.324 s -> 0.231
+// s, and 7 blocks per SM: 8 gave 0.238, 6 0.239); P = 0: any p.
+template <class R, int Q, int P = 0>
+__global__ void __launch_bounds__(128, sizeof(R) == 4 ? (P > 0 ? 7 : 8) : 5)
     m2l_kernel(const int* __restrict__ targets, const int* __restrict__ goffset, const int* __restrict__ groups,
                const int2* __restrict__ entries, const GCell* __restrict__ tcells, const GCell* __restrict__ scells,
-               const double4_32a* __restrict__ shifts, int p, TableGeometry tg, const double2* __restrict__ M,
+               const double4_32a* __restrict__ shifts, int p_arg, TableGeometry tg, const double2* __restrict__ M,
                const float2* __restrict__ Mfold, double2* __restrict__ L) {
   using V = typename Complex2<R>::type;
+  const int p = P > 0 ? P : p_arg;
   constexpr bool scaled = sizeof(R) == sizeof(float);
   extern __shared__ __align__(16) unsigned char m2l_shared[];
   const int nc = cidx(p + 1, 0), nf = (p + 1) * (p + 1), nfp = (nf + 1) & ~1, nout = 3 * nc;
@@ -498,6 +504,7 @@ __global__ void __launch_bounds__(128, sizeof(R) == 4 ? 8 : 5)
       }
     }
     __syncwarp();
+#pragma unroll
     for (int j = 0; j <= p; ++j) {
       const int nact = cidx(p - j + 1, 0);  // A(j)
       const V* Mj = Mf + fidx(j, 0);
@@ -1008,11 +1015,14 @@ void FarGpu::downward(const std::vector<std::complex<double>>& root_local, const
     };
     if (m.m2l_fp32) {
       if (q <= 1) launch(m2l_kernel<float, 1>);       // p <= 6
+      else if (m.p == 10) launch(m2l_kernel<float, 3, 10>);  // the tolerance table's p
+      else if (m.p == 8) launch(m2l_kernel<float, 3, 8>);
       else if (q <= 3) launch(m2l_kernel<float, 3>);  // p <= 10
       else if (q <= 4) launch(m2l_kernel<float, 4>);  // p <= 14
       else launch(m2l_kernel<float, 8>);              // p <= 20
     } else {
       if (q <= 1) launch(m2l_kernel<double, 1>);
+      else if (m.p == 10) launch(m2l_kernel<double, 3, 10>);
       else if (q <= 3) launch(m2l_kernel<double, 3>);
       else if (q <= 4) launch(m2l_kernel<double, 4>);
       else launch(m2l_kernel<double, 8>);

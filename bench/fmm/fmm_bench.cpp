@@ -228,7 +228,8 @@ int main(int argc, char** argv) {
   const auto& prm = o.prm;
   const bool gpu = prm.use_gpu;
   const vh::fmm::Params rp = prm.resolved();
-  const std::string what = gpu ? "GPU (near field " + rp.precision + ", far field double)" : "CPU";
+  const std::string what =
+      gpu ? "GPU (near field and M2L " + rp.precision + ", other far-field stages double)" : "CPU";
   const char* field = o.white       ? " white-noise lattice"
                       : o.turbulent ? " turbulent lattice"
                       : o.lattice   ? " displaced lattice"
