@@ -21,43 +21,6 @@ int stencil_points(const Particles& p, double h, double cutoff) {
   return 2 * int(std::ceil(cutoff * smax / h)) + 2;
 }
 
-#ifdef VH_HAVE_CUDA
-/// The GPU gather's cell list: particles by the lattice cell floor(x/h) (counting sort, stable).
-struct CellList {
-  int n = 0;
-  std::vector<std::size_t> start, order;
-  CellList(const Particles& p, const Grid& g) : n(g.n), start(g.points() + 1, 0) {
-    const double h = g.h();
-    std::vector<std::size_t> cell(p.size());
-    for (std::size_t q = 0; q < p.size(); ++q) {
-      int c[3];
-      for (int d = 0; d < 3; ++d) c[d] = std::clamp(int(std::floor(p.x[q][d] / h)), 0, n - 1);
-      cell[q] = g.index(c[0], c[1], c[2]);
-      ++start[cell[q] + 1];
-    }
-    for (std::size_t i = 0; i < g.points(); ++i) start[i + 1] += start[i];
-    order.resize(p.size());
-    std::vector<std::size_t> fill(start.begin(), start.end() - 1);
-    for (std::size_t q = 0; q < p.size(); ++q) order[fill[cell[q]]++] = q;
-  }
-};
-
-/// Sums f(q, a, b, c) at every lattice point: for each point, over the cells within the
-/// stencil reach and the particles in them, over every image offset of the point into the
-/// particle's stencil (several when the stencil is wider than the box).
-/// Cell offsets to visit per direction for stencils of m points: all cells when the reach
-/// covers the box.
-std::vector<int> cell_offsets(int n, int m) {
-  const int reach = m / 2 + 1;
-  std::vector<int> offs;
-  if (2 * reach + 1 >= n)
-    for (int d = 0; d < n; ++d) offs.push_back(d);
-  else
-    for (int d = -reach; d <= reach; ++d) offs.push_back(d);
-  return offs;
-}
-#endif
-
 /// One particle's 1-D Gaussian weights along x, y, z on the lattice points i0 … i0+m−1
 /// (unwrapped indices): w = (2πσ²)^{-1/2} exp(−d²/2σ²) and dw = ∂w/∂x_i = −d/σ² w, d = x_i − x_p,
 /// zero outside |d| ≤ cutoff σ; idx: the wrapped lattice index of each point.
@@ -126,11 +89,28 @@ void scatter(const Particles& p, const Grid& g, double cutoff, F&& f) {
 }
 
 #ifdef VH_HAVE_CUDA
-/// The same sums on the GPU (blobs_gpu.cu): one thread per lattice point, same visiting order.
+/// The same sums on the GPU (blobs_gpu.cu): the particles go up and the sums come back through
+/// page-locked memory, packed and unpacked by all host threads.
 void gather_on_gpu(const Particles& p, const Grid& g, double cutoff, bool divergence, std::vector<double>* out) {
-  const CellList cells(p, g);
-  const int m = stencil_points(p, g.h(), cutoff);
-  detail::gather_gpu(p, g, cutoff, m, cells.start, cells.order, cell_offsets(g.n, m), divergence, out);
+  const std::size_t np = p.size(), npts = g.points(), ncomp = divergence ? 1 : 3;
+  double* host = detail::pinned_doubles(std::max(detail::kPacked * np, ncomp * npts));
+  const std::ptrdiff_t nq = static_cast<std::ptrdiff_t>(np), ni = static_cast<std::ptrdiff_t>(npts);
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t q = 0; q < nq; ++q) {
+    double* h = host + detail::kPacked * q;
+    for (int d = 0; d < 3; ++d) {
+      h[d] = p.x[q][d];
+      h[3 + d] = p.alpha[q][d];
+    }
+    h[6] = p.sigma[q];
+  }
+  detail::gather_gpu(np, g, cutoff, stencil_points(p, g.h(), cutoff), divergence, host);
+  for (std::size_t c = 0; c < ncomp; ++c) {
+    out[c].resize(npts);
+    const double* src = host + c * npts;
+#pragma omp parallel for schedule(static)
+    for (std::ptrdiff_t i = 0; i < ni; ++i) out[c][i] = src[i];
+  }
 }
 #endif
 

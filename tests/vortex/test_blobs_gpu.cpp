@@ -1,10 +1,13 @@
-// The blob sums at the lattice on the GPU (vortex/blobs_gpu.cu) against the CPU gather: the
-// same cells and particles in the same order, so only the rounding of exp and of fused
-// multiply-adds differs (relative L2 <= 1e-13).  Skipped without a GPU.
+// The blob sums at the lattice on the GPU (vortex/blobs_gpu.cu, a tiled gather) against the CPU
+// scatter: the same weights and cut-off decisions, so only the rounding of exp and 1/σ² and the
+// order of the additions differ (relative L2 <= 1e-13); and the same bits on every run.
+// Skipped without a GPU.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <random>
 
 #include "vortex/blobs.h"
@@ -30,36 +33,70 @@ double rel_l2(const std::vector<double>& a, const std::vector<double>& b) {
   return std::sqrt(num / den);
 }
 
-// Particles moved off the lattice by up to 0.4 h, cores spread to 1.0 .. 1.3 h, random strengths;
-// n = 8 exercises the stencils wider than the box (several images per particle).
-Particles moved(const Grid& g, unsigned seed) {
+// Particles moved off the lattice by up to `shift` h, cores (core + spread U) h, random strengths
+// (U uniform in [-1, 1]).
+Particles moved(const Grid& g, unsigned seed, double shift, double core, double spread) {
   Particles p = lattice_particles(g, g.h());
   std::mt19937_64 gen(seed);
   std::uniform_real_distribution<double> U(-1, 1);
   for (std::size_t q = 0; q < p.size(); ++q) {
     for (int d = 0; d < 3; ++d) {
-      p.x[q][d] = std::fmod(p.x[q][d] + 0.4 * g.h() * U(gen) + 2 * kPi, 2 * kPi);
+      p.x[q][d] = std::fmod(p.x[q][d] + shift * g.h() * U(gen) + 2 * kPi, 2 * kPi);
       p.alpha[q][d] = U(gen);
     }
-    p.sigma[q] = g.h() * (1.15 + 0.15 * U(gen));
+    p.sigma[q] = g.h() * (core + spread * U(gen));
   }
   return p;
 }
 
+void expect_gpu_equals_cpu(const Particles& p, const Grid& g, const char* what) {
+  VectorField wc, wg;
+  vorticity_on_lattice(p, g, 7.0, wc, false);
+  vorticity_on_lattice(p, g, 7.0, wg, true);
+  ScalarField dc, dg;
+  divergence_on_lattice(p, g, 7.0, dc, false);
+  divergence_on_lattice(p, g, 7.0, dg, true);
+  double worst = 0;
+  for (int d = 0; d < 3; ++d) {
+    const double e = rel_l2(wg.c[d], wc.c[d]);
+    EXPECT_LE(e, 1e-13) << what << ", n " << g.n << ", component " << d;
+    worst = std::max(worst, e);
+  }
+  const double ed = rel_l2(dg.v, dc.v);
+  EXPECT_LE(ed, 1e-13) << what << ", n " << g.n;
+  std::printf("%s, n %d: relative L2 GPU - CPU: vorticity %.2e, divergence %.2e\n", what, g.n, worst, ed);
+}
+
+// n = 8 and 12: stencils wider than the box (several images per particle), 12 with a partial
+// tile; 24: every cell within reach of every tile; 36: tiles see a wrapped window of cells, the
+// last tile partial.
 TEST(BlobsGpu, VorticityAndDivergenceEqualTheCpu) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  for (int n : {8, 24}) {
+  for (int n : {8, 12, 24, 36}) {
     const Grid g{n};
-    const Particles p = moved(g, 3 + n);
-    VectorField wc, wg;
-    vorticity_on_lattice(p, g, 7.0, wc, false);
-    vorticity_on_lattice(p, g, 7.0, wg, true);
-    ScalarField dc, dg;
-    divergence_on_lattice(p, g, 7.0, dc, false);
-    divergence_on_lattice(p, g, 7.0, dg, true);
-    for (int d = 0; d < 3; ++d) EXPECT_LE(rel_l2(wg.c[d], wc.c[d]), 1e-13) << "n " << n << " component " << d;
-    EXPECT_LE(rel_l2(dg.v, dc.v), 1e-13) << "n " << n;
+    expect_gpu_equals_cpu(moved(g, 3 + n, 0.4, 1.15, 0.15), g, "moved 0.4 h, cores 1.0 .. 1.3 h");
   }
+}
+
+// The solver's particles: the default core σ = h, moved by up to 0.1 h.
+TEST(BlobsGpu, SolverCoresEqualTheCpu) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  const Grid g{32};
+  expect_gpu_equals_cpu(moved(g, 5, 0.1, 1.0, 0.0), g, "moved 0.1 h, cores h");
+}
+
+TEST(BlobsGpu, SameBitsEveryRun) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  const Grid g{20};
+  const Particles p = moved(g, 7, 0.4, 1.15, 0.15);
+  VectorField w1, w2;
+  vorticity_on_lattice(p, g, 7.0, w1, true);
+  vorticity_on_lattice(p, g, 7.0, w2, true);
+  ScalarField d1, d2;
+  divergence_on_lattice(p, g, 7.0, d1, true);
+  divergence_on_lattice(p, g, 7.0, d2, true);
+  for (int d = 0; d < 3; ++d) EXPECT_EQ(w1.c[d], w2.c[d]) << "component " << d;
+  EXPECT_EQ(d1.v, d2.v);
 }
 
 }  // namespace
