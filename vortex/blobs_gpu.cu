@@ -1,6 +1,7 @@
-// GPU blob sums: see blobs_gpu.h.  The weights repeat Weights::set of blobs.cpp (the stencil
-// start i0, the cut-off test, the Gaussian), so the GPU sums differ from the CPU's only in the
-// rounding of exp, of 1/σ² and of the order of the additions.
+// GPU blob sums: see blobs_gpu.h.  The cut-off decisions are those of Weights::set in blobs.cpp
+// (the same stencil start i0 and test, no fused multiply-adds), so the GPU sums differ from the
+// CPU's only in rounding: of exp and 1/σ², of the Gaussian's ratio recurrence along a run of
+// points (a few ulps), and of the order of the additions.
 #include "vortex/blobs_gpu.h"
 
 #include <cuda_runtime.h>
@@ -50,14 +51,20 @@ constexpr int kXS = 3 * kT + 2;
 template <bool Div>
 constexpr int kYZS = Div ? 2 * kT + 2 : kT + 2;
 
-// The particles in cell order: field k (x, y, z, α_x, α_y, α_z, σ) of particle s at f[k np + s].
+// The particles in cell order with what the tiles need of each: kF doubles (x, y, z, α_x, α_y,
+// α_z, the norm (2πσ²)^{-1/2}, 1/σ², 1/2σ², exp(−h²/σ²)) at f[k np + s] and, per direction d, the
+// run of lattice points where the stencil is nonzero, (ilo + k) mod n for k < len, as ilo,
+// ilo mod n and len at g[(3 d + j) np + s].
+constexpr int kF = 10;
 struct Sorted {
   const double* f;
+  const int* g;
   int np;
   __device__ double operator()(int k, int s) const { return f[static_cast<long long>(k) * np + s]; }
+  __device__ int run(int d, int j, int s) const { return g[static_cast<long long>(3 * d + j) * np + s]; }
 };
 
-// CellList's cell, floor(x/h) clamped into the box, as each particle's sort key.
+// Each particle's lattice cell, floor(x/h) clamped into the box, as its sort key.
 __global__ void cell_keys(int np, const double* __restrict__ packed, int n, double h, int* __restrict__ key,
                           int* __restrict__ idx) {
   const int q = blockIdx.x * blockDim.x + threadIdx.x;
@@ -78,14 +85,6 @@ __global__ void cell_starts(int np, int ncells, const int* __restrict__ key, int
   for (int c = lo; c <= hi; ++c) start[c] = k;
 }
 
-__global__ void sort_fields(int np, const double* __restrict__ packed, const int* __restrict__ perm,
-                            double* __restrict__ sorted) {
-  const int s = blockIdx.x * blockDim.x + threadIdx.x;
-  if (s >= np) return;
-  const long long q = perm[s];
-  for (int k = 0; k < kPacked; ++k) sorted[static_cast<long long>(k) * np + s] = packed[kPacked * q + k];
-}
-
 __device__ int wrap(int a, int n) {
   a %= n;
   return a < 0 ? a + n : a;
@@ -95,83 +94,120 @@ __device__ int wrap(int a, int n) {
 // takes the CPU's decision.
 __device__ double offset(int i, double h, double x) { return __dsub_rn(__dmul_rn(static_cast<double>(i), h), x); }
 
-// One particle along one direction: its stencil, lattice points i0 … i0 + m − 1 wrapped into the
-// box (Weights::set), seen from the tile's points o … o + kT − 1; a = (o − i0) mod n is the
-// stencil index of the first of them.
-struct Line {
-  double x, R;
-  int i0, a;
+// Sorted particle s = particle perm[s], with its constants and, per direction, the run of its
+// stencil (lattice points i0 … i0 + m − 1, Weights::set) where |i h − x| ≤ R = cutoff σ: one run,
+// as the offset grows with i.
+__global__ void prepare(int np, const double* __restrict__ packed, const int* __restrict__ perm, int n, double h,
+                        double cutoff, int m, double* __restrict__ f, int* __restrict__ g) {
+  const int s = blockIdx.x * blockDim.x + threadIdx.x;
+  if (s >= np) return;
+  const double* p = packed + kPacked * static_cast<long long>(perm[s]);
+  const double sg = p[6], R = cutoff * sg;
+  const double c[kF] = {p[0], p[1], p[2], p[3], p[4], p[5], 1.0 / sqrt(2.0 * 3.14159265358979323846 * sg * sg),
+                        1.0 / (sg * sg), 1.0 / (2.0 * sg * sg), exp(-h * h / (sg * sg))};
+  for (int k = 0; k < kF; ++k) f[static_cast<long long>(k) * np + s] = c[k];
+  for (int d = 0; d < 3; ++d) {
+    const int i0 = static_cast<int>(ceil(__dsub_rn(p[d], R) / h));  // no fused multiply-add into R
+    int lo = 0, len = 0;
+    for (int a = 0; a < m; ++a)
+      if (fabs(offset(i0 + a, h, p[d])) <= R) {
+        if (len == 0) lo = a;
+        len = a - lo + 1;
+      }
+    const int run[3] = {i0 + lo, wrap(i0 + lo, n), len};
+    for (int j = 0; j < 3; ++j) g[static_cast<long long>(3 * d + j) * np + s] = run[j];
+  }
+}
+
+// Bits lo … hi − 1 of the tile's kT.
+__device__ unsigned span(int lo, int hi) {
+  lo = min(lo, kT);
+  hi = min(hi, kT);
+  return hi > lo ? ((1u << hi) - 1) & ~((1u << lo) - 1) : 0u;
+}
+
+// One particle's run along one direction seen from the tile's points o + t: those with
+// (o + t − ilo) mod n < len, i.e. t in the cyclic interval [sh, sh + len) of the box, sh =
+// (ilo − o) mod n.
+struct Run {
+  int ilo, sh, len;
+  unsigned bits;  // the tile's points on the run, within the box (`valid`)
 };
 
-__device__ Line line(double x, double R, double h, int o, int n) {
-  const int i0 = static_cast<int>(ceil(__dsub_rn(x, R) / h));  // no fused multiply-add into R = cutoff σ
-  return {x, R, i0, wrap(o - i0, n)};
-}
-
-// Bit t set where the tile's point o + t (< n) holds an image of a stencil point within R.
-__device__ unsigned reach_bits(const Line& L, int o, int n, int m, double h) {
-  unsigned bits = 0;
-  int a = L.a;
-  for (int t = 0; t < kT && o + t < n; ++t) {
-    for (int b = a; b < m; b += n)
-      if (fabs(offset(L.i0 + b, h, L.x)) <= L.R) bits |= 1u << t;
-    if (++a == n) a = 0;
-  }
-  return bits;
-}
-
-// The weights at the tile's points, summed over the stencil's images there (several when the
-// stencil is wider than the box): w = norm exp(−d²/2σ²) and dw = −d/σ² w for |d| ≤ R, given
-// c2 = 1/2σ² and c1 = 1/σ²; zero elsewhere and past the box.
-__device__ void tile_weights(const Line& L, double norm, double c2, double c1, int o, int n, int m, double h,
-                             double (&w)[kT], double (&dw)[kT]) {
-  int a = L.a;
-#pragma unroll
-  for (int t = 0; t < kT; ++t) {
-    w[t] = dw[t] = 0;
-    if (o + t < n)
-      for (int b = a; b < m; b += n) {
-        const double d = offset(L.i0 + b, h, L.x);
-        if (fabs(d) <= L.R) {
-          const double v = norm * exp(-d * d * c2);
-          w[t] += v;
-          dw[t] += -d * c1 * v;
-        }
-      }
-    if (++a == n) a = 0;
-  }
+__device__ Run run_at(const Sorted& P, int d, int s, int o, int n, unsigned valid) {
+  Run r{P.run(d, 0, s), P.run(d, 1, s) - o, P.run(d, 2, s), valid};
+  if (r.sh < 0) r.sh += n;
+  if (r.len < n) r.bits &= span(r.sh, r.sh + r.len) | (r.sh + r.len > n ? span(0, r.sh + r.len - n) : 0u);
+  return r;
 }
 
 // Whether particle s has a nonzero weight at some point of the tile at o.
-__device__ bool reaches(const Sorted& P, int s, const int (&o)[3], int n, int m, double h, double cutoff) {
-  const double R = cutoff * P(6, s);
+__device__ bool reaches(const Sorted& P, int s, const int (&o)[3], const unsigned (&valid)[3], int n) {
 #pragma unroll
   for (int d = 2; d >= 0; --d)
-    if (!reach_bits(line(P(d, s), R, h, o[d], n), o[d], n, m, h)) return false;
+    if (!run_at(P, d, s, o[d], n, valid[d]).bits) return false;
   return true;
+}
+
+// The weights at the tile's points on the run: w = norm exp(−δ²/2σ²) and dw = −δ/σ² w at
+// δ = (ilo + k) h − x, summed over k, k + n, … < len where the stencil is wider than the box.
+// Along consecutive k the Gaussian follows from its ratio, w(δ + h) = r w(δ) with
+// r = exp(−(2δh + h²)/2σ²) and r ← r exp(−h²/σ²): two exps a run, not one a point.
+__device__ void run_weights(const Run& r, double x, int n, double h, const double (&c)[kF], double (&w)[kT],
+                            double (&dw)[kT]) {
+  const double norm = c[6], c1 = c[7], c2 = c[8], q = c[9];
+  int kprev = -2;
+  double wv = 0, ratio = 0;
+#pragma unroll
+  for (int t = 0; t < kT; ++t) {
+    w[t] = dw[t] = 0;
+    if (!((r.bits >> t) & 1u)) continue;
+    int k = t - r.sh;
+    if (k < 0) k += n;
+    if (r.len > n) {
+      for (; k < r.len; k += n) {
+        const double dl = offset(r.ilo + k, h, x), v = norm * exp(-dl * dl * c2);
+        w[t] += v;
+        dw[t] += -dl * c1 * v;
+      }
+      continue;
+    }
+    const double dl = offset(r.ilo + k, h, x);
+    if (k == kprev + 1) {
+      wv *= ratio;
+      ratio *= q;
+    } else {
+      wv = norm * exp(-dl * dl * c2);
+      ratio = exp(-(2.0 * dl * h + h * h) * c2);
+    }
+    kprev = k;
+    w[t] = wv;
+    dw[t] = -dl * c1 * wv;
+  }
 }
 
 // Writes particle s's weights at the tile's points into slot `slot`: along x times α,
 // (α_x dw, α_y w, α_z w) per point for the divergence, (α_x w, α_y w, α_z w) for ω; along y and z
 // the (w, dw) pairs or w.  Returns the bits of the z-points with a nonzero weight.
 template <bool Div>
-__device__ unsigned stage(const Sorted& P, int s, int slot, const int (&o)[3], int n, int m, double h, double cutoff,
-                          double2* xs, double2* ys, double2* zs) {
-  const double sg = P(6, s), R = cutoff * sg, norm = 1.0 / sqrt(2.0 * 3.14159265358979323846 * sg * sg);
-  const double c2 = 1.0 / (2.0 * sg * sg), c1 = 1.0 / (sg * sg);
+__device__ unsigned stage(const Sorted& P, int s, int slot, const int (&o)[3], const unsigned (&valid)[3], int n,
+                          double h, double2* xs, double2* ys, double2* zs) {
+  double c[kF];
+#pragma unroll
+  for (int k = 0; k < kF; ++k) c[k] = P(k, s);
   double w[kT], dw[kT];
-  tile_weights(line(P(0, s), R, h, o[0], n), norm, c2, c1, o[0], n, m, h, w, dw);
-  const double al[3] = {P(3, s), P(4, s), P(5, s)};
+  run_weights(run_at(P, 0, s, o[0], n, valid[0]), c[0], n, h, c, w, dw);
   double v[3 * kT];
 #pragma unroll
   for (int t = 0; t < kT; ++t)
-    for (int c = 0; c < 3; ++c) v[3 * t + c] = al[c] * (Div && c == 0 ? dw[t] : w[t]);
+    for (int a = 0; a < 3; ++a) v[3 * t + a] = c[3 + a] * (Div && a == 0 ? dw[t] : w[t]);
 #pragma unroll
   for (int u = 0; u < 3 * kT / 2; ++u) xs[slot * (kXS / 2) + u] = make_double2(v[2 * u], v[2 * u + 1]);
   unsigned zbits = 0;
 #pragma unroll
   for (int d = 1; d < 3; ++d) {
-    tile_weights(line(P(d, s), R, h, o[d], n), norm, c2, c1, o[d], n, m, h, w, dw);
+    const Run r = run_at(P, d, s, o[d], n, valid[d]);
+    run_weights(r, c[d], n, h, c, w, dw);
     double2* dst = (d == 1 ? ys : zs) + slot * (kYZS<Div> / 2);
 #pragma unroll
     for (int t = 0; t < kT; ++t)
@@ -179,9 +215,7 @@ __device__ unsigned stage(const Sorted& P, int s, int slot, const int (&o)[3], i
         dst[t] = make_double2(w[t], dw[t]);
       else if (t % 2 == 0)
         dst[t / 2] = make_double2(w[t], w[t + 1]);
-    if (d == 2)
-#pragma unroll
-      for (int t = 0; t < kT; ++t) zbits |= (w[t] != 0.0 ? 1u : 0u) << t;
+    if (d == 2) zbits = r.bits;
   }
   return zbits;
 }
@@ -245,9 +279,8 @@ __device__ Cells cells_near(int o, int reach, int n) {
 // slots before warp 1's, skipping a warp's slots where their z weights miss its z-points: a fixed
 // order, so the sums have the same bits on every run.
 template <bool Div>
-__global__ void __launch_bounds__(kThreads) gather_kernel(Sorted P, const int* __restrict__ start, int n, int m,
-                                                          int reach, double h, double cutoff,
-                                                          double* __restrict__ out) {
+__global__ void __launch_bounds__(kThreads) gather_kernel(Sorted P, const int* __restrict__ start, int n, int reach,
+                                                          double h, double* __restrict__ out) {
   __shared__ double2 xs[kThreads * kXS / 2];
   __shared__ double2 ys[kThreads * kYZS<Div> / 2];
   __shared__ double2 zs[kThreads * kYZS<Div> / 2];
@@ -258,6 +291,7 @@ __global__ void __launch_bounds__(kThreads) gather_kernel(Sorted P, const int* _
   const int tiles = (n + kT - 1) / kT;
   const int o[3] = {static_cast<int>(blockIdx.x % tiles) * kT, static_cast<int>(blockIdx.x / tiles % tiles) * kT,
                     static_cast<int>(blockIdx.x / (tiles * tiles)) * kT};
+  const unsigned valid[3] = {span(0, n - o[0]), span(0, n - o[1]), span(0, n - o[2])};  // points in the box
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
   const Cells cx = cells_near(o[0], reach, n), cy = cells_near(o[1], reach, n), cz = cells_near(o[2], reach, n);
@@ -283,7 +317,7 @@ __global__ void __launch_bounds__(kThreads) gather_kernel(Sorted P, const int* _
   for (;;) {
     while (qlen < 32 && row < nrows) {
       const int s = pos + lane;
-      const bool hit = s < end && reaches(P, s, o, n, m, h, cutoff);
+      const bool hit = s < end && reaches(P, s, o, valid, n);
       const unsigned ballot = __ballot_sync(~0u, hit);
       if (hit) queue[warp][qlen + __popc(ballot & ((1u << lane) - 1))] = s;
       qlen += __popc(ballot);
@@ -299,7 +333,7 @@ __global__ void __launch_bounds__(kThreads) gather_kernel(Sorted P, const int* _
     __syncwarp();
     const int take = min(qlen, 32);
     unsigned zbits = 0;
-    if (lane < take) zbits = stage<Div>(P, queue[warp][lane], 32 * warp + lane, o, n, m, h, cutoff, xs, ys, zs);
+    if (lane < take) zbits = stage<Div>(P, queue[warp][lane], 32 * warp + lane, o, valid, n, h, xs, ys, zs);
     zbits = __reduce_or_sync(~0u, zbits);
     const int rest = lane + 32 < qlen ? queue[warp][lane + 32] : 0;
     __syncwarp();
@@ -350,8 +384,8 @@ void gather_gpu(std::size_t np_, const Grid& g, double cutoff, int m, bool diver
   while ((1LL << bits) < npts) ++bits;
 
   // Everything allocated before the clock starts.
-  Dev<double> packed(kPacked * np), sorted(kPacked * np), out(ncomp * npts);
-  Dev<int> key(np), idx(np), skey(np), sidx(np), start(npts + 1);
+  Dev<double> packed(kPacked * np), sorted(kF * np), out(ncomp * npts);
+  Dev<int> key(np), idx(np), skey(np), sidx(np), runs(9 * np), start(npts + 1);
   std::size_t temp_bytes = 0;
   VH_FMM_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, key.p, skey.p, idx.p, sidx.p, nq, 0, bits));
   Dev<char> temp(temp_bytes);
@@ -364,7 +398,7 @@ void gather_gpu(std::size_t np_, const Grid& g, double cutoff, int m, bool diver
     cell_keys<<<blocks(np, threads), threads>>>(nq, packed.p, g.n, g.h(), key.p, idx.p);
     VH_FMM_CUDA(cudaGetLastError());
     VH_FMM_CUDA(cub::DeviceRadixSort::SortPairs(temp.p, temp_bytes, key.p, skey.p, idx.p, sidx.p, nq, 0, bits));
-    sort_fields<<<blocks(np, threads), threads>>>(nq, packed.p, sidx.p, sorted.p);
+    prepare<<<blocks(np, threads), threads>>>(nq, packed.p, sidx.p, g.n, g.h(), cutoff, m, sorted.p, runs.p);
     VH_FMM_CUDA(cudaGetLastError());
   }
   cell_starts<<<blocks(np + 1, threads), threads>>>(nq, ncells, skey.p, start.p);
@@ -373,12 +407,12 @@ void gather_gpu(std::size_t np_, const Grid& g, double cutoff, int m, bool diver
   // points of c; one cell more covers the rounding of floor(x/h) and of the cut-off test.
   const int reach = m / 2;
   const long long tiles = (g.n + kT - 1) / kT;
-  const Sorted P{sorted.p, nq};
+  const Sorted P{sorted.p, runs.p, nq};
   const unsigned nblocks = static_cast<unsigned>(tiles * tiles * tiles);
   if (divergence)
-    gather_kernel<true><<<nblocks, kThreads>>>(P, start.p, g.n, m, reach, g.h(), cutoff, out.p);
+    gather_kernel<true><<<nblocks, kThreads>>>(P, start.p, g.n, reach, g.h(), out.p);
   else
-    gather_kernel<false><<<nblocks, kThreads>>>(P, start.p, g.n, m, reach, g.h(), cutoff, out.p);
+    gather_kernel<false><<<nblocks, kThreads>>>(P, start.p, g.n, reach, g.h(), out.p);
   VH_FMM_CUDA(cudaGetLastError());
   VH_FMM_CUDA(cudaMemcpy(host, out.p, ncomp * npts * sizeof(double), cudaMemcpyDeviceToHost));
   VH_FMM_CUDA(cudaEventRecord(t1.e));
