@@ -46,7 +46,7 @@ static_assert(kT == 8 && kZ % 2 == 0, "the lane layout assumes 4 x-pairs times 8
 
 // Shared-memory doubles per staged particle: the x weights times α, 3 per point, and the y and
 // z weights (w, or (w, dw) pairs for the divergence), each padded to an odd number of 16-byte
-// units so that the lanes storing different particles hit different banks.
+// units so that the lanes storing different particles spread over the banks.
 constexpr int kXS = 3 * kT + 2;
 template <bool Div>
 constexpr int kYZS = Div ? 2 * kT + 2 : kT + 2;
@@ -149,75 +149,65 @@ __device__ bool reaches(const Sorted& P, int s, const int (&o)[3], const unsigne
   return true;
 }
 
-// The weights at the tile's points on the run: w = norm exp(−δ²/2σ²) and dw = −δ/σ² w at
-// δ = (ilo + k) h − x, summed over k, k + n, … < len where the stencil is wider than the box.
-// Along consecutive k the Gaussian follows from its ratio, w(δ + h) = r w(δ) with
-// r = exp(−(2δh + h²)/2σ²) and r ← r exp(−h²/σ²): two exps a run, not one a point.
-__device__ void run_weights(const Run& r, double x, int n, double h, const double (&c)[kF], double (&w)[kT],
-                            double (&dw)[kT]) {
-  const double norm = c[6], c1 = c[7], c2 = c[8], q = c[9];
-  int kprev = -2;
-  double wv = 0, ratio = 0;
-#pragma unroll
-  for (int t = 0; t < kT; ++t) {
-    w[t] = dw[t] = 0;
-    if (!((r.bits >> t) & 1u)) continue;
-    int k = t - r.sh;
-    if (k < 0) k += n;
-    if (r.len > n) {
-      for (; k < r.len; k += n) {
-        const double dl = offset(r.ilo + k, h, x), v = norm * exp(-dl * dl * c2);
-        w[t] += v;
-        dw[t] += -dl * c1 * v;
-      }
-      continue;
-    }
-    const double dl = offset(r.ilo + k, h, x);
-    if (k == kprev + 1) {
-      wv *= ratio;
-      ratio *= q;
-    } else {
-      wv = norm * exp(-dl * dl * c2);
-      ratio = exp(-(2.0 * dl * h + h * h) * c2);
-    }
-    kprev = k;
-    w[t] = wv;
-    dw[t] = -dl * c1 * wv;
-  }
-}
-
 // Writes particle s's weights at the tile's points into slot `slot`: along x times α,
 // (α_x dw, α_y w, α_z w) per point for the divergence, (α_x w, α_y w, α_z w) for ω; along y and z
 // the (w, dw) pairs or w.  Returns the bits of the z-points with a nonzero weight.
+//
+// w = norm exp(−δ²/2σ²) and dw = −δ/σ² w at δ = (ilo + k) h − x for the run's points k (k, k + n,
+// … < len where the stencil is wider than the box).  Along consecutive k the Gaussian follows
+// from its ratio, w(δ + h) = r w(δ) with r = exp(−(2δh + h²)/2σ²) and r ← r exp(−h²/σ²): two exps
+// a run, not one a point.  The loops stay rolled: unrolled, this code overflowed the instruction
+// cache and the warps waited on instruction fetch.
 template <bool Div>
 __device__ unsigned stage(const Sorted& P, int s, int slot, const int (&o)[3], const unsigned (&valid)[3], int n,
-                          double h, double2* xs, double2* ys, double2* zs) {
-  double c[kF];
-#pragma unroll
-  for (int k = 0; k < kF; ++k) c[k] = P(k, s);
-  double w[kT], dw[kT];
-  run_weights(run_at(P, 0, s, o[0], n, valid[0]), c[0], n, h, c, w, dw);
-  double v[3 * kT];
-#pragma unroll
-  for (int t = 0; t < kT; ++t)
-    for (int a = 0; a < 3; ++a) v[3 * t + a] = c[3 + a] * (Div && a == 0 ? dw[t] : w[t]);
-#pragma unroll
-  for (int u = 0; u < 3 * kT / 2; ++u) xs[slot * (kXS / 2) + u] = make_double2(v[2 * u], v[2 * u + 1]);
-  unsigned zbits = 0;
-#pragma unroll
-  for (int d = 1; d < 3; ++d) {
-    const Run r = run_at(P, d, s, o[d], n, valid[d]);
-    run_weights(r, c[d], n, h, c, w, dw);
-    double2* dst = (d == 1 ? ys : zs) + slot * (kYZS<Div> / 2);
-#pragma unroll
-    for (int t = 0; t < kT; ++t)
-      if (Div)
-        dst[t] = make_double2(w[t], dw[t]);
-      else if (t % 2 == 0)
-        dst[t / 2] = make_double2(w[t], w[t + 1]);
-    if (d == 2) zbits = r.bits;
+                          double h, double* xs, double* ys, double* zs) {
+  const double al[3] = {P(3, s), P(4, s), P(5, s)}, norm = P(6, s), c1 = P(7, s), c2 = P(8, s), q = P(9, s);
+  unsigned bits = 0;
+#pragma unroll 1
+  for (int d = 0; d < 3; ++d) {
+    const Run r = run_at(P, d, s, d == 0 ? o[0] : d == 1 ? o[1] : o[2], n,
+                         d == 0 ? valid[0] : d == 1 ? valid[1] : valid[2]);
+    const double x = P(d, s);
+    double* dst = d == 0 ? xs + slot * kXS : (d == 1 ? ys : zs) + slot * kYZS<Div>;
+    int kprev = -2;
+    double wv = 0, ratio = 0;
+#pragma unroll 1
+    for (int t = 0; t < kT; ++t) {
+      double w = 0, dw = 0;
+      if ((r.bits >> t) & 1u) {
+        int k = t - r.sh;
+        if (k < 0) k += n;
+        if (r.len <= n && k == kprev + 1) {
+          wv *= ratio;
+          ratio *= q;
+          w = wv;
+          dw = -offset(r.ilo + k, h, x) * c1 * wv;
+        } else {
+          double dl = 0;
+          for (int kk = k; kk < r.len; kk += n) {
+            dl = offset(r.ilo + kk, h, x);
+            const double v = norm * exp(-dl * dl * c2);
+            w += v;
+            dw += -dl * c1 * v;
+          }
+          wv = w;
+          if (r.len <= n) ratio = exp(-(2.0 * dl * h + h * h) * c2);
+        }
+        kprev = k;
+      }
+      if (d == 0) {
+        dst[3 * t] = al[0] * (Div ? dw : w);
+        dst[3 * t + 1] = al[1] * w;
+        dst[3 * t + 2] = al[2] * w;
+      } else if (Div) {
+        reinterpret_cast<double2*>(dst)[t] = make_double2(w, dw);
+      } else {
+        dst[t] = w;
+      }
+    }
+    bits = r.bits;
   }
-  return zbits;
+  return bits;  // along z
 }
 
 // Adds staged particle `slot` to this thread's points (x 2 ig + ii, y j, z kZ warp + kk).
@@ -333,7 +323,9 @@ __global__ void __launch_bounds__(kThreads) gather_kernel(Sorted P, const int* _
     __syncwarp();
     const int take = min(qlen, 32);
     unsigned zbits = 0;
-    if (lane < take) zbits = stage<Div>(P, queue[warp][lane], 32 * warp + lane, o, valid, n, h, xs, ys, zs);
+    if (lane < take)
+      zbits = stage<Div>(P, queue[warp][lane], 32 * warp + lane, o, valid, n, h, reinterpret_cast<double*>(xs),
+                         reinterpret_cast<double*>(ys), reinterpret_cast<double*>(zs));
     zbits = __reduce_or_sync(~0u, zbits);
     const int rest = lane + 32 < qlen ? queue[warp][lane + 32] : 0;
     __syncwarp();
