@@ -78,9 +78,11 @@ __device__ void regular_column(double x, double y, double z, int p, int m, doubl
 }
 
 // Column m of the irregular harmonics I_lm(x, y, z), added (add = true) or written to F
-// (double2, or float2 for the single-precision M2L: the recurrence runs in double either way).
+// (double2, or float2 for the single-precision M2L: the recurrence runs in double either way),
+// at F[fidx(l, m)] or, with rowb, at F[rowb[l] + m] (the M2L's padded rows).
 template <class V>
-__device__ void irregular_column(double x, double y, double z, int p, int m, V* F, bool add) {
+__device__ void irregular_column(double x, double y, double z, int p, int m, V* F, bool add,
+                                 const int* rowb = nullptr) {
   const double inv_r2 = 1.0 / (x * x + y * y + z * z);
   double2 imm = make_double2(sqrt(inv_r2), 0.0);
   for (int l = 0; l < m; ++l) {  // I_{l+1,l+1} = -(2l+1) (x + iy) / r^2 I_ll
@@ -90,9 +92,10 @@ __device__ void irregular_column(double x, double y, double z, int p, int m, V* 
   }
   double2 prev = make_double2(0, 0), cur = imm;
   for (int l = m; l <= p; ++l) {
-    V& a = F[fidx(l, m)];
+    const int row = rowb ? rowb[l] : fidx(l, 0);
+    V& a = F[row + m];
     a = add ? mk2<V>(a.x + cur.x, a.y + cur.y) : mk2<V>(cur.x, cur.y);
-    if (m > 0) F[fidx(l, -m)] = (m & 1) ? mk2<V>(-a.x, a.y) : mk2<V>(a.x, -a.y);  // negm
+    if (m > 0) F[row - m] = (m & 1) ? mk2<V>(-a.x, a.y) : mk2<V>(a.x, -a.y);  // negm
     if (l == p) break;
     // I_{l+1,m} = ((2l+1) z I_lm - (l^2 - m^2) I_{l-1,m}) / r^2
     const double c = double(l * l - m * m);
@@ -231,6 +234,17 @@ struct TableGeometry {
   const float2* u;   // float: [kTablesPerLevel][nf], unit side (I_lm(n) = side^(l+1) I_lm(n side))
 };
 
+// Where row n (orders -n..n) of the M2L's shared table T is centred: n^2 + n plus a padding,
+// chosen so that the lanes of one load fall in different banks.  The float contraction's table
+// loads were 35 % bank conflicts at p = 10 (ncu, 2^21: 1.87e9 of 5.37e9 shared-load
+// wavefronts); the paddings of m2l_row_bases, found by a search over the kernel's exact access
+// pattern (8-byte loads, 16 lanes per wavefront), cut them from 312 to 194 wavefronts per
+// translation (lower bound 141).  size: the entries T needs.
+struct RowBases {
+  int b[kMaxGpuOrder + 1];
+  int size;
+};
+
 // Block of 32 per (level, offset); lanes l <= p run the columns.  The zero offset is left unset
 // (table_index never returns it).  V = float2: the unit-side tables (level 0 of side 1).
 template <class V>
@@ -365,14 +379,14 @@ __global__ void fold_multipoles_kernel(int ncells, const GCell* __restrict__ cel
 // that have an active lane at this j (a separate instantiation, so that idle rounds cost no
 // issue slots).
 template <int QA, int Q, class V>
-__device__ inline void contract_k_outer(V (&acc)[Q][3], const V* T, const V* Mj, int stride, int j, int lane,
-                                        int nact, const int (&ol)[Q], const int (&om)[Q]) {
+__device__ inline void contract_k_outer(V (&acc)[Q][3], const V* T, const int* rowb, const V* Mj, int stride, int j,
+                                        int lane, int nact, const int (&ol)[Q], const int (&om)[Q]) {
   const V* Tq[QA];
   bool on[QA];
 #pragma unroll
   for (int q = 0; q < QA; ++q) {
     on[q] = lane + 32 * q < nact;
-    Tq[q] = T + (on[q] ? fidx(ol[q] + j, om[q]) : 0);
+    Tq[q] = T + (on[q] ? rowb[ol[q] + j] + om[q] : 0);
   }
 #pragma unroll
   for (int k = -j; k <= j; ++k) {
@@ -402,25 +416,33 @@ template <class R, int Q, int P = 0>
 __global__ void __launch_bounds__(128, sizeof(R) == 4 ? (P > 0 ? 7 : 8) : 5)
     m2l_kernel(const int* __restrict__ targets, const int* __restrict__ goffset, const int* __restrict__ groups,
                const int2* __restrict__ entries, const GCell* __restrict__ tcells, const GCell* __restrict__ scells,
-               const double4_32a* __restrict__ shifts, int p_arg, TableGeometry tg, const double2* __restrict__ M,
-               const float2* __restrict__ Mfold, double2* __restrict__ L) {
+               const double4_32a* __restrict__ shifts, int p_arg, TableGeometry tg, RowBases rb,
+               const double2* __restrict__ M, const float2* __restrict__ Mfold, double2* __restrict__ L) {
   using V = typename Complex2<R>::type;
   const int p = P > 0 ? P : p_arg;
   constexpr bool scaled = sizeof(R) == sizeof(float);
   extern __shared__ __align__(16) unsigned char m2l_shared[];
   const int nc = cidx(p + 1, 0), nf = (p + 1) * (p + 1), nfp = (nf + 1) & ~1, nout = 3 * nc;
+  const int tsz = (rb.size + 1) & ~1, ws = tsz + 3 * nfp;  // a warp's T and Mf
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, warps = blockDim.x >> 5;
   V* sh = reinterpret_cast<V*>(m2l_shared);
-  V* T = sh + w * 4 * nfp;  // [nfp]
-  V* Mf = T + nfp;          // [3][nfp], folded
-  unsigned* smap = reinterpret_cast<unsigned*>(sh + warps * 4 * nfp);  // fold_map, double only
+  V* T = sh + w * ws;  // [tsz], row n centred at rowb[n]
+  V* Mf = T + tsz;     // [3][nfp], folded
+  unsigned* smap = reinterpret_cast<unsigned*>(sh + warps * ws);  // fold_map, double only
   // scaled: s^-n, n = 0 .. p + 1 (s: the side of the target's level).
   double* pw = reinterpret_cast<double*>(smap + nfp);
+  int* rowb = reinterpret_cast<int*>(pw + p + 2);  // RowBases::b
+  int* tpos = rowb + p + 1;                         // full-layout entry f -> its place in T
   const int A = targets[blockIdx.x];
   const GCell CA = tcells[A];
   const double inv_s = ldexp(1.0 / tg.side0, CA.level);
-  if (!scaled)
-    for (int f = threadIdx.x; f < nf; f += blockDim.x) smap[f] = fold_map(f);
+  if (threadIdx.x <= p) rowb[threadIdx.x] = rb.b[threadIdx.x];
+  for (int f = threadIdx.x; f < nf; f += blockDim.x) {
+    int n = 0;
+    while ((n + 1) * (n + 1) <= f) ++n;
+    tpos[f] = rb.b[n] + f - fidx(n, 0);
+    if (!scaled) smap[f] = fold_map(f);
+  }
   if (scaled && threadIdx.x == 0) {
     pw[0] = 1;
     for (int n = 1; n <= p + 1; ++n) pw[n] = pw[n - 1] * inv_s;
@@ -461,13 +483,14 @@ __global__ void __launch_bounds__(128, sizeof(R) == 4 ? (P > 0 ? 7 : 8) : 5)
                                     tg.t + static_cast<long long>(CA.level * kTablesPerLevel + o) * nf);
         for (int f = lane; f < nf; f += 32) {
           const V v = tab[f];
-          T[f] = k > e0 ? mk2<V>(T[f].x + v.x, T[f].y + v.y) : v;
+          V& t = T[tpos[f]];
+          t = k > e0 ? mk2<V>(t.x + v.x, t.y + v.y) : v;
         }
       } else if (lane <= p) {
         if (scaled)
-          irregular_column(dx * inv_s, dy * inv_s, dz * inv_s, p, lane, T, k > e0);
+          irregular_column(dx * inv_s, dy * inv_s, dz * inv_s, p, lane, T, k > e0, rowb);
         else
-          irregular_column(dx, dy, dz, p, lane, T, k > e0);
+          irregular_column(dx, dy, dz, p, lane, T, k > e0, rowb);
       }
       __syncwarp();
     }
@@ -511,17 +534,17 @@ __global__ void __launch_bounds__(128, sizeof(R) == 4 ? (P > 0 ? 7 : 8) : 5)
       if (nact > 32) {
         const int rounds = (nact + 31) >> 5;
         if (rounds == 2)
-          contract_k_outer<(Q < 2 ? Q : 2)>(acc, T, Mj, nfp, j, lane, nact, ol, om);
+          contract_k_outer<(Q < 2 ? Q : 2)>(acc, T, rowb, Mj, nfp, j, lane, nact, ol, om);
         else if (rounds == 3)
-          contract_k_outer<(Q < 3 ? Q : 3)>(acc, T, Mj, nfp, j, lane, nact, ol, om);
+          contract_k_outer<(Q < 3 ? Q : 3)>(acc, T, rowb, Mj, nfp, j, lane, nact, ol, om);
         else
-          contract_k_outer<Q>(acc, T, Mj, nfp, j, lane, nact, ol, om);
+          contract_k_outer<Q>(acc, T, rowb, Mj, nfp, j, lane, nact, ol, om);
       } else {
         const int gl = nact > 16 ? 0 : nact > 8 ? 1 : nact > 4 ? 2 : 3;  // G = 2^gl lanes per output
         const int Ap = 32 >> gl;
         const int o = lane & (Ap - 1), t0 = lane >> (5 - gl);
         V sq[3] = {mk2<V>(0, 0), mk2<V>(0, 0), mk2<V>(0, 0)};
-        if (o < nact) contract3(T + fidx(sl[gl] + j, sm[gl]), Mj, nfp, -j + t0, j, 1 << gl, sq);
+        if (o < nact) contract3(T + rowb[sl[gl] + j] + sm[gl], Mj, nfp, -j + t0, j, 1 << gl, sq);
         for (int off = 16; off >= Ap; off >>= 1)
           for (int a = 0; a < 3; ++a) {
             sq[a].x += __shfl_down_sync(0xffffffffu, sq[a].x, off);
@@ -535,7 +558,7 @@ __global__ void __launch_bounds__(128, sizeof(R) == 4 ? (P > 0 ? 7 : 8) : 5)
   // Sum the warps in order: their partials go to shared memory, then each output adds them in
   // warp order.
   __syncthreads();
-  V* part = sh;  // [warps][nout], reuses the tables
+  V* part = sh;  // [warps][nout], reuses the tables (nout <= ws)
 #pragma unroll
   for (int q = 0; q < Q; ++q)
     if (q < nq)
@@ -724,6 +747,23 @@ struct FarGpu::Impl {
 };
 
 namespace {
+
+// RowBases of the M2L: n^2 + n plus the paddings found by bench/fmm/m2l_bank_conflicts.py for
+// the float kernels at p = 10 and 8 (cumulative per row); none elsewhere (the double kernels'
+// 16-byte loads have another bank pattern, and other p use the generic kernel).
+RowBases m2l_row_bases(int p, bool single) {
+  static const int pad10[11] = {0, 0, 4, 3, 11, 12, 9, 7, 2, 8, 6};
+  static const int pad8[9] = {0, 10, 3, 6, 0, 7, 10, 14, 8};
+  const int* pad = single && p == 10 ? pad10 : single && p == 8 ? pad8 : nullptr;
+  RowBases rb{};
+  int acc = 0;
+  for (int n = 0; n <= p; ++n) {
+    acc += pad ? pad[n] : 0;
+    rb.b[n] = n * n + n + acc;
+  }
+  rb.size = rb.b[p] + p + 1;
+  return rb;
+}
 
 std::vector<GCell> gcells(const Tree& t) {
   std::vector<GCell> g(t.cells.size());
@@ -991,14 +1031,16 @@ void FarGpu::downward(const std::vector<std::complex<double>>& root_local, const
     m.table_geometry.t = m.tables.as<double2>();
   }
   if (m.n_m2l_targets > 0) {
-    // Warps per block: as many as fit 40 KB of tables (4 nf complex values each), at most 4;
-    // the final reduction reuses the space (warps * 3 ncoef <= warps * 4 nf).  Then the staging
-    // map and the powers of the scale.
+    // Warps per block: as many as fit 40 KB of tables and multipoles (ws complex values each),
+    // at most 4; the final reduction reuses the space (3 ncoef <= ws).  Then the staging map,
+    // the powers of the scale, the row bases and the table positions.
     const std::size_t cx = m.m2l_fp32 ? sizeof(float2) : sizeof(double2);
-    const int warps = std::max(1, std::min(4, static_cast<int>((40 * 1024) / (4 * ((m.nf + 1) & ~1) * cx))));
+    const RowBases rb = m2l_row_bases(m.p, m.m2l_fp32);
+    const int nfp = (m.nf + 1) & ~1, ws = ((rb.size + 1) & ~1) + 3 * nfp;
+    const int warps = std::max(1, std::min(4, static_cast<int>((40 * 1024) / (ws * cx))));
     const int q = (m.nc + 31) / 32;  // (l, m) outputs per lane
-    const int nfp = (m.nf + 1) & ~1;
-    const std::size_t shm_m2l = warps * 4 * nfp * cx + nfp * sizeof(unsigned) + (m.p + 2) * sizeof(double);
+    const std::size_t shm_m2l = warps * ws * cx + nfp * sizeof(unsigned) + (m.p + 2) * sizeof(double) +
+                                (m.p + 1 + m.nf) * sizeof(int);
     if (m.m2l_fp32) {
       const int ncells = static_cast<int>(m.M.bytes / (3 * m.nc * sizeof(double2)));
       m.Mfold.resize(static_cast<std::size_t>(ncells) * 3 * nfp * sizeof(float2));
@@ -1009,7 +1051,7 @@ void FarGpu::downward(const std::vector<std::complex<double>>& root_local, const
     auto launch = [&](auto kernel) {
       kernel<<<m.n_m2l_targets, 32 * warps, shm_m2l>>>(m.m2l_targets.as<int>(), m.m2l_goffset.as<int>(),
                                                         m.m2l_groups.as<int>(), m.m2l_entries.as<int2>(), tc, sc,
-                                                        m.shifts.as<double4_32a>(), m.p, m.table_geometry,
+                                                        m.shifts.as<double4_32a>(), m.p, m.table_geometry, rb,
                                                         m.M.as<double2>(), m.Mfold.as<float2>(),
                                                         m.L.as<double2>());
     };
