@@ -5,8 +5,10 @@
 // below exp(−cutoff²/2) of the peak: 2e-11 at the default 7). ζ is separable, so each
 // particle's weights are three 1-D vectors. CPU: each particle's stencil is added to the
 // lattice, the z-planes split among the threads and the particles taken in index order, so
-// every point sums in the same order for any thread count (restarts are bit-exact). GPU: one
-// thread per lattice point gathers from the particles of the nearby cells in a fixed order.
+// every point sums in the same order for any thread count (restarts are bit-exact). GPU
+// (blobs_gpu.cu): the particles sorted into lattice cells on the device, then a block per 8^3
+// tile of points stages the particles that reach the tile and every thread sums its own points
+// in a fixed order (no atomics, the same bits on every run).
 #pragma once
 
 #include "core/grid.h"
