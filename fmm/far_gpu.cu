@@ -409,8 +409,8 @@ __device__ inline void contract_k_outer(V (&acc)[Q][3], const V* T, const int* r
 // multipole into L1 gained nothing (0.521 s): ncu puts the limit in issue and shared-memory
 // throughput, not in L2 latency.
 // Mfold (float only): fold_multipoles_kernel's output.
-// P > 0: the kernel for p = P alone (p_arg ignored), every j and k loop unrolled, so that the
-// contraction's offsets are immediates (2^24 turbulent lattice, p = 10, float: 0.324 s -> 0.231
+// P > 0: the kernel for p = P alone (p_arg ignored; float p = 8, 10, 12, double p = 10), every
+// j and k loop unrolled, so that the contraction's offsets are immediates (2^24 turbulent lattice, p = 10, float: 0.324 s -> 0.231
 // s, and 7 blocks per SM: 8 gave 0.238, 6 0.239); P = 0: any p.
 template <class R, int Q, int P = 0>
 __global__ void __launch_bounds__(128, sizeof(R) == 4 ? (P > 0 ? 7 : 8) : 5)
@@ -749,12 +749,13 @@ struct FarGpu::Impl {
 namespace {
 
 // RowBases of the M2L: n^2 + n plus the paddings found by bench/fmm/m2l_bank_conflicts.py for
-// the float kernels at p = 10 and 8 (cumulative per row); none elsewhere (the double kernels'
+// the float kernels at p = 8, 10 and 12 (cumulative per row); none elsewhere (the double kernels'
 // 16-byte loads have another bank pattern, and other p use the generic kernel).
 RowBases m2l_row_bases(int p, bool single) {
-  static const int pad10[11] = {0, 0, 4, 3, 11, 12, 9, 7, 2, 8, 6};
-  static const int pad8[9] = {0, 10, 3, 6, 0, 7, 10, 14, 8};
-  const int* pad = single && p == 10 ? pad10 : single && p == 8 ? pad8 : nullptr;
+  static const int pad8[9] = {0, 10, 3, 6, 0, 7, 10, 14, 8};                  // 165 -> 92 wavefronts
+  static const int pad10[11] = {0, 0, 4, 3, 11, 12, 9, 7, 2, 8, 6};          // 312 -> 194
+  static const int pad12[13] = {0, 13, 2, 14, 5, 12, 0, 9, 2, 4, 3, 5, 1};   // 513 -> 372
+  const int* pad = !single ? nullptr : p == 8 ? pad8 : p == 10 ? pad10 : p == 12 ? pad12 : nullptr;
   RowBases rb{};
   int acc = 0;
   for (int n = 0; n <= p; ++n) {
@@ -1057,8 +1058,9 @@ void FarGpu::downward(const std::vector<std::complex<double>>& root_local, const
     };
     if (m.m2l_fp32) {
       if (q <= 1) launch(m2l_kernel<float, 1>);       // p <= 6
-      else if (m.p == 10) launch(m2l_kernel<float, 3, 10>);  // the tolerance table's p
-      else if (m.p == 8) launch(m2l_kernel<float, 3, 8>);
+      else if (m.p == 8) launch(m2l_kernel<float, 3, 8>);  // the tolerance table's p
+      else if (m.p == 10) launch(m2l_kernel<float, 3, 10>);
+      else if (m.p == 12) launch(m2l_kernel<float, 3, 12>);
       else if (q <= 3) launch(m2l_kernel<float, 3>);  // p <= 10
       else if (q <= 4) launch(m2l_kernel<float, 4>);  // p <= 14
       else launch(m2l_kernel<float, 8>);              // p <= 20

@@ -5,8 +5,12 @@
 //   fmm_bench [--device cpu|gpu] [--min-log2n 14] [--max-log2n 18] [--p 10] [--theta 0.4]
 //             [--ncrit 64] [--tolerance 1e-6] [--images 5] [--p2p-max-pairs -1] [--periodic]
 //             [--lattice | --turbulent | --white] [--precision single|double] [--direct-max-log2n 18]
-//             [--ref-max-log2n 24] [--repeat 3] [--csv]
+//             [--ref-max-log2n 24] [--jitter 0] [--fmm-ref] [--repeat 3] [--csv]
 //
+// --jitter F moves every coordinate by a uniform random amount in [-F h, F h] (as an AB2 step
+// leaves the particles of a lattice: off it, and lattice points on leaf faces into neighbour
+// leaves); the error is then against a tight FMM (theta 0.25, p 16, double; --fmm-ref uses it on
+// the lattice too and prints its own error against the spectral sum).
 // Particles: uniform random (default); --lattice: the n^3 lattice (cell centres) displaced by up
 // to +-0.1 h, alpha random with zero mean; --turbulent: exactly on the n^3 lattice with
 // alpha = omega h^3 of a k^4 exp(-2 k^2/k_p^2) turbulent velocity field (k_p = n/16, the shared
@@ -58,6 +62,8 @@ using vh::fmm::Vec3;
 struct Options {
   int min_log2n = 14, max_log2n = 18, repeat = 3, direct_max_log2n = 18, ref_max_log2n = 24;
   bool csv = false, lattice = false, turbulent = false, white = false;
+  double jitter = 0;  // --jitter F: every coordinate moved by up to +-F h
+  bool fmm_ref = false;  // --fmm-ref: the tight FMM reference on the lattice too
   std::string device = "cpu";
   vh::fmm::Params prm;
 };
@@ -82,6 +88,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--min-log2n") o.min_log2n = std::stoi(next());
     else if (a == "--max-log2n") o.max_log2n = std::stoi(next());
     else if (a == "--repeat") o.repeat = std::stoi(next());
+    else if (a == "--jitter") o.jitter = std::stod(next());
+    else if (a == "--fmm-ref") o.fmm_ref = true;
     else if (a == "--p") o.prm.set("p", next());
     else if (a == "--theta") o.prm.set("theta", next());
     else if (a == "--ncrit") o.prm.set("ncrit", next());
@@ -91,7 +99,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--help" || a == "-h") {
       std::printf("usage: fmm_bench [--device cpu|gpu] [--min-log2n N] [--max-log2n N] [--p P] [--theta T] "
                   "[--ncrit N] [--tolerance E] [--images K] [--p2p-max-pairs M] [--periodic] [--lattice | --turbulent] "
-                  "[--precision single|double] [--direct-max-log2n N] [--ref-max-log2n N] [--repeat R] [--csv]\n");
+                  "[--precision single|double] [--direct-max-log2n N] [--ref-max-log2n N] [--jitter F] [--fmm-ref] [--repeat R] [--csv]\n");
       std::exit(0);
     } else {
       throw std::invalid_argument("unknown option " + a);
@@ -244,9 +252,15 @@ int main(int argc, char** argv) {
   for (int lg = o.min_log2n; lg <= o.max_log2n; ++lg) {
     if (o.lattice && lg % 3 != 0) continue;
     const int n = 1 << lg;
-    const Blobs b = o.white       ? white_lattice(1 << (lg / 3))
-                    : o.turbulent ? turbulent_lattice(1 << (lg / 3))
-                                  : random_blobs(lg, o.lattice);
+    Blobs b = o.white       ? white_lattice(1 << (lg / 3))
+              : o.turbulent ? turbulent_lattice(1 << (lg / 3))
+                            : random_blobs(lg, o.lattice);
+    if (o.jitter > 0) {  // as a vortex step leaves lattice particles: off the lattice, some across leaf faces
+      std::mt19937_64 gen(99 + lg);
+      std::uniform_real_distribution<double> U(-o.jitter, o.jitter);
+      for (auto& x : b.x)
+        for (int d = 0; d < 3; ++d) x[d] += U(gen) * b.s[0];
+    }
     std::vector<Vec3> u;
     std::vector<Mat3> g;
     vh::fmm::evaluate_self(prm, b.x, b.a, b.s, u, g);  // warm-up
@@ -258,11 +272,31 @@ int main(int argc, char** argv) {
       sampled_error(b, u, g, row);
     } else if (o.turbulent && lg <= o.ref_max_log2n) {
       // The reference is the smooth regularised field, which includes each blob's own
-      // contribution to grad u: evaluate at the particles as separate targets.
+      // contribution to grad u: evaluate at the particles as separate targets.  On the lattice
+      // the exact spectral sum; off it (--jitter) a tight FMM, theta 0.25, p 16, double, whose
+      // own error on the lattice is printed with --jitter 0 --fmm-ref.
       vh::fmm::evaluate_at(prm, b.x, b.a, b.s, b.x, u, g);
       std::vector<Vec3> ur;
       std::vector<Mat3> gr;
-      vh::fmm::testing::spectral_velocity(1 << (lg / 3), b.s[0], b.a, ur, gr);
+      if (o.jitter > 0 || o.fmm_ref) {
+        vh::fmm::Params tight = prm;
+        tight.p = 16;
+        tight.theta = 0.25;
+        tight.ncrit = 64;
+        tight.tolerance = 1e-10;
+        tight.precision = "double";
+        vh::fmm::evaluate_at(tight, b.x, b.a, b.s, b.x, ur, gr);
+        if (o.jitter == 0) {
+          std::vector<Vec3> us;
+          std::vector<Mat3> gs;
+          vh::fmm::testing::spectral_velocity(1 << (lg / 3), b.s[0], b.a, us, gs);
+          std::fprintf(stderr, "fmm_bench: the tight FMM reference against the spectral sum: u %.2e, grad u %.2e\n",
+                       rel_l2(ur[0].data(), us[0].data(), 3 * ur.size()),
+                       rel_l2(gr[0][0].data(), gs[0][0].data(), 9 * gr.size()));
+        }
+      } else {
+        vh::fmm::testing::spectral_velocity(1 << (lg / 3), b.s[0], b.a, ur, gr);
+      }
       row.err_u = rel_l2(u[0].data(), ur[0].data(), 3 * u.size());
       row.err_g = rel_l2(g[0][0].data(), gr[0][0].data(), 9 * g.size());
     }
@@ -336,7 +370,8 @@ int main(int argc, char** argv) {
       const std::string cs = base + " N=" + std::to_string(r.n) + " p=" + std::to_string(rp.p) +
                              " theta=" + std::to_string(rp.theta).substr(0, 4) + " ncrit=" +
                              std::to_string(rp.ncrit) + " tol=" + std::to_string(prm.tolerance).substr(0, 8) +
-                             " sigma=h median of " + std::to_string(o.repeat);
+                             " sigma=h" + (o.jitter > 0 ? " jitter=" + std::to_string(o.jitter).substr(0, 5) + "h" : "") +
+                             " median of " + std::to_string(o.repeat);
       row(cs, "time_per_eval", r.t.total, "s");
       row(cs, "time_tree", r.t.tree, "s");
       row(cs, "time_lists", r.t.traverse, "s");
