@@ -152,16 +152,28 @@ void check_inputs(const std::vector<Vec3>& x, const std::vector<Vec3>& alpha, co
                   const std::vector<Vec3>* targets) {
   if (alpha.size() != x.size() || sigma.size() != x.size())
     throw std::invalid_argument("fmm: x, alpha and sigma must have the same length");
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    if (!finite3(x[i])) throw std::invalid_argument("fmm: source position " + std::to_string(i) + " is not finite");
-    if (!finite3(alpha[i])) throw std::invalid_argument("fmm: strength " + std::to_string(i) + " is not finite");
-    if (!(sigma[i] > 0) || !std::isfinite(sigma[i]))
-      throw std::invalid_argument("fmm: core radius sigma[" + std::to_string(i) + "] must be > 0 and finite");
+  // The first bad entry of each kind, found by all threads (serially, 0.2 s at 2^24 sources).
+  const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(x.size());
+  const std::ptrdiff_t nt = targets ? static_cast<std::ptrdiff_t>(targets->size()) : 0;
+  std::ptrdiff_t bad_x = n, bad_a = n, bad_s = n, bad_t = nt;
+#pragma omp parallel for schedule(static) reduction(min : bad_x, bad_a, bad_s)
+  for (std::ptrdiff_t i = 0; i < n; ++i) {
+    if (!finite3(x[i])) bad_x = std::min(bad_x, i);
+    if (!finite3(alpha[i])) bad_a = std::min(bad_a, i);
+    if (!(sigma[i] > 0) || !std::isfinite(sigma[i])) bad_s = std::min(bad_s, i);
   }
-  if (targets)
-    for (std::size_t i = 0; i < targets->size(); ++i)
-      if (!finite3((*targets)[i]))
-        throw std::invalid_argument("fmm: target position " + std::to_string(i) + " is not finite");
+#pragma omp parallel for schedule(static) reduction(min : bad_t)
+  for (std::ptrdiff_t i = 0; i < nt; ++i)
+    if (!finite3((*targets)[i])) bad_t = std::min(bad_t, i);
+  // The serial loop's message: the lowest index with any fault, position before strength
+  // before core radius.
+  const std::ptrdiff_t first = std::min({bad_x, bad_a, bad_s});
+  if (first < n) {
+    if (bad_x == first) throw std::invalid_argument("fmm: source position " + std::to_string(first) + " is not finite");
+    if (bad_a == first) throw std::invalid_argument("fmm: strength " + std::to_string(first) + " is not finite");
+    throw std::invalid_argument("fmm: core radius sigma[" + std::to_string(first) + "] must be > 0 and finite");
+  }
+  if (bad_t < nt) throw std::invalid_argument("fmm: target position " + std::to_string(bad_t) + " is not finite");
 }
 
 // Far field and near field on the CPU: P2M/M2M (+ the periodic lattice), M2L, L2L/L2P, P2P,

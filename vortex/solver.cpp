@@ -203,12 +203,18 @@ void Solver::step(double dt) {
   rhs_valid_ = false;
   dt_prev_ = dt;
   // Core spreading: the exact solution of the heat equation for a Gaussian blob.
-  for (double& s : p_.sigma) s = std::sqrt(s * s + 2.0 * prm_.nu * dt);
+  double smax = 0;
+#pragma omp parallel for schedule(static) reduction(max : smax)
+  for (std::ptrdiff_t i = 0; i < n; ++i) {
+    double& s = p_.sigma[i];
+    s = std::sqrt(s * s + 2.0 * prm_.nu * dt);
+    smax = std::max(smax, s);
+  }
   wrap(p_);
   t_ += dt;
   ++steps_;
   ++since_reinit_;
-  const double ratio = *std::max_element(p_.sigma.begin(), p_.sigma.end()) / sigma0_;
+  const double ratio = smax / sigma0_;
   if ((prm_.reinit_every > 0 && since_reinit_ >= prm_.reinit_every) || ratio > prm_.max_core_ratio)
     reinitialise();
 }
@@ -264,7 +270,9 @@ void Solver::set_state(const State& s) {
 double Solver::max_velocity() {
   if (!rhs_valid_) evaluate_rhs();
   double m = 0;
-  for (const Vec3& v : u_) m = std::max({m, std::abs(v[0]), std::abs(v[1]), std::abs(v[2])});
+  const std::ptrdiff_t n = std::ptrdiff_t(u_.size());
+#pragma omp parallel for schedule(static) reduction(max : m)
+  for (std::ptrdiff_t i = 0; i < n; ++i) m = std::max({m, std::abs(u_[i][0]), std::abs(u_[i][1]), std::abs(u_[i][2])});
   return m;
 }
 
