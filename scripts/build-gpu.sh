@@ -8,7 +8,7 @@
 #             (device-check.sh tests, sanitize; bench without the spectral benchmark)
 #   spectral  test_spectral_gpu, spectral_bench (device-check.sh tests, bench)
 #   tgv       tgv_check (the Taylor-Green check against the 512^3 reference)
-#   vortex    vortexhit and the blob test (device-check.sh vortex, study, sc09)
+#   vortex    vortexhit, the blob test and blobs_bench (device-check.sh vortex, study, sc09, bench)
 #   all       every one of them (more than the device tool carries)
 #
 # Sets, because the device tool carries at most 64 MiB and every program that links the spectral
@@ -21,9 +21,9 @@ case "$set_name" in
               fmm_bench p2p_gpu_bench p2p_cpu_bench" ;;
   spectral) progs="test_spectral_gpu spectral_bench" ;;
   tgv) progs="tgv_check" ;;
-  vortex) progs="vortexhit test_blobs_gpu" ;;
+  vortex) progs="vortexhit test_blobs_gpu blobs_bench" ;;
   all) progs="fmm_gpu_test test_fmm_gpu test_traverse_gpu test_blobs_gpu test_initial_field test_diagnostics
-              fmm_bench p2p_gpu_bench p2p_cpu_bench test_spectral_gpu spectral_bench tgv_check vortexhit" ;;
+              fmm_bench p2p_gpu_bench p2p_cpu_bench test_spectral_gpu spectral_bench tgv_check vortexhit blobs_bench" ;;
   *) echo "build-gpu.sh: unknown set '$set_name' (allowed: fmm, spectral, tgv, vortex, all)" >&2; exit 2 ;;
 esac
 [ -f build-gpu/CMakeCache.txt ] ||

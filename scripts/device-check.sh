@@ -46,6 +46,7 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   [ -x .gpu/p2p_gpu_bench ] && run_bench p2p .gpu/p2p_gpu_bench --device gpu --log2n 18,21,24 --precision fp32,fp64
   [ -x .gpu/fmm_bench ] && run_bench fmm .gpu/fmm_bench --device gpu --turbulent --min-log2n 15 --max-log2n 24 \
     --tolerance 1e-4 --repeat 1 --ref-max-log2n 21 --csv
+  [ -x .gpu/blobs_bench ] && run_bench blobs .gpu/blobs_bench --csv "$OUT/blobs_rows.csv"
   tail -n 20 "$OUT/bench.log"
 fi
 vh=.gpu/vortexhit
