@@ -35,11 +35,13 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <iostream>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "bench/csv_rows.h"
 #include "core/diagnostics.h"
 #include "core/fft.h"
 #include "core/initial_field.h"
@@ -352,18 +354,13 @@ int main(int argc, char** argv) {
   }
 
   if (o.csv) {
-    char date[16];
-    const std::time_t now = std::time(nullptr);
-    std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
     std::string dev = cpu_name();
 #ifdef VH_FMM_HAVE_CUDA
     if (gpu) dev = vh::fmm::gpu_name() + " + " + dev;
 #endif
-    std::string commit = VH_GIT_HASH;
-    auto row = [&](const std::string& cs, const char* metric, double v, const char* unit) {
-      std::printf("%s,%s,%s,fmm,%s,%s,%.6g,%s\n", date, commit.c_str(), dev.c_str(), cs.c_str(), metric, v, unit);
-    };
-    std::printf("date,commit,device,benchmark,case,metric,value,unit\n");
+    std::fflush(stdout);  // the table went through printf, the rows go through std::cout
+    vh::bench::CsvRows csv(std::cout, "fmm", dev, VH_GIT_HASH);
+    auto row = [&](const std::string& cs, const char* metric, double v, const char* unit) { csv.row(cs, metric, v, unit); };
     const std::string base = std::string(gpu ? "gpu " + rp.precision + " " : "cpu ") +
                              (prm.periodic ? "periodic" : "free space") + field;
     for (const auto& r : rows) {

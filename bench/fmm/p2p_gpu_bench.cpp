@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/csv_rows.h"
 #include "fmm/p2p.h"
 #include "fmm/p2p_gpu.h"
 #include "fmm/periodic.h"
@@ -353,16 +354,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "p2p_gpu_bench: cannot write %s\n", o.csv.c_str());
       return 2;
     }
-    char date[16];
-    const std::time_t now = std::time(nullptr);
-    std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-    f << "date,commit,device,benchmark,case,metric,value,unit\n";
-    auto row = [&](const std::string& cs, const char* metric, double v, const char* unit) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.6g", v);
-      f << date << ',' << VH_GIT_HASH << ',' << dev << ",p2p_gpu," << cs << ',' << metric << ',' << buf << ','
-        << unit << '\n';
-    };
+    vh::bench::CsvRows csv(f, "p2p_gpu", dev, VH_GIT_HASH);
+    auto row = [&](const std::string& cs, const char* metric, double v, const char* unit) { csv.row(cs, metric, v, unit); };
     char th[32], tl[32];
     std::snprintf(th, sizeof th, "%g", o.theta);
     std::snprintf(tl, sizeof tl, "%g", o.tolerance);

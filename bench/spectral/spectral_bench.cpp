@@ -21,10 +21,12 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench/csv_rows.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/initial_field.h"
@@ -41,13 +43,6 @@ std::vector<std::string> split(const std::string& s) {
   std::string x;
   while (std::getline(ss, x, ',')) r.push_back(x);
   return r;
-}
-
-std::string today() {
-  char b[16];
-  const std::time_t t = std::time(nullptr);
-  std::strftime(b, sizeof b, "%Y-%m-%d", std::gmtime(&t));
-  return b;
 }
 
 std::string commit() {
@@ -102,7 +97,10 @@ int main(int argc, char** argv) {
                 dev.c_str(), prec.c_str(), asked.c_str(), steps, warmup);
     std::printf("%6s %8s %6s %14s %14s %8s  %s\n", "N", "dealias", "M", "step [ms]", "FFT floor [ms]",
                 "ratio", "path");
-    std::vector<std::string> rows;
+    struct Row {
+      std::string cs, metric, value, unit;
+    };
+    std::vector<Row> rows;
     for (const std::string& nstr : split(ns)) {
       const Grid g{std::stoi(nstr)};
       InitialFieldSpec spec;
@@ -146,19 +144,19 @@ int main(int argc, char** argv) {
                                     : s->uses_fft_callbacks()  ? " callbacks"
                                                                : "";
         const std::string cs = "N=" + nstr + " dealias=" + d + " " + prec + variant;
-        const std::string pre = today() + "," + commit() + "," + dev + ",spectral," + cs + ",";
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%.6g", step);
-        rows.push_back(pre + "time_per_step," + buf + ",s");
-        std::snprintf(buf, sizeof buf, "%.6g", floor);
-        rows.push_back(pre + "fft_floor_per_step," + buf + ",s");
-        std::snprintf(buf, sizeof buf, "%.4g", step / floor);
-        rows.push_back(pre + "ratio_to_fft_bound," + buf + ",1");
+        char buf[3][64];
+        std::snprintf(buf[0], sizeof buf[0], "%.6g", step);
+        std::snprintf(buf[1], sizeof buf[1], "%.6g", floor);
+        std::snprintf(buf[2], sizeof buf[2], "%.4g", step / floor);
+        rows.push_back({cs, "time_per_step", buf[0], "s"});
+        rows.push_back({cs, "fft_floor_per_step", buf[1], "s"});
+        rows.push_back({cs, "ratio_to_fft_bound", buf[2], "1"});
       }
     }
     if (csv) {
-      std::printf("date,commit,device,benchmark,case,metric,value,unit\n");
-      for (const auto& r : rows) std::printf("%s\n", r.c_str());
+      std::fflush(stdout);  // the table went through printf, the rows go through std::cout
+      vh::bench::CsvRows out(std::cout, "spectral", dev, commit());
+      for (const auto& r : rows) out.row(r.cs, r.metric, r.value, r.unit);
     }
   } catch (const InputError& e) {
     std::fprintf(stderr, "spectral_bench: %s\n", e.what());

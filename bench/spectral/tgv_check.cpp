@@ -16,10 +16,12 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench/csv_rows.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/initial_field.h"
@@ -148,21 +150,25 @@ int main(int argc, char** argv) {
     std::printf("eps rel L2 misfit %.3e\n", mE);
     std::printf("wall time %.1f s, %.1f steps/s\n", wall, (m.t.size() - 1) * per / wall);
     if (csv) {
-      char c[256];
-      const time_t now = std::time(nullptr);
-      char d[16];
-      std::strftime(d, sizeof d, "%Y-%m-%d", std::gmtime(&now));
       std::string h = VH_GIT_HASH;
       h = h.substr(0, 7) + (h.find("dirty") != std::string::npos ? "-dirty" : "");
-      std::snprintf(c, sizeof c, "%s,%s,%s,tgv_check,TGV Re=1600 N=%d dealias=%s fp64%s dt=%g t<=%.2f,", d,
-                    h.c_str(), dev.c_str(), n, dealias.c_str(), pruned ? " pruned" : "", dt, m.t.back());
-      std::printf("date,commit,device,benchmark,case,metric,value,unit\n");
-      std::printf("%speak_epsilon,%.6e,1/time\n", c, ep);
-      std::printf("%speak_time,%.4f,time\n", c, tp);
-      std::printf("%speak_epsilon_rel_error,%.3e,1\n", c, ep / er - 1);
-      std::printf("%sK_rel_l2_misfit,%.3e,1\n", c, mK);
-      std::printf("%sepsilon_rel_l2_misfit,%.3e,1\n", c, mE);
-      std::printf("%swall_time,%.1f,s\n", c, wall);
+      char cs[160], v[6][32];
+      std::snprintf(cs, sizeof cs, "TGV Re=1600 N=%d dealias=%s fp64%s dt=%g t<=%.2f", n, dealias.c_str(),
+                    pruned ? " pruned" : "", dt, m.t.back());
+      std::snprintf(v[0], sizeof v[0], "%.6e", ep);
+      std::snprintf(v[1], sizeof v[1], "%.4f", tp);
+      std::snprintf(v[2], sizeof v[2], "%.3e", ep / er - 1);
+      std::snprintf(v[3], sizeof v[3], "%.3e", mK);
+      std::snprintf(v[4], sizeof v[4], "%.3e", mE);
+      std::snprintf(v[5], sizeof v[5], "%.1f", wall);
+      std::fflush(stdout);  // the report went through printf, the rows go through std::cout
+      vh::bench::CsvRows out(std::cout, "tgv_check", dev, h);
+      out.row(cs, "peak_epsilon", v[0], "1/time");
+      out.row(cs, "peak_time", v[1], "time");
+      out.row(cs, "peak_epsilon_rel_error", v[2], "1");
+      out.row(cs, "K_rel_l2_misfit", v[3], "1");
+      out.row(cs, "epsilon_rel_l2_misfit", v[4], "1");
+      out.row(cs, "wall_time", v[5], "s");
     }
     if (check && !(std::fabs(ep / er - 1) <= 0.01 && std::fabs(tp - tr) <= 0.1)) return 1;
   } catch (const InputError& e) {

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/csv_rows.h"
 #include "vortex/blobs.h"
 #include "vortex/blobs_gpu.h"
 
@@ -244,27 +245,19 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "blobs_bench: cannot write %s\n", o.csv.c_str());
       return 2;
     }
-    char date[16];
-    const std::time_t now = std::time(nullptr);
-    std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-    f << "date,commit,device,benchmark,case,metric,value,unit\n";
-    auto row = [&](const std::string& device, const std::string& cs, const char* metric, double v, const char* unit) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.6g", v);
-      f << date << ',' << VH_GIT_HASH << ',' << device << ",blobs," << cs << ',' << metric << ',' << buf << ',' << unit
-        << '\n';
-    };
+    vh::bench::CsvRows csv(f, "blobs", dev, VH_GIT_HASH);
     char setup[96];
     std::snprintf(setup, sizeof setup, "lattice moved 0.1h sigma=%gh cutoff=%g", o.overlap, o.cutoff);
     for (const auto& r : rows) {
       const std::string base = r.sum + " n=" + std::to_string(r.n) + " " + setup + " " + r.device;
       const std::string cs = base + " median of " + std::to_string(o.repeat);
+      csv.device(r.device == "gpu" ? dev : cpu_name());
       if (r.device == "gpu") {
-        row(dev, cs, "time_device", r.device_s, "s");
-        row(dev, cs, "time_call", r.call_s, "s");
-        if (r.err >= 0) row(dev, base + " vs cpu", "rel_l2_difference", r.err, "1");
+        csv.row(cs, "time_device", r.device_s, "s");
+        csv.row(cs, "time_call", r.call_s, "s");
+        if (r.err >= 0) csv.row(base + " vs cpu", "rel_l2_difference", r.err, "1");
       } else {
-        row(cpu_name(), cs, "time_call", r.call_s, "s");
+        csv.row(cs, "time_call", r.call_s, "s");
       }
     }
     std::printf("CSV rows written to %s\n", o.csv.c_str());
