@@ -1,14 +1,18 @@
 // checkpoint.h5: everything needed to continue a run bit for bit (STYLE.md, "Checkpoints").
 //
-//   /            attributes format = "vortexhit checkpoint 1", git_hash, precision = "double",
+//   /            attributes format = "vortexhit checkpoint 2", git_hash, precision = "double",
 //                field_index (int64: the next fields file), wall_time
 //   /deck        the deck after overrides (the restart reads it back)
 //   /<solver>/   each solver's state (Stepper::save): spectral coefficients, or particles
 //                with σ and the AB2 history; time and step count as attributes
 //
-// Written to a temporary name, fsync'ed and renamed into place; the previous checkpoint
-// stays as checkpoint_prev.h5. The series and spectra live in run.h5, which a restart reads
-// back and trims to each solver's checkpoint time.
+// Written to a temporary name, sealed (core/seal.h: a hash of every byte), fsync'ed and
+// renamed into place; the previous checkpoint stays as checkpoint_prev.h5. A restart checks
+// the seal before HDF5 reads anything, then each solver checks the state it loads (finite,
+// sizes of the deck's grid, σ > 0, positions in the box, sane t and step counts): a damaged
+// or foreign file is bad input (exit 2) naming the file and, past the seal, the dataset. The
+// series and spectra live in run.h5 (sealed too), which a restart reads back and trims to
+// each solver's checkpoint time.
 #pragma once
 
 #include <memory>
@@ -34,7 +38,8 @@ void write_checkpoint(const std::string& dir, const std::string& deck, long fiel
 /// header; vh::InputError naming file and dataset for a missing, truncated or foreign file.
 CheckpointHeader read_checkpoint_header(const std::string& where);
 
-/// Loads every solver's state (its group must exist).
+/// Loads every solver's state (its group must exist); vh::InputError naming the file and
+/// dataset when a state fails its checks.
 void load_checkpoint(const CheckpointHeader& h, const std::vector<std::unique_ptr<Stepper>>& solvers);
 
 }  // namespace vh::app

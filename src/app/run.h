@@ -9,7 +9,8 @@ namespace vh::app {
 /// Runs the deck at `deck_path` with `--key=value` overrides; `quiet` silences all but
 /// errors. With `restart` (a checkpoint file or its run folder) the run continues from the
 /// checkpoint, with its stored deck and the overrides (e.g. a later time.t_end). Returns the
-/// exit status (0); throws vh::InputError (2) or vh::RunStopped (3).
+/// exit status (0); throws vh::InputError (2) or vh::RunStopped (3; also when a file cannot be
+/// written: disk full, file-size limit, run folder gone, with what the folder still holds).
 int run(const std::string& deck_path, const std::vector<std::string>& overrides, bool quiet,
         const std::string& restart, const std::vector<std::string>& argv);
 

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/h5.h"
+#include "vortex/validate.h"
 
 namespace vh::app {
 namespace {
@@ -22,6 +23,9 @@ void save_coefficients(h5::Id grp, const SpectralVector& u) {
 
 void load_coefficients(h5::Id grp, SpectralVector& u) {
   const auto flat = h5::read_doubles(grp, "u", h5::Shape{3, u.grid.modes(), 2});
+  for (std::size_t j = 0; j < flat.size(); ++j)
+    if (!std::isfinite(flat[j]))
+      throw InputError(h5::where(grp, "u") + ": value " + std::to_string(j) + " is not finite");
   std::size_t i = 0;
   for (auto& c : u.c)
     for (Complex& z : c) z = Complex(flat[i], flat[i + 1]), i += 2;
@@ -76,8 +80,14 @@ class SpectralStepper : public Stepper {
   void load(h5::Id grp) override {
     SpectralVector u(grid_);
     load_coefficients(grp, u);
-    solver_->set_velocity(u, h5::read_double_attribute(grp, "t"));
-    steps_ = long(h5::read_int64_attribute(grp, "steps"));
+    const double t = h5::read_double_attribute(grp, "t");
+    const long steps = long(h5::read_int64_attribute(grp, "steps"));
+    if (!(std::isfinite(t) && t >= 0 && steps >= 0 && (steps == 0) == (t == 0)))
+      throw InputError(h5::where(grp, ".") + ": attributes t = " + std::to_string(t) + ", steps = " +
+                       std::to_string(steps) + " are out of range (allowed: t >= 0 finite, steps >= 0, t = 0 "
+                       "exactly when steps = 0)");
+    solver_->set_velocity(u, t);
+    steps_ = steps;
   }
 
  private:
@@ -88,7 +98,7 @@ class SpectralStepper : public Stepper {
 
 class VortexStepper : public Stepper {
  public:
-  VortexStepper(const vortex::Params& p, const Grid& g) : solver_(p, g) {}
+  VortexStepper(const vortex::Params& p, const Grid& g) : grid_(g), solver_(p, g) {}
   std::string name() const override { return "vortex"; }
   void start(const SpectralVector& u, double t) override { init_ = solver_.set_velocity(u, t); }
   void step(double dt) override {
@@ -134,11 +144,8 @@ class VortexStepper : public Stepper {
   }
   void load(h5::Id grp) override {
     vortex::State st;
-    h5::Shape shape;
-    st.particles.x = unflatten(h5::read_doubles(grp, "x", &shape));
-    if (shape.size() != 2 || shape[1] != 3)
-      throw InputError(h5::where(grp, "x") + ": expected shape [n][3]");
-    const std::size_t n = shape[0];
+    const std::size_t n = grid_.points();  // lattice particles (vortex/validate.h)
+    st.particles.x = unflatten(h5::read_doubles(grp, "x", h5::Shape{n, 3}));
     st.particles.alpha = unflatten(h5::read_doubles(grp, "alpha", h5::Shape{n, 3}));
     st.particles.sigma = h5::read_doubles(grp, "sigma", h5::Shape{n});
     if (h5::exists(grp, "u_prev")) {
@@ -152,6 +159,11 @@ class VortexStepper : public Stepper {
     st.steps = long(h5::read_int64_attribute(grp, "steps"));
     st.since_reinit = long(h5::read_int64_attribute(grp, "since_reinit"));
     st.reinits = long(h5::read_int64_attribute(grp, "reinits"));
+    try {
+      vortex::validate(st, grid_);
+    } catch (const InputError& e) {
+      throw InputError(h5::where(grp, ".") + ": " + e.what());
+    }
     solver_.set_state(st);
   }
   std::string log_line() override {
@@ -165,6 +177,7 @@ class VortexStepper : public Stepper {
   }
 
  private:
+  Grid grid_;
   vortex::Solver solver_;
   vortex::RbfResult init_;
   vortex::Monitors m_;

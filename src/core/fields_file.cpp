@@ -187,7 +187,7 @@ std::string write_fields(const std::string& dir, int index, double t,
         h5::write_doubles(g, "Q", fields.q->v.data(), {n, n, n});
       }
     }
-    f.close();
+    h5::close_file(f);
   });
   h5::atomic_write_text((fs::path(dir) / (stem + ".xdmf")).string(),
                         fields_xdmf(h5_path, stem + ".h5"));

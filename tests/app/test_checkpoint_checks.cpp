@@ -1,0 +1,172 @@
+// Checkpoints that cannot lie: a restart refuses, with exit status 2 and one line naming the
+// file and the dataset, every checkpoint or run file whose bytes are not those written
+// (the seal, core/seal.h) and every state the solvers would not have produced (the checks
+// after a good seal: vortex/validate.h, the spectral load, the run file's record). The damage
+// past the seal is made here with the raw HDF5 C API and the file resealed, as a buggy writer
+// or another program would leave it. The random-damage experiment (≥ 500 cases) is
+// tests/fuzz/corrupt_checkpoints.sh.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <string>
+
+#include "core/run_file.h"
+#include "core/seal.h"
+#include "shell.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using vh::test::Result;
+
+const std::string kExe = VH_EXE;
+// Both solvers at 12³, a checkpoint at t/T = 0.1 (a few steps; with an AB2 history).
+const std::string kCase =
+    " --domain.n=12 --flow.Re_lambda=20 --flow.k_p=2 --device=cpu --case.solver=both"
+    " --time.output_interval_over_T=0.1 --output.fields_at= --vortex.reinit_every=100 --quiet"
+    " --time.t_end_over_T=0.1";
+
+class CheckpointChecks : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    base_ = fs::temp_directory_path() / ("vh_ckpt_checks_" + std::to_string(::getpid()));
+    fs::remove_all(base_);
+    const Result r = vh::test::vortexhit("run" + kCase + " --output.dir=" + (base_ / "run").string());
+    ASSERT_EQ(r.status, 0) << r.output;
+  }
+  static void TearDownTestSuite() { fs::remove_all(base_); }
+  void SetUp() override {
+    dir_ = base_ / ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(dir_);
+    fs::copy(base_ / "run", dir_);
+  }
+  /// A restart from the copy; `expect` must appear in its output, with exit status 2.
+  void expect_refused(const std::string& expect, const std::string& overrides = "") {
+    const Result r = vh::test::vortexhit("run --restart " + dir_.string() + " --time.t_end_over_T=0.2 --quiet" + overrides);
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find(expect), std::string::npos) << "expected: " << expect << "\n" << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << "one line:\n" << r.output;
+  }
+  std::string ckpt() const { return (dir_ / "checkpoint.h5").string(); }
+
+  static fs::path base_;
+  fs::path dir_;
+};
+fs::path CheckpointChecks::base_;
+
+/// Sets element `index` of double dataset `name` of `file` to `value`, then reseals the file.
+void poke(const std::string& file, const char* name, std::size_t index, double value) {
+  hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0) << file;
+  hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+  ASSERT_GE(d, 0) << name;
+  hid_t s = H5Dget_space(d);
+  std::vector<double> v(std::size_t(H5Sget_simple_extent_npoints(s)));
+  ASSERT_GE(H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), 0);
+  v.at(index) = value;
+  ASSERT_GE(H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), 0);
+  H5Sclose(s);
+  H5Dclose(d);
+  H5Fclose(f);
+  vh::seal_file(file);
+}
+
+/// Sets the int64 attribute `attr` of object `obj` of `file`, then reseals the file.
+void poke_attribute(const std::string& file, const char* obj, const char* attr, std::int64_t value) {
+  hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0) << file;
+  hid_t o = H5Oopen(f, obj, H5P_DEFAULT);
+  ASSERT_GE(o, 0) << obj;
+  hid_t a = H5Aopen(o, attr, H5P_DEFAULT);
+  ASSERT_GE(a, 0) << obj << " " << attr;
+  ASSERT_GE(H5Awrite(a, H5T_NATIVE_INT64, &value), 0);
+  H5Aclose(a);
+  H5Oclose(o);
+  H5Fclose(f);
+  vh::seal_file(file);
+}
+
+TEST_F(CheckpointChecks, TheUntouchedCopyRestarts) {
+  const Result r = vh::test::vortexhit("run --restart " + dir_.string() + " --time.t_end_over_T=0.2 --quiet");
+  EXPECT_EQ(r.status, 0) << r.output;
+}
+
+TEST_F(CheckpointChecks, DamagedOrUnsealedFilesAreRefusedBeforeHdf5ReadsThem) {
+  std::string bytes;
+  {
+    std::ifstream in(ckpt(), std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  bytes[bytes.size() / 3] ^= 0x10;
+  std::ofstream(ckpt(), std::ios::binary | std::ios::trunc) << bytes;
+  expect_refused(ckpt() + ": damaged: its bytes do not match its integrity seal");
+  // A file without the seal: written by an older vortexhit or another program.
+  std::fill(bytes.begin(), bytes.begin() + vh::kSealSize, '\0');
+  std::ofstream(ckpt(), std::ios::binary | std::ios::trunc) << bytes;
+  expect_refused(ckpt() + ": no integrity seal");
+}
+
+TEST_F(CheckpointChecks, CoreRadiusNotPositiveIsRefusedNamingSigma) {
+  poke(ckpt(), "/vortex/sigma", 5, -0.25);
+  expect_refused(ckpt() + ":/vortex: sigma[5] = -0.25 is not a core radius");
+}
+
+TEST_F(CheckpointChecks, NonFinitePositionIsRefusedNamingX) {
+  poke(ckpt(), "/vortex/x", 3 * 7 + 1, std::numeric_limits<double>::quiet_NaN());
+  expect_refused(ckpt() + ":/vortex: x[7][1] = nan is not finite");
+}
+
+TEST_F(CheckpointChecks, PositionOutsideTheBoxIsRefused) {
+  poke(ckpt(), "/vortex/x", 0, 7.0);
+  expect_refused(ckpt() + ":/vortex: x[0][0] = 7 is outside the box");
+}
+
+TEST_F(CheckpointChecks, NonFiniteHistoryIsRefused) {
+  poke(ckpt(), "/vortex/dalpha_prev", 11, std::numeric_limits<double>::infinity());
+  expect_refused(ckpt() + ":/vortex: dalpha_prev[3][2] = inf is not finite");
+}
+
+TEST_F(CheckpointChecks, NonFiniteSpectralCoefficientIsRefused) {
+  poke(ckpt(), "/spectral/u", 42, std::numeric_limits<double>::quiet_NaN());
+  expect_refused(ckpt() + ":/spectral/u: value 42 is not finite");
+}
+
+TEST_F(CheckpointChecks, NegativeStepCountsAreRefused) {
+  poke_attribute(ckpt(), "/vortex", "steps", -3);
+  expect_refused(ckpt() + ":/vortex: attribute steps = -3 is out of range");
+  fs::remove_all(dir_);
+  fs::copy(base_ / "run", dir_);
+  poke_attribute(ckpt(), "/spectral", "steps", -1);
+  expect_refused(ckpt() + ":/spectral: attributes t = ");
+  fs::remove_all(dir_);
+  fs::copy(base_ / "run", dir_);
+  poke_attribute(ckpt(), "/", "field_index", -1);
+  expect_refused(ckpt() + ":/ attribute field_index = -1 is out of range");
+}
+
+TEST_F(CheckpointChecks, SizesMustBeThoseOfTheDecksGrid) {
+  // The restart's deck asks for 16³; the checkpoint holds 12³.
+  expect_refused(ckpt() + ":/spectral/u: shape [3 1008 2], expected [3 2304 2]", " --domain.n=16");
+  expect_refused(ckpt() + ":/vortex/x: shape [1728 3], expected [4096 3]", " --domain.n=16 --case.solver=vortex");
+}
+
+TEST_F(CheckpointChecks, RunFileWithoutTheSolversRecordIsRefused) {
+  const std::string run_h5 = (dir_ / "run.h5").string();
+  vh::RunData d = vh::RunFile::read(run_h5);
+  d.solvers.erase("vortex");
+  vh::RunFile(run_h5, d).write();
+  expect_refused(run_h5 + ":/vortex: missing");
+  // Times that do not reach back to the checkpoint's: not the run of this checkpoint.
+  d = vh::RunFile::read((base_ / "run" / "run.h5").string());
+  for (auto& t : d.solvers.at("spectral").series.at("t")) t += 100;
+  vh::RunFile(run_h5, d).write();
+  expect_refused(run_h5 + ":/spectral/series/t: no output at or before the checkpoint's t");
+}
+
+}  // namespace
