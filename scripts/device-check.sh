@@ -7,9 +7,10 @@
 #   device run, carry [".gpu"]:  export LD_LIBRARY_PATH=$PWD/.gpu; scripts/device-check.sh [MODE]
 # MODE: tests | bench | all (tests and bench) | vortex (GPU vs CPU vortex solver at 32^3, quick.ini
 # at 32^3 on the GPU) | study (parametric study at 64^3) | sc09 (the first steps of sc09_256.ini)
-# | sanitize (compute-sanitizer memcheck and racecheck on the FMM GPU tests). Each mode runs what
-# of it was carried: tests and bench with the fmm or the spectral set, sanitize with fmm, the
-# vortex modes with vortex.
+# | sanitize [TOOLS] [PARTS] (compute-sanitizer memcheck, racecheck and synccheck over every GPU
+# test, in units that fit a call: see below). Each mode runs what of it was carried: tests and
+# bench with the fmm or the spectral set, sanitize with fmm or spectral, the vortex modes with
+# vortex.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-device-out}
@@ -74,14 +75,54 @@ if [ "$what" = vortex ]; then
   tail -n 3 "$OUT/quick32/log.txt" >>"$OUT/vortex.log" 2>/dev/null
 fi
 if [ "$what" = sanitize ]; then
-  for tool in memcheck racecheck; do
-    for t in .gpu/fmm_gpu_test ".gpu/test_fmm_gpu --gtest_filter=*Lattice*:*FreeSpace*:*SeparateTargets*:*FarField*"; do
-      echo "== $tool $t" | tee -a "$OUT/sanitize.log"
-      # shellcheck disable=SC2086
-      compute-sanitizer --tool $tool --error-exitcode 1 $t >>"$OUT/sanitize.log" 2>&1 || status=1
-      tail -n 1 "$OUT/sanitize.log"
+  # compute-sanitizer over every GPU test, one unit (a binary and a gtest filter) at a time:
+  #   device-check.sh sanitize [TOOL[,TOOL...]] [PART[,PART...]]
+  # TOOL: memcheck, racecheck, synccheck (default all three); PART: the units below (default
+  # all whose binary was carried: the fmm set has p2p … field, the spectral set spectral).
+  # Each unit gets at most SANITIZE_UNIT_S seconds (default 300) and no unit starts after
+  # SANITIZE_BUDGET_S (default 540) of the call, so a call ends inside the device tool's 10
+  # minutes; units left out are listed as "not run" for the next call. One line per unit in
+  # $OUT/sanitize_summary.txt, the tool's output in $OUT/sanitize.log.
+  tools=${2:-memcheck,racecheck,synccheck}
+  parts=${3:-all}
+  units=(  # part|binary|gtest filter
+    "p2p|fmm_gpu_test|*"
+    "far|test_fmm_gpu|*FarField*:*AutoSettings*"
+    "periodic|test_fmm_gpu|*Periodic*"
+    "free|test_fmm_gpu|*FreeSpace*:*SeparateTargets*:*Repeatable*:FmmGpuLists.*"
+    "traverse|test_traverse_gpu|*"
+    "blobs|test_blobs_gpu|*"
+    "field|test_initial_field|*Gpu*"
+    "spectral|test_spectral_gpu|*"
+  )
+  t_start=$(date +%s)
+  for tool in ${tools//,/ }; do
+    for u in "${units[@]}"; do
+      IFS='|' read -r part bin filter <<<"$u"
+      [ "$parts" = all ] || [[ ",$parts," == *",$part,"* ]] || continue
+      [ -x ".gpu/$bin" ] || continue
+      label="$tool $part ($bin --gtest_filter=$filter)"
+      if (( $(date +%s) - t_start > ${SANITIZE_BUDGET_S:-540} )); then
+        echo "$label: not run (call budget spent)" | tee -a "$OUT/sanitize_summary.txt"
+        continue
+      fi
+      echo "== $label" >>"$OUT/sanitize.log"
+      t0=$(date +%s)
+      timeout -k 10 "${SANITIZE_UNIT_S:-300}" compute-sanitizer --tool "$tool" --error-exitcode 1 --print-limit 50 \
+        ".gpu/$bin" --gtest_brief=1 "--gtest_filter=$filter" >"$OUT/sanitize_unit.log" 2>&1
+      rc=$?
+      cat "$OUT/sanitize_unit.log" >>"$OUT/sanitize.log"
+      verdict=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize_unit.log" | tail -n 1 | sed "s/^=* *//")
+      tests=$(grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$OUT/sanitize_unit.log" | tr '\n' ' ')
+      case $rc in
+        0) result="ok: ${verdict:-no summary}" ;;
+        124|137) result="TIMEOUT after ${SANITIZE_UNIT_S:-300} s: split the filter"; status=1 ;;
+        *) result="FAILED (exit $rc): ${verdict:-see sanitize.log}"; status=1 ;;
+      esac
+      echo "$label: $result; ${tests:-no gtest summary}$(( $(date +%s) - t0 )) s" | tee -a "$OUT/sanitize_summary.txt"
     done
   done
+  rm -f "$OUT/sanitize_unit.log"
 fi
 if [ "$what" = study ]; then
   OUT=$OUT bench/vortex/param_study.sh $vh 64 0.5 gpu 2>&1 | tee "$OUT/study64.log" || status=1

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what vortexhit needs on Debian 12 (as root, or with sudo), then configures and
 # builds into build/ (incrementally on later calls). Used by scripts/run.sh and scripts/test.sh.
-#   VH_BUILD_DIR   build folder (default build)
-#   VH_CMAKE_ARGS  extra arguments to cmake's configure step (e.g. -DVH_ENABLE_CUDA=OFF)
+#   VH_BUILD_DIR      build folder (default build)
+#   VH_CMAKE_ARGS     extra arguments to cmake's configure step (e.g. -DVH_ENABLE_CUDA=OFF)
+#   VH_BUILD_TARGETS  targets to build (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -53,4 +54,5 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
   # shellcheck disable=SC2086
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release ${VH_CMAKE_ARGS:-} >/dev/null
 fi
-cmake --build "$build" -j "$(nproc)"
+# shellcheck disable=SC2086
+cmake --build "$build" -j "$(nproc)" ${VH_BUILD_TARGETS:+--target $VH_BUILD_TARGETS}

@@ -165,7 +165,9 @@ Options parse_deck(const std::string& text, const std::string& name, const std::
       throw InputError("command line: key '" + a.substr(2, a.find('=') - 2) + "' given twice");
   args.erase(std::remove_if(args.begin(), args.end(),
                             [&](const std::string& a) {
-                              if (a.back() != '=') return false;
+                              // Only "--key=": "--key=a=" sets key to "a=" (found by fuzzing:
+                              // it was taken for the unset of a key "key=a", i.e. ignored).
+                              if (a.find('=') != a.size() - 1) return false;
                               unset.push_back(a.substr(2, a.size() - 3));
                               return true;
                             }),

@@ -26,9 +26,9 @@ namespace {
 using vh::test::Result;
 
 const std::string kExe = VH_EXE;
-// Both solvers at 12³, a checkpoint at t/T = 0.1 (a few steps; with an AB2 history).
+// Both solvers at 8³, a checkpoint at t/T = 0.1 (two steps; with an AB2 history).
 const std::string kCase =
-    " --domain.n=12 --flow.Re_lambda=20 --flow.k_p=2 --device=cpu --case.solver=both"
+    " --domain.n=8 --flow.Re_lambda=20 --flow.k_p=2 --device=cpu --case.solver=both"
     " --time.output_interval_over_T=0.1 --output.fields_at= --vortex.reinit_every=100 --quiet"
     " --time.t_end_over_T=0.1";
 
@@ -151,9 +151,9 @@ TEST_F(CheckpointChecks, NegativeStepCountsAreRefused) {
 }
 
 TEST_F(CheckpointChecks, SizesMustBeThoseOfTheDecksGrid) {
-  // The restart's deck asks for 16³; the checkpoint holds 12³.
-  expect_refused(ckpt() + ":/spectral/u: shape [3 1008 2], expected [3 2304 2]", " --domain.n=16");
-  expect_refused(ckpt() + ":/vortex/x: shape [1728 3], expected [4096 3]", " --domain.n=16 --case.solver=vortex");
+  // The restart's deck asks for 16³; the checkpoint holds 8³.
+  expect_refused(ckpt() + ":/spectral/u: shape [3 320 2], expected [3 2304 2]", " --domain.n=16");
+  expect_refused(ckpt() + ":/vortex/x: shape [512 3], expected [4096 3]", " --domain.n=16 --case.solver=vortex");
 }
 
 TEST_F(CheckpointChecks, RunFileWithoutTheSolversRecordIsRefused) {
