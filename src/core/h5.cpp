@@ -4,6 +4,7 @@
 #include <hdf5.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -151,11 +152,26 @@ Handle link_create() {
   return lcpl;
 }
 
-Handle utf8_vlen_string() {
+// A fixed-length UTF-8 string type for `s` (at least one byte: HDF5 has no empty type), padded
+// with NULs. Not variable-length: those live in HDF5's global heap, which no checksum covers
+// and whose reader (H5HG_read, HDF5 1.10) overruns buffers on a crafted file (found by
+// fuzz_checkpoint); the readers refuse them in sealed files (read_string_from).
+Handle utf8_string(const std::string& s) {
   Handle t = H5_ID(H5Tcopy(H5T_C_S1));
-  H5_CHECK(H5Tset_size(t, H5T_VARIABLE));
+  H5_CHECK(H5Tset_size(t, std::max<std::size_t>(1, s.size())));
+  H5_CHECK(H5Tset_strpad(t, H5T_STR_NULLPAD));
   H5_CHECK(H5Tset_cset(t, H5T_CSET_UTF8));
   return t;
+}
+
+// Whether `loc`'s file has the user block of a seal (core/seal.h): written by this version,
+// which writes no variable-length strings (open_file() has checked the seal itself).
+bool sealed_file(Id loc) {
+  Handle file = H5_ID(H5Iget_file_id(loc));
+  Handle fcpl = H5_ID(H5Fget_create_plist(file));
+  hsize_t block = 0;
+  H5_CHECK(H5Pget_userblock(fcpl, &block));
+  return block == kSealSize;
 }
 
 Handle simple_space(const Shape& s) {
@@ -198,12 +214,15 @@ void check_fits(Id loc, const std::string& path, const Shape& s, std::size_t val
 }
 
 // Reads a string from a dataset or attribute of `loc`'s file: `read(memtype, buffer)` does
-// the H5?read.
+// the H5?read; `bad(problem)` throws naming the object.
 template <class Read>
-std::string read_string_from(Id loc, Id file_type, Id space, Read read, const std::function<void()>& bad_shape) {
-  if (H5Sget_simple_extent_npoints(space) != 1) bad_shape();
+std::string read_string_from(Id loc, Id file_type, Id space, Read read,
+                             const std::function<void(const std::string&)>& bad) {
+  if (H5Sget_simple_extent_npoints(space) != 1) bad("expected one string");
   const H5T_cset_t cset = H5Tget_cset(file_type);
   if (H5Tis_variable_str(file_type) > 0) {
+    // Never written so: refused before HDF5 reads its global heap.
+    if (sealed_file(loc)) bad("a variable-length string in a sealed file (vortexhit writes fixed-length ones)");
     Handle mem = H5_ID(H5Tcopy(H5T_C_S1));
     H5_CHECK(H5Tset_size(mem, H5T_VARIABLE));
     H5_CHECK(H5Tset_cset(mem, cset));
@@ -214,7 +233,7 @@ std::string read_string_from(Id loc, Id file_type, Id space, Read read, const st
     return s;
   }
   const std::size_t n = H5Tget_size(file_type);
-  if (n == 0 || n > file_bytes(loc)) bad_shape();  // a damaged size: refuse before allocating
+  if (n == 0 || n > file_bytes(loc)) bad("a string longer than its file (damaged)");
   Handle mem = H5_ID(H5Tcopy(H5T_C_S1));
   H5_CHECK(H5Tset_size(mem, n + 1));  // room for the terminator HDF5 adds
   H5_CHECK(H5Tset_cset(mem, cset));
@@ -462,12 +481,11 @@ void write_int64s(Id loc, const std::string& path, const std::vector<std::int64_
 
 void write_string(Id loc, const std::string& path, const std::string& s) {
   silence_errors();
-  Handle type = utf8_vlen_string();
+  Handle type = utf8_string(s);
   Handle space = H5_ID(H5Screate(H5S_SCALAR));
   Handle lcpl = link_create();
   Handle d = H5_ID(H5Dcreate2(loc, path.c_str(), type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT));
-  const char* p = s.c_str();
-  H5_CHECK(H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p));
+  H5_CHECK(H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, s.empty() ? "" : s.data()));
 }
 
 Handle create_doubles(Id loc, const std::string& path, const Shape& shape) {
@@ -514,11 +532,10 @@ Handle replace_attribute(Id obj, const std::string& name, Id type, Id space) {
 
 void write_attribute(Id obj, const std::string& name, const std::string& value) {
   silence_errors();
-  Handle type = utf8_vlen_string();
+  Handle type = utf8_string(value);
   Handle space = H5_ID(H5Screate(H5S_SCALAR));
   Handle a = replace_attribute(obj, name, type, space);
-  const char* p = value.c_str();
-  H5_CHECK(H5Awrite(a, type, &p));
+  H5_CHECK(H5Awrite(a, type, value.empty() ? "" : value.data()));
 }
 
 void write_attribute(Id obj, const std::string& name, double value) {
@@ -603,7 +620,7 @@ std::string read_string(Id loc, const std::string& path) {
   return read_string_from(
       loc, type, space,
       [&](Id mem, void* buf) { return H5Dread(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf); },
-      [&] { bad(loc, path, "expected one string"); });
+      [&](const std::string& problem) { bad(loc, path, problem); });
 }
 
 bool has_attribute(Id obj, const std::string& name) {
@@ -642,7 +659,7 @@ std::string read_string_attribute(Id obj, const std::string& name) {
   Handle space = H5_ID(H5Aget_space(a));
   return read_string_from(
       obj, type, space, [&](Id mem, void* buf) { return H5Aread(a, mem, buf); },
-      [&] { bad(obj, ".", "attribute '" + name + "' is not one string"); });
+      [&](const std::string& problem) { bad(obj, ".", "attribute '" + name + "': " + problem); });
 }
 
 double read_double_attribute(Id obj, const std::string& name) {

@@ -13,8 +13,9 @@
 // Shapes are listed slowest index first, as HDF5 (and numpy/h5py) do: a field stored
 // [z][y][x] has shape {N, N, N} with x varying fastest in memory.
 //
-// Strings are written as variable-length UTF-8 scalars (what h5py writes for `str`); the
-// readers also accept fixed-length strings.
+// Strings are written as fixed-length UTF-8 scalars, NUL-padded (h5py: `.asstr()[()]`), not
+// variable-length ones, whose global heap no checksum covers and HDF5 1.10 reads unsafely;
+// the readers accept both, except variable-length ones in a sealed file (core/seal.h).
 #pragma once
 
 #include <cstddef>

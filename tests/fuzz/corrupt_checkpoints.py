@@ -78,7 +78,7 @@ def message_kind(text, target):
     line = line.replace("vortexhit: error: ", "")
     line = re.sub(r"\S*/" + re.escape(target), target, line)
     line = re.sub(r"\(xxh3-64 [0-9a-f]+, sealed [0-9a-f]+\)", "(…)", line)
-    line = re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "N", line)
+    line = re.sub(r"(?<![A-Za-z_.])-?\d+(\.\d+)?(e[-+]?\d+)?", "N", line)
     return line[:140]
 
 
