@@ -2,7 +2,8 @@
 # Fuzzes the deck parser and the checkpoint and run-file readers with libFuzzer (tests/fuzz/):
 #
 #   scripts/fuzz.sh SECONDS [HARNESS ...]   each harness (deck, checkpoint, run_file; default
-#                                           all) for SECONDS, one after another, at nice 19
+#                                           all) for SECONDS, one after another, at nice 5
+#                                           (VH_FUZZ_NICE)
 #   scripts/fuzz.sh --seeds                 rewrites the checkpoint and run_file seed corpora
 #                                           from a run of the current build (after a format
 #                                           change), then exits
@@ -20,16 +21,8 @@ cd "$(dirname "$0")/.."
 usage() { echo "usage: scripts/fuzz.sh SECONDS [deck|checkpoint|run_file ...] | --seeds" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 
-need=()
-for p in clang-14 libclang-rt-14-dev libomp-14-dev; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
-done
-if ((${#need[@]})); then
-  echo "fuzz: installing ${need[*]}"
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+# Clang 14 with libFuzzer and its OpenMP, besides what scripts/setup.sh installs anyway.
+export VH_EXTRA_PACKAGES="clang-14 libclang-rt-14-dev libomp-14-dev"
 
 if [ "$1" = --seeds ]; then
   VH_BUILD_DIR=build-seeds VH_CMAKE_ARGS="-DVH_ENABLE_CUDA=OFF" VH_BUILD_TARGETS=vortexhit scripts/setup.sh
@@ -78,23 +71,38 @@ for h in "${harnesses[@]}"; do
   [ -d tests/fuzz/"$h"/regressions ] && seeds+=(tests/fuzz/"$h"/regressions)
   [ "$h" = deck ] && seeds+=(inputs)
   before=$(find "$work/artifacts" -type f | wc -l)
+  touch "$work/log.txt.start"
   echo "== fuzz_$h for $seconds s (log: $work/log.txt)"
-  # -fork=1 with -ignore_*: one fuzzing process at a time, restarted after a finding, so one
-  # finding does not end the campaign; -timeout: an input that takes 10 s is a hang;
-  # -rss_limit_mb: one that needs 4 GB is a finding.
-  nice -n 19 build-fuzz/tests/fuzz/fuzz_"$h" "$work/corpus" "${seeds[@]}" -max_total_time="$seconds" \
-    -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
-    -timeout=10 -rss_limit_mb=4096 -malloc_limit_mb=1048576 -artifact_prefix="$work/artifacts/" \
-    >"$work/log.txt" 2>&1 && rc=0 || rc=$?
-  # fork mode's progress lines: "#<executions>: cov: … crash: …"
-  execs=$(sed -n 's/^#\([0-9]*\): cov.*/\1/p' "$work/log.txt" | tail -n 1)
+  # One fuzzing process at a time, restarted after a finding until SECONDS are spent, so one
+  # finding does not end the campaign (libFuzzer's -fork mode does the same, at a tenth of the
+  # speed here); -timeout: an input that takes 10 s is a hang; -rss_limit_mb: one that needs
+  # 4 GB is a finding.
+  : >"$work/log.txt"
+  deadline=$(( $(date +%s) + seconds ))
+  while left=$(( deadline - $(date +%s) )); (( left > 0 )); do
+    t0=$(date +%s)
+    nice -n "${VH_FUZZ_NICE:-5}" build-fuzz/tests/fuzz/fuzz_"$h" "$work/corpus" "${seeds[@]}" -max_total_time="$left" \
+      -timeout=10 -rss_limit_mb=4096 -malloc_limit_mb=1048576 -print_final_stats=1 \
+      -artifact_prefix="$work/artifacts/" >>"$work/log.txt" 2>&1 && rc=0 || rc=$?
+    if [ "$rc" -ne 0 ] && (( $(date +%s) - t0 < 2 )); then
+      echo "fuzz_$h fails at once (a seed or regression input?): see $work/log.txt"; break
+    fi
+  done
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log.txt" | awk '{ s += $1 } END { print s + 0 }')
   new=$(( $(find "$work/artifacts" -type f | wc -l) - before ))
-  line="fuzz_$h: ${execs:-?} executions in $seconds s, exit $rc, $new new finding(s), corpus $(find "$work/corpus" -type f | wc -l) inputs"
-  if [ "$rc" -ne 0 ] || [ "$new" -gt 0 ]; then
+  line="fuzz_$h: $execs executions in $seconds s, $new new finding(s), corpus $(find "$work/corpus" -type f | wc -l) inputs"
+  if [ "$new" -gt 0 ]; then
     found=1
-    line+=" — see $work/artifacts/ and the end of $work/log.txt"
-    # The first frames of each finding: where it is (our code, or a library such as libhdf5).
-    grep -E "SUMMARY: |runtime error" "$work/log.txt" | sort | uniq -c | sort -rn | head -n 10 || true
+    line+=" — see $work/artifacts/ and $work/triage.txt"
+    # Where each finding is: rerun its input and keep the report's summary and the first
+    # frame outside the sanitizers and libFuzzer (our code, or a library such as libhdf5).
+    for a in $(find "$work/artifacts" -type f -newer "$work/log.txt.start"); do
+      report=$(timeout 120 build-fuzz/tests/fuzz/fuzz_"$h" -timeout=10 -malloc_limit_mb=1048576 "$a" 2>&1 || true)
+      where=$(grep -E "^ +#[0-9]+ " <<<"$report" | grep -vE "fuzzer::|__interceptor|__asan|__sanitizer|libc\.so|libc_start|_start |LLVMFuzzerTestOneInput|malloc|free " |
+              head -n 1 | sed -E 's/^ +#[0-9]+ 0x[0-9a-f]+ in //; s/ \(BuildId.*//' | cut -c1-110)
+      what=$(grep -m 1 -E "SUMMARY: |ALARM|runtime error" <<<"$report" | sed -E 's/ \(.*BuildId[^)]*\)//' | cut -c1-110)
+      echo "$(basename "$a"): ${what:-reproduces no failure alone} at ${where:-?}" | tee -a "$work/triage.txt"
+    done
   fi
   summary+=("$line")
   echo "$line"

@@ -4,12 +4,13 @@
 #   VH_BUILD_DIR      build folder (default build)
 #   VH_CMAKE_ARGS     extra arguments to cmake's configure step (e.g. -DVH_ENABLE_CUDA=OFF)
 #   VH_BUILD_TARGETS  targets to build (default: all)
+#   VH_EXTRA_PACKAGES Debian packages a caller needs besides these (scripts/fuzz.sh: Clang)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config git libhdf5-dev libboost-program-options-dev
           libfftw3-dev libopenmpi-dev openmpi-bin libgtest-dev libxml2-utils libxxhash-dev
-          python3 python3-pip)
+          python3 python3-pip ${VH_EXTRA_PACKAGES:-})
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

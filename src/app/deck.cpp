@@ -227,7 +227,13 @@ std::string write_ini(const std::function<std::string(const OptionSpec&)>& comme
     }
     out << comment(s);
     const std::string v = value(s);
-    out << (v.empty() ? "# " + name + " =\n" : name + " = " + v + "\n");
+    // "# key =" leaves a key out, i.e. at its default: right for an empty value only when the
+    // default is empty too. An emptied key with a default (output.fields_at =: no fields) must
+    // stay "key =", or a restart reads the default back (found by fuzzing the deck).
+    if (v.empty())
+      out << (s.fallback.empty() ? "# " : "") << name << " =\n";
+    else
+      out << name << " = " << v << "\n";
   }
   return out.str();
 }

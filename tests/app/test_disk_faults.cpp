@@ -65,6 +65,21 @@ class DiskFaults : public ::testing::Test {
     const Result r = vh::test::vortexhit("run --restart " + run.string() + " --time.t_end_over_T=0.2 --quiet");
     EXPECT_EQ(r.status, 0) << r.output;
   }
+  /// Continues `run` to t/T = 0.2 (with `args`) under a file-size limit of `bytes`: it must
+  /// stop with exit 3 at `failing` ("File too large"), leaving the checkpoint as it was.
+  void expect_stop_under_size_limit(const fs::path& run, std::size_t bytes, const std::string& args,
+                                    const fs::path& failing) {
+    const std::string before = bytes_of(run / "checkpoint.h5");
+    const Result r = shell("prlimit --fsize=" + std::to_string(bytes) + " " + kExe + " run --restart " +
+                           run.string() + " --time.t_end_over_T=0.2 --quiet" + args);
+    EXPECT_EQ(r.status, 3) << r.output;
+    EXPECT_NE(r.output.find("cannot write " + failing.string() + " (File too large)"), std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("the last checkpoint " + (run / "checkpoint.h5").string() + " is intact"),
+              std::string::npos)
+        << r.output;
+    expect_previous_checkpoint_intact(run, before);
+  }
   fs::path dir;
   bool mounted = false;
   std::string mounted_at;
@@ -110,18 +125,8 @@ TEST_F(DiskFaults, FileSizeLimitWhileWritingAFieldsFileStopsWithExit3) {
   // 160 kB stops the fields file only.
   const fs::path run = dir / "run";
   base_run(run, " --domain.n=16 --case.solver=spectral");
-  const std::string before = bytes_of(run / "checkpoint.h5");
-  const Result r = shell("prlimit --fsize=160000 " + kExe + " run --restart " + run.string() +
-                         " --time.t_end_over_T=0.2 --output.fields_at=0.2 --quiet");
-  EXPECT_EQ(r.status, 3) << r.output;
-  EXPECT_NE(r.output.find("cannot write " + (run / "fields_0000.h5").string() + " (File too large)"),
-            std::string::npos)
-      << r.output;
-  EXPECT_NE(r.output.find("the last checkpoint " + (run / "checkpoint.h5").string() + " is intact"),
-            std::string::npos)
-      << r.output;
+  expect_stop_under_size_limit(run, 160000, " --output.fields_at=0.2", run / "fields_0000.h5");
   EXPECT_FALSE(fs::exists(run / "fields_0000.h5"));
-  expect_previous_checkpoint_intact(run, before);
 }
 
 TEST_F(DiskFaults, FileSizeLimitWhileWritingACheckpointStopsWithExit3) {
@@ -129,14 +134,7 @@ TEST_F(DiskFaults, FileSizeLimitWhileWritingACheckpointStopsWithExit3) {
   // checkpoint at the end of the continued run.
   const fs::path run = dir / "run";
   base_run(run, " --domain.n=12 --case.solver=both");
-  const std::string before = bytes_of(run / "checkpoint.h5");
-  const Result r = shell("prlimit --fsize=100000 " + kExe + " run --restart " + run.string() +
-                         " --time.t_end_over_T=0.2 --quiet");
-  EXPECT_EQ(r.status, 3) << r.output;
-  EXPECT_NE(r.output.find("cannot write " + (run / "checkpoint.h5").string() + " (File too large)"),
-            std::string::npos)
-      << r.output;
-  expect_previous_checkpoint_intact(run, before);
+  expect_stop_under_size_limit(run, 100000, "", run / "checkpoint.h5");
 }
 
 TEST_F(DiskFaults, FullFileSystemWhileWritingACheckpointStopsWithExit3) {

@@ -112,6 +112,20 @@ TEST_F(Restart, NonFiniteVelocityStopsWithExit3) {
   EXPECT_TRUE(fs::exists(b / "checkpoint.h5"));
 }
 
+TEST_F(Restart, KeysEmptiedOnTheCommandLineStayEmpty) {
+  // The stored deck once wrote an emptied key as "# key =", which reads back as its default:
+  // a run with --output.fields_at= (no fields) wrote fields at t/T = 1 after a restart (found
+  // by fuzzing the deck parser).
+  const fs::path b = dir / "b";
+  Result r = sh(kExe + " run --case.solver=spectral --domain.n=12 --flow.Re_lambda=20 --flow.k_p=2 --device=cpu --quiet"
+                " --output.fields_at= --time.t_end_over_T=0.1 --output.dir=" + b.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = sh(kExe + " run --restart " + b.string() + " --time.t_end_over_T=1.1 --quiet");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const auto& e : fs::directory_iterator(b))
+    EXPECT_NE(e.path().filename().string().rfind("fields_", 0), 0u) << e.path();
+}
+
 TEST_F(Restart, ForeignOrTruncatedCheckpointIsBadInput) {
   const fs::path b = dir / "b";
   ASSERT_EQ(sh(kExe + " run" + kSpectral + " --output.dir=" + b.string() +

@@ -1,17 +1,9 @@
 // libFuzzer harness for the checkpoint reader (scripts/fuzz.sh; tests/fuzz/CMakeLists.txt):
 // bytes in → a restored state or a vh::InputError (exit 2), never a crash, hang or abort.
-//
-// Each input is tried twice, as a restart would read it from checkpoint.h5:
-//  1. as it is: the integrity seal (core/seal.h) must refuse it unless it is intact;
-//  2. resealed (the first 512 bytes replaced by a seal of the rest): HDF5, the readers and the
-//     state checks then see the fuzzed bytes, as from a buggy writer or another program.
-// The solvers are those of the seed corpus's deck: both, 8³, on the CPU.
-#include <unistd.h>
-
+// Each input is read as checkpoint.h5 as it is and resealed (resealed.h); the solvers are
+// those of the seed corpus's deck: both, 8³, on the CPU.
 #include <cstddef>
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,8 +12,7 @@
 #include "app/config.h"
 #include "app/deck.h"
 #include "app/steppers.h"
-#include "core/error.h"
-#include "core/seal.h"
+#include "resealed.h"
 
 namespace {
 
@@ -37,13 +28,6 @@ const std::vector<std::unique_ptr<vh::app::Stepper>>& solvers() {
   return s;
 }
 
-std::string scratch() {
-  const std::filesystem::path shm("/dev/shm");
-  std::error_code ec;
-  const auto dir = std::filesystem::is_directory(shm, ec) ? shm : std::filesystem::temp_directory_path();
-  return (dir / ("vh_fuzz_checkpoint_" + std::to_string(::getpid()) + ".h5")).string();
-}
-
 void restart_from(const std::string& path) {
   const vh::app::CheckpointHeader h = vh::app::read_checkpoint_header(path);
   vh::app::make_config("", vh::app::parse_deck(h.deck, path + ":/deck", {}));
@@ -53,18 +37,6 @@ void restart_from(const std::string& path) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const std::string path = scratch();
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data), std::streamsize(size));
-  try {
-    restart_from(path);
-  } catch (const vh::InputError&) {
-  }
-  if (size >= vh::kSealSize) {
-    vh::seal_file(path);
-    try {
-      restart_from(path);
-    } catch (const vh::InputError&) {
-    }
-  }
-  return 0;
+  static const std::string path = vh::fuzz::scratch_file("vh_fuzz_checkpoint");
+  return vh::fuzz::as_written_and_resealed(data, size, path, restart_from);
 }

@@ -1,29 +1,16 @@
 // libFuzzer harness for the run-file reader (scripts/fuzz.sh; tests/fuzz/CMakeLists.txt):
 // bytes in → the run's record or a vh::InputError (exit 2), never a crash, hang or abort.
 //
-// As fuzz_checkpoint.cpp: each input is read as it is (the seal must refuse it) and resealed
-// (the reader and the restart's checks see the fuzzed bytes). A record that passes
+// Each input is read as run.h5 as it is and resealed (resealed.h); a record that passes
 // check_restart_record is then trimmed and read as the restart does (run.cpp).
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
 #include <string>
 
-#include "core/error.h"
 #include "core/run_file.h"
-#include "core/seal.h"
+#include "resealed.h"
 
 namespace {
-
-std::string scratch() {
-  const std::filesystem::path shm("/dev/shm");
-  std::error_code ec;
-  const auto dir = std::filesystem::is_directory(shm, ec) ? shm : std::filesystem::temp_directory_path();
-  return (dir / ("vh_fuzz_run_file_" + std::to_string(::getpid()) + ".h5")).string();
-}
 
 void restart_from(const std::string& path) {
   vh::RunData d = vh::RunFile::read(path, /*require_seal=*/true);
@@ -44,18 +31,6 @@ void restart_from(const std::string& path) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const std::string path = scratch();
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data), std::streamsize(size));
-  try {
-    restart_from(path);
-  } catch (const vh::InputError&) {
-  }
-  if (size >= vh::kSealSize) {
-    vh::seal_file(path);
-    try {
-      restart_from(path);
-    } catch (const vh::InputError&) {
-    }
-  }
-  return 0;
+  static const std::string path = vh::fuzz::scratch_file("vh_fuzz_run_file");
+  return vh::fuzz::as_written_and_resealed(data, size, path, restart_from);
 }
