@@ -98,9 +98,10 @@ for h in "${harnesses[@]}"; do
     # frame outside the sanitizers and libFuzzer (our code, or a library such as libhdf5).
     for a in $(find "$work/artifacts" -type f -newer "$work/log.txt.start"); do
       report=$(timeout 120 build-fuzz/tests/fuzz/fuzz_"$h" -timeout=10 -malloc_limit_mb=1048576 "$a" 2>&1 || true)
-      where=$(grep -E "^ +#[0-9]+ " <<<"$report" | grep -vE "fuzzer::|__interceptor|__asan|__sanitizer|libc\.so|libc_start|_start |LLVMFuzzerTestOneInput|malloc|free " |
-              head -n 1 | sed -E 's/^ +#[0-9]+ 0x[0-9a-f]+ in //; s/ \(BuildId.*//' | cut -c1-110)
-      what=$(grep -m 1 -E "SUMMARY: |ALARM|runtime error" <<<"$report" | sed -E 's/ \(.*BuildId[^)]*\)//' | cut -c1-110)
+      # (|| true: a pipe that finds nothing, or that head closes, must not end the script)
+      where=$(grep -E "^ +#[0-9]+ " <<<"$report" | grep -vE "fuzzer::|__interceptor|__asan|__sanitizer|libc\.so|libc_start|_start |sysdeps|LLVMFuzzerTestOneInput|malloc|free " |
+              sed -n '1{s/^ *#[0-9]* 0x[0-9a-f]* in //; s/ (BuildId.*//; p}' | cut -c1-110 || true)
+      what=$(grep -m 1 -E "SUMMARY: |ALARM|runtime error|^fuzz_[a-z_]+: " <<<"$report" | sed -E 's/ \(.*BuildId[^)]*\)//' | cut -c1-110 || true)
       echo "$(basename "$a"): ${what:-reproduces no failure alone} at ${where:-?}" | tee -a "$work/triage.txt"
     done
   fi

@@ -169,4 +169,29 @@ TEST_F(CheckpointChecks, RunFileWithoutTheSolversRecordIsRefused) {
   expect_refused(run_h5 + ":/spectral/series/t: no output at or before the checkpoint's t");
 }
 
+TEST_F(CheckpointChecks, InputsThatCrashHdf5AreRefusedAtTheSeal) {
+  // tests/fuzz/*/hdf5/: inputs on which HDF5 1.10 itself crashes or loops once they carry a
+  // valid seal (fuzzing resealed them, tests/fuzz/FINDINGS.md). As they are, a restart must
+  // refuse them at the seal, before HDF5 reads a byte.
+  int inputs = 0;
+  for (const char* harness : {"checkpoint", "run_file"}) {
+    const fs::path dir = fs::path(VH_SOURCE_DIR) / "tests" / "fuzz" / harness / "hdf5";
+    if (!fs::is_directory(dir)) continue;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      fs::remove_all(dir_);
+      fs::copy(base_ / "run", dir_);
+      const fs::path target = dir_ / (std::string(harness) == "checkpoint" ? "checkpoint.h5" : "run.h5");
+      fs::copy_file(e.path(), target, fs::copy_options::overwrite_existing);
+      SCOPED_TRACE(e.path().string());
+      const Result r = vh::test::vortexhit("run --restart " + dir_.string() + " --time.t_end_over_T=0.2 --quiet");
+      EXPECT_EQ(r.status, 2) << r.output;
+      EXPECT_TRUE(r.output.find(target.string() + ": damaged") != std::string::npos ||
+                  r.output.find(target.string() + ": no integrity seal") != std::string::npos)
+          << r.output;
+      ++inputs;
+    }
+  }
+  EXPECT_GT(inputs, 0);
+}
+
 }  // namespace
