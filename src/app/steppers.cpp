@@ -88,7 +88,7 @@ class SpectralStepper : public Stepper {
 
 class VortexStepper : public Stepper {
  public:
-  VortexStepper(const vortex::Params& p, const Grid& g) : solver_(p, g) {}
+  VortexStepper(const vortex::Params& p, const Grid& g) : solver_(p, g), max_core_ratio_(p.max_core_ratio) {}
   std::string name() const override { return "vortex"; }
   void start(const SpectralVector& u, double t) override { init_ = solver_.set_velocity(u, t); }
   void step(double dt) override {
@@ -98,6 +98,8 @@ class VortexStepper : public Stepper {
   }
   std::string event() override {
     if (!reinitialised_) return "";
+    // Every step may reinitialise (vortex.reinit_every = 1): only the core-ratio ones are news.
+    if (solver_.core_ratio_at_reinit() <= max_core_ratio_) return "";
     char buf[160];
     std::snprintf(buf, sizeof buf, "vortex   reinitialised at step %ld: sigma/sigma0 was %.3f, RBF residual %.2e",
                   solver_.steps(), solver_.core_ratio_at_reinit(), solver_.last_rbf_residual());
@@ -109,9 +111,15 @@ class VortexStepper : public Stepper {
   void velocity(SpectralVector& u) override { solver_.velocity(u); }
   std::vector<std::pair<std::string, double>> monitors() override {
     m_ = solver_.monitors();
-    return {{"sum_alpha_x", m_.total_alpha[0]}, {"sum_alpha_y", m_.total_alpha[1]},
-            {"sum_alpha_z", m_.total_alpha[2]}, {"max_div_omega", m_.max_div_omega},
-            {"core_ratio", m_.core_ratio},      {"reinits", double(m_.reinits)},
+    return {{"sum_strength_x", m_.total_strength[0]},
+            {"sum_strength_y", m_.total_strength[1]},
+            {"sum_strength_z", m_.total_strength[2]},
+            {"max_div_omega", m_.max_div_omega},
+            {"max_omega", m_.max_omega},
+            {"div_omega_rel", m_.max_omega > 0 ? m_.max_div_omega / m_.max_omega : 0.0},
+            {"div_removed", m_.div_removed},
+            {"core_ratio", m_.core_ratio},
+            {"reinits", double(m_.reinits)},
             {"rbf_residual", m_.last_rbf_residual}};
   }
   void save(h5::Id grp) override {
@@ -119,13 +127,17 @@ class VortexStepper : public Stepper {
     const std::size_t n = st.particles.size();
     h5::write_doubles(grp, "x", flatten(st.particles.x).data(), {n, 3});
     h5::write_doubles(grp, "alpha", flatten(st.particles.alpha).data(), {n, 3});
+    h5::write_doubles(grp, "gamma", flatten(st.particles.gamma).data(), {n, 3});
     h5::write_doubles(grp, "sigma", st.particles.sigma);
     if (!st.u_prev.empty()) {  // the AB2 history
       h5::write_doubles(grp, "u_prev", flatten(st.u_prev).data(), {n, 3});
       h5::write_doubles(grp, "dalpha_prev", flatten(st.dalpha_prev).data(), {n, 3});
+      h5::write_doubles(grp, "dgamma_prev", flatten(st.dgamma_prev).data(), {n, 3});
     }
     h5::write_attribute(grp, "t", st.t);
+    h5::write_attribute(grp, "t_reinit", st.t_reinit);
     h5::write_attribute(grp, "dt_prev", st.dt_prev);
+    h5::write_attribute(grp, "div_removed", st.div_removed);
     h5::write_attribute(grp, "last_residual", st.last_residual);
     h5::write_attribute(grp, "ratio_at_reinit", st.ratio_at_reinit);
     h5::write_attribute(grp, "steps", std::int64_t(st.steps));
@@ -140,13 +152,17 @@ class VortexStepper : public Stepper {
       throw InputError(h5::where(grp, "x") + ": expected shape [n][3]");
     const std::size_t n = shape[0];
     st.particles.alpha = unflatten(h5::read_doubles(grp, "alpha", h5::Shape{n, 3}));
+    st.particles.gamma = unflatten(h5::read_doubles(grp, "gamma", h5::Shape{n, 3}));
     st.particles.sigma = h5::read_doubles(grp, "sigma", h5::Shape{n});
     if (h5::exists(grp, "u_prev")) {
       st.u_prev = unflatten(h5::read_doubles(grp, "u_prev", h5::Shape{n, 3}));
       st.dalpha_prev = unflatten(h5::read_doubles(grp, "dalpha_prev", h5::Shape{n, 3}));
+      st.dgamma_prev = unflatten(h5::read_doubles(grp, "dgamma_prev", h5::Shape{n, 3}));
     }
     st.t = h5::read_double_attribute(grp, "t");
+    st.t_reinit = h5::read_double_attribute(grp, "t_reinit");
     st.dt_prev = h5::read_double_attribute(grp, "dt_prev");
+    st.div_removed = h5::read_double_attribute(grp, "div_removed");
     st.last_residual = h5::read_double_attribute(grp, "last_residual");
     st.ratio_at_reinit = h5::read_double_attribute(grp, "ratio_at_reinit");
     st.steps = long(h5::read_int64_attribute(grp, "steps"));
@@ -157,10 +173,11 @@ class VortexStepper : public Stepper {
   std::string log_line() override {
     char buf[256];
     std::snprintf(buf, sizeof buf,
-                  "vortex   sum(alpha) (%.1e, %.1e, %.1e)  max|div w| %.2e  sigma/sigma0 %.3f  reinits %ld  "
-                  "rbf residual %.1e",
-                  m_.total_alpha[0], m_.total_alpha[1], m_.total_alpha[2], m_.max_div_omega, m_.core_ratio,
-                  m_.reinits, m_.last_rbf_residual);
+                  "vortex   sum(strength) (%.1e, %.1e, %.1e)  max|div w|/max|w| %.2e  projected %.1e  "
+                  "sigma/sigma0 %.3f  reinits %ld",
+                  m_.total_strength[0], m_.total_strength[1], m_.total_strength[2],
+                  m_.max_omega > 0 ? m_.max_div_omega / m_.max_omega : 0.0, m_.div_removed, m_.core_ratio,
+                  m_.reinits);
     return buf;
   }
 
@@ -168,6 +185,7 @@ class VortexStepper : public Stepper {
   vortex::Solver solver_;
   vortex::RbfResult init_;
   vortex::Monitors m_;
+  double max_core_ratio_;
   bool reinitialised_ = false;
 };
 
