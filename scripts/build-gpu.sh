@@ -36,9 +36,8 @@ for p in $progs; do
   cp "$f" .gpu/
 done
 cp /usr/lib/x86_64-linux-gnu/libboost_program_options.so.1.74.0 .gpu/
-# The tests read reference data from the path compiled in (VH_SHARED_DIR = <repo>/../shared).
-mkdir -p .gpu/shared && cp -r ../shared/data .gpu/shared/
-echo "$(cd .. && pwd)/shared" > .gpu/shared_dir.txt
+# The reference data travel with the working tree (validation/data, tracked); device-check.sh
+# points the carried programs at them with VH_DATA_DIR.
 size=$(du -sm .gpu | cut -f1)
 echo ".gpu: set $set_name, ${size} MiB"
 [ "$size" -le 64 ] || echo "build-gpu.sh: .gpu is ${size} MiB, more than the device tool carries (64 MiB); use a smaller set" >&2

@@ -18,10 +18,9 @@ what=${1:-all}
 export LD_LIBRARY_PATH=$PWD/.gpu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/device.txt"
 status=0
-# Put the reference data where the tests were compiled to look for it.
-if [ -f .gpu/shared_dir.txt ] && [ ! -d "$(cat .gpu/shared_dir.txt)/data" ]; then
-  mkdir -p "$(cat .gpu/shared_dir.txt)" && cp -r .gpu/shared/data "$(cat .gpu/shared_dir.txt)/"
-fi
+# The programs were built elsewhere: the reference data are the carried tree's
+# (validation/reference_data.h reads VH_DATA_DIR before the path compiled in).
+export VH_DATA_DIR=$PWD/validation/data
 
 if [ "$what" = tests ] || [ "$what" = all ]; then
   # Every carried GoogleTest binary; GPU tests run here instead of skipping.
