@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds with CUDA for Hopper (sm_90) into build-gpu/ and copies the executables of one set, plus
-# Boost.Program_options (missing on the GPU machine), into .gpu/ (../shared/DEVICE.md):
+# Boost.Program_options (missing on the GPU machine), into .gpu/ (docs/design.md, "The GPU machine"):
 #
 #   scripts/build-gpu.sh [SET]      SET: fmm (default), spectral, tgv, vortex or all
 #

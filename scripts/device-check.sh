@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU tests and benchmarks from binaries built here and carried to the GPU machine
-# (../shared/DEVICE.md). Writes logs and CSV rows under $OUT (default ./device-out).
+# (docs/design.md, "The GPU machine"). Writes logs and CSV rows under $OUT (default ./device-out).
 #
 #   scripts/build-gpu.sh [SET]           # here: build with CUDA for sm_90, fill .gpu/ with a set
 #                                        # (fmm, spectral, vortex: what the modes below run)

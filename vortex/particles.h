@@ -1,4 +1,4 @@
-// Vortex particles (DESIGN.md, "Vortex method definitions"): Gaussian blobs
+// Vortex particles (docs/design.md, "Vortex method definitions"): Gaussian blobs
 //   ζ_σ(r) = (2πσ²)^{-3/2} exp(−r²/2σ²),   ω(x) = Σ_p α_p ζ_σp(x − x_p),
 // with vector strengths α_p = ω h³ on the lattice, in the periodic box [0, 2π)³.
 #pragma once

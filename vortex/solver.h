@@ -1,4 +1,4 @@
-// The vortex particle solver (DESIGN.md, "Vortex method definitions"; Yokota & Barba 2012).
+// The vortex particle solver (docs/design.md, "Vortex method definitions"; Yokota & Barba 2012).
 //
 // State: particles (x_p, α_p, σ). Each step:
 //   1. u(x_p) and ∇u(x_p) from one periodic FMM evaluation (fmm/fmm.h);
@@ -65,7 +65,7 @@ std::vector<OptionSpec> option_specs();
 /// Reads them (throws vh::InputError naming the key).
 Params params_from(const Options& o, double nu);
 
-/// What the solver reports at an output (DESIGN.md monitors).
+/// What the solver reports at an output (docs/design.md monitors).
 struct Monitors {
   Vec3 total_alpha{0, 0, 0};   ///< Σ α_p
   double max_div_omega = 0;    ///< max |∇·ω_σ| over the lattice
