@@ -8,7 +8,7 @@
 #             (device-check.sh tests, sanitize; bench without the spectral benchmark)
 #   spectral  test_spectral_gpu, spectral_bench (device-check.sh tests, bench)
 #   tgv       tgv_check (the Taylor-Green check against the 512^3 reference)
-#   vortex    vortexhit, the blob test and blobs_bench (device-check.sh vortex, study, sc09, bench)
+#   vortex    vortexhit, the blob test and blobs_bench (device-check.sh vortex, study, sc09, memory, bench)
 #   all       every one of them (more than the device tool carries)
 #
 # Sets, because the device tool carries at most 64 MiB and every program that links the spectral
