@@ -1,6 +1,7 @@
 // vortexhit from the outside: every class of bad input exits 2 with one line naming the file
 // or key and leaves the output folder as it was; a good deck writes the run folder.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -25,7 +26,8 @@ class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
     dir = fs::temp_directory_path() /
-          ("vh_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+          ("vh_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+           std::to_string(::getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir);
     out = dir / "run";
