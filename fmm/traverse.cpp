@@ -20,7 +20,7 @@ double rho_tolerance(double tol) {
 
 namespace {
 
-// The traversal of DESIGN.md in two phases with the lists of the serial recursion
+// The traversal of docs/design.md in two phases with the lists of the serial recursion
 // (interact(0, 0) for shift 0, 1, 2, ... in turn), for any number of threads.
 //
 // Task roots: the cells of level `task_level` and the leaves above it.  Every descent of the

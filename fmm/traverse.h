@@ -6,7 +6,7 @@
 //   (2) dist(box_A, box_B + s) >= rcut(sigma_max(B)),
 // where box_* are the tight particle bounding boxes and rcut(sigma) = sqrt(2) rho_tol sigma with
 // 1 - g(rho_tol) = tolerance, so that no pair in the far field differs from the singular
-// kernel by more than the tolerance (DESIGN.md "Far field").  Otherwise the larger cell (by
+// kernel by more than the tolerance (docs/design.md "Far field").  Otherwise the larger cell (by
 // radius) is split; two leaves that are not far go to P2P.  A far pair whose target is a leaf
 // and whose direct cost is small (n_A n_B <= p2p_max_pairs, about the cost of one M2L plus its
 // share of L2P) also goes to P2P: exact, and cheaper.  Only for shift 0 (shifts[0] must be the
@@ -48,7 +48,7 @@ struct Acceptance {
   }
 };
 
-/// rho_tol with 1 - g(rho_tol) = tol (bisection; g from DESIGN.md).
+/// rho_tol with 1 - g(rho_tol) = tol (bisection; g from docs/design.md).
 double rho_tolerance(double tol);
 
 /// Traverses target tree `tgt` against source tree `src` once per shift in `shifts`.

@@ -156,7 +156,7 @@ def read_run(run_dir):
         "N": n,
         "T0": float(ini["T"][0]),
         "K0": float(ini["K"][0]),
-        # nu = u' lambda / Re_lambda (DESIGN.md): the run file keeps nu only in this form.
+        # nu = u' lambda / Re_lambda (docs/design.md): the run file keeps nu only in this form.
         "nu": float(u_prime * ini["lambda"][0] / ini["Re_lambda"][0]),
         "solvers": solvers,
         "fields": [(p, s) for _, p, s in fields],

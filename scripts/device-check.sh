@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # GPU tests and benchmarks from binaries built here and carried to the GPU machine
-# (../shared/DEVICE.md). Writes logs and CSV rows under $OUT (default ./device-out).
+# (docs/design.md, "The GPU machine"). Writes logs and CSV rows under $OUT (default ./device-out).
 #
 #   scripts/build-gpu.sh [SET]           # here: build with CUDA for sm_90, fill .gpu/ with a set
 #                                        # (fmm, spectral, vortex: what the modes below run)
 #   device run, carry [".gpu"]:  export LD_LIBRARY_PATH=$PWD/.gpu; scripts/device-check.sh [MODE]
 # MODE: tests | bench | all (tests and bench) | vortex (GPU vs CPU vortex solver at 32^3, quick.ini
 # at 32^3 on the GPU) | study (parametric study at 64^3) | sc09 (the first steps of sc09_256.ini)
-# | sanitize (compute-sanitizer memcheck and racecheck on the FMM GPU tests). Each mode runs what
-# of it was carried: tests and bench with the fmm or the spectral set, sanitize with fmm, the
-# vortex modes with vortex.
+# | sanitize (compute-sanitizer memcheck and racecheck on the FMM GPU tests) | memory (the memory
+# estimate against what GPU runs use). Each mode runs what of it was carried: tests and bench with
+# the fmm or the spectral set, sanitize with fmm, the vortex modes and memory with vortex.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-device-out}
@@ -18,10 +18,9 @@ what=${1:-all}
 export LD_LIBRARY_PATH=$PWD/.gpu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/device.txt"
 status=0
-# Put the reference data where the tests were compiled to look for it.
-if [ -f .gpu/shared_dir.txt ] && [ ! -d "$(cat .gpu/shared_dir.txt)/data" ]; then
-  mkdir -p "$(cat .gpu/shared_dir.txt)" && cp -r .gpu/shared/data "$(cat .gpu/shared_dir.txt)/"
-fi
+# The programs were built elsewhere: the reference data are the carried tree's
+# (validation/reference_data.h reads VH_DATA_DIR before the path compiled in).
+export VH_DATA_DIR=$PWD/validation/data
 
 if [ "$what" = tests ] || [ "$what" = all ]; then
   # Every carried GoogleTest binary; GPU tests run here instead of skipping.
@@ -81,6 +80,25 @@ if [ "$what" = sanitize ]; then
       compute-sanitizer --tool $tool --error-exitcode 1 $t >>"$OUT/sanitize.log" 2>&1 || status=1
       tail -n 1 "$OUT/sanitize.log"
     done
+  done
+fi
+if [ "$what" = memory ]; then
+  # src/app/memory_estimate.h against real runs on the GPU: the dry run's estimate, then a few
+  # steps with nvidia-smi sampling the memory in use every 100 ms (its largest value, which
+  # includes the CUDA context, about 0.5 GiB) and the log's peak RSS against the host estimate.
+  for c in "spectral 256" "spectral 512" "vortex 128" "both 256"; do
+    set -- $c
+    args="inputs/quick.ini --device=gpu --case.solver=$1 --domain.n=$2 --time.t_end_over_T=0.005
+          --time.output_interval_over_T=0.005 --output.fields_at= --output.overwrite=true --output.dir=$OUT/mem_$1_$2"
+    # shellcheck disable=SC2086
+    $vh run $args --dry-run | grep '^memory' | sed "s/^/$1 $2 dry run: /" | tee -a "$OUT/memory.log"
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 >"$OUT/mem_smi.txt" &
+    smi=$!
+    # shellcheck disable=SC2086
+    $vh run $args --quiet || status=1
+    kill $smi
+    echo "$1 $2: GPU in use at most $(sort -n "$OUT/mem_smi.txt" | tail -n 1) MiB (nvidia-smi);" \
+      "$(grep 'peak RSS' "$OUT/mem_$1_$2/log.txt")" | tee -a "$OUT/memory.log"
   done
 fi
 if [ "$what" = study ]; then

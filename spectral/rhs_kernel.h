@@ -1,6 +1,6 @@
 // Per-mode and per-point math of the pseudo-spectral right-hand side and the RK4 stages,
-// shared by the CPU (rhs.cpp, cpu_solver.cpp) and the GPU (gpu_solver.cu) so that both
-// run the same formula (STYLE.md: "CUDA beside CPU").
+// shared by the CPU (cpu_solver.cpp, fused.cpp) and the GPU (gpu_solver.cu, fused_impl.cuh,
+// fft_callbacks.cu) so that both run the same formula (docs/style.md, "CUDA beside CPU").
 //
 // Equation (Rogallo 1981, NASA TM 81315; Canuto et al., Spectral Methods, §7.2):
 //   ∂û/∂t = P(k) FFT[u × ω] − ν|k|² û,     P(k) = I − k kᵀ/|k|²,   ω̂ = i k × û,

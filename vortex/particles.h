@@ -1,4 +1,4 @@
-// Vortex particles (DESIGN.md, "Vortex method definitions") in the periodic box [0, 2π)³.
+// Vortex particles (docs/design.md, "Vortex method definitions") in the periodic box [0, 2π)³.
 // Each particle carries two vector strengths:
 //   α_p  its blob strength: the blob field ω_σ(x) = Σ_p α_p ζ_σp(x − x_p) of Gaussian blobs
 //        ζ_σ(r) = (2πσ²)^{-3/2} exp(−r²/2σ²) is what the FMM turns into u and ∇u; on the lattice

@@ -1,4 +1,4 @@
-// Radial-basis-function reinitialisation (DESIGN.md; Barba, Leonard & Allen 2005): new
+// Radial-basis-function reinitialisation (docs/design.md; Barba, Leonard & Allen 2005): new
 // particles on the lattice with core σ₀ whose strengths solve
 //   Σ_q α_q ζ_σ₀(x_p − x_q) = ω(x_p)   at every lattice point x_p,
 // i.e. the blobs reproduce ω at the lattice points.

@@ -14,7 +14,7 @@ namespace vh::vortex {
 namespace {
 
 /// The periodic velocity at the lattice points of blobs of core `sigma` sitting on the lattice
-/// (DESIGN.md, "Exact reference for tests"): with c_α(k) the coefficients of the strengths,
+/// (docs/design.md, "Exact reference for tests"): with c_α(k) the coefficients of the strengths,
 /// the sampled field has U(k) = h⁻³ Σ_a i q × c_α(k) exp(−σ²|q|²/2) / |q|², q = k + aN,
 /// a ∈ {−2 … 2}³ (the ±2 aliases weigh < exp(−22) at σ ≥ h/√2), and zero mean.  Exact, so the
 /// FMM evaluation it replaces agreed with it to the FMM tolerance.

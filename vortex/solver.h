@@ -1,4 +1,4 @@
-// The vortex particle solver (DESIGN.md, "Vortex method definitions"; Yokota & Barba 2012;
+// The vortex particle solver (docs/design.md, "Vortex method definitions"; Yokota & Barba 2012;
 // Cottet & Koumoutsakos 2000).
 //
 // State: particles (x_p, α_p, γ_p, σ_p; vortex/particles.h) on a lattice of refine·N points per

@@ -25,7 +25,7 @@
 // N <= 2^direct-max-log2n, with the N where the FMM wins.
 //
 // Each size: one warm-up evaluation, then the median of --repeat.  --csv prints rows
-// date,commit,device,benchmark,case,metric,value,unit (../shared/RESULTS-FORMAT.md) after the
+// date,commit,device,benchmark,case,metric,value,unit (bench/README.md) after the
 // table.  Cost on 2 cores of an AMD EPYC: about 1 minute up to 2^16, ~10 minutes up to 2^18.
 #include <omp.h>
 

@@ -15,7 +15,7 @@
 // Each case starts from a real random field (k⁴ exp spectrum, u′ = 1), takes `warmup` steps,
 // then times `steps` single steps (median) and `steps` repetitions of the bare transforms
 // on the solver's own plans and buffers (median). Prints one table; with --csv, rows in the
-// form of ../shared/RESULTS-FORMAT.md. Cost: seconds per case up to 512³ on one GPU.
+// form of bench/README.md. Cost: seconds per case up to 512³ on one GPU.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

@@ -1,7 +1,7 @@
-// checkpoint.h5: everything needed to continue a run bit for bit (STYLE.md, "Checkpoints").
+// checkpoint.h5: everything needed to continue a run bit for bit (docs/style.md, "Checkpoints").
 //
 //   /            attributes format = "vortexhit checkpoint 1", git_hash, precision = "double",
-//                field_index (int64: the next fields file), wall_time
+//                field_index (int64: the next fields file)
 //   /deck        the deck after overrides (the restart reads it back)
 //   /<solver>/   each solver's state (Stepper::save): spectral coefficients, or particles
 //                with σ and the AB2 history; time and step count as attributes

@@ -1,4 +1,4 @@
-// `vortexhit compare`: do two solvers (or two runs) agree? (DESIGN.md "The program's surface")
+// `vortexhit compare`: do two solvers (or two runs) agree? (docs/design.md "The program's surface")
 //
 //   vortexhit compare RUN_DIR [--solvers A,B]          solver B against solver A in one run
 //                                                      (default spectral,vortex)

@@ -1,7 +1,7 @@
 // vortexhit: decaying homogeneous isotropic turbulence by a vortex particle method and a
 // pseudo-spectral method from the same initial field (see README.md).
 //
-//   vortexhit run [DECK] [--section.key=value ...] [--quiet]
+//   vortexhit run [DECK] [--section.key=value ...] [--quiet] [--dry-run]
 //   vortexhit compare RUN_DIR [--solvers A,B] | RUN_A RUN_B [--solver S]  [OPTIONS]
 //   vortexhit help
 //
@@ -19,7 +19,7 @@
 namespace {
 
 const std::string kUsage =
-    std::string("usage: vortexhit run [DECK] [--section.key=value ...] [--quiet]\n"
+    std::string("usage: vortexhit run [DECK] [--section.key=value ...] [--quiet] [--dry-run]\n"
     "       vortexhit run --restart RUN_DIR|CHECKPOINT [--section.key=value ...]\n") + vh::app::kCompareUsage +
     "       vortexhit help            list every deck key with its type, default and meaning\n";
 
@@ -36,11 +36,13 @@ int dispatch(const std::vector<std::string>& args) {
   if (cmd == "run") {
     std::string deck, restart;
     std::vector<std::string> overrides;
-    bool quiet = false;
+    bool quiet = false, dry_run = false;
     for (std::size_t i = 1; i < args.size(); ++i) {
       const std::string& a = args[i];
       if (a == "--quiet") {
         quiet = true;
+      } else if (a == "--dry-run") {
+        dry_run = true;  // check the deck and the memory, print the estimate, write nothing
       } else if (a == "--restart" || a.rfind("--restart=", 0) == 0) {
         if (a == "--restart" && i + 1 >= args.size())
           throw vh::InputError("command line: --restart needs a checkpoint file or run folder");
@@ -59,7 +61,7 @@ int dispatch(const std::vector<std::string>& args) {
     }
     if (!restart.empty() && !deck.empty())
       throw vh::InputError("command line: give a DECK or --restart, not both (a restart uses the checkpoint's deck)");
-    return vh::app::run(deck, overrides, quiet, restart, args);
+    return vh::app::run(deck, overrides, quiet, restart, args, dry_run);
   }
   if (cmd == "compare") return vh::app::compare({args.begin() + 1, args.end()});
   throw vh::InputError("command line: unknown command '" + cmd + "' (allowed: run, compare, help)");

@@ -13,6 +13,7 @@
 #include <ctime>
 #include <filesystem>
 #include <iomanip>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -20,6 +21,7 @@
 #include "app/checkpoint.h"
 #include "app/config.h"
 #include "app/deck.h"
+#include "app/memory_estimate.h"
 #include "app/steppers.h"
 #include "core/console.h"
 #include "core/device.h"
@@ -49,9 +51,10 @@ std::string now_iso() {
   return buf;
 }
 
-/// Refuses an existing run folder unless output.overwrite; creates it otherwise. Called only
-/// after the whole configuration has been checked, so bad input never creates anything.
-void prepare_output_dir(const RunConfig& c) {
+/// Refuses an existing run folder unless output.overwrite; creates it otherwise (unless
+/// !create: --dry-run). Called only after the whole configuration and the memory have been
+/// checked, so bad input never creates anything.
+void prepare_output_dir(const RunConfig& c, bool create = true) {
   std::error_code ec;
   if (fs::exists(c.out_dir, ec)) {
     if (!fs::is_directory(c.out_dir, ec))
@@ -60,6 +63,7 @@ void prepare_output_dir(const RunConfig& c) {
       throw InputError(c.options.where("output.dir") +
                        " exists (allowed: a new folder, or output.overwrite = true to replace its files)");
   }
+  if (!create) return;
   fs::create_directories(c.out_dir, ec);
   if (ec) throw InputError(c.options.where("output.dir") + " cannot be created: " + ec.message());
   // An overwritten run must not inherit the old run's fields in its fields.xdmf collection.
@@ -186,7 +190,7 @@ void write_field_sets(const std::string& dir, int index, double t, const std::ma
 }  // namespace
 
 int run(const std::string& deck_path, const std::vector<std::string>& overrides, bool quiet,
-        const std::string& restart, const std::vector<std::string>& argv) {
+        const std::string& restart, const std::vector<std::string>& argv, bool dry_run) {
   const auto wall0 = std::chrono::steady_clock::now();
   // Guards: a signal or a STOP file in the run folder ends the run after the current step
   // with a checkpoint (exit 3), as do a non-finite velocity and a CFL number above max_cfl.
@@ -199,10 +203,19 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
                             : read_deck(deck_path, overrides);
   RunConfig cfg = make_config(deck_path, opts);
   const Backend backend = resolve_backend(cfg.device);
-  if (ckpt)
-    cfg.out_dir = ckpt->dir;  // a restart continues in the checkpoint's folder
-  else
-    prepare_output_dir(cfg);
+  if (ckpt) cfg.out_dir = ckpt->dir;  // a restart continues in the checkpoint's folder
+  // Memory, estimated from the deck and checked before anything is written (memory_estimate.h).
+  const MemoryEstimate mem = estimate_memory(cfg, backend, spectral_fused_on_gpu(cfg, backend));
+  const MemoryAvailable host_mem = host_memory_available();
+  const MemoryAvailable gpu_mem = backend == Backend::gpu ? device_memory_available() : MemoryAvailable{};
+  if (dry_run) {
+    std::cout << dry_run_report(cfg, device_name(backend), mem, backend, host_mem, gpu_mem) << std::flush;
+    if (!ckpt) prepare_output_dir(cfg, false);
+    check_memory(cfg, backend, mem, host_mem, gpu_mem);
+    return 0;
+  }
+  check_memory(cfg, backend, mem, host_mem, gpu_mem);
+  if (!ckpt) prepare_output_dir(cfg);
 
   Console con(quiet);
   con.open_log((fs::path(cfg.out_dir) / "log.txt").string());
@@ -223,6 +236,7 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
   con.line("case " + cfg.name + "  solver " + cfg.solver + "  N " + std::to_string(g.n) + "  nu " +
            fmt(init.nu) + "  Re_lambda " + fmt(s0.Re_lambda, 4) + "  u' " + fmt(s0.u_prime, 4) +
            "  L " + fmt(s0.L, 4) + "  T " + fmt(T0, 4) + "  t_end " + fmt(t_end, 4));
+  for (const std::string& l : memory_lines(mem, backend, host_mem, gpu_mem)) con.line(l);
 
   const std::string run_h5 = (fs::path(cfg.out_dir) / "run.h5").string();
   std::vector<std::unique_ptr<Stepper>> solvers;
@@ -434,6 +448,14 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
   std::snprintf(other, sizeof other, "time  %-52s %9.2f s  %5.1f %%", "start-up (initial field, solver set-up) and rest",
                 wall - accounted, 100 * (wall - accounted) / wall);
   con.line(other);
+  // What the run held, against the estimate it was admitted with (calibration of memory_estimate).
+  std::string used = "memory   host peak RSS " + format_bytes(peak_rss_bytes()) + " (estimated " +
+                     format_bytes(mem.host_bytes()) + ")";
+  std::size_t gpu_free = 0, gpu_total = 0;
+  if (backend == Backend::gpu && gpu_memory(gpu_free, gpu_total))
+    used += ", GPU in use at the end " + format_bytes(double(gpu_total - gpu_free)) + " (estimated " +
+            format_bytes(mem.device_bytes()) + " and the CUDA context)";
+  con.line(used);
   std::ostringstream sum;
   sum << "case        " << cfg.name << "\nsolver      " << cfg.solver << "\nN           " << g.n
       << "\ndevice      " << device << "\nK0          " << fmt(s0.K, 10) << "\nu_prime     "

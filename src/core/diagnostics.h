@@ -1,4 +1,4 @@
-// Diagnostics shared by both solvers (DESIGN.md, "Shared definitions").
+// Diagnostics shared by both solvers (docs/design.md, "Shared definitions").
 //
 // All take the velocity on the N³ grid (or its coefficients, grid.h normalisation) and
 // nothing else. Sums run over the full spectrum (half layout with mode_weight()).

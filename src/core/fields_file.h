@@ -1,5 +1,5 @@
 // fields_<index>.h5 + .xdmf: velocity, vorticity and Q on the grid for ParaView/VisIt
-// (DESIGN.md "Files a run writes", STYLE.md "Fields for ParaView/VisIt").
+// (docs/design.md "Files a run writes", docs/style.md "Fields for ParaView/VisIt").
 //
 //   fields_0007.h5   attribute t (double) on /
 //     /<solver>/velocity   double [N][N][N][3]  index [z][y][x][component], x fastest:

@@ -2,6 +2,7 @@
 // series and spectra (both solvers, CPU); every guard stops the run with exit 3 and a
 // checkpoint that a restart can read; a foreign or truncated checkpoint is bad input.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -30,7 +31,8 @@ class Restart : public ::testing::Test {
  protected:
   void SetUp() override {
     dir = fs::temp_directory_path() /
-          ("vh_restart_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+          ("vh_restart_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+           std::to_string(::getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir);
   }

@@ -8,6 +8,7 @@
 
 #include "core/diagnostics.h"
 #include "core/fft.h"
+#include "validation/reference_data.h"
 
 namespace {
 
@@ -170,7 +171,7 @@ TEST(Diagnostics, SpectrumSumsToPhysicalEnergy) {
 // Wray (1997) HOM02, 512³: the spectrum-level diagnostics fed CB512.es reproduce the
 // K and L of CB512.f_t (5 printed digits, so 1e-4) and ε = νΩ to 3e-3 (shell binning).
 TEST(Diagnostics, WrayHom02SpectraReproduceTimeSeries) {
-  const std::string dir = std::string(VH_SHARED_DIR) + "/data/wray_hom02/";
+  const std::string dir = vh::validation::data_dir() + "/wray_hom02/";
   const double nu = 3.5014006e-4;
   std::ifstream ft(dir + "CB512.f_t");
   ASSERT_TRUE(ft) << dir + "CB512.f_t";

@@ -1,5 +1,5 @@
-// HDF5 I/O: run.h5 round trip and layout (DESIGN.md "Files a run writes"), atomic writes,
-// fields files' index order and their XDMF sidecars (STYLE.md "Fields for ParaView/VisIt").
+// HDF5 I/O: run.h5 round trip and layout (docs/design.md "Files a run writes"), atomic writes,
+// fields files' index order and their XDMF sidecars (docs/style.md "Fields for ParaView/VisIt").
 // Layout checks open the files with the raw HDF5 C API, not through our own readers, so a
 // bug shared by writer and reader cannot hide.
 #include <gtest/gtest.h>

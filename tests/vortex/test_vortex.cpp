@@ -33,7 +33,7 @@ double rel_l2(const vh::VectorField& a, const vh::VectorField& b) {
   return std::sqrt(num / den);
 }
 
-/// g(ρ) = erf(ρ) − (2/√π) ρ exp(−ρ²) (DESIGN.md).
+/// g(ρ) = erf(ρ) − (2/√π) ρ exp(−ρ²) (docs/design.md).
 double g_cut(double rho) { return std::erf(rho) - 2.0 / std::sqrt(vh::kPi) * rho * std::exp(-rho * rho); }
 
 // A ring of radius R in the xy plane, n blobs with α = Γ (2πR/n) t̂: every blob induces the
