@@ -37,6 +37,13 @@ def sidecar(out, name):
         return json.load(f)
 
 
+def stored_q(entry):
+    """The Q field a sidecar entry names (its file and dataset), checking the time it gives."""
+    with h5py.File(entry["file"], "r") as f:
+        assert f[entry["solver"]].attrs["t"] == entry["t"]
+        return f[entry["dataset"]][()]
+
+
 def series(run, solver, name):
     with h5py.File(os.path.join(run, "run.h5"), "r") as f:
         return f[f"/{solver}/series/{name}"][()]
@@ -108,9 +115,7 @@ def test_q_isosurface_is_the_fields_files_Q_at_the_level(made):
     d = sidecar(out, "q_isosurfaces")
     (p,) = d["panels"]
     assert p["solver"] == "spectral" and p["t_over_T"] == pytest.approx(2.0)
-    with h5py.File(p["file"], "r") as f:
-        q = f[p["dataset"]][()]
-        assert f["spectral"].attrs["t"] == p["t"]
+    q = stored_q(p)
     rms = np.sqrt(np.mean(q**2))
     assert d["level"] == pytest.approx(d["q_level"] * rms, rel=1e-12)
     verts, faces = figures.q_surface(q, d["level"], 2 * np.pi / q.shape[0], p["step_size"])
@@ -124,9 +129,7 @@ def test_q_pdf_is_the_histogram_of_the_fields_files_Q(made):
     d = sidecar(out, "q_pdf")
     (c,) = d["curves"]
     assert c["solver"] == "spectral" and c["t_over_T"] == pytest.approx(2.0)
-    with h5py.File(c["file"], "r") as f:
-        q = f[c["dataset"]][()].ravel()
-        assert f["spectral"].attrs["t"] == c["t"]
+    q = stored_q(c).ravel()
     rms = np.sqrt(np.mean(q**2))
     assert c["Q_rms"] == pytest.approx(rms, rel=1e-12)
     edges = np.asarray(c["edges"])

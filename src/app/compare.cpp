@@ -647,26 +647,17 @@ int compare(const std::vector<std::string>& args) {
     for (const auto& s : spec) v.push_back(s.k_agree);
     checks.push_back({"--k-agree-min", o.k_agree_min, worst(v, false), false, "smallest k_agree"});
   }
-  if (!std::isnan(o.q_corr_min)) {
+  // The Q-field checks: the worst over the --at times of one of the QMeasures.
+  auto q_check = [&](const char* name, double limit, double QMeasures::*field, bool is_max, const char* note) {
+    if (std::isnan(limit)) return;
     std::vector<double> v;
-    for (const auto& q : qres) v.push_back(q.m.correlation);
-    checks.push_back({"--q-corr-min", o.q_corr_min, worst(v, false), false, "smallest Q correlation"});
-  }
-  if (!std::isnan(o.q_jaccard_min)) {
-    std::vector<double> v;
-    for (const auto& q : qres) v.push_back(q.m.jaccard);
-    checks.push_back({"--q-jaccard-min", o.q_jaccard_min, worst(v, false), false, "smallest Q Jaccard index"});
-  }
-  if (!std::isnan(o.q_pdf_max)) {
-    std::vector<double> v;
-    for (const auto& q : qres) v.push_back(q.m.q_pdf_distance);
-    checks.push_back({"--q-pdf-max", o.q_pdf_max, worst(v, true), true, "largest distance of the Q PDFs"});
-  }
-  if (!std::isnan(o.qr_pdf_max)) {
-    std::vector<double> v;
-    for (const auto& q : qres) v.push_back(q.m.qr_pdf_distance);
-    checks.push_back({"--qr-pdf-max", o.qr_pdf_max, worst(v, true), true, "largest distance of the (Q,R) PDFs"});
-  }
+    for (const auto& q : qres) v.push_back(q.m.*field);
+    checks.push_back({name, limit, worst(v, is_max), is_max, note});
+  };
+  q_check("--q-corr-min", o.q_corr_min, &QMeasures::correlation, false, "smallest Q correlation");
+  q_check("--q-jaccard-min", o.q_jaccard_min, &QMeasures::jaccard, false, "smallest Q Jaccard index");
+  q_check("--q-pdf-max", o.q_pdf_max, &QMeasures::q_pdf_distance, true, "largest distance of the Q PDFs");
+  q_check("--qr-pdf-max", o.qr_pdf_max, &QMeasures::qr_pdf_distance, true, "largest distance of the (Q,R) PDFs");
   int failed = 0;
   for (const auto& c : checks) {
     failed += !c.passed();
