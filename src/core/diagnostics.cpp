@@ -1,6 +1,7 @@
 #include "core/diagnostics.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "core/diagnostics_kernel.h"
@@ -210,6 +211,43 @@ void q_criterion(const SpectralVector& u, Fft3d& fft, ScalarField& q) {
 #pragma omp parallel for schedule(static)
       for (std::ptrdiff_t p = 0; p < np; ++p) q.v[p] += factor * a[p] * pb[p];
     }
+}
+
+GradientInvariants gradient_invariants(const SpectralVector& u, Fft3d& fft) {
+  const Grid& g = u.grid;
+  VH_CHECK(fft.n() == g.n, "gradient_invariants: FFT size does not match the field");
+  // a[3 i + j] = A_ij = ∂u_i/∂x_j on the grid.
+  std::array<std::vector<double>, 9> a;
+  std::vector<Complex> dhat;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) {
+      derivative(u, i, j, dhat);
+      a[3 * i + j].resize(g.points());
+      fft.inverse(dhat.data(), a[3 * i + j].data());
+    }
+  GradientInvariants out{ScalarField(g), ScalarField(g), 0.0};
+  const std::ptrdiff_t np = std::ptrdiff_t(g.points());
+  double qw = 0.0;
+#pragma omp parallel for reduction(+ : qw) schedule(static)
+  for (std::ptrdiff_t p = 0; p < np; ++p) {
+    double m[3][3];
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j) m[i][j] = a[3 * i + j][p];
+    double tr2 = 0.0, tr3 = 0.0, w2 = 0.0;
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j) {
+        tr2 += m[i][j] * m[j][i];
+        double m2_ij = 0.0;  // (A²)_ij
+        for (int k = 0; k < 3; ++k) m2_ij += m[i][k] * m[k][j];
+        tr3 += m2_ij * m[j][i];
+        w2 += (m[i][j] - m[j][i]) * (m[i][j] - m[j][i]);  // = 2|ω|²
+      }
+    out.q.v[p] = -0.5 * tr2;
+    out.r.v[p] = -tr3 / 3.0;
+    qw += w2 / 8.0;  // Q_W = |ω|²/4
+  }
+  out.q_w_mean = qw / double(np);
+  return out;
 }
 
 }  // namespace vh

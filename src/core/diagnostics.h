@@ -8,6 +8,7 @@
 //   λ   = √(15 ν u′²/ε),  Re_λ = u′λ/ν,  L = π/(2u′²) Σ_{n≥1} E_n/n,  T = L/u′
 //   S₃  = ⅓ Σ_i ⟨(∂u_i/∂x_i)³⟩/⟨(∂u_i/∂x_i)²⟩^{3/2}
 //   Q   = −½ ∂_i u_j ∂_j u_i                (spectral derivatives)
+//   R   = −⅓ ∂_i u_j ∂_j u_k ∂_k u_i         (gradient_invariants(), with Q and ⟨ω·ω⟩/4)
 // Derivatives use i k with the Nyquist wavenumber set to zero.
 #pragma once
 
@@ -55,6 +56,22 @@ void vorticity(const SpectralVector& u, Fft3d& fft, VectorField& omega);
 
 /// Q = −½ ∂_i u_j ∂_j u_i on the grid.
 void q_criterion(const SpectralVector& u, Fft3d& fft, ScalarField& q);
+
+/// The invariants of the velocity-gradient tensor A_ij = ∂u_i/∂x_j at every grid point
+/// (Chong, Perry & Cantwell, Phys. Fluids A 2, 1990): the eigenvalues λ of A solve
+/// λ³ + Pλ² + Qλ + R = 0, and with tr A = 0 (P = 0)
+///   Q = −½ tr(A²) = −½ A_ij A_ji,   R = −⅓ tr(A³) = −⅓ A_ij A_jk A_ki = −det A.
+/// The trace forms are used as written also where the discrete ∇·u is not exactly zero, so
+/// that Q is q_criterion()'s to round-off. ⟨Q_W⟩ = ⟨ω·ω⟩/4 (Q_W = ½ W_ij W_ij with
+/// W = ½(A − Aᵀ)) is the usual unit of the joint PDF of (Q, R) (Ooi et al., JFM 381, 1999):
+/// Q/⟨Q_W⟩ and R/⟨Q_W⟩^{3/2}. A from the spectral derivative() (9 inverse FFTs); memory:
+/// 9 N³ doubles besides the result.
+struct GradientInvariants {
+  ScalarField q;          ///< Q on the grid, [z][y][x]
+  ScalarField r;          ///< R on the grid, [z][y][x]
+  double q_w_mean = 0.0;  ///< ⟨Q_W⟩ = ⟨ω·ω⟩/4 over the grid
+};
+GradientInvariants gradient_invariants(const SpectralVector& u, Fft3d& fft);
 
 /// Coefficients of ∂u_c/∂x_d (c, d ∈ {0,1,2}) into `out` (g.modes() values).
 void derivative(const SpectralVector& u, int c, int d, std::vector<Complex>& out);
