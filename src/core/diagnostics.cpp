@@ -1,6 +1,7 @@
 #include "core/diagnostics.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "core/diagnostics_kernel.h"
@@ -38,6 +39,32 @@ void for_each_mode(const Slab& s, F&& f) {
 /// Wavenumber for a derivative: the Nyquist mode has no sign, so its odd derivative is zero.
 double deriv_k(int k, int n) { return (k == -n / 2) ? 0.0 : double(k); }
 
+/// Sums of C quantities over the rank's modes or points, reduced over the ranks: plain sums
+/// per z-plane (in parallel over planes), the planes' sums added with Neumaier's compensation
+/// (Neumaier 1974), then the ranks'. A sum of n terms in one pass errs by up to ~√n ulp in
+/// practice (4e-14 relative for ε at 64³, 1e-12 at 512³); this errs by ~√(n/N) and, nearly
+/// independent of the order of the planes, gives the one-rank value on R ranks to a few ulp.
+/// `plane(iz, out)` adds plane iz's terms to out[0 … C−1].
+template <int C, class F>
+std::array<double, C> plane_sums(int planes, const Comm& comm, F&& plane) {
+  std::vector<std::array<double, C>> part;
+  part.resize(std::size_t(planes));
+#pragma omp parallel for schedule(static)
+  for (int iz = 0; iz < planes; ++iz) {
+    part[iz].fill(0.0);
+    plane(iz, part[iz].data());
+  }
+  std::array<double, C> sum{}, comp{};
+  for (const auto& p : part)
+    for (int c = 0; c < C; ++c) {
+      const double t = sum[c] + p[c];
+      comp[c] += std::fabs(sum[c]) >= std::fabs(p[c]) ? (sum[c] - t) + p[c] : (p[c] - t) + sum[c];
+      sum[c] = t;
+    }
+  for (int c = 0; c < C; ++c) sum[c] = comm.sum(sum[c] + comp[c]);
+  return sum;
+}
+
 std::vector<double> spectrum_of(const Modes& u) {
   const Slab& s = u.slab;
   const int ns = s.grid.max_shell() + 1;
@@ -64,20 +91,17 @@ std::vector<double> spectrum_of(const Modes& u) {
 }
 
 double gradient_norm2_of(const Modes& u) {
-  const int n = u.slab.grid.n;
-  double sum = 0.0;
-  const int nxh = n / 2 + 1, sl = u.slab.slots();
   const Slab& s = u.slab;
-#pragma omp parallel for collapse(2) reduction(+ : sum) schedule(static)
-  for (int iz = 0; iz < n; ++iz)
+  const int n = s.grid.n, nxh = n / 2 + 1, sl = s.slots();
+  return plane_sums<1>(n, s.comm, [&](int iz, double* sum) {
     for (int j = 0; j < sl; ++j)
       for (int ix = 0; ix < nxh; ++ix) {
         int k[3];
         diag::wavevector(n, ix, s.ky_index(j), iz, k);
         const double k2 = double(k[0]) * k[0] + double(k[1]) * k[1] + double(k[2]) * k[2];
-        sum += diag::weight(n, ix) * k2 * u.abs2(s.mode_index(ix, j, iz));
+        sum[0] += diag::weight(n, ix) * k2 * u.abs2(s.mode_index(ix, j, iz));
       }
-  return s.comm.sum(sum);
+  })[0];
 }
 
 void derivative_of(const Modes& u, int c, int d, std::vector<Complex>& out) {
@@ -97,9 +121,7 @@ Statistics statistics_of(const Modes& u, double nu, Fft& fft) {
 
   // ‖∇·u‖² = Σ |k·û|² (weighted); relative to ‖∇u‖² = Σ|k|²|û|². Helicity Σ Re(û*·(ik×û)).
   const int n = sl.grid.n, nxh = n / 2 + 1, nsl = sl.slots();
-  double div2 = 0.0, hel = 0.0;
-#pragma omp parallel for collapse(2) reduction(+ : div2, hel) schedule(static)
-  for (int iz = 0; iz < n; ++iz)
+  const auto dh = plane_sums<2>(n, sl.comm, [&](int iz, double* sum) {
     for (int j = 0; j < nsl; ++j)
       for (int ix = 0; ix < nxh; ++ix) {
         int k[3];
@@ -107,17 +129,17 @@ Statistics statistics_of(const Modes& u, double nu, Fft& fft) {
         const std::size_t m = sl.mode_index(ix, j, iz);
         Complex kd(0.0, 0.0);
         for (int c = 0; c < 3; ++c) kd += deriv_k(k[c], n) * u.u[c][m];
-        div2 += diag::weight(n, ix) * std::norm(kd);
+        sum[0] += diag::weight(n, ix) * std::norm(kd);
         const double kx = deriv_k(k[0], n), ky = deriv_k(k[1], n), kz = deriv_k(k[2], n);
         const Complex I(0.0, 1.0);
         const Complex w[3] = {I * (ky * u.u[2][m] - kz * u.u[1][m]), I * (kz * u.u[0][m] - kx * u.u[2][m]),
                               I * (kx * u.u[1][m] - ky * u.u[0][m])};
         double h = 0;
         for (int c = 0; c < 3; ++c) h += (std::conj(u.u[c][m]) * w[c]).real();
-        hel += diag::weight(n, ix) * h;
+        sum[1] += diag::weight(n, ix) * h;
       }
-  div2 = sl.comm.sum(div2);
-  hel = sl.comm.sum(hel);
+  });
+  const double div2 = dh[0], hel = dh[1];
   s.divergence_rel = D > 0 ? std::sqrt(div2 / D) : 0.0;
   s.helicity = hel;
 
@@ -128,16 +150,15 @@ Statistics statistics_of(const Modes& u, double nu, Fft& fft) {
   for (int c = 0; c < 3; ++c) {
     derivative_of(u, c, c, dhat);
     fft.inverse(dhat.data(), dx.data());
-    double m2 = 0.0, m3 = 0.0;
-    const std::ptrdiff_t np = std::ptrdiff_t(dx.size());
-#pragma omp parallel for reduction(+ : m2, m3) schedule(static)
-    for (std::ptrdiff_t i = 0; i < np; ++i) {
-      const double v = dx[i];
-      m2 += v * v;
-      m3 += v * v * v;
-    }
-    m2 = sl.comm.sum(m2) / double(sl.grid.points());
-    m3 = sl.comm.sum(m3) / double(sl.grid.points());
+    const std::size_t plane = std::size_t(n) * n;
+    const auto m = plane_sums<2>(sl.nz, sl.comm, [&](int z, double* sum) {
+      for (std::size_t i = z * plane; i < (z + 1) * plane; ++i) {
+        const double v = dx[i];
+        sum[0] += v * v;
+        sum[1] += v * v * v;
+      }
+    });
+    const double m2 = m[0] / double(sl.grid.points()), m3 = m[1] / double(sl.grid.points());
     s3 += m2 > 0 ? m3 / std::pow(m2, 1.5) : 0.0;
   }
   s.S3 = s3 / 3.0;
