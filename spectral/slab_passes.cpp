@@ -116,6 +116,20 @@ void SlabPasses::load(const kernel::StageArrays<double>& arr) {
       for (int z = 0; z < l.g.m; ++z) kernel::load_z(l, 6, j, kx, z, arr, Z);
 }
 
+void SlabPasses::alltoall(const SlabLayout& l, int F, bool to_planes) {
+  std::vector<std::size_t> zc, zo, yc, yo;  // the z side's messages (to or from each rank's planes), the y side's
+  for (int r = 0; r < l.ranks; ++r) {
+    zc.push_back(l.z_count(F, r)), zo.push_back(l.z_offset(F, r));
+    yc.push_back(l.y_count(F, r)), yo.push_back(l.y_offset(F, r));
+    if (r != l.rank) stats_.bytes += double((to_planes ? zc : yc).back() * sizeof(C));
+  }
+  if (to_planes)
+    slab_.comm.alltoallv(buf_->S(), zc, zo, buf_->R(), yc, yo, sizeof(C));
+  else
+    slab_.comm.alltoallv(buf_->S(), yc, yo, buf_->R(), zc, zo, sizeof(C));
+  ++stats_.exchanges;
+}
+
 void SlabPasses::exchange_to_planes(const Lines& L, int F) {
   const auto t0 = std::chrono::steady_clock::now();
   const SlabLayout& l = L.l;
@@ -126,19 +140,12 @@ void SlabPasses::exchange_to_planes(const Lines& L, int F) {
     for (int j = 0; j < l.njy; ++j)
       for (int kx = 0; kx < l.nx; ++kx)
         for (int z = 0; z < l.g.m; ++z) S[l.z_message(F, f, j, kx, z)] = Z[l.zi(f, j, kx, z)];
-  std::vector<std::size_t> sc, so, rc, ro;
-  for (int r = 0; r < l.ranks; ++r) {
-    sc.push_back(l.z_count(F, r)), so.push_back(l.z_offset(F, r));
-    rc.push_back(l.y_count(F, r)), ro.push_back(l.y_offset(F, r));
-    if (r != l.rank) stats_.bytes += double(sc.back() * sizeof(C));
-  }
-  slab_.comm.alltoallv(S, sc, so, R, rc, ro, sizeof(C));
+  alltoall(l, F, true);
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads_)
   for (int f = 0; f < F; ++f)
     for (int zl = 0; zl < l.nzl; ++zl)
       for (int kx = 0; kx < l.nx; ++kx)
         for (int y = 0; y < l.g.m; ++y) Y[l.yi(f, zl, kx, y)] = kernel::y_from_message(l, F, f, zl, kx, y, R);
-  ++stats_.exchanges;
   stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
@@ -154,19 +161,12 @@ void SlabPasses::exchange_to_columns(const Lines& L) {
       for (int kx = 0; kx < l.nx; ++kx)
         for (int jy = 0; jy < l.nk; ++jy)
           S[l.y_message(F, c, jy, kx, zl)] = Y[l.yi(c, zl, kx, kernel::axis_index(jy - l.k, l.g.m))];
-  std::vector<std::size_t> sc, so, rc, ro;
-  for (int r = 0; r < l.ranks; ++r) {
-    sc.push_back(l.y_count(F, r)), so.push_back(l.y_offset(F, r));
-    rc.push_back(l.z_count(F, r)), ro.push_back(l.z_offset(F, r));
-    if (r != l.rank) stats_.bytes += double(sc.back() * sizeof(C));
-  }
-  slab_.comm.alltoallv(S, sc, so, R, rc, ro, sizeof(C));
+  alltoall(l, F, false);
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads_)
   for (int c = 0; c < F; ++c)
     for (int j = 0; j < l.njy; ++j)
       for (int kx = 0; kx < l.nx; ++kx)
         for (int z = 0; z < l.g.m; ++z) Z[l.zi(c, j, kx, z)] = R[l.z_message(F, c, j, kx, z)];
-  ++stats_.exchanges;
   stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 

@@ -9,6 +9,7 @@
 
 #include "core/slab.h"
 #include "spectral/rhs_kernel.h"
+#include "spectral/slab_kernel.h"
 #include "spectral/solver.h"
 
 namespace vh::spectral {
@@ -36,6 +37,8 @@ class SlabPasses {
 
  private:
   struct Lines;
+  /// The all-to-all of F fields' messages (S → R): to the planes' ranks, or back.
+  void alltoall(const kernel::SlabLayout& l, int fields, bool to_planes);
   void exchange_to_planes(const Lines& L, int fields);
   void exchange_to_columns(const Lines& L);
   void to_rows(const Lines& L, int fields);

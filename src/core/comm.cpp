@@ -64,6 +64,13 @@ MPI_Datatype element_type(std::size_t bytes) {
   return types[bytes] = t;
 }
 
+/// Displacements of consecutive blocks of `counts` elements.
+std::vector<std::size_t> displacements(const std::vector<std::size_t>& counts) {
+  std::vector<std::size_t> d(counts.size(), 0);
+  for (std::size_t i = 1; i < counts.size(); ++i) d[i] = d[i - 1] + counts[i - 1];
+  return d;
+}
+
 std::vector<int> to_int(const std::vector<std::size_t>& v, const char* what) {
   std::vector<int> r(v.size());
   for (std::size_t i = 0; i < v.size(); ++i) {
@@ -139,9 +146,7 @@ void Comm::gatherv(const void* send, std::size_t count, void* recv, const std::v
     if (count > 0) std::memcpy(recv, send, count * elem_bytes);
     return;
   }
-  std::vector<std::size_t> displs(counts.size(), 0);
-  for (std::size_t i = 1; i < counts.size(); ++i) displs[i] = displs[i - 1] + counts[i - 1];
-  const auto ic = to_int(counts, "gather count"), id = to_int(displs, "gather displacement");
+  const auto ic = to_int(counts, "gather count"), id = to_int(displacements(counts), "gather displacement");
   const MPI_Datatype t = element_type(elem_bytes);
   VH_MPI(MPI_Gatherv(send, int(count), t, recv, ic.data(), id.data(), t, 0, to_mpi(handle_)));
 }
@@ -152,9 +157,7 @@ void Comm::scatterv(const void* send, const std::vector<std::size_t>& counts, vo
     if (count > 0) std::memcpy(recv, send, count * elem_bytes);
     return;
   }
-  std::vector<std::size_t> displs(counts.size(), 0);
-  for (std::size_t i = 1; i < counts.size(); ++i) displs[i] = displs[i - 1] + counts[i - 1];
-  const auto ic = to_int(counts, "scatter count"), id = to_int(displs, "scatter displacement");
+  const auto ic = to_int(counts, "scatter count"), id = to_int(displacements(counts), "scatter displacement");
   const MPI_Datatype t = element_type(elem_bytes);
   VH_MPI(MPI_Scatterv(send, ic.data(), id.data(), t, recv, int(count), t, 0, to_mpi(handle_)));
 }
