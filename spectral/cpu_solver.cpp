@@ -106,6 +106,7 @@ class CpuSolver final : public Rk4Solver {
 
   void velocity(SpectralSlab& u) override {
     if (u.c[0].size() != nmodes_) u = SpectralSlab(slab_);
+    u.slab = slab_;
     for (int c = 0; c < 3; ++c)
       std::memcpy(static_cast<void*>(u.c[c].data()), arr_.u0[c], nmodes_ * sizeof(C));
   }
@@ -159,6 +160,7 @@ class CpuSolver final : public Rk4Solver {
     for (int c = 0; c < 3; ++c) arr.a[c] = arr.acc[c];
     post(kernel::kRhsOnly, 0.0, arr);
     if (out.c[0].size() != nmodes_) out = SpectralSlab(slab_);
+    out.slab = slab_;
     for (int c = 0; c < 3; ++c) {
       std::memcpy(static_cast<void*>(out.c[c].data()), arr_.acc[c], nmodes_ * sizeof(C));
       std::fill(arr_.acc[c], arr_.acc[c] + nmodes_, C{0, 0});

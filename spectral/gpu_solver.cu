@@ -654,6 +654,7 @@ class GpuSolver final : public Rk4Solver {
     VH_CHECK_CUDA(cudaMemcpyAsync(h.data(), d, h.size() * sizeof(Cx<T>), cudaMemcpyDeviceToHost, st_));
     VH_CHECK_CUDA(cudaStreamSynchronize(st_));
     if (u.c[0].size() != nmodes_) u = SpectralSlab(slab_);
+    u.slab = slab_;
     for (int c = 0; c < 3; ++c)
       for (std::size_t m = 0; m < nmodes_; ++m)
         u.c[c][m] = Complex(double(h[c * nmodes_ + m].re), double(h[c * nmodes_ + m].im));

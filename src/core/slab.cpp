@@ -18,21 +18,28 @@ Slab Slab::whole_grid(const Grid& g, int kmax) {
 }
 
 Slab Slab::make(const Grid& g, int kmax, const Comm& comm) {
-  VH_CHECK(kmax >= 0 && 2 * kmax + 1 <= g.n, "slab: kmax out of range");
-  Slab s = whole_grid(g, kmax);
+  Slab s = layout(g, kmax, comm.rank(), comm.size());
   s.comm = comm;
-  return s.of_rank(comm.rank());
+  return s;
+}
+
+Slab Slab::layout(const Grid& g, int kmax, int r, int R) {
+  VH_CHECK(kmax >= 0 && 2 * kmax + 1 <= g.n, "slab: kmax out of range");
+  VH_CHECK(R >= 1 && r >= 0 && r < R, "slab: rank out of range");
+  Slab s = whole_grid(g, kmax);
+  s.nranks = R;
+  return s.of_rank(r);
 }
 
 Slab Slab::of_rank(int r) const {
   Slab s = *this;
   s.rank = r;
-  const int R = comm.size(), n = grid.n, nk = 2 * kmax + 1;
+  const int R = nranks, n = grid.n, nk = 2 * kmax + 1;
   if (R == 1) return s;
   s.jy0 = block_start(nk, R, r);
   s.njy = block_count(nk, R, r);
-  s.nr0 = block_start(n - nk, R, r);
-  s.nnr = block_count(n - nk, R, r);
+  s.nr0 = block_start(n - nk, R, R - 1 - r);  // from the last rank down
+  s.nnr = block_count(n - nk, R, R - 1 - r);
   s.z0 = block_start(n, R, r);
   s.nz = block_count(n, R, r);
   return s;

@@ -12,11 +12,12 @@
 //   R > 1: the ky that the spectral solver keeps (|ky| ≤ kmax, counted by
 //   jy = ky + kmax = 0 … 2 kmax) go to the ranks in blocks, in jy order, as slots
 //   0 … njy − 1; the other ky indices (kmax + 1 … N − kmax − 1, always zero in the solver's
-//   state) follow in blocks as slots njy … . Blocks of the kept ky balance the solver's
-//   z passes for the 2/3 rule too, where a plain split of the ky indices would leave the
-//   middle ranks without kept modes.
-// R ≤ N: every rank then holds at least one z-plane of the N grid (README says where slabs
-// stop scaling).
+//   state) follow as slots njy … , in blocks from the last rank down, so that ranks beyond
+//   2 kmax + 1 hold some. Blocks of the kept ky balance the solver's z passes for the 2/3
+//   rule too, where a plain split of the ky indices would leave the middle ranks without
+//   kept modes.
+// R ≤ N: every rank then holds at least one z-plane of the N grid and one ky (README says
+// where slabs stop scaling).
 #pragma once
 
 #include <array>
@@ -47,6 +48,7 @@ struct Slab {
   Grid grid;         ///< the global grid
   Comm comm;         ///< the ranks sharing the field
   int rank = 0;      ///< the rank this slab belongs to (of_rank() describes the others)
+  int nranks = 1;    ///< ranks of the decomposition (comm.size(), or layout()'s)
   int kmax = 0;      ///< largest kept |k_i| of the spectral solver (orders the ky for R > 1)
   int jy0 = 0, njy = 0;  ///< kept ky held: jy0 … jy0 + njy − 1 (jy = ky + kmax), slots 0 … njy − 1
   int nr0 = 0, nnr = 0;  ///< other ky held: indices kmax + 1 + nr0 + i, slots njy + i (R > 1)
@@ -56,11 +58,14 @@ struct Slab {
   static Slab whole_grid(const Grid& g, int kmax = -1);
   /// This rank's slab of g over `comm` for a solver keeping |k_i| ≤ kmax.
   static Slab make(const Grid& g, int kmax, const Comm& comm);
+  /// Rank r's slab of a decomposition over R ranks without the ranks themselves (its comm
+  /// is the one-rank Comm): for checking the layout of any R.
+  static Slab layout(const Grid& g, int kmax, int r, int R);
   /// The slab of another rank of the same decomposition.
   Slab of_rank(int r) const;
 
-  int ranks() const { return comm.size(); }
-  bool whole() const { return comm.size() == 1; }
+  int ranks() const { return nranks; }
+  bool whole() const { return nranks == 1; }
   /// Number of ky indices held.
   int slots() const { return whole() ? grid.n : njy + nnr; }
   /// The ky index (0 … N − 1) of a slot.
