@@ -199,7 +199,8 @@ void on_root(const Comm& comm, F&& f) {
   err.rethrow(comm);
 }
 
-/// "ranks 3: z-planes 11 11 10, kept ky 11 10 10": the decomposition for the banner.
+/// "ranks 3: slabs of z-planes 11 11 10 (N = 32), of kept ky 11 10 10 (|ky| <= 15); MPI
+/// Open MPI v4.1.4": the decomposition for the banner.
 std::string decomposition_line(const Slab& s) {
   std::string z, ky;
   for (int r = 0; r < s.ranks(); ++r) {
