@@ -622,8 +622,9 @@ class GpuSolver final : public Rk4Solver {
   /// R > 1 ranks: the slab passes (gpu_slab.cuh), fused where they run, and the slot → ky
   /// map of the energies.
   void make_slab(const Params& p, const Slab& s) {
-    bool fused = false;
-    if (p.transforms != Transforms::cufft && g_.dealias != kernel::kNone) {
+    bool fused = false;  // as on one rank: where asked, or automatic and measured faster
+    if (p.transforms == Transforms::fused ||
+        (p.transforms == Transforms::automatic && fused_by_default(g_, p.single_precision))) {
       const std::string why = fused::unsupported_reason(g_, p.single_precision);
       fused = why.empty();
       if (!fused && p.transforms == Transforms::fused && s.comm.root())
