@@ -95,7 +95,7 @@ if [ "$what" = mpi ]; then
     label=${aware:+staged}; label=${label:-as offered}
     echo "== 2 ranks, MPI $label: test_spectral_mpi" | tee -a "$OUT/mpi.log"
     VH_MPI_CUDA_AWARE=$aware $np2 .gpu/test_spectral_mpi >>"$OUT/mpi.log" 2>&1 || { status=1; echo "FAILED" | tee -a "$OUT/mpi.log"; }
-    grep -E "^\[(gpu|mpi)|FAILED|PASSED" "$OUT/mpi.log" | tail -n 8
+    grep -E "^\[[0-9]+ ranks .*slab: |^\[mpi\]|FAILED|PASSED" "$OUT/mpi.log" | tail -n 8
   done
   .gpu/spectral_bench --device gpu --n 256,512 --dealias 3/2,2/3 --csv 2>&1 | tee "$OUT/mpi_bench_1.out" || status=1
   for aware in "" 0; do
