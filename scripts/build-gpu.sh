@@ -9,6 +9,7 @@
 #   spectral  test_spectral_gpu, spectral_bench (device-check.sh tests, bench)
 #   tgv       tgv_check (the Taylor-Green check against the 512^3 reference)
 #   vortex    vortexhit, the blob test and blobs_bench (device-check.sh vortex, study, sc09, memory, bench)
+#   mpi       test_spectral_mpi, spectral_bench (device-check.sh mpi: the spectral solver on 2 ranks)
 #   all       every one of them (more than the device tool carries)
 #
 # Sets, because the device tool carries at most 64 MiB and every program that links the spectral
@@ -22,9 +23,10 @@ case "$set_name" in
   spectral) progs="test_spectral_gpu spectral_bench" ;;
   tgv) progs="tgv_check" ;;
   vortex) progs="vortexhit test_blobs_gpu blobs_bench" ;;
+  mpi) progs="test_spectral_mpi spectral_bench" ;;
   all) progs="fmm_gpu_test test_fmm_gpu test_traverse_gpu test_blobs_gpu test_initial_field test_diagnostics
               fmm_bench p2p_gpu_bench p2p_cpu_bench test_spectral_gpu spectral_bench tgv_check vortexhit blobs_bench" ;;
-  *) echo "build-gpu.sh: unknown set '$set_name' (allowed: fmm, spectral, tgv, vortex, all)" >&2; exit 2 ;;
+  *) echo "build-gpu.sh: unknown set '$set_name' (allowed: fmm, spectral, tgv, vortex, mpi, all)" >&2; exit 2 ;;
 esac
 [ -f build-gpu/CMakeCache.txt ] ||
   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DVH_ENABLE_CUDA=ON >/dev/null

@@ -9,6 +9,10 @@
 // Written to a temporary name, fsync'ed and renamed into place; the previous checkpoint
 // stays as checkpoint_prev.h5. The series and spectra live in run.h5, which a restart reads
 // back and trims to each solver's checkpoint time.
+//
+// R ranks: rank 0 writes the file, the spectral state arriving plane by plane from the
+// ranks (global arrays, so any rank count restarts from it); on restart every rank reads
+// the header and its own part of the state.
 #pragma once
 
 #include <memory>
@@ -26,15 +30,20 @@ struct CheckpointHeader {
   long field_index = 0;  ///< index of the next fields file
 };
 
-/// Writes RUN_DIR/checkpoint.h5, keeping the previous one as checkpoint_prev.h5.
+/// Writes RUN_DIR/checkpoint.h5, keeping the previous one as checkpoint_prev.h5. Collective
+/// over `comm`; every rank throws rank 0's errors.
 void write_checkpoint(const std::string& dir, const std::string& deck, long field_index,
-                      const std::vector<std::unique_ptr<Stepper>>& solvers);
+                      const std::vector<std::unique_ptr<Stepper>>& solvers, const Comm& comm = Comm());
 
 /// Resolves `where` (a checkpoint file, or a run folder holding checkpoint.h5) and reads the
 /// header; vh::InputError naming file and dataset for a missing, truncated or foreign file.
 CheckpointHeader read_checkpoint_header(const std::string& where);
 
-/// Loads every solver's state (its group must exist).
+/// Loads every solver's state (its group must exist); on R ranks every rank its part.
 void load_checkpoint(const CheckpointHeader& h, const std::vector<std::unique_ptr<Stepper>>& solvers);
+
+/// vh::InputError (one line) when the checkpoint was written at another domain.n than `n`
+/// (its /deck says which): the state is not interpolated.
+void check_checkpoint_grid(const CheckpointHeader& h, int n);
 
 }  // namespace vh::app

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "app/deck.h"
 #include "core/error.h"
 
 namespace vh::app {
@@ -55,9 +56,7 @@ RunConfig make_config(const std::string& deck_path, const Options& o) {
     throw InputError(o.where("flow.nu") + " is out of range (allowed: >= 0)");
   validate(c.flow);  // the combinations: Re_lambda xor nu, u_prime or K0
 
-  at_most_one(o, "time.t_end", "time.t_end_over_T");
-  at_most_one(o, "time.dt", "time.cfl");
-  at_most_one(o, "time.output_interval", "time.output_interval_over_T");
+  for (const auto& [a, b] : exclusive_keys()) at_most_one(o, a, b);
   c.t_end = o.real("time.t_end");
   c.t_end_over_T = o.real("time.t_end_over_T");
   if (!std::isnan(c.t_end)) positive(o, "time.t_end", c.t_end);

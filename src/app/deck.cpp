@@ -232,9 +232,23 @@ std::string write_ini(const std::function<std::string(const OptionSpec&)>& comme
 
 }  // namespace
 
+const std::vector<std::pair<std::string, std::string>>& exclusive_keys() {
+  static const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"time.t_end", "time.t_end_over_T"},
+      {"time.dt", "time.cfl"},
+      {"time.output_interval", "time.output_interval_over_T"}};
+  return pairs;
+}
+
 std::string deck_text(const Options& o) {
+  auto set = [&](const std::string& k) { return o.origin.count(k) && o.has(k); };
+  auto shadowed = [&](const std::string& k) {  // a default its exclusive partner overrides
+    for (const auto& [a, b] : exclusive_keys())
+      if ((k == a && set(b) && !set(a)) || (k == b && set(a) && !set(b))) return true;
+    return false;
+  };
   return write_ini([](const OptionSpec&) { return std::string(); },
-                   [&](const OptionSpec& s) { return o.value.at(s.key); });
+                   [&](const OptionSpec& s) { return shadowed(s.key) ? std::string() : o.value.at(s.key); });
 }
 
 std::string help_text() {

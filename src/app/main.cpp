@@ -7,6 +7,11 @@
 //
 // Exit status: 0 success, 1 a check or comparison failed (or an internal error), 2 bad
 // input, 3 the run stopped itself.
+//
+// Under mpirun (`mpirun -np R vortexhit run DECK`, the spectral solver) every rank runs
+// `run`; bad input is seen by every rank alike, so rank 0 alone prints its one line and all
+// exit with 2; an error seen by one rank only ends the job (MPI_Abort). One rank needs no
+// mpirun and no MPI (core/comm.h MpiSession).
 #include <iostream>
 #include <string>
 #include <vector>
@@ -14,6 +19,7 @@
 #include "app/compare.h"
 #include "app/deck.h"
 #include "app/run.h"
+#include "core/comm.h"
 #include "core/error.h"
 
 namespace {
@@ -25,10 +31,14 @@ const std::string kUsage =
 
 int dispatch(const std::vector<std::string>& args) {
   if (args.empty()) {
-    std::cerr << kUsage;
+    if (vh::Comm::world().root()) std::cerr << kUsage;
     return 2;
   }
   const std::string& cmd = args[0];
+  const int ranks = vh::Comm::world().size();
+  if (ranks > 1 && cmd != "run")
+    throw vh::InputError("vortexhit " + cmd + " on " + std::to_string(ranks) +
+                         " ranks (allowed under mpirun: run; the rest needs one rank, no mpirun)");
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
     std::cout << kUsage << "\n" << vh::app::help_text();
     return 0;
@@ -70,17 +80,24 @@ int dispatch(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  vh::MpiSession mpi(&argc, &argv);
+  const vh::Comm world = vh::Comm::world();
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
     return dispatch(args);
   } catch (const vh::InputError& e) {
-    std::cerr << "vortexhit: error: " << e.what() << "\n";
+    if (world.root()) std::cerr << "vortexhit: error: " << e.what() << "\n";
     return 2;
   } catch (const vh::RunStopped& e) {
-    std::cerr << "vortexhit: stopped: " << e.what() << "\n";
+    if (world.root()) std::cerr << "vortexhit: stopped: " << e.what() << "\n";
     return 3;
+  } catch (const vh::SharedError& e) {  // every rank has it (rank 0's file output failed)
+    if (world.root()) std::cerr << "vortexhit: internal error: " << e.what() << "\n";
+    return 1;
   } catch (const std::exception& e) {
-    std::cerr << "vortexhit: internal error: " << e.what() << "\n";
+    std::cerr << "vortexhit: internal error" << (world.size() > 1 ? " on rank " + std::to_string(world.rank()) : "")
+              << ": " << e.what() << "\n";
+    if (world.size() > 1) world.abort(1);  // the other ranks may wait for this one
     return 1;
   }
 }

@@ -3,6 +3,12 @@
 // checkpoint) → for each stop time (outputs, field times, the end) each solver advances to it
 // and records its diagnostics; guards stop the run with a checkpoint; the end writes a
 // checkpoint, summary.txt and a table of time per phase.
+//
+// On R ranks (mpirun; the spectral solver only) every rank runs this with its slab of the
+// field (core/slab.h): the initial field, the solver and the diagnostics are collective,
+// the guards decide on values every rank shares, and rank 0 alone prints and writes files
+// (run.h5, summary.txt, log.txt; the fields files and checkpoints with the other ranks'
+// planes sent to it), its errors passed to every rank (RootErrors).
 #include "app/run.h"
 
 #include <algorithm>
@@ -23,6 +29,7 @@
 #include "app/deck.h"
 #include "app/memory_estimate.h"
 #include "app/steppers.h"
+#include "core/comm.h"
 #include "core/console.h"
 #include "core/device.h"
 #include "core/diagnostics.h"
@@ -32,6 +39,7 @@
 #include "core/h5.h"
 #include "core/initial_field.h"
 #include "core/run_file.h"
+#include "core/slab.h"
 
 namespace fs = std::filesystem;
 
@@ -142,10 +150,10 @@ void remove_fields_from(const std::string& dir, long first) {
   write_fields_collection(dir);
 }
 
-/// Relative L2 difference of two coefficient sets (Parseval: the same as on the grid).
-double relative_l2(const SpectralVector& a, const SpectralVector& b) {
+/// Relative L2 difference of two coefficient sets of one rank (Parseval: the same as on the grid).
+double relative_l2(const SpectralSlab& a, const SpectralSlab& b) {
   double num = 0, den = 0;
-  const int n = a.grid.n;
+  const int n = a.slab.grid.n;
   for (int d = 0; d < 3; ++d)
     for (std::size_t m = 0; m < a.c[d].size(); ++m) {
       const double w = mode_weight(int(m % (n / 2 + 1)), n);
@@ -164,27 +172,48 @@ void record(RunFile& rf, Stepper& st, const Statistics& s, double dt, const std:
   rf.append_spectrum(st.name(), st.time(), E);
 }
 
-/// Velocity, vorticity and Q of coefficients `u` on the grid, for a fields file.
+/// Velocity, vorticity and Q of coefficients `u` on the grid (the rank's planes), for a fields file.
 struct GridFields {
   VectorField velocity, vorticity;
   ScalarField q;
   FieldSet set(long step) const { return {&velocity, &vorticity, &q, step}; }
 };
 
-GridFields grid_fields(const SpectralVector& u, Fft3d& fft) {
+GridFields grid_fields(const SpectralSlab& u, SlabFft& fft) {
   GridFields f;
-  fft.inverse(u, f.velocity);
+  velocity_on_grid(u, fft, f.velocity);
   vorticity(u, fft, f.vorticity);
   q_criterion(u, fft, f.q);
   return f;
 }
 
 void write_field_sets(const std::string& dir, int index, double t, const std::map<std::string, GridFields>& f,
-                      const std::vector<std::unique_ptr<Stepper>>& solvers) {
+                      const std::vector<std::unique_ptr<Stepper>>& solvers, const Slab& slab) {
   std::map<std::string, FieldSet> sets;
   for (const auto& st : solvers)
     if (f.count(st->name())) sets[st->name()] = f.at(st->name()).set(st->steps());
-  write_fields(dir, index, t, sets);
+  write_fields(dir, index, t, sets, slab);
+}
+
+/// Rank 0 does `f` (file output); every rank gets its error.
+template <class F>
+void on_root(const Comm& comm, F&& f) {
+  RootErrors err;
+  err.run(comm, f);
+  err.rethrow(comm);
+}
+
+/// "ranks 3: slabs of z-planes 11 11 10 (N = 32), of kept ky 11 10 10 (|ky| <= 15); MPI
+/// Open MPI v4.1.4": the decomposition for the banner.
+std::string decomposition_line(const Slab& s) {
+  std::string z, ky;
+  for (int r = 0; r < s.ranks(); ++r) {
+    const Slab o = s.of_rank(r);
+    z += " " + std::to_string(o.nz);
+    ky += " " + std::to_string(o.njy);
+  }
+  return "ranks " + std::to_string(s.ranks()) + ": slabs of z-planes" + z + " (N = " + std::to_string(s.grid.n) +
+         "), of kept ky" + ky + " (|ky| <= " + std::to_string(s.kmax) + "); MPI " + Comm::library();
 }
 
 }  // namespace
@@ -197,32 +226,50 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
   g_signal = 0;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
+  std::signal(SIGUSR1, on_signal);  // mpirun passes SIGUSR1 on to the ranks (SIGINT/SIGTERM kill the job)
+  const Comm world = Comm::world();
   std::optional<CheckpointHeader> ckpt;
-  if (!restart.empty()) ckpt = read_checkpoint_header(restart);
+  if (!restart.empty()) ckpt = read_checkpoint_header(restart);  // every rank reads it: the same errors
   const Options opts = ckpt ? parse_deck(ckpt->deck, ckpt->path + ":/deck", overrides)
                             : read_deck(deck_path, overrides);
   RunConfig cfg = make_config(deck_path, opts);
+  const int ranks = world.size();
+  if (ranks > 1 && (cfg.solver == "vortex" || cfg.solver == "both"))
+    throw InputError(opts.where("case.solver") + " on " + std::to_string(ranks) +
+                     " ranks: the vortex solver runs on one rank for now (allowed on R > 1 ranks: spectral, initial)");
+  if (ranks > cfg.n)
+    throw InputError("mpirun -np " + std::to_string(ranks) + ": " + std::to_string(ranks) + " ranks for " +
+                     opts.where("domain.n") + " (allowed: at most N = " + std::to_string(cfg.n) +
+                     " ranks; each holds whole z-planes)");
+  if (ckpt) check_checkpoint_grid(*ckpt, cfg.n);
   const Backend backend = resolve_backend(cfg.device);
+  if (backend == Backend::gpu && ranks > 1) select_gpu(world.local_rank());  // one GPU per rank of a node
   if (ckpt) cfg.out_dir = ckpt->dir;  // a restart continues in the checkpoint's folder
   // Memory, estimated from the deck and checked before anything is written (memory_estimate.h).
+  // The estimate is that of one rank holding the whole grid: on R > 1 ranks it is not checked.
   const MemoryEstimate mem = estimate_memory(cfg, backend, spectral_fused_on_gpu(cfg, backend));
   const MemoryAvailable host_mem = host_memory_available();
   const MemoryAvailable gpu_mem = backend == Backend::gpu ? device_memory_available() : MemoryAvailable{};
-  if (dry_run) {
-    std::cout << dry_run_report(cfg, device_name(backend), mem, backend, host_mem, gpu_mem) << std::flush;
-    if (!ckpt) prepare_output_dir(cfg, false);
+  if (ranks == 1) {
+    if (dry_run) {
+      std::cout << dry_run_report(cfg, device_name(backend), mem, backend, host_mem, gpu_mem) << std::flush;
+      if (!ckpt) prepare_output_dir(cfg, false);
+      check_memory(cfg, backend, mem, host_mem, gpu_mem);
+      return 0;
+    }
     check_memory(cfg, backend, mem, host_mem, gpu_mem);
-    return 0;
+  } else if (dry_run) {
+    throw InputError("--dry-run: runs on one rank only (the memory estimate is that of one rank)");
   }
-  check_memory(cfg, backend, mem, host_mem, gpu_mem);
-  if (!ckpt) prepare_output_dir(cfg);
+  if (!ckpt) on_root(world, [&] { prepare_output_dir(cfg); });
 
-  Console con(quiet);
-  con.open_log((fs::path(cfg.out_dir) / "log.txt").string());
+  Console con(quiet || !world.root());
+  if (world.root()) con.open_log((fs::path(cfg.out_dir) / "log.txt").string());
   const std::string device = device_name(backend);
   const Grid g{cfg.n};
-  const InitialField init = make_initial_field(cfg.flow, g);
-  Fft3d fft(g.n);
+  const Slab slab = Slab::make(g, spectral::kept_kmax(cfg.spectral.dealias, g.n), world);
+  const InitialSlab init = make_initial_field(cfg.flow, slab);
+  SlabFft fft(slab);
   const Statistics s0 = statistics(init.u, init.nu, fft);
   const double T0 = s0.T;
   const double t_end = std::isnan(cfg.t_end) ? cfg.t_end_over_T * T0 : cfg.t_end;
@@ -231,8 +278,12 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
   std::string args;
   for (const auto& a : argv) args += (args.empty() ? "" : " ") + a;
   con.line("vortexhit " VH_VERSION " (" VH_GIT_HASH ", " VH_BUILD_TYPE ", " VH_COMPILER ")");
-  con.line("device " + device + "  ranks 1  deck " +
+  con.line("device " + device + "  ranks " + std::to_string(ranks) + "  deck " +
            (ckpt ? ckpt->path + ":/deck (restart)" : deck_path.empty() ? "(defaults)" : deck_path));
+  if (ranks > 1)
+    con.line(decomposition_line(slab) +
+             (backend == Backend::gpu ? (Comm::cuda_aware() ? ", CUDA-aware" : ", not CUDA-aware: device buffers staged through host memory")
+                                      : ""));
   con.line("case " + cfg.name + "  solver " + cfg.solver + "  N " + std::to_string(g.n) + "  nu " +
            fmt(init.nu) + "  Re_lambda " + fmt(s0.Re_lambda, 4) + "  u' " + fmt(s0.u_prime, 4) +
            "  L " + fmt(s0.L, 4) + "  T " + fmt(T0, 4) + "  t_end " + fmt(t_end, 4));
@@ -242,7 +293,7 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
   std::vector<std::unique_ptr<Stepper>> solvers;
   if (cfg.solver == "spectral" || cfg.solver == "both") {
     cfg.spectral.nu = init.nu;
-    solvers.push_back(make_spectral(cfg.spectral, g, backend));
+    solvers.push_back(make_spectral(cfg.spectral, slab, backend));
   }
   if (cfg.solver == "vortex" || cfg.solver == "both") {
     cfg.vortex.nu = init.nu;
@@ -266,8 +317,8 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
   };
   long field_index = 0;
   std::map<std::string, Last> last;
-  SpectralVector u(g);
-  std::unique_ptr<RunFile> rf;
+  SpectralSlab u(slab);
+  std::unique_ptr<RunFile> rf;  // on every rank (the same rows); rank 0 writes it
 
   if (ckpt) {
     // Continue: the solvers' states from the checkpoint, the series from run.h5 trimmed to
@@ -279,10 +330,11 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
       const auto& se = data.solvers.at(st->name()).series;
       last[st->name()] = {se.at("K").back(), se.at("epsilon").back(), se.at("Re_lambda").back()};
     }
-    data.meta["restarted_from"] = ckpt->path + " at " + now_iso() + " by: " + args;
+    data.meta["restarted_from"] = ckpt->path + " at " + now_iso() + " by: " + args +
+                                  (ranks > 1 ? " (" + std::to_string(ranks) + " ranks)" : "");
     rf = std::make_unique<RunFile>(run_h5, std::move(data));
     field_index = ckpt->field_index;
-    remove_fields_from(cfg.out_dir, field_index);
+    on_root(world, [&] { remove_fields_from(cfg.out_dir, field_index); });
     con.line("restart from " + ckpt->path);
   } else {
     rf = std::make_unique<RunFile>(run_h5);
@@ -293,7 +345,7 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
                   {"compiler", VH_COMPILER},
                   {"cuda_version", VH_CUDA_VERSION},
                   {"device", device},
-                  {"ranks", "1"},
+                  {"ranks", std::to_string(ranks)},
                   {"start_time", now_iso()},
                   {"deck_path", deck_path},
                   {"argv", args}});
@@ -302,7 +354,7 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
     // With no solver to run, the initial field's own fields are the output.
     if (cfg.solver == "initial" && field_due(0.0)) {
       const GridFields f = grid_fields(init.u, fft);
-      write_fields(cfg.out_dir, int(field_index++), 0.0, {{"initial", f.set(0)}});
+      write_fields(cfg.out_dir, int(field_index++), 0.0, {{"initial", f.set(0)}}, slab);
     }
     // The solvers start from the same field.
     std::map<std::string, GridFields> fields;
@@ -318,15 +370,15 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
       if (field_due(0.0)) fields[st->name()] = grid_fields(u, fft);
       last[st->name()] = {s.K, s.epsilon, s.Re_lambda};
     }
-    if (!fields.empty()) write_field_sets(cfg.out_dir, int(field_index++), 0.0, fields, solvers);
+    if (!fields.empty()) write_field_sets(cfg.out_dir, int(field_index++), 0.0, fields, solvers, slab);
   }
-  rf->write();
+  on_root(world, [&] { rf->write(); });
 
   const fs::path stop_file = fs::path(cfg.out_dir) / "STOP";
   const std::string deck = rf->data().deck;
-  auto stop_run = [&](const std::string& why) {
-    write_checkpoint(cfg.out_dir, deck, field_index, solvers);
-    rf->write();
+  auto stop_run = [&](const std::string& why) {  // collective: every rank decides the same
+    write_checkpoint(cfg.out_dir, deck, field_index, solvers, world);
+    on_root(world, [&] { rf->write(); });
     throw RunStopped(why + "; checkpoint " + (fs::path(cfg.out_dir) / "checkpoint.h5").string() +
                      " (the one before: checkpoint_prev.h5)");
   };
@@ -364,11 +416,14 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
         if (const std::string e = st->event(); !e.empty()) con.line(e);
         con.progress(name, st->steps(), t, T0, dt, last[name].K / s0.K, last[name].Re_lambda, t_end);
         std::error_code ec;
-        if (g_signal != 0)
-          stop_run(name + ": " + (g_signal == SIGINT ? "SIGINT" : "SIGTERM") + " received, stopped after step " +
-                   std::to_string(st->steps()) + ", t = " + fmt(t));
-        if (fs::exists(stop_file, ec)) {
-          fs::remove(stop_file, ec);
+        // A signal reaches the ranks it reaches, the STOP file is looked for by rank 0: the
+        // decision to stop is shared (one reduction per step on R ranks, none on one).
+        const int sig = ranks > 1 ? int(world.max(double(g_signal))) : int(g_signal);
+        if (sig != 0)
+          stop_run(name + ": " + (sig == SIGINT ? "SIGINT" : sig == SIGUSR1 ? "SIGUSR1" : "SIGTERM") +
+                   " received, stopped after step " + std::to_string(st->steps()) + ", t = " + fmt(t));
+        if (world.any(world.root() && fs::exists(stop_file, ec))) {
+          if (world.root()) fs::remove(stop_file, ec);
           stop_run(name + ": STOP file found, stopped after step " + std::to_string(st->steps()) + ", t = " + fmt(t));
         }
       }
@@ -412,17 +467,19 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
     }
     {
       const PhaseTimer timer(phases["fields (velocity, vorticity, Q) and their files"]);
-      if (!fields.empty()) write_field_sets(cfg.out_dir, int(field_index++), stop, fields, solvers);
+      if (!fields.empty()) write_field_sets(cfg.out_dir, int(field_index++), stop, fields, solvers, slab);
     }
     {
       const PhaseTimer timer(phases["run.h5 and checkpoints"]);
-      rf->write();
+      on_root(world, [&] { rf->write(); });
     }
-    const double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_ckpt).count() / 60;
+    // rank 0's clock decides (the ranks' clocks differ)
+    double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_ckpt).count() / 60;
+    world.bcast(&minutes, sizeof minutes);
     if ((cfg.checkpoint_every > 0 && steps_since_ckpt >= cfg.checkpoint_every) ||
         (cfg.checkpoint_minutes > 0 && minutes >= cfg.checkpoint_minutes)) {
       const PhaseTimer timer(phases["run.h5 and checkpoints"]);
-      write_checkpoint(cfg.out_dir, deck, field_index, solvers);
+      write_checkpoint(cfg.out_dir, deck, field_index, solvers, world);
       steps_since_ckpt = 0;
       last_ckpt = std::chrono::steady_clock::now();
     }
@@ -430,10 +487,11 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
   // A final checkpoint, so that the run can be continued to a later t_end.
   if (!solvers.empty()) {
     const PhaseTimer timer(phases["run.h5 and checkpoints"]);
-    write_checkpoint(cfg.out_dir, deck, field_index, solvers);
+    write_checkpoint(cfg.out_dir, deck, field_index, solvers, world);
   }
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
+  std::signal(SIGUSR1, SIG_DFL);
 
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   // Time per phase: where the wall time went.
@@ -467,7 +525,8 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
         << st->steps() << "\n" << st->name() << ".K/K0" << std::string(std::max<int>(1, 12 - int(st->name().size()) - 5), ' ')
         << fmt(last[st->name()].K / s0.K, 10) << "\n";
   sum << "wall_s      " << fmt(wall, 4) << "\n";
-  h5::atomic_write_text((fs::path(cfg.out_dir) / "summary.txt").string(), sum.str());
+  if (ranks > 1) sum << "ranks       " << ranks << "\n";
+  on_root(world, [&] { h5::atomic_write_text((fs::path(cfg.out_dir) / "summary.txt").string(), sum.str()); });
   con.line("done in " + format_duration(wall) + " (" + fmt(wall, 3) + " s): " + cfg.out_dir +
            "/{run.h5, summary.txt, fields*.h5, fields.xdmf, checkpoint.h5, log.txt}");
   return 0;

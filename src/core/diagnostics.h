@@ -10,12 +10,16 @@
 //   Q   = −½ ∂_i u_j ∂_j u_i                (spectral derivatives)
 //   R   = −⅓ ∂_i u_j ∂_j u_k ∂_k u_i         (gradient_invariants(), with Q and ⟨ω·ω⟩/4)
 // Derivatives use i k with the Nyquist wavenumber set to zero.
+// Each function also comes for a field spread over ranks (SpectralSlab, core/slab.h): the
+// sums are then reduced over the ranks (every rank gets the result; collective), and
+// fields on the grid hold the rank's z-planes. With one rank the two are the same loops.
 #pragma once
 
 #include <vector>
 
 #include "core/fft.h"
 #include "core/grid.h"
+#include "core/slab.h"
 
 namespace vh {
 
@@ -29,9 +33,11 @@ struct Statistics {
 
 /// E_n for n = 0 … grid.max_shell().
 std::vector<double> energy_spectrum(const SpectralVector& u);
+std::vector<double> energy_spectrum(const SpectralSlab& u);
 
 /// Σ_k |k|² |û|² over the full spectrum: ε = ν · this, enstrophy = ½ · this.
 double gradient_norm2(const SpectralVector& u);
+double gradient_norm2(const SpectralSlab& u);
 
 /// Statistics that need only a shell spectrum E_n at integer shells k_n (n ≥ 1 entries used;
 /// ε here is the shell-binned 2ν Σ k² E(k)). For spectra read from elsewhere.
@@ -47,15 +53,21 @@ Statistics spectral_statistics(const std::vector<double>& E, double D, double nu
 
 /// Every statistic of the field with coefficients `u` (S₃ needs three inverse FFTs).
 Statistics statistics(const SpectralVector& u, double nu, Fft3d& fft);
+Statistics statistics(const SpectralSlab& u, double nu, SlabFft& fft);
 
 /// The same from the velocity on the grid.
 Statistics statistics(const VectorField& u, double nu, Fft3d& fft);
 
 /// ω = ∇×u on the grid.
 void vorticity(const SpectralVector& u, Fft3d& fft, VectorField& omega);
+void vorticity(const SpectralSlab& u, SlabFft& fft, VectorField& omega);
 
 /// Q = −½ ∂_i u_j ∂_j u_i on the grid.
 void q_criterion(const SpectralVector& u, Fft3d& fft, ScalarField& q);
+void q_criterion(const SpectralSlab& u, SlabFft& fft, ScalarField& q);
+
+/// u on the grid (the rank's planes).
+void velocity_on_grid(const SpectralSlab& u, SlabFft& fft, VectorField& out);
 
 /// The invariants of the velocity-gradient tensor A_ij = ∂u_i/∂x_j at every grid point
 /// (Chong, Perry & Cantwell, Phys. Fluids A 2, 1990): the eigenvalues λ of A solve

@@ -122,6 +122,17 @@ std::vector<double> read_doubles(Id loc, const std::string& path, const Shape& e
 std::vector<std::int64_t> read_int64s(Id loc, const std::string& path);
 /// Rows [first, first+count) along the slowest index of an open double dataset.
 void read_rows(Id dataset, std::size_t first, std::size_t count, double* data);
+
+/// Writes the block [start, start + count) of an open double dataset from `data`
+/// (prod(count) values, last index fastest).
+void write_block(Id dataset, const Shape& start, const Shape& count, const double* data);
+/// Reads the file selection of H5Sselect_hyperslab(start, stride, count, block) of an open
+/// double dataset into `mem` (an array of mem_size values): the selection's values, in file
+/// order, go in runs of mem_block to mem_first + i · mem_stride. For parts of a global array
+/// (a rank's slab of a checkpoint).
+void read_strided(Id dataset, const Shape& start, const Shape& stride, const Shape& count, const Shape& block,
+                  double* mem, std::size_t mem_size, std::size_t mem_first, std::size_t mem_stride,
+                  std::size_t mem_block);
 /// A scalar string dataset.
 std::string read_string(Id loc, const std::string& path);
 

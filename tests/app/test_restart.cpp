@@ -61,6 +61,22 @@ TEST_F(Restart, OneGoEqualsHalfPlusRestartPlusHalfBitForBit) {
   EXPECT_TRUE(db.meta.count("restarted_from"));
 }
 
+// A run given in time units (time.t_end, time.dt, time.output_interval; not the defaults in
+// t/T and by CFL) restarts to a later time.t_end: its stored deck must not set both keys of
+// a pair (it did: every such restart was refused).
+TEST_F(Restart, RunGivenInTimeUnitsRestartsToALaterEnd) {
+  const fs::path a = dir / "a", b = dir / "b";
+  const std::string run = kExe + " run --domain.n=12 --flow.Re_lambda=20 --flow.k_p=2 --device=cpu --quiet"
+                          " --case.solver=spectral --time.dt=0.01 --time.output_interval=0.02 --output.dir=";
+  ASSERT_EQ(sh(run + a.string() + " --time.t_end=0.08").status, 0);
+  ASSERT_EQ(sh(run + b.string() + " --time.t_end=0.04").status, 0);
+  const Result r = sh(kExe + " run --restart " + b.string() + " --time.t_end=0.08 --quiet");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto da = vh::RunFile::read((a / "run.h5").string()), db = vh::RunFile::read((b / "run.h5").string());
+  EXPECT_TRUE(da.solvers.at("spectral") == db.solvers.at("spectral"));
+  EXPECT_EQ(db.solvers.at("spectral").outputs(), 5u);
+}
+
 TEST_F(Restart, StopFileStopsWithExit3AndARestartableCheckpoint) {
   const fs::path a = dir / "a", b = dir / "b";
   fs::create_directories(b);
