@@ -116,7 +116,9 @@ std::vector<OptionSpec> option_specs() {
       {"vortex.filter", "spherical|none", "spherical", "",
        "modes the reinitialisation removes: |k| > filter_fraction * N_p/2 (spherical), or none"},
       {"vortex.filter_fraction", "real", "0.6667", "N_p/2", "spherical filter: largest |k| kept"},
-      {"vortex.refine", "int", "1", "", "particles per grid spacing and direction (refine^3 per grid cell)"},
+      {"vortex.refine", "real", "1", "",
+       "particles per grid spacing and direction (refine^3 per grid cell; refine * N an even integer; 1.5 with the "
+       "default filter keeps every mode of the N^3 grid, as the 3/2 rule does)"},
       {"vortex.init", "rbf|direct", "rbf", "",
        "initial blob strengths: RBF solve so the blobs reproduce omega at the lattice, or alpha = omega h^3"},
       {"vortex.overlap", "real", "1.0", "h_p", "core radius sigma0 = overlap * h_p"},
@@ -155,9 +157,8 @@ Params params_from(const Options& o, double nu) {
   p.filter_fraction = o.real("vortex.filter_fraction");
   if (!(p.filter_fraction > 0 && p.filter_fraction <= std::sqrt(3.0)))
     throw InputError(o.where("vortex.filter_fraction") + " is out of range (allowed: 0 < fraction <= sqrt(3))");
-  const long refine = o.integer("vortex.refine");
-  if (refine < 1 || refine > 8) throw InputError(o.where("vortex.refine") + " is out of range (allowed: 1 … 8)");
-  p.refine = int(refine);
+  p.refine = o.real("vortex.refine");
+  if (!(p.refine >= 1 && p.refine <= 8)) throw InputError(o.where("vortex.refine") + " is out of range (allowed: 1 … 8)");
   p.init = o.choice("vortex.init", {"rbf", "direct"}) == "rbf" ? Init::rbf : Init::direct;
   p.overlap = o.real("vortex.overlap");
   if (!(p.overlap >= 0.5 && p.overlap <= 4))
@@ -206,7 +207,17 @@ Params params_from(const Options& o, double nu) {
   return p;
 }
 
-Solver::Solver(const Params& p, const Grid& g) : prm_(p), g_(g), gp_{g.n * std::max(1, p.refine)} {
+int lattice_points_per_direction(double refine, int n) {
+  const double m = refine * n;
+  const long r = std::lround(m);
+  if (std::abs(m - double(r)) > 1e-9 * m || r % 2 != 0 || r < 8)
+    throw InputError("vortex.refine = " + std::to_string(refine) + " with domain.n = " + std::to_string(n) +
+                     " gives a particle lattice of " + std::to_string(m) +
+                     " points per direction (allowed: refine * n an even integer >= 8, e.g. refine = 1, 1.5, 2)");
+  return int(r);
+}
+
+Solver::Solver(const Params& p, const Grid& g) : prm_(p), g_(g), gp_{lattice_points_per_direction(p.refine, g.n)} {
   prm_.fmm.periodic = true;
   prm_.fmm.use_gpu = prm_.use_gpu;
   sigma0_ = prm_.overlap * gp_.h();

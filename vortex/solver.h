@@ -65,7 +65,7 @@ struct Params {
   Init init = Init::rbf;
   ReinitFrom reinit_from = ReinitFrom::points;
   Diffusion diffusion = Diffusion::lattice;
-  int refine = 1;                ///< particles per grid spacing and direction (h_p = h/refine)
+  double refine = 1;             ///< particles per grid spacing and direction (h_p = h/refine; refine·N even)
   double overlap = 1.0;          ///< σ₀ = overlap · h_p
   double field_core = 1.0;       ///< f: blobs only (see above)
   Stretching stretching = Stretching::classical;
@@ -83,6 +83,10 @@ struct Params {
   /// its back end (--device gpu).
   bool use_gpu = false;
 };
+
+/// Points per direction of the particle lattice for the N³ grid: refine·N. Throws vh::InputError
+/// naming vortex.refine unless it is an even integer >= 8.
+int lattice_points_per_direction(double refine, int n);
 
 /// Deck rows vortex.* and fmm.*.
 std::vector<OptionSpec> option_specs();

@@ -95,6 +95,13 @@ RunConfig make_config(const std::string& deck_path, const Options& o) {
       c.n % 4 != 0)
     throw InputError(o.where("domain.n") + " does not suit spectral.dealias = 3/2 (allowed: n divisible by 4)");
   c.vortex = vortex::params_from(o, 0.0);
+  if (c.solver == "vortex" || c.solver == "both") {
+    try {
+      vortex::lattice_points_per_direction(c.vortex.refine, c.n);
+    } catch (const InputError& e) {
+      throw InputError(o.where("vortex.refine") + ": " + e.what());
+    }
+  }
   return c;
 }
 

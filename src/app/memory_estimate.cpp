@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "spectral/fused.h"
+#include "vortex/solver.h"
 
 namespace vh::app {
 namespace {
@@ -67,7 +68,8 @@ int expansion_coefficients(const RunConfig& c) {
 /// where that is at most ncrit, and 8/7 cells per leaf in the octree above them.
 double cells_per_particle(const RunConfig& c) {
   const int ncrit = c.vortex.fmm.resolved().ncrit;
-  double leaf = double(c.n) * c.n * c.n;
+  const double m = vortex::lattice_points_per_direction(c.vortex.refine, c.n);
+  double leaf = m * m * m;
   while (leaf > ncrit) leaf /= 8;
   return (8.0 / 7.0) / leaf;
 }
@@ -98,7 +100,8 @@ bool spectral_fused_on_gpu(const RunConfig& c, Backend b) {
 MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
   MemoryEstimate e;
   const Sizes s(c.n);
-  const double particles = double(c.n) * c.n * c.n;
+  const double m = runs_vortex(c) ? vortex::lattice_points_per_direction(c.vortex.refine, c.n) : 0;
+  const double particles = m * m * m;  // (refine·N)³
   const bool gpu = b == Backend::gpu;
   const int nsolvers = int(runs_spectral(c)) + int(runs_vortex(c));
 
@@ -140,7 +143,7 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
     if (gpu)
       e.device.push_back({"FMM and blob sums",
                           kFmmDevicePerParticle * particles + (kFmmDevicePerCell + 120 * nc) * cells + kFmmDeviceTables});
-    e.checkpoint += 104 * particles;  // x, α, σ and the AB2 history, doubles
+    e.checkpoint += 152 * particles;  // x, α, γ, σ and the AB2 history (u, dα, dγ), doubles
   }
   return e;
 }
