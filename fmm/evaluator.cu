@@ -341,8 +341,8 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
                                      kind == Kind::at ? nt : 0, s.check);
   if (n == 0 || nt == 0) {
     if (nt > 0) {
-      zero_kernel<<<std::min(4096, (3 * nt + 255) / 256), 256>>>(3LL * nt, d_u);
-      zero_kernel<<<std::min(4096, (9 * nt + 255) / 256), 256>>>(9LL * nt, d_grad);
+      zero_kernel<<<static_cast<int>(std::min(4096LL, (3LL * nt + 255) / 256)), 256>>>(3LL * nt, d_u);
+      zero_kernel<<<static_cast<int>(std::min(4096LL, (9LL * nt + 255) / 256)), 256>>>(9LL * nt, d_grad);
       VH_CHECK_CUDA(cudaGetLastError());
       VH_CHECK_CUDA(cudaDeviceSynchronize());
     }

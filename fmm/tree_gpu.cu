@@ -280,14 +280,14 @@ void grow_keep(DevBuf& b, std::size_t used, std::size_t need) {
 template <class T, class Op> void exclusive_scan(DevBuf& tmp, const T* in, T* out, int n, Op op, T init) {
   std::size_t bytes = 0;
   VH_CHECK_CUDA(cub::DeviceScan::ExclusiveScan(nullptr, bytes, in, out, op, init, n));
-  tmp.reserve(bytes);
+  tmp.reserve(std::max<std::size_t>(bytes, 16));  // never null: null asks CUB for the size only
   VH_CHECK_CUDA(cub::DeviceScan::ExclusiveScan(tmp.p, bytes, in, out, op, init, n));
 }
 
 void exclusive_sum(DevBuf& tmp, const int* in, int* out, int n) {
   std::size_t bytes = 0;
   VH_CHECK_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, n));
-  tmp.reserve(bytes);
+  tmp.reserve(std::max<std::size_t>(bytes, 16));
   VH_CHECK_CUDA(cub::DeviceScan::ExclusiveSum(tmp.p, bytes, in, out, n));
 }
 
