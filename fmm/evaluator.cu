@@ -177,8 +177,10 @@ __global__ void zero_kernel(long long n, double* __restrict__ v) {
 struct Pool {
   cudaMemPool_t pool = nullptr;
   Pool() {
-    int dev = 0;
+    int dev = 0, supported = 0;
     VH_CHECK_CUDA(cudaGetDevice(&dev));
+    VH_CHECK_CUDA(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, dev));
+    if (!supported) return;  // plain cudaMalloc then (ScopedPool with no pool)
     cudaMemPoolProps props{};
     props.allocType = cudaMemAllocationTypePinned;
     props.location.type = cudaMemLocationTypeDevice;

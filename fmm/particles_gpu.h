@@ -1,12 +1,15 @@
-// The FMM's sources sorted into Morton order on the GPU and kept there for the evaluation:
-// positions, core radii and strengths go up once in input order, the keys (fmm/morton.h, the
-// CPU tree's own function), the stable sort (CUB) and the gathers run on the device.  The host
-// gets back only the keys, splits the cells by them (fmm::split_cells), and the device measures
-// the cells (tight boxes, radii, sigma_max: the twin of fmm::cell_extents): the cells of the
-// Tree fmm::build_tree builds on the CPU; its permutation, sorted positions and core radii stay
-// on the device (Tree::perm, x and sigma empty; FarGpu reads the permutation there).  The P2P and the far field read
-// the sorted sources where they are (P2PGpu::set_sources(const SortedSourcesGpu&),
-// FarGpu::set_strengths(const SortedSourcesGpu&)).  CUDA builds only (VH_FMM_HAVE_CUDA).
+// The FMM's points (sources, or targets without strengths) sorted into Morton order on the GPU
+// and kept there for the evaluation: positions, core radii and strengths come from host arrays
+// (uploaded once in input order) or device arrays (sort()); the keys (fmm/morton.h, the CPU
+// tree's own function), the stable sort (CUB) and the gathers run on the device.  Their tree:
+// tree() brings the keys back for the host to split (fmm::split_cells) and has the device
+// measure the cells (fmm/tree_gpu.h measure_cells_gpu, the twin of fmm::cell_extents): the
+// cells of the Tree fmm::build_tree builds on the CPU, its permutation, sorted positions and
+// core radii left on the device (Tree::perm, x and sigma empty; FarGpu reads the permutation
+// there); or DeviceTree (fmm/tree_gpu.h) builds the same cells on the device.  The P2P and the
+// far field read the sorted points where they are (P2PGpu::set_sources(const SortedSourcesGpu&),
+// FarGpu::set_strengths(const SortedSourcesGpu&), GpuEvaluator).  CUDA builds only
+// (VH_FMM_HAVE_CUDA).
 #pragma once
 
 #include <memory>
