@@ -87,7 +87,10 @@ struct Timings {
   double m2l = 0;
   double l2l_l2p = 0;   ///< downward pass and evaluation at targets
   double p2p = 0;
-  double upload = 0;    ///< use_gpu only: list flattening and uploads (the stages above are then GPU kernel times)
+  double upload = 0;    ///< use_gpu only: list flattening and uploads (the stages above are then GPU kernel times); GpuEvaluator: the input check
+  /// GpuEvaluator: wall time of the GPU stages from P2M to L2P with the near field beside the
+  /// far field (the stage times above are per stream and overlap).
+  double gpu_wall = 0;
   double total = 0;
   long long n_m2l = 0, n_p2p_pairs = 0;  ///< work counters
 };

@@ -13,11 +13,7 @@
 
 #include <math.h>
 
-#if defined(__CUDACC__)
-#define VH_HD __host__ __device__
-#else
-#define VH_HD
-#endif
+#include "base/hd.h"
 
 namespace vh::fmm {
 

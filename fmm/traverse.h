@@ -21,6 +21,7 @@
 
 #include <vector>
 
+#include "fmm/traverse_kernel.h"
 #include "fmm/tree.h"
 
 namespace vh::fmm {
@@ -42,9 +43,10 @@ struct Acceptance {
   double theta;
   double rcut_per_sigma;
   long long p2p_max_pairs = 0;  ///< far leaf-target pairs with n_A n_B <= this go to P2P
-  /// The criterion above for given radii, centre distance, closest box distance and sigma.
+  /// The criterion above for given radii, centre distance, closest box distance and sigma
+  /// (fmm/traverse_kernel.h; the traversals call its far_pair on the cells).
   bool far(double ra, double rb, double dist_centres, double dist_boxes, double sigma_max) const {
-    return ra + rb < theta * dist_centres && dist_boxes >= rcut_per_sigma * sigma_max;
+    return accept(ra, rb, dist_centres, dist_boxes, sigma_max, theta, rcut_per_sigma);
   }
 };
 

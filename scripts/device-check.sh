@@ -47,6 +47,11 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   [ -x .gpu/p2p_gpu_bench ] && run_bench p2p .gpu/p2p_gpu_bench --device gpu --log2n 18,21,24 --precision fp32,fp64
   [ -x .gpu/fmm_bench ] && run_bench fmm .gpu/fmm_bench --device gpu --turbulent --min-log2n 15 --max-log2n 24 \
     --tolerance 1e-4 --repeat 1 --ref-max-log2n 21 --csv
+  # Issue 15: the resident evaluator (GpuEvaluator) at 2^21 and 2^24 (FMM_RESIDENT_MAX=27 adds
+  # 2^27), theta 0.6, p 10, ncrit of the 1e-4 row, every overlap mode, same_positions off and on.
+  [ -x .gpu/fmm_bench ] && run_bench fmm_resident .gpu/fmm_bench --device gpu --resident --turbulent \
+    --theta 0.6 --p 10 --tolerance 1e-4 --min-log2n 21 --max-log2n "${FMM_RESIDENT_MAX:-24}" --repeat 3 \
+    --ref-max-log2n 24 --csv
   [ -x .gpu/blobs_bench ] && run_bench blobs .gpu/blobs_bench --csv "$OUT/blobs_rows.csv"
   tail -n 20 "$OUT/bench.log"
 fi
@@ -76,7 +81,7 @@ if [ "$what" = vortex ]; then
 fi
 if [ "$what" = sanitize ]; then
   for tool in memcheck racecheck; do
-    for t in .gpu/fmm_gpu_test ".gpu/test_fmm_gpu --gtest_filter=*Lattice*:*FreeSpace*:*SeparateTargets*:*FarField*"; do
+    for t in .gpu/fmm_gpu_test ".gpu/test_fmm_gpu --gtest_filter=*Lattice*:*FreeSpace*:*SeparateTargets*:*FarField*:EvaluatorGpuStages*:EvaluatorGpuReuse*"; do
       echo "== $tool $t" | tee -a "$OUT/sanitize.log"
       # shellcheck disable=SC2086
       compute-sanitizer --tool $tool --error-exitcode 1 $t >>"$OUT/sanitize.log" 2>&1 || status=1

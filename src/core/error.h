@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/error.h"  // vh::LibraryError and VH_CHECK_CUDA, shared with fmm/
+
 namespace vh {
 
 /// Bad user input: deck, command-line option or input file. Exit status 2.
@@ -21,13 +23,6 @@ class InputError : public std::runtime_error {
 class RunStopped : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
-};
-
-/// A failure of a library call (HDF5, FFTW, CUDA, MPI) with the file:line where it was seen.
-class LibraryError : public std::runtime_error {
- public:
-  LibraryError(const std::string& what, const char* file, int line)
-      : std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + what) {}
 };
 
 }  // namespace vh
@@ -45,14 +40,6 @@ class LibraryError : public std::runtime_error {
   } while (0)
 
 #ifdef __CUDACC__
-/// Throws vh::LibraryError when a CUDA runtime call fails.
-#define VH_CHECK_CUDA(call)                                                              \
-  do {                                                                                   \
-    cudaError_t e_ = (call);                                                             \
-    if (e_ != cudaSuccess)                                                               \
-      throw ::vh::LibraryError(std::string("CUDA: ") + cudaGetErrorString(e_) + " in " #call, \
-                               __FILE__, __LINE__);                                      \
-  } while (0)
 /// Throws vh::LibraryError when a cuFFT call fails.
 #define VH_CHECK_CUFFT(call)                                                             \
   do {                                                                                   \
