@@ -9,6 +9,9 @@
 #include "core/fft.h"
 #include "vortex/blobs.h"
 #include "vortex/update_kernel.h"
+#ifdef VH_HAVE_CUDA
+#include "vortex/solver_gpu.h"
+#endif
 
 namespace vh::vortex {
 namespace {
@@ -181,6 +184,13 @@ Params params_from(const Options& o, double nu) {
     throw InputError(std::string("fmm: ") + e.what());
   }
   return p;
+}
+
+std::unique_ptr<SolverInterface> make_solver(const Params& p, const Grid& g) {
+#ifdef VH_HAVE_CUDA
+  if (p.use_gpu && p.reinit_from == ReinitFrom::points) return std::make_unique<GpuSolver>(p, g);
+#endif
+  return std::make_unique<Solver>(p, g);
 }
 
 Solver::Solver(const Params& p, const Grid& g) : prm_(p), g_(g), gp_{g.n * std::max(1, p.refine)} {
