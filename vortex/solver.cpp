@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "core/diagnostics.h"
@@ -236,6 +237,19 @@ RbfResult Solver::set_velocity(const SpectralVector& u, double t) {
 }
 
 void Solver::evaluate_rhs() {
+  // A state that has overflowed is the driver's to report (max|u| not finite: exit 3 with a
+  // checkpoint), not the FMM's bad input.
+  bool finite = true;
+  const std::ptrdiff_t np = std::ptrdiff_t(p_.size());
+#pragma omp parallel for schedule(static) reduction(&& : finite)
+  for (std::ptrdiff_t i = 0; i < np; ++i)
+    for (int d = 0; d < 3; ++d) finite = finite && std::isfinite(p_.x[i][d]) && std::isfinite(p_.alpha[i][d]);
+  if (!finite) {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    u_.assign(p_.size(), Vec3{nan, nan, nan});
+    rhs_valid_ = true;
+    return;
+  }
   timings_ = fmm::evaluate_self(prm_.fmm, p_.x, p_.alpha, p_.sigma, u_, grad_);
   const bool classical = prm_.stretching == Stretching::classical;
   stretch_all(grad_, p_.alpha, classical, dalpha_);

@@ -84,6 +84,11 @@ RunConfig make_config(const std::string& deck_path, const Options& o) {
     throw InputError(o.where("output.checkpoint_minutes") + " is out of range (allowed: >= 0)");
   c.max_cfl = o.real("time.max_cfl");
   positive(o, "time.max_cfl", c.max_cfl);
+  c.stall_fraction = o.real("time.stall_fraction");
+  if (!(c.stall_fraction >= 0 && c.stall_fraction < 1))
+    throw InputError(o.where("time.stall_fraction") + " is out of range (allowed: 0 <= fraction < 1; 0: off)");
+  c.max_energy_rise = o.real("time.max_energy_rise");
+  positive(o, "time.max_energy_rise", c.max_energy_rise);
 
   c.spectral = spectral::params_from(o, 0.0);
   if ((c.solver == "spectral" || c.solver == "both") && c.spectral.dealias == spectral::Dealias::three_halves &&

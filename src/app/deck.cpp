@@ -44,6 +44,11 @@ std::vector<OptionSpec> app_options() {
       {"time.output_interval_over_T", "real", "0.1", "T", "diagnostics every this many T"},
       {"time.output_interval", "real", "", "time", "diagnostics interval in time units, instead"},
       {"time.max_cfl", "real", "1.0", "", "the run stops with a checkpoint (exit 3) if dt max|u| / h exceeds this"},
+      {"time.stall_fraction", "real", "1e-6", "",
+       "the run stops with a checkpoint (exit 3) if a step's dt falls below this fraction of the run's first dt"},
+      {"time.max_energy_rise", "real", "0.01", "",
+       "the run stops with a checkpoint (exit 3) if K rises above its running minimum by more than this fraction "
+       "(these flows are unforced: K only decays)"},
       {"output.dir", "string", "", "", "run folder; default runs/<case.name>"},
       {"output.fields_at", "list", "0,1", "T",
        "t/T at which velocity, vorticity and Q are written (fields_<index>.h5 + .xdmf)"},

@@ -122,7 +122,17 @@ class PhaseTimer {
 /// The last output of a solver: what the progress line and the energy balance need.
 struct Last {
   double K = 0, epsilon = 0, Re_lambda = 0;
+  double K_min = 0;     ///< the smallest K output so far (the energy guard's reference)
+  double first_dt = 0;  ///< the first CFL step of this process (the stall guard's reference)
 };
+
+/// What most likely makes K grow in a run of `solver` (the energy guard's message).
+std::string energy_rise_cause(const std::string& solver) {
+  if (solver == "vortex")
+    return "likely an instability of the time step (lower time.cfl) or aliasing at the lattice's high "
+           "wavenumbers (keep vortex.filter = spherical, filter_fraction <= 2/3)";
+  return "likely an instability of the time step (lower time.cfl) or aliasing (spectral.dealias = none?)";
+}
 
 volatile std::sig_atomic_t g_signal = 0;
 extern "C" void on_signal(int sig) { g_signal = sig; }
@@ -328,7 +338,9 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
     for (auto& st : solvers) {
       trim_after(data.solvers.at(st->name()), st->time() * (1 + 1e-12));
       const auto& se = data.solvers.at(st->name()).series;
-      last[st->name()] = {se.at("K").back(), se.at("epsilon").back(), se.at("Re_lambda").back()};
+      const auto& K = se.at("K");
+      last[st->name()] = {K.back(), se.at("epsilon").back(), se.at("Re_lambda").back(),
+                          *std::min_element(K.begin(), K.end())};
     }
     data.meta["restarted_from"] = ckpt->path + " at " + now_iso() + " by: " + args +
                                   (ranks > 1 ? " (" + std::to_string(ranks) + " ranks)" : "");
@@ -368,7 +380,7 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
       record(*rf, *st, s, 0.0, energy_spectrum(u));
       if (const std::string l = st->log_line(); !l.empty()) con.line(l);
       if (field_due(0.0)) fields[st->name()] = grid_fields(u, fft);
-      last[st->name()] = {s.K, s.epsilon, s.Re_lambda};
+      last[st->name()] = {s.K, s.epsilon, s.Re_lambda, s.K};
     }
     if (!fields.empty()) write_field_sets(cfg.out_dir, int(field_index++), 0.0, fields, solvers, slab);
   }
@@ -405,6 +417,12 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
         if (umax * dt / g.h() > cfg.max_cfl)
           stop_run(name + ": CFL number " + fmt(umax * dt / g.h(), 3) + " > time.max_cfl = " +
                    fmt(cfg.max_cfl, 3) + where);
+        // A CFL step that collapses means the velocity grew without bound: stop rather than creep.
+        if (last[name].first_dt == 0) last[name].first_dt = dt;
+        if (dt < cfg.stall_fraction * last[name].first_dt)
+          stop_run(name + ": the run has stalled: dt = " + fmt(dt, 3) + " is below time.stall_fraction = " +
+                   fmt(cfg.stall_fraction, 3) + " of the first step's " + fmt(last[name].first_dt, 3) +
+                   " (max|u| = " + fmt(umax, 3) + ")" + where);
         // Land on the stop in equal steps no longer than the stable one (no sliver steps).
         dt = (stop - t) / std::ceil((stop - t) / dt * (1 - 1e-12));
         {
@@ -458,11 +476,17 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
         record(*rf, *st, s, dt, E);
       }
       if (const std::string l = st->log_line(); !l.empty()) con.line(l);
+      // After the row is in run.h5, so that the rise can be seen there.
+      if (s.K > (1 + cfg.max_energy_rise) * last[name].K_min)
+        stop_run(name + ": K = " + fmt(s.K) + " rose " + fmt(100 * (s.K / last[name].K_min - 1), 3) +
+                 " % above its running minimum " + fmt(last[name].K_min) + " (time.max_energy_rise = " +
+                 fmt(cfg.max_energy_rise, 3) + "); the flow is unforced, so K can only decay: " +
+                 energy_rise_cause(name) + "; at step " + std::to_string(st->steps()) + ", t = " + fmt(t));
       if (field_due(t)) {
         const PhaseTimer timer(phases["fields (velocity, vorticity, Q) and their files"]);
         fields[name] = grid_fields(u, fft);
       }
-      last[name] = {s.K, s.epsilon, s.Re_lambda};
+      last[name] = {s.K, s.epsilon, s.Re_lambda, std::min(last[name].K_min, s.K), last[name].first_dt};
       con.progress(name, st->steps(), t, T0, dt, s.K / s0.K, s.Re_lambda, t_end, true);
     }
     {

@@ -115,6 +115,36 @@ TEST_F(Restart, CflGuardStopsWithExit3) {
   EXPECT_TRUE(fs::exists(b / "checkpoint.h5"));
 }
 
+// The vortex solver without its filter on a rough 12^3 field: aliasing at the lattice's high
+// wavenumbers makes K grow within a few outputs (issue 14's blow-up). The energy guard stops it;
+// with the energy guard lifted the CFL step collapses and the stall guard does. Either
+// checkpoint restarts (and stops again: exit 3, not bad input).
+const std::string kUnstable =
+    " --case.solver=vortex --domain.n=12 --flow.k_p=2 --flow.Re_lambda=30 --device=cpu --quiet"
+    " --vortex.filter=none --fmm.tolerance=1e-2 --output.fields_at= --time.output_interval_over_T=0.05";
+
+TEST_F(Restart, EnergyRiseGuardStopsWithExit3) {
+  const fs::path b = dir / "b";
+  const Result r = sh(kExe + " run" + kUnstable + " --output.dir=" + b.string());
+  EXPECT_EQ(r.status, 3) << r.output;
+  EXPECT_NE(r.output.find("above its running minimum"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("vortex.filter"), std::string::npos) << r.output;  // names the likely cause
+  ASSERT_TRUE(fs::exists(b / "checkpoint.h5"));
+  const Result again = sh(kExe + " run --restart " + b.string() + " --quiet");
+  EXPECT_EQ(again.status, 3) << again.output;
+}
+
+TEST_F(Restart, StallGuardStopsWithExit3) {
+  const fs::path b = dir / "b";
+  const Result r = sh(kExe + " run" + kUnstable + " --time.max_energy_rise=1e9 --time.max_cfl=1e9 --output.dir=" +
+                      b.string());
+  EXPECT_EQ(r.status, 3) << r.output;
+  EXPECT_NE(r.output.find("has stalled"), std::string::npos) << r.output;
+  ASSERT_TRUE(fs::exists(b / "checkpoint.h5"));
+  const Result again = sh(kExe + " run --restart " + b.string() + " --quiet");
+  EXPECT_EQ(again.status, 3) << again.output;
+}
+
 TEST_F(Restart, NonFiniteVelocityStopsWithExit3) {
   const fs::path b = dir / "b";
   // Inviscid, with a step 10⁴ times the stable one and the CFL guard lifted: RK4 overflows.
