@@ -238,13 +238,14 @@ __global__ void init_modes_kernel(long long nm, int n, long long nm_grid, int n_
 
 // ---- reductions (per block into `partial`, finished on the host in block order) ---------------
 
-enum class Reduce { max_abs, max_norm3, sum3 };
+enum class Reduce { max_abs, max_norm3, sum3, nonfinite };
 
 /// max that keeps a NaN (fmax drops it): a blow-up reaches the run's "not finite" guard.
 __host__ __device__ inline double max_nan(double a, double b) { return (b > a || b != b) ? b : a; }
 
 // max_abs: max |v_i| over count values; max_norm3: max √(a² + b² + c²) over the 3 × count field
-// v (max_norm in solver.cpp); sum3: the sums of the three components of the count × 3 array v.
+// v (max_norm in solver.cpp); sum3: the sums of the three components of the count × 3 array v;
+// nonfinite: how many of the count values are not finite.
 __global__ void reduce_kernel(Reduce op, long long count, const double* __restrict__ v, double* __restrict__ partial) {
   __shared__ double red[3][kThreads];
   double a[3] = {0, 0, 0};
@@ -254,8 +255,10 @@ __global__ void reduce_kernel(Reduce op, long long count, const double* __restri
     } else if (op == Reduce::max_norm3) {
       const double x = v[i], y = v[count + i], z = v[2 * count + i];
       a[0] = max_nan(a[0], sqrt(x * x + y * y + z * z));
-    } else {
+    } else if (op == Reduce::sum3) {
       for (int d = 0; d < 3; ++d) a[d] += v[3 * i + d];
+    } else {
+      a[0] += isfinite(v[i]) ? 0.0 : 1.0;
     }
   }
   for (int d = 0; d < 3; ++d) red[d][threadIdx.x] = a[d];
@@ -264,8 +267,8 @@ __global__ void reduce_kernel(Reduce op, long long count, const double* __restri
     if (threadIdx.x < w)
       for (int d = 0; d < 3; ++d)
         red[d][threadIdx.x] =
-            op == Reduce::sum3 ? red[d][threadIdx.x] + red[d][threadIdx.x + w]
-                               : max_nan(red[d][threadIdx.x], red[d][threadIdx.x + w]);
+            op == Reduce::sum3 || op == Reduce::nonfinite ? red[d][threadIdx.x] + red[d][threadIdx.x + w]
+                                                          : max_nan(red[d][threadIdx.x], red[d][threadIdx.x + w]);
     __syncthreads();
   }
   if (threadIdx.x == 0)
@@ -545,7 +548,8 @@ struct GpuSolver::Impl {
     std::vector<double> r(3, 0.0);
     for (unsigned b = 0; b < nb; ++b)
       for (int d = 0; d < 3; ++d)
-        r[d] = op == Reduce::sum3 ? r[d] + host_partial[3 * b + d] : max_nan(r[d], host_partial[3 * b + d]);
+        r[d] = op == Reduce::sum3 || op == Reduce::nonfinite ? r[d] + host_partial[3 * b + d]
+                                                             : max_nan(r[d], host_partial[3 * b + d]);
     return r;
   }
 
@@ -574,9 +578,17 @@ struct GpuSolver::Impl {
   }
 
   void evaluate_rhs() {
+    // A state that has overflowed is the driver's to report (max |u| not finite: exit 3 with a
+    // checkpoint), not the FMM's bad input (Solver::evaluate_rhs): u = NaN (all bits set).
+    if (reduce(Reduce::nonfinite, 3 * np, x.p)[0] + reduce(Reduce::nonfinite, 3 * np, alpha.p)[0] > 0) {
+      VH_CHECK_CUDA(cudaMemset(u, 0xff, 3 * np * sizeof(double)));
+      rhs_valid = true;
+      umax_valid = false;
+      return;
+    }
     const bool same = since_reinit == 0 && last_eval_on_lattice;
-    // The evaluator may work on streams of its own: what this solver wrote is complete first.
-    VH_CHECK_CUDA(cudaStreamSynchronize(0));
+    // The evaluator may work on streams of its own: what this solver wrote is complete first
+    // (the reductions above waited for it).
     const auto t0 = std::chrono::steady_clock::now();
     timings = fmm.evaluate_self(x.p, alpha.p, sigma.p, static_cast<std::size_t>(np), u, grad, same);
     cur.fmm += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -246,39 +246,44 @@ TEST(VortexGpu, FiveStepsEqualTheCpuWithinTheFmmTolerance) {
 
 // The GPU run is deterministic (the blob sums and reductions add in a fixed order; the FMM
 // evaluator's results are its own), and a restart from its state on a fresh solver continues it
-// bit for bit: the state holds everything the step needs. Also across the checkpoint's other
-// reader: the GPU state continues on the CPU Solver (only the FMMs' difference).
+// bit for bit: the state holds everything the step needs. With reinit_every 1 the one-go run's
+// evaluations reuse the evaluator's tree (same_positions) where the restarted one builds it, with
+// 2 the restart falls between reinitialisations. Also across the checkpoint's other reader: the
+// GPU state continues on the CPU Solver (within the FMMs' difference).
 TEST(VortexGpu, RestartContinuesBitForBit) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   const int n = 16;
   const InitialField f = initial(n, 3, 13);
-  Params p = params(f.nu);
-  p.reinit_every = 2;  // restart between reinitialisations too
-  auto run = [&](GpuSolver& s, int steps, double dt) {
-    for (int i = 0; i < steps; ++i) s.step(dt * (1 + 0.05 * s.steps()));
-  };
-  GpuSolver a(p, Grid{n}), b(p, Grid{n});
-  a.set_velocity(f.u, 0.0);
-  b.set_velocity(f.u, 0.0);
-  const double dt = 0.5 * Grid{n}.h() / a.max_velocity();
-  run(a, 5, dt);
-  run(b, 5, dt);
-  expect_states_equal(a.state(), b.state(), "two runs of 5 steps (a failure here is the evaluation's)");
+  for (int every : {1, 2}) {
+    Params p = params(f.nu);
+    p.reinit_every = every;
+    const std::string what = "reinit_every " + std::to_string(every) + ": ";
+    auto run = [&](SolverInterface& s, int steps, double dt) {
+      for (int i = 0; i < steps; ++i) s.step(dt * (1 + 0.05 * s.steps()));
+    };
+    GpuSolver a(p, Grid{n}), b(p, Grid{n});
+    a.set_velocity(f.u, 0.0);
+    b.set_velocity(f.u, 0.0);
+    const double dt = 0.5 * Grid{n}.h() / a.max_velocity();
+    run(a, 5, dt);
+    run(b, 5, dt);
+    expect_states_equal(a.state(), b.state(), what + "two runs of 5 steps (a failure here is the evaluation's)");
 
-  GpuSolver c(p, Grid{n});
-  c.set_velocity(f.u, 0.0);
-  run(c, 3, dt);  // stops between reinitialisations (3 steps, reinit_every 2)
-  const State mid = c.state();
-  EXPECT_EQ(mid.since_reinit, 1);
-  GpuSolver d(p, Grid{n});
-  d.set_state(mid);
-  run(d, 2, dt);
-  expect_states_equal(d.state(), a.state(), "restarted after 3 steps, 2 more");
+    GpuSolver c(p, Grid{n});
+    c.set_velocity(f.u, 0.0);
+    run(c, 3, dt);
+    const State mid = c.state();
+    EXPECT_EQ(mid.since_reinit, every == 1 ? 0 : 1) << what;
+    GpuSolver d(p, Grid{n});
+    d.set_state(mid);
+    run(d, 2, dt);
+    expect_states_equal(d.state(), a.state(), what + "restarted after 3 steps, 2 more");
 
-  Solver e(p, Grid{n});
-  e.set_state(mid);
-  for (int i = 0; i < 2; ++i) e.step(dt * (1 + 0.05 * e.steps()));
-  expect_states_near(a.state(), e.state(), 1e-5, false, "GPU state continued on the CPU");  // since_reinit 1
+    Solver e(p, Grid{n});
+    e.set_state(mid);
+    run(e, 2, dt);
+    expect_states_near(a.state(), e.state(), 1e-5, every == 1, what + "GPU state continued on the CPU");
+  }
 }
 
 }  // namespace
