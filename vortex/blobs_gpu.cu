@@ -378,27 +378,13 @@ __global__ void __launch_bounds__(kThreads) gather_kernel(Sorted P, const int* _
 
 unsigned blocks(long long count, int threads) { return static_cast<unsigned>((count + threads - 1) / threads); }
 
-// Device memory grown as needed and kept.
-struct Buffer {
-  void* p = nullptr;
-  std::size_t bytes = 0;
-  Buffer() = default;
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  ~Buffer() { cudaFree(p); }
-  template <class T> T* at_least(std::size_t count) {
-    const std::size_t b = (count ? count : 1) * sizeof(T);
-    if (b > bytes) {
-      if (p) VH_FMM_CUDA(cudaFree(p));
-      p = nullptr;
-      bytes = 0;
-      VH_FMM_CUDA(cudaMalloc(&p, b));
-      bytes = b;
-    }
-    return static_cast<T*>(p);
-  }
-  template <class T> T* as() const { return static_cast<T*>(p); }
-};
+// A device buffer of at least `count` elements: grown as needed, kept.
+template <class T>
+T* at_least(fmm::DevBuf& b, std::size_t count) {
+  const std::size_t need = (count ? count : 1) * sizeof(T);
+  if (b.bytes < need) b.resize(need);
+  return b.as<T>();
+}
 
 }  // namespace
 
@@ -406,7 +392,7 @@ struct Buffer {
 // perm (1 int) and start (1 int a lattice point, and one more).  The sort's keys and indices
 // live in runs until prepare() overwrites them, and its scratch in f where it fits.
 struct DeviceBlobSums::Impl {
-  Buffer f, runs, perm, start, temp;
+  fmm::DevBuf f, runs, perm, start, temp;
   int np = 0, n = 0, m = 0, bits = 0;
   double h = 0, cutoff = 0;
   std::size_t temp_bytes = 0;
@@ -422,13 +408,13 @@ struct DeviceBlobSums::Impl {
     h = g.h();
     bits = 1;
     while ((1LL << bits) < npts) ++bits;
-    f.at_least<double>(kF * np_);
-    int* r = runs.at_least<int>(9 * np_);
-    int* sidx = perm.at_least<int>(np_);
-    start.at_least<int>(npts + 1);
+    at_least<double>(f, kF * np_);
+    int* r = at_least<int>(runs, 9 * np_);
+    int* sidx = at_least<int>(perm, np_);
+    at_least<int>(start, npts + 1);
     temp_bytes = 0;
     VH_FMM_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, r, r + 2 * np_, r + np_, sidx, np, 0, bits));
-    if (temp_bytes > f.bytes) temp.at_least<char>(temp_bytes);
+    if (temp_bytes > f.bytes) at_least<char>(temp, temp_bytes);
   }
 
   void sort(const Source& src, double cutoff_, int m_) {

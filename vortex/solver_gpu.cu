@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device.h"
 #include "core/diagnostics_kernel.h"
 #include "core/error.h"
 #include "fmm/evaluator.h"
@@ -712,11 +713,8 @@ struct GpuSolver::Impl {
 };
 
 GpuSolver::GpuSolver(const Params& p, const Grid& g) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    cudaGetLastError();
+  if (!gpu_available())
     throw InputError("vortex: the GPU solver needs a visible CUDA device (--device cpu runs the CPU solver)");
-  }
   impl_ = std::make_unique<Impl>(p, g);
 }
 

@@ -25,6 +25,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -102,13 +103,27 @@ void sync() {
   if (e != cudaSuccess) throw std::runtime_error(std::string("CUDA: ") + cudaGetErrorString(e));
 }
 
+// The per-step figures, medians over the timed steps: the step's wall time, its phases
+// (GpuStepTimes) and the FMM's stages (fmm::Timings).
+const char* const kStepFigures[] = {"time_per_step", "fmm",      "update",    "reinit_blob_sums",
+                                    "reinit_fft_steps", "reinit_rest", "fmm_tree", "fmm_lists",
+                                    "fmm_upload",    "fmm_p2p",  "fmm_m2l",   "fmm_other_far_field"};
+constexpr int kSteps = sizeof kStepFigures / sizeof kStepFigures[0];
+using StepFigures = std::array<double, kSteps>;
+
+StepFigures step_figures(double wall, const vortex::GpuStepTimes& t) {
+  const fmm::Timings& f = t.fmm_stages;
+  return {wall, t.fmm, t.update, t.blob_sums, t.fft_steps, t.rest, f.tree, f.traverse, f.upload, f.p2p, f.m2l,
+          f.p2m_m2m + f.l2l_l2p};
+}
+
 struct Row {
   int n = 0;
-  double step = 0, fmm = 0, update = 0, sums = 0, fft = 0, rest = 0, host = 0;
-  double tree = 0, traverse = 0, upload = 0, p2p = 0, m2l = 0, other_far = 0;
+  StepFigures step{};
+  double host = 0;  // step − its phases
   double construct = 0, set_velocity = 0, first_eval = 0;
   double out_stats = 0, out_monitors = 0, out_velocity = 0;
-  double bytes_per_particle = 0, gpu_used_gib = 0, umax = 0, dt = 0;
+  double bytes_per_particle = 0, gpu_used_gib = 0;
   int reinits = 0;
 };
 
@@ -167,53 +182,29 @@ int main(int argc, char** argv) {
       sync();
       r.set_velocity = seconds_since(t0);
       t0 = clock_type::now();
-      r.umax = s.max_velocity();
+      s.max_velocity();
       r.first_eval = seconds_since(t0);
       const double particles = double(g.points()) * o.refine * o.refine * o.refine;
       r.bytes_per_particle = double(s.device_bytes()) / particles;
 
-      std::vector<double> wall, fmm, update, sums, fft, rest, tree, traverse, upload, p2p, m2l, other;
+      std::vector<StepFigures> samples;
       for (int k = 0; k < o.warmup + o.steps; ++k) {
         t0 = clock_type::now();
-        const double umax = s.max_velocity();
-        const double dt = 0.5 * g.h() / umax;
+        const double dt = 0.5 * g.h() / s.max_velocity();
         s.step(dt);
         sync();
-        const double w = seconds_since(t0);
-        const vortex::GpuStepTimes st = s.last_step_times();
-        r.dt = dt;
-        std::printf("  n %d step %d: %.4f s (fmm %.4f, update %.4f, blob sums %.4f, fft steps %.4f, rest %.4f)%s\n", n,
-                    k + 1, w, st.fmm, st.update, st.blob_sums, st.fft_steps, st.rest,
-                    k < o.warmup ? " warm-up" : "");
+        const StepFigures fig = step_figures(seconds_since(t0), s.last_step_times());
+        std::printf("  n %d step %d: %.4f s (fmm %.4f, update %.4f, blob sums %.4f, fft steps %.4f, rest %.4f), dt %.3g%s\n",
+                    n, k + 1, fig[0], fig[1], fig[2], fig[3], fig[4], fig[5], dt, k < o.warmup ? " warm-up" : "");
         std::fflush(stdout);
-        if (k < o.warmup) continue;
-        wall.push_back(w);
-        fmm.push_back(st.fmm);
-        update.push_back(st.update);
-        sums.push_back(st.blob_sums);
-        fft.push_back(st.fft_steps);
-        rest.push_back(st.rest);
-        const fmm::Timings& ft = st.fmm_stages;
-        tree.push_back(ft.tree);
-        traverse.push_back(ft.traverse);
-        upload.push_back(ft.upload);
-        p2p.push_back(ft.p2p);
-        m2l.push_back(ft.m2l);
-        other.push_back(ft.p2m_m2m + ft.l2l_l2p);
+        if (k >= o.warmup) samples.push_back(fig);
       }
-      r.step = median(wall);
-      r.fmm = median(fmm);
-      r.update = median(update);
-      r.sums = median(sums);
-      r.fft = median(fft);
-      r.rest = median(rest);
-      r.host = r.step - (r.fmm + r.update + r.sums + r.fft + r.rest);
-      r.tree = median(tree);
-      r.traverse = median(traverse);
-      r.upload = median(upload);
-      r.p2p = median(p2p);
-      r.m2l = median(m2l);
-      r.other_far = median(other);
+      for (int c = 0; c < kSteps; ++c) {
+        std::vector<double> col;
+        for (const StepFigures& fig : samples) col.push_back(fig[c]);
+        r.step[c] = median(col);
+      }
+      r.host = r.step[0] - (r.step[1] + r.step[2] + r.step[3] + r.step[4] + r.step[5]);
       r.reinits = int(s.reinits());
       std::size_t free1 = 0;
       cudaMemGetInfo(&free1, &total);
@@ -250,13 +241,13 @@ int main(int argc, char** argv) {
   std::printf("%6s %8s %8s %8s %9s %9s %8s %8s %8s\n", "N", "step", "fmm", "update", "blob sums", "fft steps", "rest",
               "host", "reinits");
   for (const Row& r : rows)
-    std::printf("%6d %8.4f %8.4f %8.4f %9.4f %9.4f %8.4f %8.4f %8d\n", r.n, r.step, r.fmm, r.update, r.sums, r.fft,
-                r.rest, r.host, r.reinits);
+    std::printf("%6d %8.4f %8.4f %8.4f %9.4f %9.4f %8.4f %8.4f %8d\n", r.n, r.step[0], r.step[1], r.step[2],
+                r.step[3], r.step[4], r.step[5], r.host, r.reinits);
   std::printf("\nFMM stages [s] (median, fmm::Timings)\n%6s %8s %8s %8s %8s %8s %9s\n", "N", "tree", "lists", "upload",
               "P2P", "M2L", "P2M..L2P");
   for (const Row& r : rows)
-    std::printf("%6d %8.4f %8.4f %8.4f %8.4f %8.4f %9.4f\n", r.n, r.tree, r.traverse, r.upload, r.p2p, r.m2l,
-                r.other_far);
+    std::printf("%6d %8.4f %8.4f %8.4f %8.4f %8.4f %9.4f\n", r.n, r.step[6], r.step[7], r.step[8], r.step[9],
+                r.step[10], r.step[11]);
   std::printf("\nstart-up and output [s]; memory\n%6s %9s %9s %9s %10s %9s %9s %10s %9s\n", "N", "construct", "set_vel",
               "1st eval", "out stats", "monitors", "vel host", "B/particle", "GPU GiB");
   for (const Row& r : rows)
@@ -269,16 +260,14 @@ int main(int argc, char** argv) {
       char cs[160];
       std::snprintf(cs, sizeof cs, "N=%d refine=%d sc09 flow tol=%g p=%s reinit_every=%d median of %d", r.n, o.refine,
                     o.tolerance, o.p.c_str(), o.reinit_every, o.steps);
-      const std::pair<const char*, double> m[] = {
-          {"time_per_step", r.step},       {"fmm", r.fmm},
-          {"update", r.update},            {"reinit_blob_sums", r.sums},
-          {"reinit_fft_steps", r.fft},     {"reinit_rest", r.rest},
-          {"host", r.host},                {"fmm_tree", r.tree},
-          {"fmm_lists", r.traverse},       {"fmm_upload", r.upload},
-          {"fmm_p2p", r.p2p},              {"fmm_m2l", r.m2l},
-          {"startup_construct", r.construct}, {"startup_set_velocity", r.set_velocity},
-          {"first_evaluation", r.first_eval}, {"output_statistics", r.out_stats},
-          {"output_monitors", r.out_monitors}, {"output_velocity_host", r.out_velocity}};
+      for (int c = 0; c < kSteps; ++c) csv.row(cs, kStepFigures[c], r.step[c], "s");
+      const std::pair<const char*, double> m[] = {{"host", r.host},
+                                                  {"startup_construct", r.construct},
+                                                  {"startup_set_velocity", r.set_velocity},
+                                                  {"first_evaluation", r.first_eval},
+                                                  {"output_statistics", r.out_stats},
+                                                  {"output_monitors", r.out_monitors},
+                                                  {"output_velocity_host", r.out_velocity}};
       for (const auto& [name, v] : m) csv.row(cs, name, v, "s");
       csv.row(cs, "solver_device_bytes_per_particle", r.bytes_per_particle, "B");
       csv.row(cs, "gpu_memory_in_use", r.gpu_used_gib, "GiB");

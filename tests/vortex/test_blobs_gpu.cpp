@@ -11,20 +11,12 @@
 #include <cstdio>
 #include <random>
 
+#include "core/device.h"
 #include "vortex/blobs.h"
 #include "vortex/blobs_gpu.h"
 
 namespace vh::vortex {
 namespace {
-
-bool have_gpu() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return n > 0;
-}
 
 double rel_l2(const std::vector<double>& a, const std::vector<double>& b) {
   double num = 0, den = 0;
@@ -73,7 +65,7 @@ void expect_gpu_equals_cpu(const Particles& p, const Grid& g, const char* what) 
 // tile; 24: every cell within reach of every tile; 36: tiles see a wrapped window of cells, the
 // last tile partial.
 TEST(BlobsGpu, VorticityAndDivergenceEqualTheCpu) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  if (!gpu_available()) GTEST_SKIP() << "no CUDA device";
   for (int n : {8, 12, 24, 36}) {
     const Grid g{n};
     expect_gpu_equals_cpu(moved(g, 3 + n, 0.4, 1.15, 0.15), g, "moved 0.4 h, cores 1.0 .. 1.3 h");
@@ -82,13 +74,13 @@ TEST(BlobsGpu, VorticityAndDivergenceEqualTheCpu) {
 
 // The solver's particles: the default core σ = h, moved by up to 0.1 h.
 TEST(BlobsGpu, SolverCoresEqualTheCpu) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  if (!gpu_available()) GTEST_SKIP() << "no CUDA device";
   const Grid g{32};
   expect_gpu_equals_cpu(moved(g, 5, 0.1, 1.0, 0.0), g, "moved 0.1 h, cores h");
 }
 
 TEST(BlobsGpu, SameBitsEveryRun) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  if (!gpu_available()) GTEST_SKIP() << "no CUDA device";
   const Grid g{20};
   const Particles p = moved(g, 7, 0.4, 1.15, 0.15);
   VectorField w1, w2;
@@ -121,7 +113,7 @@ struct DeviceCopy {
 // times a scale (what the solver does with its AB2 history), ∇·ω_σ; each equal to the host
 // entry's bits (the host given the strengths already scaled: the same product).
 TEST(BlobsGpu, DevicePointersEqualTheHostEntry) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  if (!gpu_available()) GTEST_SKIP() << "no CUDA device";
   for (int n : {12, 24}) {
     const Grid g{n};
     const Particles p = moved(g, 11 + n, 0.4, 1.15, 0.15);

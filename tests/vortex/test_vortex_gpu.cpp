@@ -11,7 +11,6 @@
 //     state and the grid velocity within the FMM's error;
 //   - a GPU restart (state → set_state on a fresh solver) against the run in one go: bit for bit.
 // Skipped without a GPU.
-#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,21 +18,13 @@
 #include <cstdio>
 #include <string>
 
+#include "core/device.h"
 #include "core/initial_field.h"
 #include "vortex/solver.h"
 #include "vortex/solver_gpu.h"
 
 namespace vh::vortex {
 namespace {
-
-bool have_gpu() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return n > 0;
-}
 
 double rel_l2(const std::vector<Vec3>& a, const std::vector<Vec3>& b) {
   if (a.size() != b.size()) return INFINITY;
@@ -136,7 +127,7 @@ void expect_monitors_near(const Monitors& g, const Monitors& c, double tol, cons
 // The initial particles, on the grid's lattice and on one twice as fine, RBF and direct strengths,
 // and the grid velocity of lattice particles (Biot–Savart of the lattice field, truncated).
 TEST(VortexGpu, InitialParticlesEqualTheCpu) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  if (!gpu_available()) GTEST_SKIP() << "no CUDA device";
   for (int refine : {1, 2})
     for (Init init : {Init::rbf, Init::direct}) {
       const int n = refine == 1 ? 16 : 12;
@@ -165,7 +156,7 @@ TEST(VortexGpu, InitialParticlesEqualTheCpu) {
 // both: the grid velocity of the moved particles (blob sums, pending diffusion), then one
 // reinitialisation, then the new lattice's velocity and monitors.
 TEST(VortexGpu, ReinitialisationEqualsTheCpu) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  if (!gpu_available()) GTEST_SKIP() << "no CUDA device";
   struct Case {
     const char* name;
     int n, refine;
@@ -219,7 +210,7 @@ TEST(VortexGpu, ReinitialisationEqualsTheCpu) {
 // α 3.6e-6, γ 1.5e-6, grid velocity 9.6e-7): 1e-5 is 10× the tolerance of u at its 3× for the
 // rates, and 1e-5 of max |ω| for the monitors' maxima.
 TEST(VortexGpu, FiveStepsEqualTheCpuWithinTheFmmTolerance) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  if (!gpu_available()) GTEST_SKIP() << "no CUDA device";
   const int n = 32;
   const InitialField f = initial(n, 3, 11);
   const Params p = params(f.nu);
@@ -251,7 +242,7 @@ TEST(VortexGpu, FiveStepsEqualTheCpuWithinTheFmmTolerance) {
 // 2 the restart falls between reinitialisations. Also across the checkpoint's other reader: the
 // GPU state continues on the CPU Solver (within the FMMs' difference).
 TEST(VortexGpu, RestartContinuesBitForBit) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  if (!gpu_available()) GTEST_SKIP() << "no CUDA device";
   const int n = 16;
   const InitialField f = initial(n, 3, 13);
   for (int every : {1, 2}) {
