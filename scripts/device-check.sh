@@ -126,10 +126,11 @@ if [ "$what" = mpi ]; then
 fi
 if [ "$what" = vstep ]; then
   # Issue 15, the vortex/ part: the GPU-resident solver against the CPU one (test_vortex_gpu), the
-  # blob sums from device pointers (test_blobs_gpu), then vortex_step_bench (table and CSV rows):
-  # sc09 physics at 128^3 and 256^3 (the deck's fmm.tolerance 1e-5), at 128^3 with refine 2, and
-  # 512^3 (2^27 particles: does it fit, and its step time). Last, a 128^3 run of both solvers to
-  # t/T = 1 on the GPU whose checkpoint one more vortex step on the CPU must read.
+  # blob sums from device pointers (test_blobs_gpu), both under compute-sanitizer too, then
+  # vortex_step_bench (tables in vstep.log, CSV rows in vstep*.csv): sc09 physics at 128^3 and
+  # 256^3 (fmm.tolerance 1e-5, the deck's), at 128^3 with refine 2, and 512^3 (2^27 particles: does
+  # it fit, and its step time). Then vortexhit: the sc09 physics at 128^3 with both solvers, and a
+  # GPU checkpoint continued on the CPU.
   for t in .gpu/test_vortex_gpu .gpu/test_blobs_gpu; do
     echo "== $t" | tee -a "$OUT/vstep.log"
     "$t" >>"$OUT/vstep.log" 2>&1 || { status=1; echo "FAILED: $t" | tee -a "$OUT/vstep.log"; }
@@ -160,7 +161,7 @@ if [ "$what" = vstep ]; then
   timed "sc09 128^3 Re_lambda 50, both solvers to t/T = ${VSTEP_T:-1} on the GPU" $vh run inputs/sc09_256.ini \
     --domain.n=128 --flow.Re_lambda=50 --time.t_end_over_T=${VSTEP_T:-1} --output.fields_at= --output.dir="$r" \
     --output.overwrite=true --quiet 2>&1 | tee -a "$OUT/vstep.log" || status=1
-  sed -n '/phase/,$p' "$r/log.txt" | head -n 30 | tee -a "$OUT/vstep.log"
+  grep -E "^time |^memory|steps" "$r/log.txt" | tail -n 16 | tee -a "$OUT/vstep.log"
   # A GPU checkpoint continues on the CPU (the same state format): vortex only, 32^3.
   r="$OUT/vstep_restart32"
   $vh run inputs/quick.ini --case.solver=vortex --domain.n=32 --time.t_end_over_T=0.1 --output.fields_at= \
