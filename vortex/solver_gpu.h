@@ -16,7 +16,8 @@
 //      (blobs_gpu.h, DeviceBlobSums: one cell sort for the three), cuFFT D2Z (scaled by 1/n³,
 //      grid.h) and Z2D in fp64, the per-mode steps of vortex/remesh_kernel.h (÷ symbol, viscous
 //      factor, projection, filter, ÷ S for the blob strengths), the new lattice particles.
-// Only scalars cross to the host per step: max |u| for the CFL step; the projection's share.
+// Only scalars cross to the host per step: max |u| for the CFL step, and the count of non-finite
+// positions and strengths (an overflowed state is reported as max |u| = NaN, as Solver does).
 // At outputs the grid velocity is the Biot–Savart velocity of the lattice field, truncated to
 // the N³ grid, as device coefficients (device_velocity: the diagnostics read them there) or
 // copied to the host (velocity); the monitors cost one more sort and blob sum (∇·ω_σ).
