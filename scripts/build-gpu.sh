@@ -8,7 +8,8 @@
 #             (device-check.sh tests, sanitize; bench without the spectral benchmark)
 #   spectral  test_spectral_gpu, spectral_bench (device-check.sh tests, bench)
 #   tgv       tgv_check (the Taylor-Green check against the 512^3 reference)
-#   vortex    vortexhit, the blob test and blobs_bench (device-check.sh vortex, study, sc09, memory, bench)
+#   vortex    vortexhit, the blob and GPU-solver tests, blobs_bench and vortex_step_bench
+#             (device-check.sh vortex, vstep, study, sc09, memory, bench)
 #   mpi       test_spectral_mpi, spectral_bench (device-check.sh mpi: the spectral solver on 2 ranks)
 #   all       every one of them (more than the device tool carries)
 #
@@ -22,10 +23,11 @@ case "$set_name" in
               fmm_bench p2p_gpu_bench p2p_cpu_bench" ;;
   spectral) progs="test_spectral_gpu spectral_bench" ;;
   tgv) progs="tgv_check" ;;
-  vortex) progs="vortexhit test_blobs_gpu blobs_bench" ;;
+  vortex) progs="vortexhit test_blobs_gpu test_vortex_gpu blobs_bench vortex_step_bench" ;;
   mpi) progs="test_spectral_mpi spectral_bench" ;;
   all) progs="fmm_gpu_test test_fmm_gpu test_traverse_gpu test_blobs_gpu test_initial_field test_diagnostics
-              fmm_bench p2p_gpu_bench p2p_cpu_bench test_spectral_gpu spectral_bench tgv_check vortexhit blobs_bench" ;;
+              fmm_bench p2p_gpu_bench p2p_cpu_bench test_spectral_gpu spectral_bench tgv_check vortexhit blobs_bench
+              test_vortex_gpu vortex_step_bench" ;;
   *) echo "build-gpu.sh: unknown set '$set_name' (allowed: fmm, spectral, tgv, vortex, mpi, all)" >&2; exit 2 ;;
 esac
 [ -f build-gpu/CMakeCache.txt ] ||

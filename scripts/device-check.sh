@@ -6,7 +6,9 @@
 #                                        # (fmm, spectral, vortex: what the modes below run)
 #   device run, carry [".gpu"]:  export LD_LIBRARY_PATH=$PWD/.gpu; scripts/device-check.sh [MODE]
 # MODE: tests | bench | all (tests and bench) | vortex (GPU vs CPU vortex solver at 32^3, quick.ini
-# at 32^3 on the GPU) | study (parametric study at 64^3) | sc09 (the first steps of sc09_256.ini)
+# at 32^3 on the GPU) | vstep (the GPU-resident vortex solver: test_vortex_gpu, test_blobs_gpu,
+# vortex_step_bench at 128^3 and 256^3, the memory of 512^3, a 128^3 run to t/T = 1 restarted on the
+# CPU) | study (parametric study at 64^3) | sc09 (the first steps of sc09_256.ini)
 # | sanitize (compute-sanitizer memcheck and racecheck on the FMM GPU tests) | memory (the memory
 # estimate against what GPU runs use) | mpi (the spectral solver on 2 ranks sharing the GPU:
 # test_spectral_mpi and spectral_bench on 1 and 2 ranks). Each mode runs what of it was carried:
@@ -126,6 +128,52 @@ if [ "$what" = mpi ]; then
     VH_MPI_CUDA_AWARE=$aware $np2 .gpu/spectral_bench --device gpu --n 256,512 --dealias 3/2,2/3 --csv 2>&1 |
       tee "$OUT/mpi_bench_2${aware:+_staged}.out" || status=1
   done
+fi
+if [ "$what" = vstep ]; then
+  # Issue 15, the vortex/ part: the GPU-resident solver against the CPU one (test_vortex_gpu), the
+  # blob sums from device pointers (test_blobs_gpu), both under compute-sanitizer too, then
+  # vortex_step_bench (tables in vstep.log, CSV rows in vstep*.csv): sc09 physics at 128^3 and
+  # 256^3 (fmm.tolerance 1e-5, the deck's), at 128^3 with refine 2, and 512^3 (2^27 particles: does
+  # it fit, and its step time). Then vortexhit: the sc09 physics at 128^3 with both solvers, and a
+  # GPU checkpoint continued on the CPU.
+  for t in .gpu/test_vortex_gpu .gpu/test_blobs_gpu; do
+    echo "== $t" | tee -a "$OUT/vstep.log"
+    "$t" >>"$OUT/vstep.log" 2>&1 || { status=1; echo "FAILED: $t" | tee -a "$OUT/vstep.log"; }
+    grep -E "relative L2|monitors|PASSED|FAILED|SKIPPED" "$OUT/vstep.log" | tail -n 4
+  done
+  # memcheck and racecheck on the new kernels (the small cases: 16^3 and 8^3 refine 2)
+  for tool in memcheck racecheck; do
+    echo "== $tool test_vortex_gpu, test_blobs_gpu DevicePointers" | tee -a "$OUT/vstep.log"
+    compute-sanitizer --tool $tool --error-exitcode 1 .gpu/test_vortex_gpu \
+      --gtest_filter='*InitialParticles*:*Reinitialisation*' >>"$OUT/vstep_sanitize.log" 2>&1 || status=1
+    compute-sanitizer --tool $tool --error-exitcode 1 .gpu/test_blobs_gpu --gtest_filter='*DevicePointers*' \
+      >>"$OUT/vstep_sanitize.log" 2>&1 || status=1
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/vstep_sanitize.log" | tail -n 2 | tee -a "$OUT/vstep.log"
+  done
+  bench_step() {  # name, then the arguments
+    local name=$1; shift
+    echo "== vortex_step_bench $*" | tee -a "$OUT/vstep.log"
+    .gpu/vortex_step_bench "$@" --csv >"$OUT/$name.out" 2>&1 || status=1
+    sed -n '/^per step/,/^date,commit/p' "$OUT/$name.out" | sed '$d' | tee -a "$OUT/vstep.log"
+    sed -n '/^date,commit/,$p' "$OUT/$name.out" >"$OUT/$name.csv"
+  }
+  bench_step vstep --n 128,256 --steps 5 --warmup 2
+  bench_step vstep_refine2 --n 128 --refine 2 --steps 3 --warmup 1
+  bench_step vstep_512 --n 512 --steps 2 --warmup 1
+  # The sc09 physics at 128^3 (Re_lambda 50), both solvers, to t/T = ${VSTEP_T:-1} (VSTEP_T=10: the
+  # whole case); the log's phase table splits the time.
+  r="$OUT/vstep_run128"
+  timed "sc09 128^3 Re_lambda 50, both solvers to t/T = ${VSTEP_T:-1} on the GPU" $vh run inputs/sc09_256.ini \
+    --domain.n=128 --flow.Re_lambda=50 --time.t_end_over_T=${VSTEP_T:-1} --output.fields_at= --output.dir="$r" \
+    --output.overwrite=true --quiet 2>&1 | tee -a "$OUT/vstep.log" || status=1
+  grep -E "^time |^memory|steps" "$r/log.txt" | tail -n 16 | tee -a "$OUT/vstep.log"
+  # A GPU checkpoint continues on the CPU (the same state format): vortex only, 32^3.
+  r="$OUT/vstep_restart32"
+  $vh run inputs/quick.ini --case.solver=vortex --domain.n=32 --time.t_end_over_T=0.1 --output.fields_at= \
+    --output.dir="$r" --output.overwrite=true --device=gpu --quiet >>"$OUT/vstep.log" 2>&1 || status=1
+  timed "32^3 GPU checkpoint continued on the CPU to t/T = 0.15" $vh run --restart "$r" --device=cpu \
+    --time.t_end_over_T=0.15 --quiet 2>&1 | tail -n 3 | tee -a "$OUT/vstep.log" || status=1
+  grep -E "^restart|vortex " "$r/log.txt" | tail -n 4 | tee -a "$OUT/vstep.log"
 fi
 if [ "$what" = study ]; then
   OUT=$OUT bench/vortex/param_study.sh $vh 64 0.5 gpu 2>&1 | tee "$OUT/study64.log" || status=1

@@ -18,7 +18,7 @@ namespace {
 int stencil_points(const std::vector<double>& sigma, double h, double cutoff) {
   double smax = 0;
   for (double sg : sigma) smax = std::max(smax, sg);
-  return 2 * int(std::ceil(cutoff * smax / h)) + 2;
+  return vortex::stencil_points(smax, h, cutoff);
 }
 
 /// One particle's 1-D Gaussian weights along x, y, z on the lattice points i0 … i0+m−1
@@ -122,6 +122,10 @@ void gather_on_gpu(const std::vector<Vec3>& x, const std::vector<Vec3>& s, const
 #endif
 
 }  // namespace
+
+int stencil_points(double sigma_max, double h, double cutoff) {
+  return 2 * int(std::ceil(cutoff * sigma_max / h)) + 2;
+}
 
 void blob_sums(const std::vector<Vec3>& x, const std::vector<Vec3>& s, const std::vector<double>& sigma,
                const Grid& g, double cutoff, VectorField& out, bool gpu) {

@@ -22,6 +22,10 @@ namespace vh::vortex {
 void blob_sums(const std::vector<Vec3>& x, const std::vector<Vec3>& s, const std::vector<double>& sigma,
                const Grid& g, double cutoff, VectorField& out, bool gpu = false);
 
+/// Lattice points per direction of every particle's stencil when the largest core is
+/// sigma_max (lattice spacing h, cut off at `cutoff` σ): 2 ceil(cutoff σ_max/h) + 2.
+int stencil_points(double sigma_max, double h, double cutoff);
+
 /// ω_σ at the lattice points of g: blob_sums of the blob strengths α.
 void vorticity_on_lattice(const Particles& p, const Grid& g, double cutoff, VectorField& omega, bool gpu = false);
 

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "vortex/update_kernel.h"
+
 namespace vh::vortex {
 
 std::vector<Vec3> lattice_points(const Grid& g) {
@@ -39,11 +41,7 @@ void wrap(Particles& p) {
   const std::ptrdiff_t n = std::ptrdiff_t(p.size());
 #pragma omp parallel for schedule(static)
   for (std::ptrdiff_t i = 0; i < n; ++i)
-    for (int d = 0; d < 3; ++d) {
-      double v = p.x[i][d] - L * std::floor(p.x[i][d] / L);
-      if (v >= L) v -= L;  // floor rounding at the top edge
-      p.x[i][d] = v;
-    }
+    for (int d = 0; d < 3; ++d) p.x[i][d] = wrap_coordinate(p.x[i][d], L);
 }
 
 }  // namespace vh::vortex

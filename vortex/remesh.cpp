@@ -5,17 +5,35 @@
 
 #include "vortex/blobs.h"
 #include "vortex/rbf.h"
+#include "vortex/remesh_kernel.h"
 
 namespace vh::vortex {
+namespace {
+
+kernel::Cx* cx(Complex* c) { return reinterpret_cast<kernel::Cx*>(c); }
+const kernel::Cx* cx(const Complex* c) { return reinterpret_cast<const kernel::Cx*>(c); }
+
+}  // namespace
+
+void resample(const SpectralVector& from, const Grid& to_grid, SpectralVector& to) {
+  to = SpectralVector(to_grid);
+  const int n = to_grid.n, nxh = n / 2 + 1;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int iz = 0; iz < n; ++iz)
+    for (int iy = 0; iy < n; ++iy)
+      for (int ix = 0; ix < nxh; ++ix) {
+        const long long src = kernel::resample_source(ix, iy, iz, n, from.grid.n);
+        if (src < 0) continue;
+        const std::size_t dst = to_grid.mode_index(ix, iy, iz);
+        for (int d = 0; d < 3; ++d) to.c[d][dst] = from.c[d][std::size_t(src)];
+      }
+}
 
 Lattice::Lattice(const Grid& g, double sigma0, double symbol_floor, double cutoff, bool gpu)
     : g_(g), sigma0_(sigma0), floor_(symbol_floor), cutoff_(cutoff), vol_(g.h() * g.h() * g.h()), gpu_(gpu),
       s1_(symbol_factors(g, sigma0)), fft_(std::make_unique<Fft3d>(g.n)) {}
 
-double Lattice::symbol(int ix, int iy, int iz) const {
-  const double s0 = s1_[0] * s1_[0] * s1_[0];
-  return std::max(s1_[ix] * s1_[iy] * s1_[iz], floor_ * s0);
-}
+double Lattice::symbol(int ix, int iy, int iz) const { return kernel::symbol(s1_.data(), ix, iy, iz, floor_); }
 
 void Lattice::field(const std::vector<Vec3>& x, const std::vector<Vec3>& qv, const std::vector<double>& sigma,
                     SpectralVector& out) {
@@ -27,7 +45,7 @@ void Lattice::field(const std::vector<Vec3>& x, const std::vector<Vec3>& qv, con
 #pragma omp parallel for collapse(2) schedule(static)
     for (int iz = 0; iz < n; ++iz)
       for (int iy = 0; iy < n; ++iy)
-        for (int ix = 0; ix < nxh; ++ix) c[g_.mode_index(ix, iy, iz)] /= symbol(ix, iy, iz);
+        for (int ix = 0; ix < nxh; ++ix) kernel::deconvolve(cx(c.data())[g_.mode_index(ix, iy, iz)], symbol(ix, iy, iz));
 }
 
 void Lattice::modes(const std::vector<Vec3>& values, double scale, SpectralVector& out) {
@@ -46,10 +64,9 @@ void Lattice::diffuse(SpectralVector& c, double nu_tau) const {
   for (int iz = 0; iz < n; ++iz)
     for (int iy = 0; iy < n; ++iy)
       for (int ix = 0; ix < nxh; ++ix) {
-        const double ky = g_.wavenumber(iy), kz = g_.wavenumber(iz);
-        const double f = std::exp(-nu_tau * (double(ix) * ix + ky * ky + kz * kz));
+        const double f = kernel::diffusion_factor(nu_tau, ix, g_.wavenumber(iy), g_.wavenumber(iz));
         const std::size_t m = g_.mode_index(ix, iy, iz);
-        for (auto& a : c.c) a[m] *= f;
+        for (auto& a : c.c) kernel::scale(cx(a.data())[m], f);
       }
 }
 
@@ -61,17 +78,9 @@ double Lattice::project(SpectralVector& c) const {
     for (int iy = 0; iy < n; ++iy)
       for (int ix = 0; ix < nxh; ++ix) {
         const std::size_t m = g_.mode_index(ix, iy, iz);
-        const double k[3] = {double(ix), double(g_.wavenumber(iy)), double(g_.wavenumber(iz))};
-        const double k2 = k[0] * k[0] + k[1] * k[1] + k[2] * k[2];
-        if (k2 == 0) {
-          for (auto& a : c.c) a[m] = 0;
-          continue;
-        }
-        const Complex kw = k[0] * c.c[0][m] + k[1] * c.c[1][m] + k[2] * c.c[2][m];
-        const double w = mode_weight(ix, n);
-        removed += w * std::norm(kw);
-        total += w * k2 * (std::norm(c.c[0][m]) + std::norm(c.c[1][m]) + std::norm(c.c[2][m]));
-        for (int d = 0; d < 3; ++d) c.c[d][m] -= k[d] * kw / k2;
+        kernel::Cx v[3] = {cx(c.c[0].data())[m], cx(c.c[1].data())[m], cx(c.c[2].data())[m]};
+        kernel::project(ix, g_.wavenumber(iy), g_.wavenumber(iz), mode_weight(ix, n), v, removed, total);
+        for (int d = 0; d < 3; ++d) cx(c.c[d].data())[m] = v[d];
       }
   return total > 0 ? std::sqrt(removed / total) : 0.0;
 }
@@ -84,8 +93,7 @@ void Lattice::filter(SpectralVector& c, Filter f, double fraction) const {
   for (int iz = 0; iz < n; ++iz)
     for (int iy = 0; iy < n; ++iy)
       for (int ix = 0; ix < nxh; ++ix) {
-        const double ky = g_.wavenumber(iy), kz = g_.wavenumber(iz);
-        if (double(ix) * ix + ky * ky + kz * kz <= kmax2) continue;
+        if (kernel::kept(ix, g_.wavenumber(iy), g_.wavenumber(iz), kmax2)) continue;
         for (auto& a : c.c) a[g_.mode_index(ix, iy, iz)] = 0;
       }
 }
@@ -98,7 +106,7 @@ void Lattice::values(const SpectralVector& c, bool blob, double scale, std::vect
 #pragma omp parallel for collapse(2) schedule(static)
       for (int iz = 0; iz < n; ++iz)
         for (int iy = 0; iy < n; ++iy)
-          for (int ix = 0; ix < nxh; ++ix) a[g_.mode_index(ix, iy, iz)] *= vol_ / symbol(ix, iy, iz);
+          for (int ix = 0; ix < nxh; ++ix) kernel::scale(cx(a.data())[g_.mode_index(ix, iy, iz)], vol_ / symbol(ix, iy, iz));
   }
   fft_->inverse(t, work_);
   out.resize(g_.points());
@@ -115,14 +123,11 @@ void Lattice::biot_savart(const SpectralVector& w, SpectralVector& u) const {
   for (int iz = 0; iz < n; ++iz)
     for (int iy = 0; iy < n; ++iy)
       for (int ix = 0; ix < nxh; ++ix) {
-        const double k[3] = {double(ix), double(g_.wavenumber(iy)), double(g_.wavenumber(iz))};
-        const double k2 = k[0] * k[0] + k[1] * k[1] + k[2] * k[2];
-        if (k2 == 0) continue;
         const std::size_t m = g_.mode_index(ix, iy, iz);
-        const Complex a = w.c[0][m], b = w.c[1][m], c = w.c[2][m], i(0, 1.0 / k2);
-        u.c[0][m] = i * (k[1] * c - k[2] * b);
-        u.c[1][m] = i * (k[2] * a - k[0] * c);
-        u.c[2][m] = i * (k[0] * b - k[1] * a);
+        const kernel::Cx v[3] = {cx(w.c[0].data())[m], cx(w.c[1].data())[m], cx(w.c[2].data())[m]};
+        kernel::Cx r[3];
+        kernel::biot_savart(ix, g_.wavenumber(iy), g_.wavenumber(iz), v, r);
+        for (int d = 0; d < 3; ++d) cx(u.c[d].data())[m] = r[d];
       }
 }
 

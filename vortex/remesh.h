@@ -27,6 +27,8 @@
 //
 // Any other quantity the particles carry (the AB2 history: velocity and the strengths' rates)
 // is remeshed the same way: its values at the particles times V, summed, deconvolved.
+//
+// The per-mode steps are remesh_kernel.h's, which the GPU solver (solver_gpu.h) runs too.
 #pragma once
 
 #include <memory>
@@ -37,6 +39,12 @@
 #include "vortex/particles.h"
 
 namespace vh::vortex {
+
+/// The coefficients of `from` on the lattice `to_grid` (allocated there): every mode that both
+/// hold with |k_d| < min(N_from, N_to)/2 in each direction; the rest, Nyquist modes included,
+/// zero. Refining (N_to > N_from) is the exact spectral interpolation; coarsening the
+/// truncation (remesh_kernel.h, resample_source).
+void resample(const SpectralVector& from, const Grid& to_grid, SpectralVector& to);
 
 /// Which modes the reinitialisation keeps (vortex.filter).
 enum class Filter {

@@ -10,6 +10,9 @@
 #include "core/fft.h"
 #include "vortex/blobs.h"
 #include "vortex/update_kernel.h"
+#ifdef VH_HAVE_CUDA
+#include "vortex/solver_gpu.h"
+#endif
 
 namespace vh::vortex {
 namespace {
@@ -51,28 +54,6 @@ void lattice_velocity(const Particles& p, const Grid& g, double sigma, SpectralV
             }
         for (int d = 0; d < 3; ++d) u.c[d][m] = s[d] / h3;
       }
-}
-
-/// The coefficients of `from` on the grid of `to` (allocated there): every mode that both hold
-/// with |k_d| < min(N_from, N_to)/2 in each direction; the rest, Nyquist modes included, zero.
-/// Refining (N_to > N_from) is the exact spectral interpolation; coarsening the truncation.
-void resample(const SpectralVector& from, const Grid& to_grid, SpectralVector& to) {
-  to = SpectralVector(to_grid);
-  const Grid& a = from.grid;
-  const int half = std::min(a.n, to_grid.n) / 2;
-  for (int iz = 0; iz < to_grid.n; ++iz) {
-    const int kz = to_grid.wavenumber(iz);
-    if (std::abs(kz) >= half) continue;
-    for (int iy = 0; iy < to_grid.n; ++iy) {
-      const int ky = to_grid.wavenumber(iy);
-      if (std::abs(ky) >= half) continue;
-      for (int kx = 0; kx < half; ++kx) {
-        const std::size_t src = a.mode_index(kx, (ky + a.n) % a.n, (kz + a.n) % a.n);
-        const std::size_t dst = to_grid.mode_index(kx, iy, iz);
-        for (int d = 0; d < 3; ++d) to.c[d][dst] = from.c[d][src];
-      }
-    }
-  }
 }
 
 /// The rates ds/dt of strengths s under the gradients G (vortex/update_kernel.h).
@@ -217,6 +198,13 @@ int lattice_points_per_direction(double refine, int n) {
   return int(r);
 }
 
+std::unique_ptr<SolverInterface> make_solver(const Params& p, const Grid& g) {
+#ifdef VH_HAVE_CUDA
+  if (p.use_gpu && p.reinit_from == ReinitFrom::points) return std::make_unique<GpuSolver>(p, g);
+#endif
+  return std::make_unique<Solver>(p, g);
+}
+
 Solver::Solver(const Params& p, const Grid& g) : prm_(p), g_(g), gp_{lattice_points_per_direction(p.refine, g.n)} {
   prm_.fmm.periodic = true;
   prm_.fmm.use_gpu = prm_.use_gpu;
@@ -305,7 +293,7 @@ void Solver::step(double dt) {
 #pragma omp parallel for schedule(static) reduction(max : smax)
     for (std::ptrdiff_t i = 0; i < n; ++i) {
       double& s = p_.sigma[i];
-      s = std::sqrt(s * s + 2.0 * prm_.nu * dt);
+      s = spread_core(s, prm_.nu, dt);
       smax = std::max(smax, s);
     }
   }

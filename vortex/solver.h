@@ -113,43 +113,78 @@ struct State {
   long steps = 0, since_reinit = 0, reinits = 0;
 };
 
-class Solver {
+/// What the run driver needs of a vortex solver, so that it holds one pointer whatever the back
+/// end: Solver below (the CPU reference; with use_gpu its FMM and blob sums run on the GPU but
+/// the particles stay on the host) and GpuSolver (vortex/solver_gpu.h, CUDA builds: the state
+/// on the device between steps, reinit_from = points). make_solver() picks one. The members
+/// are Solver's; see there.
+class SolverInterface {
+ public:
+  virtual ~SolverInterface() = default;
+  virtual RbfResult set_velocity(const SpectralVector& u, double t) = 0;
+  virtual void step(double dt) = 0;
+  virtual double max_velocity() = 0;
+  virtual void velocity(SpectralVector& u) = 0;
+  virtual double time() const = 0;
+  virtual long steps() const = 0;
+  virtual Monitors monitors() = 0;
+  virtual long reinits() const = 0;
+  virtual double core_ratio_at_reinit() const = 0;
+  virtual double last_rbf_residual() const = 0;
+  virtual double last_div_removed() const = 0;
+  virtual RbfResult reinitialise() = 0;
+  virtual State state() const = 0;
+  virtual void set_state(const State& s) = 0;
+  virtual const fmm::Timings& last_timings() const = 0;
+  /// The velocity on the grid g as device coefficients (d[c]: g.modes() complex doubles each,
+  /// grid.h normalisation), valid until the next call that changes the state, where the
+  /// solver's state lives on the GPU: true; false (the default) where it does not.
+  virtual bool device_velocity(const void* d[3]) {
+    (void)d;
+    return false;
+  }
+};
+
+/// GpuSolver where `p.use_gpu` and reinit_from = points (CUDA builds), else Solver.
+std::unique_ptr<SolverInterface> make_solver(const Params& p, const Grid& g);
+
+class Solver : public SolverInterface {
  public:
   /// g: the grid of the diagnostics (N³); the particles live on the refine·N lattice.
   Solver(const Params& p, const Grid& g);
-  ~Solver();
+  ~Solver() override;
 
   /// Particles from the velocity coefficients on g (interpolated spectrally to the particle
   /// lattice: exact): ω on the lattice by spectral curl; points: γ = ω V and α the RBF
   /// strengths of ω (init = rbf) or α = γ (direct); blobs: α from the RBF solve with core
   /// field_core·σ₀ (rbf) or α = ω V (direct). Returns the RBF result.
-  RbfResult set_velocity(const SpectralVector& u, double t);
+  RbfResult set_velocity(const SpectralVector& u, double t) override;
   /// One AB2 step (Euler only at the very start, and after a blob-field reinitialisation),
   /// diffusion, reinitialisation when due.
-  void step(double dt);
+  void step(double dt) override;
   /// max_p max_i |u_i(x_p)| of the last right-hand side (computes it if stale).
-  double max_velocity();
+  double max_velocity() override;
   /// The solver's velocity on the grid g as coefficients (grid.h normalisation).
-  void velocity(SpectralVector& u);
-  double time() const { return t_; }
-  long steps() const { return steps_; }
+  void velocity(SpectralVector& u) override;
+  double time() const override { return t_; }
+  long steps() const override { return steps_; }
   /// Monitors at the current state (costs blob sums over the lattice).
-  Monitors monitors();
-  long reinits() const { return reinits_; }
-  double core_ratio_at_reinit() const { return ratio_at_reinit_; }
-  double last_rbf_residual() const { return last_residual_; }
+  Monitors monitors() override;
+  long reinits() const override { return reinits_; }
+  double core_ratio_at_reinit() const override { return ratio_at_reinit_; }
+  double last_rbf_residual() const override { return last_residual_; }
   /// The last projection's ‖k·ω̂‖/‖|k|ω̂‖: how far from solenoidal the field had drifted.
-  double last_div_removed() const { return div_removed_; }
+  double last_div_removed() const override { return div_removed_; }
   /// Reinitialises now (as step() does when due); returns the RBF result.
-  RbfResult reinitialise();
+  RbfResult reinitialise() override;
 
   const Particles& particles() const { return p_; }
   /// The particle lattice.
   const Grid& lattice() const { return gp_; }
   /// The whole state, and its restoration (same grid and parameters).
-  State state() const;
-  void set_state(const State& s);
-  const fmm::Timings& last_timings() const { return timings_; }
+  State state() const override;
+  void set_state(const State& s) override;
+  const fmm::Timings& last_timings() const override { return timings_; }
 
  private:
   void evaluate_rhs();  ///< fills u_, dalpha_ (and dgamma_) at the current state

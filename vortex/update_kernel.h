@@ -1,7 +1,10 @@
 // The per-particle update of a vortex step (vortex/solver.h), shared by the CPU solver and its
-// GPU twin: the stretching term and the variable-step second-order Adams–Bashforth update.
-// Plain inline functions on raw arrays, __host__ __device__ under nvcc.
+// GPU twin (solver_gpu.cu): the stretching term, the variable-step second-order Adams–Bashforth
+// update, core spreading and the wrap into the periodic box. Plain inline functions on raw
+// arrays, __host__ __device__ under nvcc.
 #pragma once
+
+#include <cmath>
 
 #include "core/hd.h"
 
@@ -34,6 +37,16 @@ VH_HD inline Ab2Weights ab2_weights(double dt, double dt_prev, bool history) {
 /// y ← y + dt (c0 f + c1 f_prev) for one 3-vector.
 VH_HD inline void ab2_update(double* y, const double* f, const double* f_prev, double dt, Ab2Weights w) {
   for (int d = 0; d < 3; ++d) y[d] += dt * (w.c0 * f[d] + w.c1 * f_prev[d]);
+}
+
+/// Core spreading over dt: σ² ← σ² + 2νΔt (the heat equation's exact solution for one blob).
+VH_HD inline double spread_core(double sigma, double nu, double dt) { return sqrt(sigma * sigma + 2.0 * nu * dt); }
+
+/// A coordinate wrapped into [0, L).
+VH_HD inline double wrap_coordinate(double v, double L) {
+  double w = v - L * floor(v / L);
+  if (w >= L) w -= L;  // floor rounding at the top edge
+  return w;
 }
 
 }  // namespace vh::vortex

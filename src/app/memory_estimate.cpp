@@ -44,6 +44,10 @@ constexpr double kFmmHostPerCell = 4000;
 constexpr double kFmmDevicePerParticle = 400;
 constexpr double kFmmDevicePerCell = 4000;
 constexpr double kFmmDeviceTables = 256 * kMiB;
+// The GPU-resident vortex solver (vortex/solver_gpu.h, device = gpu with reinit_from = points)
+// per particle of its (refine·N)³ lattice: state 152 B, the FMM's results and the FFT work space
+// over them 96 B, the blob sums' sorted particles 100 B, cuFFT's work area (one component) ~16 B.
+constexpr double kVortexGpuPerParticle = 364;
 
 struct Sizes {
   double R, C;  // one real grid array, one complex half spectrum (bytes)
@@ -143,6 +147,9 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
     if (gpu)
       e.device.push_back({"FMM and blob sums",
                           kFmmDevicePerParticle * particles + (kFmmDevicePerCell + 120 * nc) * cells + kFmmDeviceTables});
+    if (gpu && c.vortex.reinit_from == vortex::ReinitFrom::points) {
+      e.device.push_back({"vortex state and work space", kVortexGpuPerParticle * particles});
+    }
     e.checkpoint += 152 * particles;  // x, α, γ, σ and the AB2 history (u, dα, dγ), doubles
   }
   return e;

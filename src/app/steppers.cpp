@@ -124,35 +124,49 @@ class SpectralStepper : public Stepper {
   long steps_ = 0;
 };
 
+/// The vortex solver behind vortex::make_solver: the GPU-resident one (vortex/solver_gpu.h) on
+/// the GPU back end with reinit_from = points, vortex::Solver otherwise.
 class VortexStepper : public Stepper {
  public:
-  VortexStepper(const vortex::Params& p, const Grid& g) : solver_(p, g), max_core_ratio_(p.max_core_ratio) {}
+  VortexStepper(const vortex::Params& p, const Grid& g)
+      : grid_(g), solver_(vortex::make_solver(p, g)), max_core_ratio_(p.max_core_ratio) {}
   std::string name() const override { return "vortex"; }
-  void start(const SpectralSlab& u, double t) override { init_ = solver_.set_velocity(SpectralSlab(u).to_vector(), t); }
+  void start(const SpectralSlab& u, double t) override { init_ = solver_->set_velocity(SpectralSlab(u).to_vector(), t); }
   void step(double dt) override {
-    const long before = solver_.reinits();
-    solver_.step(dt);
-    reinitialised_ = solver_.reinits() != before;
+    const long before = solver_->reinits();
+    solver_->step(dt);
+    reinitialised_ = solver_->reinits() != before;
   }
   std::string event() override {
     if (!reinitialised_) return "";
     // Every step may reinitialise (vortex.reinit_every = 1): only the core-ratio ones are news.
-    if (solver_.core_ratio_at_reinit() <= max_core_ratio_) return "";
+    if (solver_->core_ratio_at_reinit() <= max_core_ratio_) return "";
     char buf[160];
     std::snprintf(buf, sizeof buf, "vortex   reinitialised at step %ld: sigma/sigma0 was %.3f, RBF residual %.2e",
-                  solver_.steps(), solver_.core_ratio_at_reinit(), solver_.last_rbf_residual());
+                  solver_->steps(), solver_->core_ratio_at_reinit(), solver_->last_rbf_residual());
     return buf;
   }
-  double max_velocity() override { return solver_.max_velocity(); }
-  double time() const override { return solver_.time(); }
-  long steps() const override { return solver_.steps(); }
+  double max_velocity() override { return solver_->max_velocity(); }
+  double time() const override { return solver_->time(); }
+  long steps() const override { return solver_->steps(); }
   void velocity(SpectralSlab& u) override {
     SpectralVector v;
-    solver_.velocity(v);
+    solver_->velocity(v);
     u = SpectralSlab::whole(std::move(v));
   }
+  bool statistics_in_place(double nu, Statistics& s, std::vector<double>& E) override {
+#ifdef VH_HAVE_CUDA
+    const void* d[3];
+    if (!solver_->device_velocity(d)) return false;  // the state is on the host
+    s = statistics_device(d, grid_, nu, E);
+    return true;
+#else
+    (void)nu, (void)s, (void)E;
+    return false;
+#endif
+  }
   std::vector<std::pair<std::string, double>> monitors() override {
-    m_ = solver_.monitors();
+    m_ = solver_->monitors();
     return {{"sum_strength_x", m_.total_strength[0]},
             {"sum_strength_y", m_.total_strength[1]},
             {"sum_strength_z", m_.total_strength[2]},
@@ -165,7 +179,7 @@ class VortexStepper : public Stepper {
             {"rbf_residual", m_.last_rbf_residual}};
   }
   void save(h5::Id grp) override {
-    const vortex::State st = solver_.state();
+    const vortex::State st = solver_->state();
     const std::size_t n = st.particles.size();
     h5::write_doubles(grp, "x", flatten(st.particles.x).data(), {n, 3});
     h5::write_doubles(grp, "alpha", flatten(st.particles.alpha).data(), {n, 3});
@@ -210,7 +224,7 @@ class VortexStepper : public Stepper {
     st.steps = long(h5::read_int64_attribute(grp, "steps"));
     st.since_reinit = long(h5::read_int64_attribute(grp, "since_reinit"));
     st.reinits = long(h5::read_int64_attribute(grp, "reinits"));
-    solver_.set_state(st);
+    solver_->set_state(st);
   }
   std::string log_line() override {
     char buf[256];
@@ -224,7 +238,8 @@ class VortexStepper : public Stepper {
   }
 
  private:
-  vortex::Solver solver_;
+  Grid grid_;
+  std::unique_ptr<vortex::SolverInterface> solver_;
   vortex::RbfResult init_;
   vortex::Monitors m_;
   double max_core_ratio_;
