@@ -1,4 +1,4 @@
-// The rows that every benchmark prints or writes with --csv (../shared/RESULTS-FORMAT.md):
+// The rows that every benchmark prints or writes with --csv (bench/README.md, "Recording a figure"):
 //   date,commit,device,benchmark,case,metric,value,unit
 // with the date in UTC. Header-only, for the programs under bench/.
 #pragma once

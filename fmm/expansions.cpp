@@ -16,27 +16,37 @@ inline cplx get(const cplx* X, int l, int m) {
 }  // namespace
 
 void solid_harmonics(const Vec3& r, int p, cplx* R, cplx* I) {
+  // The recurrences of fmm/expansions_kernel.h on (re, im) pairs (cplx is layout-compatible).
   const double x = r[0], y = r[1], z = r[2];
   const double r2 = x * x + y * y + z * z;
-  const cplx xy(x, y);
   if (R) {
+    double* Rd = reinterpret_cast<double*>(R);
     R[0] = 1.0;
     for (int l = 0; l < p; ++l) {
-      R[idx(l + 1, l + 1)] = -xy / double(2 * l + 2) * R[idx(l, l)];
+      const int d = 2 * idx(l + 1, l + 1);
+      Rd[d] = Rd[2 * idx(l, l)];
+      Rd[d + 1] = Rd[2 * idx(l, l) + 1];
+      regular_diagonal(l, x, y, Rd[d], Rd[d + 1]);
       for (int m = 0; m <= l; ++m) {
-        const cplx prev = (m <= l - 1) ? R[idx(l - 1, m)] : cplx(0.0);
-        R[idx(l + 1, m)] = (double(2 * l + 1) * z * R[idx(l, m)] - r2 * prev) / double((l + m + 1) * (l - m + 1));
+        const int c = 2 * idx(l, m), q = (m <= l - 1) ? 2 * idx(l - 1, m) : -1;
+        regular_up(l, m, z, r2, Rd[c], Rd[c + 1], q >= 0 ? Rd[q] : 0.0, q >= 0 ? Rd[q + 1] : 0.0,
+                   Rd[2 * idx(l + 1, m)], Rd[2 * idx(l + 1, m) + 1]);
       }
     }
   }
   if (!I) return;
+  double* Id = reinterpret_cast<double*>(I);
   const double inv_r2 = 1.0 / r2;
   I[0] = std::sqrt(inv_r2);
   for (int l = 0; l < p; ++l) {
-    I[idx(l + 1, l + 1)] = -double(2 * l + 1) * xy * inv_r2 * I[idx(l, l)];
+    const int d = 2 * idx(l + 1, l + 1);
+    Id[d] = Id[2 * idx(l, l)];
+    Id[d + 1] = Id[2 * idx(l, l) + 1];
+    irregular_diagonal(l, x, y, inv_r2, Id[d], Id[d + 1]);
     for (int m = 0; m <= l; ++m) {
-      const cplx prev = (m <= l - 1) ? I[idx(l - 1, m)] : cplx(0.0);
-      I[idx(l + 1, m)] = (double(2 * l + 1) * z * I[idx(l, m)] - double(l * l - m * m) * prev) * inv_r2;
+      const int c = 2 * idx(l, m), q = (m <= l - 1) ? 2 * idx(l - 1, m) : -1;
+      irregular_up(l, m, z, inv_r2, Id[c], Id[c + 1], q >= 0 ? Id[q] : 0.0, q >= 0 ? Id[q + 1] : 0.0,
+                   Id[2 * idx(l + 1, m)], Id[2 * idx(l + 1, m) + 1]);
     }
   }
 }
@@ -58,18 +68,13 @@ void m2m(int p, const Vec3& d, const cplx* Mc, cplx* Mp) {
 void m2m_table(int p, const cplx* R, const cplx* Mc, cplx* Mp) {
   const int nc = ncoef(p);
   for (int a = 0; a < 3; ++a) {
-    const cplx* M = Mc + a * nc;
+    const double* M = reinterpret_cast<const double*>(Mc + a * nc);
     cplx* P = Mp + a * nc;
     for (int l = 0; l <= p; ++l)
       for (int m = 0; m <= l; ++m) {
-        cplx s = 0.0;
-        for (int j = 0; j <= l; ++j)
-          for (int k = -j; k <= j; ++k) {
-            const int n = l - j, mm = m - k;
-            if (mm > n || mm < -n) continue;
-            s += get(R, j, k) * get(M, n, mm);
-          }
-        P[idx(l, m)] += s;
+        double sr, si;
+        m2m_table_sum(reinterpret_cast<const double*>(R), M, l, m, sr, si);
+        P[idx(l, m)] += cplx(sr, si);
       }
   }
 }
@@ -93,17 +98,8 @@ void m2l_table(int p, const cplx* Ih, const cplx* Mc, cplx* Lc) {
     }
   for (int l = 0; l <= p; ++l)
     for (int m = 0; m <= l; ++m) {
-      double sr[3] = {0, 0, 0}, si[3] = {0, 0, 0};
-      for (int j = 0; j <= p - l; ++j) {
-        const int bi = (l + j) * (l + j) + (l + j) + m, bm = j * j + j;
-        for (int k = -j; k <= j; ++k) {
-          const double ir = Ir[bi + k], ii = Ii[bi + k];
-          for (int a = 0; a < 3; ++a) {
-            sr[a] += Mr[a][bm + k] * ir - Mi[a][bm + k] * ii;
-            si[a] += Mr[a][bm + k] * ii + Mi[a][bm + k] * ir;
-          }
-        }
-      }
+      double sr[3], si[3];
+      m2l_table_sum(p, l, m, Ir, Ii, Mr[0], Mi[0], (kMaxOrder + 1) * (kMaxOrder + 1), sr, si);
       for (int a = 0; a < 3; ++a) Lc[a * nc + idx(l, m)] += cplx(sr[a], si[a]);
     }
 }
@@ -163,25 +159,7 @@ void l2p(int p, const Vec3& d, const cplx* Lc, double dphi[3][3], double hphi[3]
   solid_harmonics(d, p, R, nullptr);
   cplx Lt[3 * 6] = {};  // degrees 0..2 at the target
   l2l_upto(p, p < 2 ? p : 2, R, Lc, Lt, 6);
-  // Q_j(e) = sum_k Lt_jk conj(R_jk(e)) = Re(Lt_j0 R_j0(e)) + 2 Re sum_{k>0} Lt_jk conj(R_jk(e)).
-  auto Q = [&](int a, int j, const Vec3& e) {
-    cplx Re[6];
-    solid_harmonics(e, 2, Re, nullptr);
-    double s = (Lt[a * 6 + idx(j, 0)] * std::conj(Re[idx(j, 0)])).real();
-    for (int k = 1; k <= j; ++k) s += 2.0 * (Lt[a * 6 + idx(j, k)] * std::conj(Re[idx(j, k)])).real();
-    return s;
-  };
-  const Vec3 e[3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
-  for (int a = 0; a < 3; ++a) {
-    for (int i = 0; i < 3; ++i) dphi[a][i] = Q(a, 1, e[i]);
-    for (int i = 0; i < 3; ++i) {
-      hphi[a][i][i] = 2.0 * Q(a, 2, e[i]);
-      for (int k = i + 1; k < 3; ++k) {
-        const Vec3 s = {e[i][0] + e[k][0], e[i][1] + e[k][1], e[i][2] + e[k][2]};
-        hphi[a][i][k] = hphi[a][k][i] = Q(a, 2, s) - Q(a, 2, e[i]) - Q(a, 2, e[k]);
-      }
-    }
-  }
+  potential_derivatives(reinterpret_cast<const double*>(Lt), dphi, hphi);
 }
 
 }  // namespace vh::fmm

@@ -22,6 +22,7 @@
 #include <complex>
 #include <vector>
 
+#include "fmm/expansions_kernel.h"
 #include "fmm/types.h"
 
 namespace vh::fmm {
@@ -35,8 +36,8 @@ constexpr int kMaxCoef = (kMaxOrder + 1) * (kMaxOrder + 2) / 2;
 
 /// Number of stored (l, m >= 0) coefficients for degrees 0..p.
 constexpr int ncoef(int p) { return (p + 1) * (p + 2) / 2; }
-/// Storage index of (l, m), 0 <= m <= l.
-inline int idx(int l, int m) { return l * (l + 1) / 2 + m; }
+/// Storage index of (l, m), 0 <= m <= l (cidx of fmm/expansions_kernel.h).
+inline int idx(int l, int m) { return cidx(l, m); }
 
 /// Regular R (when R != nullptr) and irregular I (when I != nullptr), degrees 0..p, at r.
 /// I needs r != 0.  Arrays hold ncoef(p) entries.

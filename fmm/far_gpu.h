@@ -2,29 +2,26 @@
 // lists (from build_lists, or already on the device from build_lists_gpu, fmm/traverse_gpu.h),
 // with the same expansions as fmm/expansions.h (complex scaled solid harmonics, degrees 0..p,
 // m >= 0 stored) in double precision, resident on the device; the M2L optionally in float
-// (set_single_m2l).  Host API: no CUDA types;
-// built only with VH_ENABLE_CUDA (VH_FMM_HAVE_CUDA).
-//
-// Kernel layout (one thread block per cell; every output coefficient (component a, degree l,
-// order m) has one owner and a fixed summation order: no atomics, repeatable):
-//   P2M  block per source leaf: the regular harmonics of a chunk of particles go to shared
-//        memory (one particle per thread), then each thread sums its coefficient over them.
-//   M2M  per level, bottom-up, block per parent: child multipoles and R(child - parent) staged.
-//   M2L  block per target cell with a non-empty list, entries sorted by source so that the
-//        periodic images of one source add their I_lm(d) tables first (as on the CPU) and one
-//        contraction serves them all.  The warps of a block walk different sources
-//        independently (no block barrier per source); in a warp, p + 1 lanes build the table
-//        (one per order m, up its column) and the 32 lanes share the (l, m) outputs
-//        round-robin, each lane all three components of its outputs (one table load per three
-//        multiply-adds; the multipole loads are one address across the warp, a broadcast); the
-//        warps' partial sums are added in warp order at the end.
-//   L2L  per level, top-down, block per child.
-//   L2P  block per target leaf, thread per target: the local expansion is shifted to degree 2
-//        at the target, which gives the gradient and Hessian of the three potentials, hence
-//        u and grad u; the near-field sums of P2PGpu and the periodic mean correction are
-//        added in the same pass, which writes the targets in their input order.
-// The periodic far lattice is one M2L into the root from the root multipole: the host computes
-// it (fmm/periodic.h, a few M2Ls) between upward() and downward().
+// (set_single_m2l).  Host API: no CUDA types; built only with VH_ENABLE_CUDA (VH_FMM_HAVE_CUDA).
+// The stages are the launches of fmm/far_gpu_device.h, one file per operator:
+//   P2M  block per source leaf (upward_gpu.cu): the regular harmonics of a chunk of particles go
+//        to shared memory (one particle per thread), then each thread sums its coefficient.
+//   M2M  per level, bottom-up, block per parent (upward_gpu.cu): child multipoles and
+//        R(child - parent) staged.
+//   M2L  block per target cell with a non-empty list (m2l_gpu.cu), entries sorted by source so
+//        that the periodic images of one source add their I_lm(d) tables first (as on the CPU)
+//        and one contraction serves them all.  The warps of a block walk different sources
+//        independently; in a warp, p + 1 lanes build the table (one per order m, up its column)
+//        and the 32 lanes share the (l, m) outputs round-robin, each lane all three components
+//        of its outputs; the warps' partial sums are added in warp order at the end.
+//   L2L  per level, top-down, block per child (downward_gpu.cu).
+//   L2P  block per target leaf, thread per target (downward_gpu.cu): the local expansion is
+//        shifted to degree 2 at the target, which gives the gradient and Hessian of the three
+//        potentials, hence u and grad u; the near-field sums of P2PGpu and the periodic mean
+//        correction are added in the same pass, which writes the targets in their input order.
+// Every output coefficient has one owner and a fixed summation order: no atomics, repeatable.
+// The periodic far lattice (M2L of the root multipole into the root's local expansion) and the
+// sums of the mean correction run on the device too (periodic_gpu.cu, the host's bits).
 #pragma once
 
 #include <array>
@@ -88,16 +85,15 @@ class FarGpu {
   /// target cell's side (fmm.precision single); off (the default): double.  Call before the
   /// first downward(); the other stages and the expansions stay double either way.
   void set_single_m2l(bool on);
-  /// P2M and M2M; returns the root multipole (3 ncoef(p) coefficients, component-major), which
-  /// the periodic lattice needs.
-  std::vector<std::complex<double>> upward();
-  /// M2L, L2L and L2P.  root_local (3 ncoef(p), or empty) is added to the root's local
-  /// expansion first (the far lattice).  When `near` is given (same target order, its run()
-  /// or launch() already issued), its sums are added at L2P, and with `mean` the periodic mean
-  /// correction (fmm/mean_correction.h).  L2P writes u and grad in the targets' input order
-  /// (tgt.perm, or the SortedSourcesGpu's with self).  The result stays on the device.
-  void downward(const std::vector<std::complex<double>>& root_local, const P2PGpu* near,
-                const MeanTerms* mean = nullptr);
+  /// P2M and M2M.
+  void upward();
+  /// M2L, L2L and L2P.  When `near` is given (same target order, its run() or launch() already
+  /// issued), its sums are added at L2P.  periodic: first the far lattice of `images` levels
+  /// beyond the near images [-r0, r0]^3 into the root (images > 0), and the periodic mean
+  /// correction at L2P, both from the device's expansions and particles (fmm/periodic.h).  L2P
+  /// writes u and grad in the targets' input order (tgt.perm, or the SortedSourcesGpu's with
+  /// self).  The result stays on the device.
+  void downward(const P2PGpu* near, bool periodic = false, int r0 = 0, int images = 0);
   /// Copies u and grad of the last downward() to the host, input order of the targets (resized
   /// to the number of targets; every entry overwritten).
   void get(std::vector<Vec3>& u, std::vector<Mat3>& grad) const;
@@ -109,5 +105,12 @@ class FarGpu {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// lattice_m2l (fmm/periodic.h) on the GPU, host arrays in and out (for the tests): the same
+/// operations in the same order, hence the same bits.
+void lattice_m2l_gpu(int p, int r0, int images, const std::complex<double>* Mroot, std::complex<double>* Lroot);
+/// mean_terms(xs, alpha) (fmm/periodic.h, positions already wrapped) on the GPU, for the tests:
+/// the same bits.
+MeanTerms mean_terms_gpu(const std::vector<Vec3>& xs, const std::vector<Vec3>& alpha);
 
 }  // namespace vh::fmm

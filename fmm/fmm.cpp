@@ -261,23 +261,18 @@ void evaluate_cpu(const Params& prm, const Tree& tgt, const Tree& src, bool self
       has_local[c] = 1;
     }
   }
-  const double inv4pi = 1.0 / (4.0 * M_PI);
 #pragma omp parallel for schedule(dynamic, 8)
   for (int c = 0; c < nct; ++c) {
     const Cell& C = tgt.cells[c];
     if (!C.leaf() || !has_local[c]) continue;
     for (int i = C.begin; i < C.end; ++i) {
-      double dphi[3][3], h[3][3][3];
+      double dphi[3][3], h[3][3][3], r[12];
       l2p(p, {tgt.x[i][0] - C.center[0], tgt.x[i][1] - C.center[1], tgt.x[i][2] - C.center[2]},
           &L[std::size_t(c) * 3 * nc], dphi, h);
-      // u = curl psi, psi_a = phi_a / (4 pi); grad[m][l] = eps_{mjk} d_l d_j psi_k.
-      u[i][0] += inv4pi * (dphi[2][1] - dphi[1][2]);
-      u[i][1] += inv4pi * (dphi[0][2] - dphi[2][0]);
-      u[i][2] += inv4pi * (dphi[1][0] - dphi[0][1]);
-      for (int l = 0; l < 3; ++l) {
-        grad[i][0][l] += inv4pi * (h[2][1][l] - h[1][2][l]);
-        grad[i][1][l] += inv4pi * (h[0][2][l] - h[2][0][l]);
-        grad[i][2][l] += inv4pi * (h[1][0][l] - h[0][1][l]);
+      velocity_from_potentials(dphi, h, r);  // fmm/expansions_kernel.h, as the GPU's L2P
+      for (int m = 0; m < 3; ++m) {
+        u[i][m] += r[m];
+        for (int l = 0; l < 3; ++l) grad[i][m][l] += r[3 + 3 * m + l];
       }
     }
   }
@@ -303,16 +298,14 @@ void evaluate_cpu(const Params& prm, const Tree& tgt, const Tree& src, bool self
 #ifdef VH_FMM_HAVE_CUDA
 // The whole evaluation on the GPU over the same trees, with the lists the GPU built
 // (fmm/traverse_gpu.h; the lists of the CPU traversal entry for entry) and taken over by the
-// near and the far field (fmm/p2p_gpu.h, fmm/far_gpu.h): the near field is launched first, then
-// P2M/M2M, the lattice on the host (a few M2Ls on the root), M2L, L2L and L2P, which adds the
+// near and the far field (fmm/p2p_gpu.h, fmm/far_gpu.h): P2M/M2M, then the near field on its
+// own stream beside the far lattice, the M2L and the L2L, then the L2P, which adds the
 // near-field sums and the periodic mean correction and writes in the targets' input order; one
 // download, straight into u_out and grad_out.  Stage times from CUDA events; tm.upload is the
 // host's set-up and uploads.
 void evaluate_gpu(const Params& prm, const Tree& tgt, const Tree& src, const SortedSourcesGpu& sources, bool self,
-                  GpuLists& lists, const std::vector<Vec3>& shifts, int r0, bool lattice,
-                  const std::vector<Vec3>& x_in, const std::vector<Vec3>& alpha_in, std::vector<Vec3>& u_out,
+                  GpuLists& lists, const std::vector<Vec3>& shifts, int r0, bool lattice, std::vector<Vec3>& u_out,
                   std::vector<Mat3>& grad_out, Timings& tm) {
-  // The near field is launched first, so that the far field's set-up overlaps it.
   StepTimer st("gpu host");
   const auto t0 = clock_type::now();
   const long long p2p_pairs = lists.p2p_pairs;
@@ -327,20 +320,10 @@ void evaluate_gpu(const Params& prm, const Tree& tgt, const Tree& src, const Sor
   st.mark("far setup");
   const auto t1 = clock_type::now();
   tm.upload = seconds(t0, t1);
-  // The upward pass first (a few per cent of the work, and the lattice on the host needs its
-  // root), then the near field on its own stream beside the host's lattice and the M2L.
-  const std::vector<cplx> root = far.upward();
+  far.upward();
   near.launch();
   st.mark("upward");
-  std::vector<cplx> root_local;
-  MeanTerms mean;
-  if (lattice) {
-    root_local.assign(root.size(), cplx(0.0));
-    lattice_m2l(prm.p, r0, prm.images, root.data(), root_local.data());
-  }
-  if (prm.periodic) mean = mean_terms(x_in, alpha_in, true);
-  st.mark("lattice");
-  far.downward(root_local, &near, prm.periodic ? &mean : nullptr);
+  far.downward(&near, prm.periodic, r0, lattice ? prm.images : 0);
   far.get(u_out, grad_out);
   st.mark("downward+get");
   const FarGpuTimes ft = far.times();
@@ -422,8 +405,7 @@ Timings run(const Params& prm_in, const std::vector<Vec3>& x_in, const std::vect
   if (prm.use_gpu) {
 #ifdef VH_FMM_HAVE_CUDA
     if (nt > 0 && ns > 0) {
-      evaluate_gpu(prm, tgt, src, *gpu_sources, self, gpu_lists, shifts, r0, lattice, x_in, alpha_in, u_out,
-                   grad_out, tm);
+      evaluate_gpu(prm, tgt, src, *gpu_sources, self, gpu_lists, shifts, r0, lattice, u_out, grad_out, tm);
       st.mark("gpu evaluation");
     } else {
       u_out.assign(nt, Vec3{});

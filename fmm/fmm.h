@@ -1,8 +1,9 @@
-// Fast multipole method for the Gaussian-regularised Biot-Savart kernel (DESIGN.md "Vortex
+// Fast multipole method for the Gaussian-regularised Biot-Savart kernel (docs/design.md "Vortex
 // method definitions"): velocity u and gradient grad[m][k] = du_m/dx_k at target points, induced
 // by blobs of vector strength alpha_q and core radius sigma_q at x_q,
 //   u(x) = sum_q K_sigma_q(x - x_q) x alpha_q,   K_sigma(r) = -r g(|r|/(sqrt(2) sigma)) / (4 pi |r|^3).
-// CPU reference, double precision, OpenMP over target cells.
+// CPU path: double precision, OpenMP over target cells, the reference of the GPU path
+// (Params::use_gpu), which runs the whole evaluation on the device (fmm/README.md).
 //
 // Method: Morton octree (fmm/tree.h); the far field is the Laplace vector potential
 // psi = sum alpha / (4 pi r) in solid harmonics (fmm/expansions.h) with u = curl psi and
@@ -31,7 +32,8 @@ struct Params {
   double theta = -1;        ///< acceptance: R_A + R_B < theta * distance, in (0, 1); -1: auto
   int images = 5;           ///< periodic far-lattice levels (each x3 in width), 0..12
   /// Target relative L2 error of u, in (0, 0.1]: picks the auto parameters, and the far field
-  /// is used only where the regularisation is below it (1 - g(rho) < tolerance).
+  /// is used only where the regularisation is below it (1 - g(rho) < tolerance).  1e-6 is this
+  /// library's default; the deck key fmm.tolerance defaults to 1e-5 (vortex/solver.cpp).
   double tolerance = 1e-6;
   bool periodic = false;    ///< periodic in [0, 2 pi)^3 or free space
   int p2p_max_pairs = -1;   ///< far pairs (leaf target) with n_A n_B <= this use P2P; -1: (p+1)^4/55
@@ -40,9 +42,8 @@ struct Params {
   /// on the CPU path, which is double throughout, nor on the other GPU far-field stages and the
   /// expansions (double).
   std::string precision = "auto";
-  /// Near field (P2P) on the GPU (fmm/p2p_gpu.h) over the same lists, overlapped with the far
-  /// field on the CPU.  Not a deck key: the caller sets it from the program's back end
-  /// (--device).  Needs a build with CUDA (VH_FMM_HAVE_CUDA): validate() throws
+  /// The whole evaluation on the GPU: sort, cells, lists, near and far field (fmm/README.md).
+  /// Not a deck key: the caller sets it from the program's back end (--device).  Needs a build with CUDA (VH_FMM_HAVE_CUDA): validate() throws
   /// std::invalid_argument otherwise; without a visible device evaluate_* throw
   /// std::runtime_error.  The CPU path (false) is unchanged bit for bit.
   bool use_gpu = false;
@@ -86,7 +87,10 @@ struct Timings {
   double m2l = 0;
   double l2l_l2p = 0;   ///< downward pass and evaluation at targets
   double p2p = 0;
-  double upload = 0;    ///< use_gpu only: list flattening and uploads (the stages above are then GPU kernel times)
+  double upload = 0;    ///< use_gpu only: list flattening and uploads (the stages above are then GPU kernel times); GpuEvaluator: the input check
+  /// GpuEvaluator: wall time of the GPU stages from P2M to L2P with the near field beside the
+  /// far field (the stage times above are per stream and overlap).
+  double gpu_wall = 0;
   double total = 0;
   long long n_m2l = 0, n_p2p_pairs = 0;  ///< work counters
 };

@@ -4,11 +4,7 @@
 // GPU (FarGpu's output pass): __host__ __device__ under nvcc.
 #pragma once
 
-#if defined(__CUDACC__)
-#define VH_MC_HD __host__ __device__
-#else
-#define VH_MC_HD
-#endif
+#include "base/hd.h"
 
 namespace vh::fmm {
 
@@ -18,7 +14,7 @@ struct MeanTerms {
 };
 
 /// Adds the correction to u[3] and grad[9] (row-major, grad[3 m + l] = du_m/dx_l) at x[3].
-VH_MC_HD inline void mean_correction(const MeanTerms& m, const double* x, double* u, double* grad) {
+VH_HD inline void mean_correction(const MeanTerms& m, const double* x, double* u, double* grad) {
   const double L = 6.283185307179586476925286766559;  // kBoxLength
   const double c = 0.5 * L, v3 = 3 * L * L * L;
   const double* Q = m.Q;
@@ -35,5 +31,3 @@ VH_MC_HD inline void mean_correction(const MeanTerms& m, const double* x, double
 }
 
 }  // namespace vh::fmm
-
-#undef VH_MC_HD

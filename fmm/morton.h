@@ -1,25 +1,21 @@
 // Morton keys of the octree (fmm/tree.h) and the periodic wrap of a coordinate, one inline
-// definition for the CPU tree and the GPU sort (fmm/particles_gpu.cu): __host__ __device__
-// under nvcc.  The device code rounds every operation as the host does (no fused multiply-add),
-// so both give the same keys and the same wrapped positions, bit for bit.
+// definition for the CPU tree and the GPU sort (fmm/particles_gpu.cu): VH_HD.  Every operation
+// is rounded as the host rounds it (add_rn, ... of base/hd.h: no fused multiply-add), so both
+// give the same keys and the same wrapped positions, bit for bit.
 #pragma once
 
 #include <math.h>
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define VH_MORTON_HD __host__ __device__
-#else
-#define VH_MORTON_HD
-#endif
+#include "base/hd.h"
 
 namespace vh::fmm::morton {
 
 constexpr int kBits = 21;  ///< bits per axis; keys have 3 kBits = 63 bits, x fastest
 
 /// Spreads the low 21 bits of v so that there are two zero bits between consecutive bits.
-VH_MORTON_HD inline std::uint64_t spread(std::uint64_t v) {
+VH_HD inline std::uint64_t spread(std::uint64_t v) {
   v &= 0x1fffff;
   v = (v | v << 32) & 0x1f00000000ffffULL;
   v = (v | v << 16) & 0x1f0000ff0000ffULL;
@@ -30,26 +26,18 @@ VH_MORTON_HD inline std::uint64_t spread(std::uint64_t v) {
 }
 
 /// v wrapped into [0, L), L = 2 pi (a value that rounds to L becomes 0).
-VH_MORTON_HD inline double wrap(double v) {
+VH_HD inline double wrap(double v) {
   const double L = 6.283185307179586476925286766559;
-#if defined(__CUDA_ARCH__)
-  double w = __dadd_rn(v, -__dmul_rn(L, floor(v / L)));
-#else
-  double w = v - L * floor(v / L);
-#endif
+  double w = sub_rn(v, mul_rn(L, floor(v / L)));
   if (w >= L || w < 0) w = 0;  // rounding of values just below a multiple of L
   return w;
 }
 
 /// Key of point (x, y, z) in the cube with lower corner lo and scale = 2^kBits / side.
-VH_MORTON_HD inline std::uint64_t key(const double x[3], const double lo[3], double scale) {
+VH_HD inline std::uint64_t key(const double x[3], const double lo[3], double scale) {
   std::uint64_t k = 0;
   for (int d = 0; d < 3; ++d) {
-#if defined(__CUDA_ARCH__)
-    long long c = static_cast<long long>(floor(__dmul_rn(__dadd_rn(x[d], -lo[d]), scale)));
-#else
-    long long c = static_cast<long long>(floor((x[d] - lo[d]) * scale));
-#endif
+    long long c = static_cast<long long>(floor(mul_rn(sub_rn(x[d], lo[d]), scale)));
     const long long top = (1LL << kBits) - 1;
     c = c < 0 ? 0 : (c > top ? top : c);
     k |= spread(static_cast<std::uint64_t>(c)) << d;
@@ -58,5 +46,3 @@ VH_MORTON_HD inline std::uint64_t key(const double x[3], const double lo[3], dou
 }
 
 }  // namespace vh::fmm::morton
-
-#undef VH_MORTON_HD

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "fmm/cuda_util.h"
+#include "fmm/p2p_gpu_device.h"
 #include "fmm/p2p_kernel.h"
 #include "fmm/particles_gpu.h"
 #include "fmm/traverse_gpu.h"
@@ -113,24 +114,18 @@ __device__ inline void pair_sums(const T r[3], const T a[3], T sigma, T inv2s2, 
   }
 }
 
-// One warp per task {target begin, n targets <= 32, entry begin, entry end}; entries are
+// One warp's task {target begin, n targets <= 32, entry begin, entry end}; entries are
 // {source begin, source end, shift index, skip self pair}.  out: 12 values per target (u, then
-// grad row-major), overwritten.
+// grad row-major), overwritten.  sx, sa: the warp's tiles in shared memory.
 template <class T>
-__global__ void __launch_bounds__(kWarps * 32, Store<T>::kMinBlocks) p2p_kernel(const int4* __restrict__ tasks, int ntask,
-                                                          const int4* __restrict__ entries,
-                                                          const double4_32a* __restrict__ shifts,
-                                                          const double4_32a* __restrict__ xt,
-                                                          const double4_32a* __restrict__ xs,
-                                                          const typename Store<T>::S4* __restrict__ as,
-                                                          typename Store<T>::S* __restrict__ out) {
+__device__ __forceinline__ void p2p_task(int task, int lane, const int4* __restrict__ tasks,
+                                         const int4* __restrict__ entries, const double4_32a* __restrict__ shifts,
+                                         const double4_32a* __restrict__ xt, const double4_32a* __restrict__ xs,
+                                         const typename Store<T>::S4* __restrict__ as,
+                                         typename Store<T>::S* __restrict__ out, typename Store<T>::S4* sx,
+                                         typename Store<T>::S4* sa) {
   using S = typename Store<T>::S;
   using S4 = typename Store<T>::S4;
-  __shared__ S4 sx[kWarps][kTile];  // source position relative to the task reference, sigma
-  __shared__ S4 sa[kWarps][kTile];  // source strength, 1 / (2 sigma^2)
-  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-  const int task = blockIdx.x * kWarps + w;
-  if (task >= ntask) return;  // whole warp; no block-wide barrier below
   const int4 tk = tasks[task];
   const int n = tk.y;
   int np = 1;  // n rounded up to a power of two; 32 / np lane groups split the sources
@@ -151,17 +146,17 @@ __global__ void __launch_bounds__(kWarps * 32, Store<T>::kMinBlocks) p2p_kernel(
       const int j = t0 + lane;
       if (j < en.y) {
         const double4_32a p = xs[j];
-        sx[w][lane] = make4<S4, S>(S(p.x + ox), S(p.y + oy), S(p.z + oz), S(p.w));
+        sx[lane] = make4<S4, S>(S(p.x + ox), S(p.y + oy), S(p.z + oz), S(p.w));
         S4 a = as[j];
         a.w = S(0.5 / (p.w * p.w));
-        sa[w][lane] = a;
+        sa[lane] = a;
       }
       __syncwarp();
       const int m = min(kTile, en.y - t0);
       const int skip = en.w ? ti - t0 : -1;  // tile index of this target's own blob
       auto pair = [&](int k) {
-        const S4 q = sx[w][k];
-        const S4 a4 = sa[w][k];
+        const S4 q = sx[k];
+        const S4 a4 = sa[k];
         const T r[3] = {xl[0] - T(q.x), xl[1] - T(q.y), xl[2] - T(q.z)};
         const T a[3] = {T(a4.x), T(a4.y), T(a4.z)};
         pair_sums(r, a, T(q.w), T(a4.w), U, Sa, P);
@@ -189,6 +184,36 @@ __global__ void __launch_bounds__(kWarps * 32, Store<T>::kMinBlocks) p2p_kernel(
   if (grp == 0 && active) {
     S* o = out + 12 * static_cast<long long>(ti);
     for (int c = 0; c < 12; ++c) o[c] = acc[c];
+  }
+}
+
+// One warp per task (Queue false: task = block * kWarps + warp, the grid covers the tasks), or
+// (Queue true) warps taking tasks from a counter (*queue, zeroed before the first launch) until
+// none is left, so that a grid of any size does all of them exactly once: a few blocks per SM
+// beside the far field, then whole-GPU launches for what is left (GpuEvaluator).  Either way a
+// task's sums are the same, in the same order.
+template <class T, bool Queue>
+__global__ void __launch_bounds__(kWarps * 32, Store<T>::kMinBlocks)
+    p2p_kernel(const int4* __restrict__ tasks, int ntask, const int4* __restrict__ entries,
+               const double4_32a* __restrict__ shifts, const double4_32a* __restrict__ xt,
+               const double4_32a* __restrict__ xs, const typename Store<T>::S4* __restrict__ as,
+               typename Store<T>::S* __restrict__ out, int* __restrict__ queue) {
+  using S4 = typename Store<T>::S4;
+  __shared__ S4 sx[kWarps][kTile];  // source position relative to the task reference, sigma
+  __shared__ S4 sa[kWarps][kTile];  // source strength, 1 / (2 sigma^2)
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  if (!Queue) {
+    const int task = blockIdx.x * kWarps + w;
+    if (task >= ntask) return;  // whole warp; no block-wide barrier below
+    p2p_task<T>(task, lane, tasks, entries, shifts, xt, xs, as, out, sx[w], sa[w]);
+  } else {
+    for (;;) {
+      int task = 0;
+      if (lane == 0) task = atomicAdd(queue, 1);
+      task = __shfl_sync(0xffffffffu, task, 0);
+      if (task >= ntask) return;
+      p2p_task<T>(task, lane, tasks, entries, shifts, xt, xs, as, out, sx[w], sa[w]);
+    }
   }
 }
 
@@ -364,9 +389,9 @@ void P2PGpu::Impl::finish(const std::vector<Vec3>& shift_list) {
   if (sh.empty()) sh.push_back(make_double4_32a(0, 0, 0, 0));
   shifts.upload(sh);
   out.resize(static_cast<std::size_t>(nt) * 12 * real_size());
-  VH_FMM_CUDA(cudaEventCreate(&e0));
-  VH_FMM_CUDA(cudaEventCreate(&e1));
-  VH_FMM_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  VH_CHECK_CUDA(cudaEventCreate(&e0));
+  VH_CHECK_CUDA(cudaEventCreate(&e1));
+  VH_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 }
 
 P2PGpu::P2PGpu(const P2PLists& l, GpuPrecision prec) : impl_(std::make_unique<Impl>()) {
@@ -466,49 +491,82 @@ double P2PGpu::run() {
   return wait();
 }
 
+namespace {
+
+template <bool Queue>
+void launch_kernel(const P2PLaunch& a, int* queue, int blocks, cudaStream_t s) {
+  switch (a.prec) {
+    case GpuPrecision::fp32:
+      p2p_kernel<fastf, Queue><<<blocks, kWarps * 32, 0, s>>>(a.tasks, a.ntask, a.entries, a.shifts, a.xt, a.xs,
+                                                               static_cast<const float4*>(a.as),
+                                                               static_cast<float*>(a.out), queue);
+      break;
+    case GpuPrecision::fp32_ieee:
+      p2p_kernel<float, Queue><<<blocks, kWarps * 32, 0, s>>>(a.tasks, a.ntask, a.entries, a.shifts, a.xt, a.xs,
+                                                               static_cast<const float4*>(a.as),
+                                                               static_cast<float*>(a.out), queue);
+      break;
+    case GpuPrecision::fp64:
+      p2p_kernel<double, Queue><<<blocks, kWarps * 32, 0, s>>>(a.tasks, a.ntask, a.entries, a.shifts, a.xt, a.xs,
+                                                                static_cast<const double4_32a*>(a.as),
+                                                                static_cast<double*>(a.out), queue);
+      break;
+  }
+  VH_CHECK_CUDA(cudaGetLastError());
+}
+
+}  // namespace
+
+void p2p_launch(const P2PLaunch& a, cudaStream_t s) {
+  const int blocks = (a.ntask + kWarps - 1) / kWarps;
+  if (blocks > 0) launch_kernel<false>(a, nullptr, blocks, s);
+}
+
+void p2p_launch_queue(const P2PLaunch& a, int* queue, int blocks, cudaStream_t s) {
+  if (a.ntask > 0 && blocks > 0) launch_kernel<true>(a, queue, blocks, s);
+}
+
+int p2p_blocks_per_sm(GpuPrecision prec) {
+  switch (prec) {
+    case GpuPrecision::fp32: return Store<fastf>::kMinBlocks;
+    case GpuPrecision::fp32_ieee: return Store<float>::kMinBlocks;
+    default: return Store<double>::kMinBlocks;
+  }
+}
+
 void P2PGpu::launch() {
   Impl& m = *impl_;
   if (!m.src_x && m.max_src > 0) throw std::runtime_error("P2PGpu::run: set_sources first");
   const double4_32a* xt = m.self ? m.src_x : m.xt.as<double4_32a>();
   if (!xt && m.nt > 0) throw std::runtime_error("P2PGpu::run: set_targets first");
-  const int blocks = (m.ntask + kWarps - 1) / kWarps;
-  VH_FMM_CUDA(cudaEventRecord(m.e0, m.stream));
-  if (blocks > 0) {
-    const int4* tk = m.tasks.as<int4>();
-    const int4* en = m.entries.as<int4>();
-    const double4_32a* sh = m.shifts.as<double4_32a>();
-    switch (m.prec) {
-      case GpuPrecision::fp32:
-        p2p_kernel<fastf><<<blocks, kWarps * 32, 0, m.stream>>>(tk, m.ntask, en, sh, xt, m.src_x, static_cast<const float4*>(m.src_a),
-                                                   m.out.as<float>());
-        break;
-      case GpuPrecision::fp32_ieee:
-        p2p_kernel<float><<<blocks, kWarps * 32, 0, m.stream>>>(tk, m.ntask, en, sh, xt, m.src_x, static_cast<const float4*>(m.src_a),
-                                                   m.out.as<float>());
-        break;
-      case GpuPrecision::fp64:
-        p2p_kernel<double><<<blocks, kWarps * 32, 0, m.stream>>>(tk, m.ntask, en, sh, xt, m.src_x,
-                                                    static_cast<const double4_32a*>(m.src_a), m.out.as<double>());
-        break;
-    }
-    VH_FMM_CUDA(cudaGetLastError());
-  }
-  VH_FMM_CUDA(cudaEventRecord(m.e1, m.stream));
+  VH_CHECK_CUDA(cudaEventRecord(m.e0, m.stream));
+  P2PLaunch a;
+  a.prec = m.prec;
+  a.tasks = m.tasks.as<int4>();
+  a.ntask = m.ntask;
+  a.entries = m.entries.as<int4>();
+  a.shifts = m.shifts.as<double4_32a>();
+  a.xt = xt;
+  a.xs = m.src_x;
+  a.as = m.src_a;
+  a.out = m.out.p;
+  p2p_launch(a, m.stream);
+  VH_CHECK_CUDA(cudaEventRecord(m.e1, m.stream));
 }
 
-void P2PGpu::make_default_stream_wait() const { VH_FMM_CUDA(cudaStreamWaitEvent(cudaStreamLegacy, impl_->e1, 0)); }
+void P2PGpu::make_default_stream_wait() const { VH_CHECK_CUDA(cudaStreamWaitEvent(cudaStreamLegacy, impl_->e1, 0)); }
 
 double P2PGpu::wait() {
   Impl& m = *impl_;
-  VH_FMM_CUDA(cudaEventSynchronize(m.e1));
+  VH_CHECK_CUDA(cudaEventSynchronize(m.e1));
   float ms = 0;
-  VH_FMM_CUDA(cudaEventElapsedTime(&ms, m.e0, m.e1));
+  VH_CHECK_CUDA(cudaEventElapsedTime(&ms, m.e0, m.e1));
   return ms;
 }
 
 void P2PGpu::get(std::vector<Vec3>& u, std::vector<Mat3>& grad) const {
   const Impl& m = *impl_;
-  VH_FMM_CUDA(cudaEventSynchronize(m.e1));
+  VH_CHECK_CUDA(cudaEventSynchronize(m.e1));
   u.assign(m.nt, Vec3{});
   grad.assign(m.nt, Mat3{});
   auto unpack = [&](const auto* h) {
@@ -522,11 +580,11 @@ void P2PGpu::get(std::vector<Vec3>& u, std::vector<Mat3>& grad) const {
   };
   if (m.prec == GpuPrecision::fp64) {
     std::vector<double> h(static_cast<std::size_t>(m.nt) * 12);
-    VH_FMM_CUDA(cudaMemcpy(h.data(), m.out.p, h.size() * sizeof(double), cudaMemcpyDeviceToHost));
+    VH_CHECK_CUDA(cudaMemcpy(h.data(), m.out.p, h.size() * sizeof(double), cudaMemcpyDeviceToHost));
     unpack(h.data());
   } else {
     std::vector<float> h(static_cast<std::size_t>(m.nt) * 12);
-    VH_FMM_CUDA(cudaMemcpy(h.data(), m.out.p, h.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    VH_CHECK_CUDA(cudaMemcpy(h.data(), m.out.p, h.size() * sizeof(float), cudaMemcpyDeviceToHost));
     unpack(h.data());
   }
 }

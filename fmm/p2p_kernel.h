@@ -1,7 +1,7 @@
 // Per-pair math of the Gaussian-regularised Biot-Savart kernel, shared by the CPU reference
 // (fmm/p2p.cpp) and the CUDA kernels: plain inline functions, __host__ __device__ under nvcc.
 //
-// DESIGN.md "Vortex method definitions": for r = x - x_q, r = |r|, rho = r / (sqrt(2) sigma),
+// docs/design.md "Vortex method definitions": for r = x - x_q, r = |r|, rho = r / (sqrt(2) sigma),
 //   g(rho) = erf(rho) - (2/sqrt(pi)) rho exp(-rho^2),   G = g / (4 pi r^3),
 //   F = 3 g - r dg/dr = 3 g - (4/sqrt(pi)) rho^3 exp(-rho^2),   F5 = F / (4 pi r^5),
 //   u_m         += G (alpha_q x r)_m
@@ -13,11 +13,7 @@
 
 #include <math.h>
 
-#if defined(__CUDACC__)
-#define VH_HD __host__ __device__
-#else
-#define VH_HD
-#endif
+#include "base/hd.h"
 
 namespace vh::fmm {
 

@@ -46,18 +46,10 @@ double lattice_worst_ratio(int r0, int images, double theta) {
   return worst;
 }
 
-namespace {
-
-// Summed tables of the far lattice, per level k (block side b = 3^k L): the irregular
-// T_k = sum over the level's shell of I_lm(n b), and the regular S_k = sum over the 27 offsets
-// (-1, 0, 1)^3 b of R_lm, the M2M of a block to its 3x3x3 super-block.  They depend on
-// (p, r0, images) only and cost (3W)^3 solid harmonics per level (~20 000 at theta = 0.4,
-// 0.05 s a call at p = 10), so they are computed once per key and kept (a handful of keys per
-// run; guarded by a mutex, the entries never change once stored).
-struct LatticeTables {
-  std::vector<std::vector<cplx>> T, S;
-};
-
+// The lattice tables (periodic.h) depend on (p, r0, images) only and cost (3W)^3 solid
+// harmonics per level (~20 000 at theta = 0.4, 0.05 s a call at p = 10), so they are computed
+// once per key and kept (a handful of keys per run; guarded by a mutex, the entries never
+// change once stored).
 const LatticeTables& lattice_tables(int p, int r0, int images) {
   static std::mutex mutex;
   static std::map<std::tuple<int, int, int>, LatticeTables> cache;
@@ -96,8 +88,6 @@ const LatticeTables& lattice_tables(int p, int r0, int images) {
   // with the same key computed the same tables; the first stored wins.
   return cache.emplace(key, std::move(tables)).first->second;
 }
-
-}  // namespace
 
 void lattice_m2l(int p, int r0, int images, const cplx* Mroot, cplx* Lroot) {
   const int nc = ncoef(p);

@@ -45,8 +45,19 @@ long long lattice_half_width(int r0, int images);
 /// returns the largest (R_t + R_s) / (theta * d) over all levels (must be < 1).
 double lattice_worst_ratio(int r0, int images, double theta);
 
+/// Summed tables of the far lattice, per level k (block side b = 3^k L): T[k] = the sum over the
+/// level's shell of I_lm(n b) and S[k] = the sum over the 27 offsets (-1, 0, 1)^3 b of R_lm (the
+/// M2M of a block to its 3 x 3 x 3 super-block), ncoef(p) each.  Computed once per
+/// (p, r0, images) and kept (thread-safe; the reference stays valid).
+struct LatticeTables {
+  std::vector<std::vector<cplx>> T, S;
+};
+const LatticeTables& lattice_tables(int p, int r0, int images);
+
 /// Adds the far-lattice contribution to the local expansion Lroot about the box centre, from
-/// the root multipole Mroot about the box centre (both order p, three components).
+/// the root multipole Mroot about the box centre (both order p, three components): per level
+/// one m2l_table with T[k], then M <- m2m_table with S[k].  The GPU runs the same operations
+/// (far_gpu.h lattice_m2l_gpu, the same bits).
 void lattice_m2l(int p, int r0, int images, const cplx* Mroot, cplx* Lroot);
 
 /// One coordinate wrapped into [0, L) (a value that rounds to L becomes 0; fmm/morton.h).

@@ -23,14 +23,14 @@ void sort_keys_on_device(const std::uint64_t* key_in, std::uint64_t* key_out, in
   DevBuf idx, tmp;
   idx.resize(static_cast<std::size_t>(n) * sizeof(int));
   iota_kernel<<<(n + 255) / 256, 256>>>(n, idx.as<int>());
-  VH_FMM_CUDA(cudaGetLastError());
+  VH_CHECK_CUDA(cudaGetLastError());
   std::size_t tmp_bytes = 0;
-  VH_FMM_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, tmp_bytes, key_in, key_out, idx.as<int>(), perm_out, n,
+  VH_CHECK_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, tmp_bytes, key_in, key_out, idx.as<int>(), perm_out, n,
                                               begin_bit, end_bit));
   tmp.resize(tmp_bytes);
-  VH_FMM_CUDA(cub::DeviceRadixSort::SortPairs(tmp.p, tmp_bytes, key_in, key_out, idx.as<int>(), perm_out, n,
+  VH_CHECK_CUDA(cub::DeviceRadixSort::SortPairs(tmp.p, tmp_bytes, key_in, key_out, idx.as<int>(), perm_out, n,
                                               begin_bit, end_bit));
-  VH_FMM_CUDA(cudaDeviceSynchronize());
+  VH_CHECK_CUDA(cudaDeviceSynchronize());
 }
 
 void sort_keys_gpu(const std::vector<std::uint64_t>& key, int begin_bit, int end_bit, std::vector<int>& perm,
@@ -46,8 +46,8 @@ void sort_keys_gpu(const std::vector<std::uint64_t>& key, int begin_bit, int end
   v_out.resize(n * sizeof(int));
   sort_keys_on_device(k_in.as<std::uint64_t>(), k_out.as<std::uint64_t>(), v_out.as<int>(), static_cast<int>(n),
                       begin_bit, end_bit);
-  VH_FMM_CUDA(cudaMemcpy(perm.data(), v_out.p, n * sizeof(int), cudaMemcpyDeviceToHost));
-  VH_FMM_CUDA(cudaMemcpy(sorted.data(), k_out.p, n * sizeof(std::uint64_t), cudaMemcpyDeviceToHost));
+  VH_CHECK_CUDA(cudaMemcpy(perm.data(), v_out.p, n * sizeof(int), cudaMemcpyDeviceToHost));
+  VH_CHECK_CUDA(cudaMemcpy(sorted.data(), k_out.p, n * sizeof(std::uint64_t), cudaMemcpyDeviceToHost));
 }
 
 }  // namespace vh::fmm

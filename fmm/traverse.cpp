@@ -20,7 +20,7 @@ double rho_tolerance(double tol) {
 
 namespace {
 
-// The traversal of DESIGN.md in two phases with the lists of the serial recursion
+// The traversal of docs/design.md in two phases with the lists of the serial recursion
 // (interact(0, 0) for shift 0, 1, 2, ... in turn), for any number of threads.
 //
 // Task roots: the cells of level `task_level` and the leaves above it.  Every descent of the
@@ -69,14 +69,8 @@ struct Traversal {
     }
     const Cell& A = tgt.cells[i];
     const Cell& B = src.cells[j];
-    double dc2 = 0, db2 = 0;
-    for (int d = 0; d < 3; ++d) {
-      const double dc = A.center[d] - B.center[d] - shift[d];
-      dc2 += dc * dc;
-      const double gap = std::max(A.bmin[d] - (B.bmax[d] + shift[d]), (B.bmin[d] + shift[d]) - A.bmax[d]);
-      if (gap > 0) db2 += gap * gap;
-    }
-    if (mac.far(A.radius, B.radius, std::sqrt(dc2), std::sqrt(db2), B.sigma_max)) {
+    if (far_pair(A.center.data(), A.radius, A.bmin.data(), A.bmax.data(), B.center.data(), B.radius, B.bmin.data(),
+                 B.bmax.data(), B.sigma_max, shift.data(), mac.theta, mac.rcut_per_sigma)) {
       const long long pairs = static_cast<long long>(A.end - A.begin) * (B.end - B.begin);
       if (A.leaf() && s == 0 && pairs <= mac.p2p_max_pairs)
         add(1, i, j);

@@ -6,7 +6,7 @@
 //   (2) dist(box_A, box_B + s) >= rcut(sigma_max(B)),
 // where box_* are the tight particle bounding boxes and rcut(sigma) = sqrt(2) rho_tol sigma with
 // 1 - g(rho_tol) = tolerance, so that no pair in the far field differs from the singular
-// kernel by more than the tolerance (DESIGN.md "Far field").  Otherwise the larger cell (by
+// kernel by more than the tolerance (docs/design.md "Far field").  Otherwise the larger cell (by
 // radius) is split; two leaves that are not far go to P2P.  A far pair whose target is a leaf
 // and whose direct cost is small (n_A n_B <= p2p_max_pairs, about the cost of one M2L plus its
 // share of L2P) also goes to P2P: exact, and cheaper.  Only for shift 0 (shifts[0] must be the
@@ -21,6 +21,7 @@
 
 #include <vector>
 
+#include "fmm/traverse_kernel.h"
 #include "fmm/tree.h"
 
 namespace vh::fmm {
@@ -42,13 +43,14 @@ struct Acceptance {
   double theta;
   double rcut_per_sigma;
   long long p2p_max_pairs = 0;  ///< far leaf-target pairs with n_A n_B <= this go to P2P
-  /// The criterion above for given radii, centre distance, closest box distance and sigma.
+  /// The criterion above for given radii, centre distance, closest box distance and sigma
+  /// (fmm/traverse_kernel.h; the traversals call its far_pair on the cells).
   bool far(double ra, double rb, double dist_centres, double dist_boxes, double sigma_max) const {
-    return ra + rb < theta * dist_centres && dist_boxes >= rcut_per_sigma * sigma_max;
+    return accept(ra, rb, dist_centres, dist_boxes, sigma_max, theta, rcut_per_sigma);
   }
 };
 
-/// rho_tol with 1 - g(rho_tol) = tol (bisection; g from DESIGN.md).
+/// rho_tol with 1 - g(rho_tol) = tol (bisection; g from docs/design.md).
 double rho_tolerance(double tol);
 
 /// Traverses target tree `tgt` against source tree `src` once per shift in `shifts`.

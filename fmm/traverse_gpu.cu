@@ -15,6 +15,7 @@
 
 #include "fmm/cuda_util.h"
 #include "fmm/profile.h"
+#include "fmm/traverse_kernel.h"
 #include "fmm/traverse_gpu_device.h"
 
 namespace vh::fmm {
@@ -22,15 +23,6 @@ namespace vh::fmm {
 namespace {
 
 using Key = std::uint64_t;
-
-// What the traversal reads of a cell (fmm::Cell).
-struct TCell {
-  double c[3];        // centre
-  double r;           // radius
-  double lo[3], hi[3];  // tight box
-  double smax;        // sigma_max
-  int begin, end, child, nchild;
-};
 
 // Bit fields of a 64-bit word (target cell, shift, source): target above bs + bc bits, then bs
 // bits of shift, bc bits of source (cell index in the frontier, pre-order rank in emitted keys).
@@ -69,21 +61,9 @@ struct CntSum {
   }
 };
 
-// Acceptance::far for (A, B + s), rounded operation by operation as traverse.cpp's host code
-// (no contraction into fused multiply-adds; the host build has no FMA either: x86-64 baseline,
-// ISO C++ mode), so both sides take the same decisions bit for bit.
-__device__ bool far_pair(const TCell& A, const TCell& B, const double* s, double theta, double rcut_per_sigma) {
-  double dc2 = 0, db2 = 0;
-  for (int d = 0; d < 3; ++d) {
-    const double dc = __dsub_rn(__dsub_rn(A.c[d], B.c[d]), s[d]);
-    dc2 = __dadd_rn(dc2, __dmul_rn(dc, dc));
-    const double g1 = __dsub_rn(A.lo[d], __dadd_rn(B.hi[d], s[d]));
-    const double g2 = __dsub_rn(__dadd_rn(B.lo[d], s[d]), A.hi[d]);
-    const double gap = g1 < g2 ? g2 : g1;  // std::max(g1, g2)
-    if (gap > 0) db2 = __dadd_rn(db2, __dmul_rn(gap, gap));
-  }
-  return __dadd_rn(A.r, B.r) < __dmul_rn(theta, __dsqrt_rn(dc2)) &&
-         __dsqrt_rn(db2) >= __dmul_rn(rcut_per_sigma, B.smax);
+// The acceptance test (fmm/traverse_kernel.h, the host's own function and rounding).
+__device__ inline bool far_pair(const TCell& A, const TCell& B, const double* s, double theta, double rcut_per_sigma) {
+  return vh::fmm::far_pair(A.c, A.r, A.lo, A.hi, B.c, B.r, B.lo, B.hi, B.smax, s, theta, rcut_per_sigma);
 }
 
 struct Mac {
@@ -331,26 +311,26 @@ void grow_keep(DevBuf& b, std::size_t used, std::size_t need) {
   if (need <= b.bytes) return;
   DevBuf nb;
   nb.resize(std::max(need, 2 * b.bytes));
-  if (used) VH_FMM_CUDA(cudaMemcpy(nb.p, b.p, used, cudaMemcpyDeviceToDevice));
+  if (used) VH_CHECK_CUDA(cudaMemcpy(nb.p, b.p, used, cudaMemcpyDeviceToDevice));
   take_buffer(b, nb);
 }
 
 template <class T> T download_one(const T* d) {
   T v;
-  VH_FMM_CUDA(cudaMemcpy(&v, d, sizeof(T), cudaMemcpyDeviceToHost));
+  VH_CHECK_CUDA(cudaMemcpy(&v, d, sizeof(T), cudaMemcpyDeviceToHost));
   return v;
 }
 
 template <class T> void exclusive_sum(Scratch& tmp, const T* in, T* out, int n) {
   std::size_t bytes = 0;
-  VH_FMM_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, n));
-  VH_FMM_CUDA(cub::DeviceScan::ExclusiveSum(tmp.get(bytes), bytes, in, out, n));
+  VH_CHECK_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, n));
+  VH_CHECK_CUDA(cub::DeviceScan::ExclusiveSum(tmp.get(bytes), bytes, in, out, n));
 }
 
 void sort_keys(Scratch& tmp, const Key* in, Key* out, int n, int end_bit) {
   std::size_t bytes = 0;
-  VH_FMM_CUDA(cub::DeviceRadixSort::SortKeys(nullptr, bytes, in, out, n, 0, end_bit));
-  VH_FMM_CUDA(cub::DeviceRadixSort::SortKeys(tmp.get(bytes), bytes, in, out, n, 0, end_bit));
+  VH_CHECK_CUDA(cub::DeviceRadixSort::SortKeys(nullptr, bytes, in, out, n, 0, end_bit));
+  VH_CHECK_CUDA(cub::DeviceRadixSort::SortKeys(tmp.get(bytes), bytes, in, out, n, 0, end_bit));
 }
 
 std::vector<TCell> tcells(const Tree& t) {
@@ -404,7 +384,7 @@ GpuLists& GpuLists::operator=(GpuLists&&) noexcept = default;
 namespace {
 template <class V> std::vector<V> download(const DevBuf& b, std::size_t n) {
   std::vector<V> v(n);
-  if (n) VH_FMM_CUDA(cudaMemcpy(v.data(), b.p, n * sizeof(V), cudaMemcpyDeviceToHost));
+  if (n) VH_CHECK_CUDA(cudaMemcpy(v.data(), b.p, n * sizeof(V), cudaMemcpyDeviceToHost));
   return v;
 }
 }  // namespace
@@ -432,27 +412,17 @@ P2PArrays GpuLists::p2p_to_host() const {
 GpuLists build_lists_gpu(const Tree& tgt, const Tree& src, bool self, const std::vector<Vec3>& shifts,
                          const Acceptance& mac, bool merge_p2p) {
   StepTimer st("gpu lists");
-  GpuLists out;
-  out.self = self;
-  out.shifts = shifts;
-  out.dev = std::make_unique<GpuListsDevice>();
-  GpuListsDevice& D = *out.dev;
-  const int nct = static_cast<int>(tgt.cells.size()), ncs = static_cast<int>(src.cells.size());
-  const int nshift = static_cast<int>(shifts.size());
-  const int nt = tgt.size(), ns = src.size();
-  const Layout L{bits_for(nshift), bits_for(ncs)};
-  const int key_bits = bits_for(nct) + L.bs + L.bc;
-  if (key_bits > 63)
-    throw std::invalid_argument("build_lists_gpu: " + std::to_string(nct) + " x " + std::to_string(nshift) + " x " +
-                                std::to_string(ncs) + " (cells x shifts x cells) need more than 63 key bits");
-  const int sort_bits = std::max(1, key_bits);
-
   // Cells, pre-order ranks, shifts, target leaves up.
   DevBuf d_tc, d_sc, d_rank, d_r2c, d_shift, d_leaves, d_leaf_of;
   d_sc.upload(tcells(src));
   if (!self) d_tc.upload(tcells(tgt));
-  const TCell* T = self ? d_sc.as<TCell>() : d_tc.as<TCell>();
-  const TCell* S = d_sc.as<TCell>();
+  ListTrees in;
+  in.T = self ? d_sc.as<TCell>() : d_tc.as<TCell>();
+  in.S = d_sc.as<TCell>();
+  in.nct = static_cast<int>(tgt.cells.size());
+  in.ncs = static_cast<int>(src.cells.size());
+  in.nt = tgt.size();
+  in.ns = src.size();
   st.mark("cells up");
   {
     std::vector<int> rank, r2c;
@@ -460,20 +430,52 @@ GpuLists build_lists_gpu(const Tree& tgt, const Tree& src, bool self, const std:
     d_rank.upload(rank);
     d_r2c.upload(r2c);
   }
+  in.rank = d_rank.as<int>();
+  in.rank_to_cell = d_r2c.as<int>();
+  const int nshift = static_cast<int>(shifts.size());
   std::vector<double> sh(3 * std::max(1, nshift), 0.0);
   for (int s = 0; s < nshift; ++s)
     for (int d = 0; d < 3; ++d) sh[3 * s + d] = shifts[s][d];
   d_shift.upload(sh);
-  std::vector<int> leaves, leaf_of(nct, -1);
-  for (int c = 0; c < nct; ++c)
+  in.shifts = d_shift.as<double>();
+  std::vector<int> leaves, leaf_of(in.nct, -1);
+  for (int c = 0; c < in.nct; ++c)
     if (tgt.cells[c].leaf() && tgt.cells[c].end > tgt.cells[c].begin) {
       leaf_of[c] = static_cast<int>(leaves.size());
       leaves.push_back(c);
     }
-  const int nl = static_cast<int>(leaves.size());
+  in.nl = static_cast<int>(leaves.size());
   d_leaves.upload(leaves);
   d_leaf_of.upload(leaf_of);
+  in.leaves = d_leaves.as<int>();
+  in.leaf_of = d_leaf_of.as<int>();
   st.mark("ranks+leaves up");
+  GpuLists out;
+  build_lists_device(in, self, shifts, mac, merge_p2p, out);
+  return out;
+}
+
+void build_lists_device(const ListTrees& in, bool self, const std::vector<Vec3>& shifts, const Acceptance& mac,
+                        bool merge_p2p, GpuLists& out) {
+  StepTimer st("gpu traversal");
+  out.self = self;
+  out.shifts = shifts;
+  if (!out.dev) out.dev = std::make_unique<GpuListsDevice>();
+  GpuListsDevice& D = *out.dev;
+  D.m2l_taken = D.p2p_taken = false;
+  out.p2p_pairs = 0;  // set below only when there are P2P entries
+  out.p2p_max_source = 0;
+  const int nct = in.nct, ncs = in.ncs;
+  const int nshift = static_cast<int>(shifts.size());
+  const int nt = in.nt, ns = in.ns, nl = in.nl;
+  const TCell* T = in.T;
+  const TCell* S = in.S;
+  const Layout L{bits_for(nshift), bits_for(ncs)};
+  const int key_bits = bits_for(nct) + L.bs + L.bc;
+  if (key_bits > 63)
+    throw std::invalid_argument("build_lists_gpu: " + std::to_string(nct) + " x " + std::to_string(nshift) + " x " +
+                                std::to_string(ncs) + " (cells x shifts x cells) need more than 63 key bits");
+  const int sort_bits = std::max(1, key_bits);
 
   // Traversal, one frontier level at a time.
   Scratch tmp;
@@ -490,13 +492,13 @@ GpuLists build_lists_gpu(const Tree& tgt, const Tree& src, bool self, const std:
     reserve(code, static_cast<std::size_t>(n));
     reserve(cnt, (static_cast<std::size_t>(n) + 1) * sizeof(Cnt));
     reserve(off, (static_cast<std::size_t>(n) + 1) * sizeof(Cnt));
-    classify_kernel<<<blocks_for(n + 1), kBlock>>>(F.as<Key>(), n, L, T, S, d_shift.as<double>(), m,
+    classify_kernel<<<blocks_for(n + 1), kBlock>>>(F.as<Key>(), n, L, T, S, in.shifts, m,
                                                    code.as<unsigned char>(), cnt.as<Cnt>());
-    VH_FMM_CUDA(cudaGetLastError());
+    VH_CHECK_CUDA(cudaGetLastError());
     std::size_t bytes = 0;
-    VH_FMM_CUDA(cub::DeviceScan::ExclusiveScan(nullptr, bytes, cnt.as<Cnt>(), off.as<Cnt>(), CntSum{}, Cnt{0, 0, 0},
+    VH_CHECK_CUDA(cub::DeviceScan::ExclusiveScan(nullptr, bytes, cnt.as<Cnt>(), off.as<Cnt>(), CntSum{}, Cnt{0, 0, 0},
                                                n + 1));
-    VH_FMM_CUDA(cub::DeviceScan::ExclusiveScan(tmp.get(bytes), bytes, cnt.as<Cnt>(), off.as<Cnt>(), CntSum{},
+    VH_CHECK_CUDA(cub::DeviceScan::ExclusiveScan(tmp.get(bytes), bytes, cnt.as<Cnt>(), off.as<Cnt>(), CntSum{},
                                                Cnt{0, 0, 0}, n + 1));
     const Cnt tot = download_one(off.as<Cnt>() + n);
     if (n_m2l + tot.m2l > INT_MAX || n_p2p + tot.p2p > INT_MAX || tot.child > INT_MAX)
@@ -504,14 +506,13 @@ GpuLists build_lists_gpu(const Tree& tgt, const Tree& src, bool self, const std:
     grow_keep(m2l_keys, n_m2l * sizeof(Key), (n_m2l + tot.m2l) * sizeof(Key));
     grow_keep(p2p_keys, n_p2p * sizeof(Key), (n_p2p + tot.p2p) * sizeof(Key));
     reserve(next, std::max<long long>(1, tot.child) * sizeof(Key));
-    emit_kernel<<<blocks_for(n), kBlock>>>(F.as<Key>(), n, L, T, S, d_rank.as<int>(), code.as<unsigned char>(),
+    emit_kernel<<<blocks_for(n), kBlock>>>(F.as<Key>(), n, L, T, S, in.rank, code.as<unsigned char>(),
                                            off.as<Cnt>(), m2l_keys.as<Key>() + n_m2l, p2p_keys.as<Key>() + n_p2p,
                                            next.as<Key>());
-    VH_FMM_CUDA(cudaGetLastError());
+    VH_CHECK_CUDA(cudaGetLastError());
     n_m2l += tot.m2l;
     n_p2p += tot.p2p;
-    std::swap(F.p, next.p);
-    std::swap(F.bytes, next.bytes);
+    F.swap(next);
     n = static_cast<int>(tot.child);
   }
   F.resize(0);
@@ -529,38 +530,38 @@ GpuLists build_lists_gpu(const Tree& tgt, const Tree& src, bool self, const std:
     smax.resize(std::max(1, nct) * sizeof(int));
     fill_kernel<<<blocks_for(nct), kBlock>>>(nct, INT_MAX, smin.as<int>());
     fill_kernel<<<blocks_for(nct), kBlock>>>(nct, -1, smax.as<int>());
-    VH_FMM_CUDA(cudaGetLastError());
+    VH_CHECK_CUDA(cudaGetLastError());
     if (nm > 0) {
       shift_range_kernel<<<blocks_for(nm), kBlock>>>(m2l_keys.as<Key>(), nm, L, smin.as<int>(), smax.as<int>());
       rekey_kernel<<<blocks_for(nm), kBlock>>>(m2l_keys.as<Key>(), nm, L, smin.as<int>(), smax.as<int>(),
-                                               d_r2c.as<int>());
-      VH_FMM_CUDA(cudaGetLastError());
+                                               in.rank_to_cell);
+      VH_CHECK_CUDA(cudaGetLastError());
       sorted.resize(nm * sizeof(Key));
       sort_keys(tmp, m2l_keys.as<Key>(), sorted.as<Key>(), nm, sort_bits);
     }
     m2l_keys.resize(0);
-    D.m2l_entries.resize(static_cast<std::size_t>(nm) * sizeof(int2));
+    D.m2l_entries.reserve(static_cast<std::size_t>(nm) * sizeof(int2));
     seg.resize((nm + 1) * sizeof(int));
     grp.resize((nm + 1) * sizeof(int));
     segpos.resize((nm + 1) * sizeof(int));
     grppos.resize((nm + 1) * sizeof(int));
     m2l_decode_kernel<<<blocks_for(nm + 1), kBlock>>>(sorted.as<Key>(), nm, L, smin.as<int>(), smax.as<int>(),
-                                                      d_r2c.as<int>(), D.m2l_entries.as<int2>(), seg.as<int>(),
+                                                      in.rank_to_cell, D.m2l_entries.as<int2>(), seg.as<int>(),
                                                       grp.as<int>());
-    VH_FMM_CUDA(cudaGetLastError());
+    VH_CHECK_CUDA(cudaGetLastError());
     exclusive_sum(tmp, seg.as<int>(), segpos.as<int>(), nm + 1);
     exclusive_sum(tmp, grp.as<int>(), grppos.as<int>(), nm + 1);
     out.n_m2l = nm;
     out.n_m2l_targets = download_one(segpos.as<int>() + nm);
     out.n_m2l_groups = download_one(grppos.as<int>() + nm);
-    D.m2l_targets.resize(std::max(1, out.n_m2l_targets) * sizeof(int));
-    D.m2l_goffset.resize((out.n_m2l_targets + 1) * sizeof(int));
-    D.m2l_groups.resize((out.n_m2l_groups + 1) * sizeof(int));
+    D.m2l_targets.reserve(std::max(1, out.n_m2l_targets) * sizeof(int));
+    D.m2l_goffset.reserve((out.n_m2l_targets + 1) * sizeof(int));
+    D.m2l_groups.reserve((out.n_m2l_groups + 1) * sizeof(int));
     m2l_scatter_kernel<<<blocks_for(nm + 1), kBlock>>>(sorted.as<Key>(), nm, L, seg.as<int>(), segpos.as<int>(),
                                                        grp.as<int>(), grppos.as<int>(), D.m2l_targets.as<int>(),
                                                        D.m2l_goffset.as<int>(), D.m2l_groups.as<int>());
-    VH_FMM_CUDA(cudaGetLastError());
-    VH_FMM_CUDA(cudaDeviceSynchronize());
+    VH_CHECK_CUDA(cudaGetLastError());
+    VH_CHECK_CUDA(cudaDeviceSynchronize());
   }
   st.mark("m2l arrays");
 
@@ -577,54 +578,53 @@ GpuLists build_lists_gpu(const Tree& tgt, const Tree& src, bool self, const std:
     epos.resize((np + 1) * sizeof(int));
     pairs.resize(std::max(1, np) * sizeof(long long));
     send.resize(std::max(1, np) * sizeof(int));
-    p2p_decode_kernel<<<blocks_for(np + 1), kBlock>>>(sorted.as<Key>(), np, L, T, S, d_r2c.as<int>(), merge_p2p,
+    p2p_decode_kernel<<<blocks_for(np + 1), kBlock>>>(sorted.as<Key>(), np, L, T, S, in.rank_to_cell, merge_p2p,
                                                       newf.as<int>(), pairs.as<long long>(), send.as<int>());
-    VH_FMM_CUDA(cudaGetLastError());
+    VH_CHECK_CUDA(cudaGetLastError());
     exclusive_sum(tmp, newf.as<int>(), epos.as<int>(), np + 1);
     const int ne = download_one(epos.as<int>() + np);
-    D.p2p_entries.resize(static_cast<std::size_t>(ne) * sizeof(int4));
+    D.p2p_entries.reserve(static_cast<std::size_t>(ne) * sizeof(int4));
     lstart.resize(std::max(1, nl) * sizeof(int));
     lstop.resize(std::max(1, nl) * sizeof(int));
-    VH_FMM_CUDA(cudaMemset(lstart.p, 0, lstart.bytes));
-    VH_FMM_CUDA(cudaMemset(lstop.p, 0, lstop.bytes));
+    VH_CHECK_CUDA(cudaMemset(lstart.p, 0, lstart.bytes));
+    VH_CHECK_CUDA(cudaMemset(lstop.p, 0, lstop.bytes));
     if (np > 0) {
-      p2p_entries_kernel<<<blocks_for(np), kBlock>>>(sorted.as<Key>(), np, L, S, d_r2c.as<int>(), newf.as<int>(),
-                                                     epos.as<int>(), d_shift.as<double>(), self, d_leaf_of.as<int>(),
+      p2p_entries_kernel<<<blocks_for(np), kBlock>>>(sorted.as<Key>(), np, L, S, in.rank_to_cell, newf.as<int>(),
+                                                     epos.as<int>(), in.shifts, self, in.leaf_of,
                                                      D.p2p_entries.as<int4>(), lstart.as<int>(), lstop.as<int>());
-      VH_FMM_CUDA(cudaGetLastError());
+      VH_CHECK_CUDA(cudaGetLastError());
       long long* d_sum = reinterpret_cast<long long*>(newf.p);  // newf is done with: reuse for the results
       int* d_max = epos.as<int>();
       std::size_t bytes = 0;
-      VH_FMM_CUDA(cub::DeviceReduce::Sum(nullptr, bytes, pairs.as<long long>(), d_sum, np));
-      VH_FMM_CUDA(cub::DeviceReduce::Sum(tmp.get(bytes), bytes, pairs.as<long long>(), d_sum, np));
+      VH_CHECK_CUDA(cub::DeviceReduce::Sum(nullptr, bytes, pairs.as<long long>(), d_sum, np));
+      VH_CHECK_CUDA(cub::DeviceReduce::Sum(tmp.get(bytes), bytes, pairs.as<long long>(), d_sum, np));
       out.p2p_pairs = download_one(d_sum);
       bytes = 0;
-      VH_FMM_CUDA(cub::DeviceReduce::Max(nullptr, bytes, send.as<int>(), d_max, np));
-      VH_FMM_CUDA(cub::DeviceReduce::Max(tmp.get(bytes), bytes, send.as<int>(), d_max, np));
+      VH_CHECK_CUDA(cub::DeviceReduce::Max(nullptr, bytes, send.as<int>(), d_max, np));
+      VH_CHECK_CUDA(cub::DeviceReduce::Max(tmp.get(bytes), bytes, send.as<int>(), d_max, np));
       out.p2p_max_source = download_one(d_max);
     }
     ecnt.resize((nl + 1) * sizeof(int));
     tcnt.resize((nl + 1) * sizeof(int));
     eoff.resize((nl + 1) * sizeof(int));
     toff.resize((nl + 1) * sizeof(int));
-    leaf_counts_kernel<<<blocks_for(nl + 1), kBlock>>>(nl, d_leaves.as<int>(), T, lstart.as<int>(), lstop.as<int>(),
+    leaf_counts_kernel<<<blocks_for(nl + 1), kBlock>>>(nl, in.leaves, T, lstart.as<int>(), lstop.as<int>(),
                                                        ecnt.as<int>(), tcnt.as<int>());
-    VH_FMM_CUDA(cudaGetLastError());
+    VH_CHECK_CUDA(cudaGetLastError());
     exclusive_sum(tmp, ecnt.as<int>(), eoff.as<int>(), nl + 1);
     exclusive_sum(tmp, tcnt.as<int>(), toff.as<int>(), nl + 1);
     out.n_p2p_entries = ne;
     out.n_p2p_tasks = download_one(toff.as<int>() + nl);
-    D.p2p_tasks.resize(static_cast<std::size_t>(out.n_p2p_tasks) * sizeof(int4));
+    D.p2p_tasks.reserve(static_cast<std::size_t>(out.n_p2p_tasks) * sizeof(int4));
     if (nl > 0) {
-      tasks_kernel<<<blocks_for(nl), kBlock>>>(nl, d_leaves.as<int>(), T, eoff.as<int>(), toff.as<int>(),
+      tasks_kernel<<<blocks_for(nl), kBlock>>>(nl, in.leaves, T, eoff.as<int>(), toff.as<int>(),
                                                D.p2p_tasks.as<int4>());
-      VH_FMM_CUDA(cudaGetLastError());
+      VH_CHECK_CUDA(cudaGetLastError());
     }
     out.p2p_targets = nl > 0 ? nt : 0;
-    VH_FMM_CUDA(cudaDeviceSynchronize());
+    VH_CHECK_CUDA(cudaDeviceSynchronize());
   }
   st.mark("p2p arrays");
-  return out;
 }
 
 }  // namespace vh::fmm

@@ -102,6 +102,10 @@ void bounding_cube(const std::vector<Vec3>& a, const std::vector<Vec3>* b, Vec3&
   };
   add(a);
   if (b) add(*b);
+  cube_of_box(lo, hi, center, half);
+}
+
+void cube_of_box(const Vec3& lo, const Vec3& hi, Vec3& center, double& half) {
   half = 0;
   for (int d = 0; d < 3; ++d) {
     center[d] = 0.5 * (lo[d] + hi[d]);

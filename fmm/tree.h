@@ -72,5 +72,7 @@ void index_levels(Tree& t);
 
 /// Bounding cube (centre, half side) of one or two point sets, enlarged by a relative 1e-6.
 void bounding_cube(const std::vector<Vec3>& a, const std::vector<Vec3>* b, Vec3& center, double& half);
+/// The same from the points' bounding box [lo, hi] (GpuEvaluator measures it on the device).
+void cube_of_box(const Vec3& lo, const Vec3& hi, Vec3& center, double& half);
 
 }  // namespace vh::fmm

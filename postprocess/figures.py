@@ -21,6 +21,15 @@ other plots can check or reuse the data):
                    cubes (scikit-image) on the periodically extended field, rendered with
                    mplot3d; 7 in wide (3.4 in for one panel)
     statistics     Re_lambda(t), L(t) and S_3(t), three panels; 7 in wide
+    q_pdf          PDF of Q/<Q^2>^(1/2) (the stored Q, each field with its own rms) for each run
+                   and solver at the fields output nearest --q-at, log-y; 3.4 in wide
+    qr_pdf         joint PDF of the invariants (R, Q) of the velocity gradient A = grad u
+                   (Q = -tr(A^2)/2, R = -tr(A^3)/3 = -det A; the "teardrop"), in units of
+                   <Q_W> = <w.w>/4 of each field (Q/<Q_W>, R/<Q_W>^(3/2), Ooi et al., JFM 381,
+                   1999), one panel per run and solver at --q-at, with the Vieillefosse line
+                   27 R^2/4 + Q^3 = 0; A from the stored velocity by spectral derivatives
+                   (gradient_invariants(), the twin of src/core/diagnostics.cpp); 7 in wide
+                   (3.4 in for one panel)
 
 t/T is in units of the initial field's eddy turnover time T = /initial/series/T[0] of each
 run, K0 = /initial/series/K[0]. Every spectrum and field used is the output nearest the
@@ -30,7 +39,9 @@ markers the runs when several runs hold the same solver.
 
 Cost: about 3 s for a 32^3 run on one CPU core, most of it in matplotlib; the Q isosurfaces
 dominate at larger N (marching cubes sample at most 128 points per direction: N = 256 uses
-every second point), about 1 min at 256^3. Memory: two Q fields (8 N^3 bytes each).
+every second point), about 1 min at 256^3. Memory: two Q fields (8 N^3 bytes each); the
+(Q, R) panels hold the nine components of grad u of one field at a time (72 N^3 bytes,
+1.2 GB at 256^3).
 
 Exit status: 0 done, 2 bad input (a missing or malformed file, named with its dataset).
 """
@@ -70,7 +81,19 @@ VIEW = (25.0, -55.0)
 #: Marching cubes samples at most this many points per direction (cost of the 3-D render).
 MAX_SURFACE_POINTS = 128
 
-FIGURES = ("energy_decay", "spectra", "q_isosurfaces", "statistics")
+#: Bin widths of the Q PDF (units of <Q^2>^(1/2)) and of the (Q, R) PDF (units of <Q_W> and
+#: <Q_W>^(3/2)): those of `vortexhit compare` (src/app/compare.cpp, kQBins and kQRBins, on
+#: [-10, 10)). Here the bins extend over the data instead, on the same lattice (edges at
+#: multiples of the width), so inside [-10, 10) they are compare's bins and the tails show.
+Q_BIN_WIDTH = 0.1
+QR_BIN_WIDTH = 0.25
+#: Contour levels of the (Q, R) PDF (density in the normalised units). A level is drawn only
+#: where it means at least QR_MIN_SAMPLES samples in a bin of the smallest field (a relative
+#: sampling noise of at most 1/sqrt(10) = 30 %): 10^-2 and up at 32^3, 10^-4 at 128^3.
+QR_LEVELS = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+QR_MIN_SAMPLES = 10
+
+FIGURES = ("energy_decay", "spectra", "q_isosurfaces", "statistics", "q_pdf", "qr_pdf")
 
 
 class InputError(Exception):
@@ -156,7 +179,7 @@ def read_run(run_dir):
         "N": n,
         "T0": float(ini["T"][0]),
         "K0": float(ini["K"][0]),
-        # nu = u' lambda / Re_lambda (DESIGN.md): the run file keeps nu only in this form.
+        # nu = u' lambda / Re_lambda (docs/design.md): the run file keeps nu only in this form.
         "nu": float(u_prime * ini["lambda"][0] / ini["Re_lambda"][0]),
         "solvers": solvers,
         "fields": [(p, s) for _, p, s in fields],
@@ -445,6 +468,161 @@ def q_isosurfaces(runs, pairs, out_dir, q_at, q_level):
     return _save(fig, out_dir, "q_isosurfaces", data)
 
 
+def read_velocity(path, solver):
+    """/<solver>/velocity of a fields file, [z][y][x][component]."""
+    with h5py.File(path, "r") as f:
+        ds = _dataset(f, f"/{solver}/velocity")
+        if ds.ndim != 4 or ds.shape[3] != 3 or len(set(ds.shape[:3])) != 1:
+            raise InputError(f"{path}:/{solver}/velocity has shape {ds.shape} (expected [N][N][N][3])")
+        return ds[()]
+
+
+def gradient_invariants(u):
+    """Q = -tr(A^2)/2 and R = -tr(A^3)/3 of A_ij = du_i/dx_j at every grid point, and
+    <Q_W> = <w.w>/4 = <sum_ij (A_ij - A_ji)^2>/8.
+
+    The twin of gradient_invariants() in src/core/diagnostics.cpp: spectral derivatives i k_j
+    with the Nyquist wavenumber set to zero, the same trace forms (= -det A where tr A = 0).
+    `u` is a fields file's velocity, [z][y][x][component]; Q and R come back [z][y][x].
+    """
+    n = u.shape[0]
+    k = np.fft.fftfreq(n, 1.0 / n)
+    k[n // 2] = 0.0  # the Nyquist mode has no sign: its odd derivative is zero
+    kx = np.fft.rfftfreq(n, 1.0 / n)
+    kx[-1] = 0.0
+    kj = [kx[None, None, :], k[None, :, None], k[:, None, None]]  # x_j along the [z][y][x] axes
+    a = np.empty((3, 3) + u.shape[:3])
+    for i in range(3):
+        uh = np.fft.rfftn(u[..., i])
+        for j in range(3):
+            a[i, j] = np.fft.irfftn(1j * kj[j] * uh, s=u.shape[:3], axes=(0, 1, 2))
+    tr2 = sum(a[i, j] * a[j, i] for i in range(3) for j in range(3))
+    tr3 = sum(a[i, j] * a[j, m] * a[m, i] for i in range(3) for j in range(3) for m in range(3))
+    q_w = sum(np.mean((a[i, j] - a[j, i]) ** 2) for i in range(3) for j in range(3)) / 8.0
+    return -0.5 * tr2, -tr3 / 3.0, float(q_w)
+
+
+def lattice_edges(lo, hi, width):
+    """Bin edges at integer multiples of `width` covering [lo, hi]."""
+    i0, i1 = int(np.floor(lo / width)), int(np.floor(hi / width)) + 1
+    return np.arange(i0, i1 + 1) * width
+
+
+def vieillefosse(r):
+    """Q on the Vieillefosse line 27 R^2/4 + Q^3 = 0 (zero discriminant of the eigenvalue
+    equation of A: real eigenvalues below it, complex ones above); the same curve in the
+    normalised units Q/<Q_W>, R/<Q_W>^(3/2), which is why R takes the power 3/2."""
+    return -np.cbrt(27.0 / 4.0 * np.asarray(r) ** 2)
+
+
+def _fields_at(run, solver, q_at):
+    """(path, t) of the fields file nearest q_at that holds `solver`, or None."""
+    have = [(p, g[solver]) for p, g in run["fields"] if solver in g]
+    if not have:
+        return None
+    return have[nearest([t for _, t in have], q_at * run["T0"])]
+
+
+def q_pdf(runs, pairs, out_dir, q_at):
+    """Figure 5: PDF of Q/<Q^2>^(1/2) for each run and solver at one t/T, log-y."""
+    fig, ax = plt.subplots(figsize=(COLUMN_WIDTH, 2.6))
+    markers = run_markers(pairs)
+    several = len(runs) > 1
+    data = {"figure": "q_pdf", "q_at": q_at, "x": "Q/<Q^2>^1/2", "y": "PDF", "bin_width": Q_BIN_WIDTH,
+            "curves": []}
+    for run, solver in pairs:
+        found = _fields_at(run, solver, q_at)
+        if found is None:
+            continue
+        path, t = found
+        q = read_q(path, solver).ravel()
+        rms = float(np.sqrt(np.mean(q**2)))
+        x = q / rms
+        edges = lattice_edges(x.min(), x.max(), Q_BIN_WIDTH)
+        pdf, _ = np.histogram(x, bins=edges, density=True)
+        centres = 0.5 * (edges[1:] + edges[:-1])
+        ax.plot(centres, _finite(pdf), color=colour(solver), marker=markers[(run["dir"], solver)],
+                markevery=max(1, len(centres) // 8), drawstyle="steps-mid",
+                label=f"{label(run, solver, several)}, $t/T = {t / run['T0']:.2f}$")
+        data["curves"].append({"run": run["dir"], "solver": solver, "N": run["N"], "colour": colour(solver),
+                               "file": path, "dataset": f"/{solver}/Q", "t": t, "t_over_T": t / run["T0"],
+                               "Q_rms": rms, "edges": edges, "centres": centres, "pdf": pdf})
+    if data["curves"]:
+        ax.set_yscale("log")
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.legend(loc="upper right", fontsize=6)
+    else:
+        ax.text(0.5, 0.5, "no fields_*.h5 with Q", transform=ax.transAxes, ha="center")
+    ax.set_xlabel("$Q/\\langle Q^2\\rangle^{1/2}$")
+    ax.set_ylabel("PDF")
+    return _save(fig, out_dir, "q_pdf", data)
+
+
+def qr_pdf(runs, pairs, out_dir, q_at):
+    """Figure 6: joint PDF of (R, Q) of grad u (the teardrop), one panel per run and solver,
+    with the Vieillefosse line; Q in units of <Q_W>, R of <Q_W>^(3/2)."""
+    panels = []
+    for run, solver in pairs:
+        found = _fields_at(run, solver, q_at)
+        if found is None:
+            continue
+        path, t = found
+        q, r, q_w = gradient_invariants(read_velocity(path, solver))
+        panels.append({"run": run, "solver": solver, "file": path, "t": t, "Q": q.ravel() / q_w,
+                       "R": r.ravel() / q_w**1.5, "q_w": q_w})
+    width = COLUMN_WIDTH if len(panels) <= 1 else PAGE_WIDTH
+    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(width, 2.8), sharex=True, sharey=True, squeeze=False)
+    data = {"figure": "qr_pdf", "q_at": q_at, "x": "R/<Q_W>^3/2", "y": "Q/<Q_W>", "bin_width": QR_BIN_WIDTH,
+            "panels": []}
+    several = len(runs) > 1
+    if not panels:
+        axes[0, 0].text(0.5, 0.5, "no fields_*.h5 with velocity", transform=axes[0, 0].transAxes, ha="center")
+        return _save(fig, out_dir, "qr_pdf", data)
+    # Common bins and levels, so that the panels compare shape for shape.
+    r_edges = lattice_edges(min(p["R"].min() for p in panels), max(p["R"].max() for p in panels), QR_BIN_WIDTH)
+    q_edges = lattice_edges(min(p["Q"].min() for p in panels), max(p["Q"].max() for p in panels), QR_BIN_WIDTH)
+    floor = max(QR_MIN_SAMPLES / (len(p["Q"]) * QR_BIN_WIDTH**2) for p in panels)
+    levels = [lv for lv in QR_LEVELS if lv >= floor]
+    data["levels"] = levels
+    data["level_floor"] = floor
+    r_c, q_c = 0.5 * (r_edges[1:] + r_edges[:-1]), 0.5 * (q_edges[1:] + q_edges[:-1])
+    inside = np.zeros((len(q_c), len(r_c)), dtype=bool)
+    for p in panels:
+        # histogram2d's first argument runs along axis 0: pdf[i, j] is Q bin i, R bin j.
+        p["pdf"], _, _ = np.histogram2d(p["Q"], p["R"], bins=[q_edges, r_edges], density=True)
+        inside |= p["pdf"] >= (levels[0] if levels else floor)
+    # Axes over the region of the lowest level drawn (pooled), one bin beyond.
+    qi, ri = np.nonzero(inside)
+    if len(qi) == 0:  # no bin reaches the lowest level: the whole range
+        qi, ri = np.array([0, len(q_c) - 1]), np.array([0, len(r_c) - 1])
+    r_lim = (r_edges[max(ri.min() - 1, 0)], r_edges[min(ri.max() + 2, len(r_edges) - 1)])
+    q_lim = (q_edges[max(qi.min() - 1, 0)], q_edges[min(qi.max() + 2, len(q_edges) - 1)])
+    r_line = np.linspace(*r_lim, 201)
+    for ax, p in zip(axes[0], panels):
+        if levels:
+            with np.errstate(divide="ignore"):
+                logp = np.log10(p["pdf"])
+            cs = ax.contour(r_c, q_c, logp, levels=np.log10(levels), colors=colour(p["solver"]),
+                            linestyles="solid", linewidths=np.linspace(0.5, 1.2, len(levels)))
+            ax.clabel(cs, fmt=lambda v: f"$10^{{{v:.0f}}}$", fontsize=5, inline_spacing=1)
+        ax.plot(r_line, vieillefosse(r_line), color="0.3", lw=0.8, ls="--")
+        ax.axhline(0, color="0.6", lw=0.4)
+        ax.axvline(0, color="0.6", lw=0.4)
+        ax.set_xlim(*r_lim)
+        ax.set_ylim(*q_lim)
+        ax.set_xlabel("$R/\\langle Q_W\\rangle^{3/2}$")
+        t_T = p["t"] / p["run"]["T0"]
+        ax.set_title(f"{label(p['run'], p['solver'], several)}, $t/T = {t_T:.2f}$", fontsize=8)
+        data["panels"].append({"run": p["run"]["dir"], "solver": p["solver"], "N": p["run"]["N"],
+                               "colour": colour(p["solver"]), "file": p["file"], "dataset": f"/{p['solver']}/velocity",
+                               "t": p["t"], "t_over_T": t_T, "Q_W_mean": p["q_w"], "R_edges": r_edges,
+                               "Q_edges": q_edges, "pdf": p["pdf"]})
+    axes[0, 0].set_ylabel("$Q/\\langle Q_W\\rangle$")
+    data["vieillefosse"] = {"R": r_line, "Q": vieillefosse(r_line), "equation": "27 R^2/4 + Q^3 = 0"}
+    data["limits"] = {"R": r_lim, "Q": q_lim}
+    return _save(fig, out_dir, "qr_pdf", data)
+
+
 def statistics(runs, pairs, out_dir):
     """Figure 4: Re_lambda, L and S_3 against t/T."""
     fig, axes = plt.subplots(1, 3, figsize=(PAGE_WIDTH, 2.3))
@@ -481,6 +659,8 @@ def make_figures(run_dirs, out_dir, at=(1.0, 5.0, 10.0), q_at=None, q_level=1.0,
         paths += spectra(runs, pairs, out_dir, at)
         paths += q_isosurfaces(runs, pairs, out_dir, at[0] if q_at is None else q_at, q_level)
         paths += statistics(runs, pairs, out_dir)
+        paths += q_pdf(runs, pairs, out_dir, at[0] if q_at is None else q_at)
+        paths += qr_pdf(runs, pairs, out_dir, at[0] if q_at is None else q_at)
     return paths
 
 
@@ -497,7 +677,7 @@ def main(argv=None):
     p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folders (each with run.h5)")
     p.add_argument("--out", help="output folder (default RUN_DIR/figures of the first run)")
     p.add_argument("--at", type=_floats, default=[1.0, 5.0, 10.0], help="t/T of the spectra (default 1,5,10)")
-    p.add_argument("--q-at", type=float, help="t/T of the Q isosurfaces (default: the first --at)")
+    p.add_argument("--q-at", type=float, help="t/T of the Q isosurfaces and PDFs (default: the first --at)")
     p.add_argument("--q-level", type=float, default=1.0, help="isosurface level in units of <Q^2>^1/2 (default 1)")
     p.add_argument("--solvers", type=lambda s: [v.strip() for v in s.split(",") if v.strip()],
                    help="solver groups to plot (default: all but initial)")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds with CUDA for Hopper (sm_90) into build-gpu/ and copies the executables of one set, plus
-# Boost.Program_options (missing on the GPU machine), into .gpu/ (../shared/DEVICE.md):
+# Boost.Program_options (missing on the GPU machine), into .gpu/ (docs/design.md, "The GPU machine"):
 #
 #   scripts/build-gpu.sh [SET]      SET: fmm (default), spectral, tgv, vortex or all
 #
@@ -8,7 +8,9 @@
 #             (device-check.sh tests, sanitize; bench without the spectral benchmark)
 #   spectral  test_spectral_gpu, spectral_bench (device-check.sh tests, bench)
 #   tgv       tgv_check (the Taylor-Green check against the 512^3 reference)
-#   vortex    vortexhit, the blob test and blobs_bench (device-check.sh vortex, study, sc09, bench)
+#   vortex    vortexhit, the blob and GPU-solver tests, blobs_bench and vortex_step_bench
+#             (device-check.sh vortex, vstep, study, sc09, memory, bench)
+#   mpi       test_spectral_mpi, spectral_bench (device-check.sh mpi: the spectral solver on 2 ranks)
 #   all       every one of them (more than the device tool carries)
 #
 # Sets, because the device tool carries at most 64 MiB and every program that links the spectral
@@ -21,10 +23,12 @@ case "$set_name" in
               fmm_bench p2p_gpu_bench p2p_cpu_bench" ;;
   spectral) progs="test_spectral_gpu spectral_bench" ;;
   tgv) progs="tgv_check" ;;
-  vortex) progs="vortexhit test_blobs_gpu blobs_bench" ;;
+  vortex) progs="vortexhit test_blobs_gpu test_vortex_gpu blobs_bench vortex_step_bench" ;;
+  mpi) progs="test_spectral_mpi spectral_bench" ;;
   all) progs="fmm_gpu_test test_fmm_gpu test_traverse_gpu test_blobs_gpu test_initial_field test_diagnostics
-              fmm_bench p2p_gpu_bench p2p_cpu_bench test_spectral_gpu spectral_bench tgv_check vortexhit blobs_bench" ;;
-  *) echo "build-gpu.sh: unknown set '$set_name' (allowed: fmm, spectral, tgv, vortex, all)" >&2; exit 2 ;;
+              fmm_bench p2p_gpu_bench p2p_cpu_bench test_spectral_gpu spectral_bench tgv_check vortexhit blobs_bench
+              test_vortex_gpu vortex_step_bench" ;;
+  *) echo "build-gpu.sh: unknown set '$set_name' (allowed: fmm, spectral, tgv, vortex, mpi, all)" >&2; exit 2 ;;
 esac
 [ -f build-gpu/CMakeCache.txt ] ||
   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DVH_ENABLE_CUDA=ON >/dev/null
@@ -36,9 +40,8 @@ for p in $progs; do
   cp "$f" .gpu/
 done
 cp /usr/lib/x86_64-linux-gnu/libboost_program_options.so.1.74.0 .gpu/
-# The tests read reference data from the path compiled in (VH_SHARED_DIR = <repo>/../shared).
-mkdir -p .gpu/shared && cp -r ../shared/data .gpu/shared/
-echo "$(cd .. && pwd)/shared" > .gpu/shared_dir.txt
+# The reference data travel with the working tree (validation/data, tracked); device-check.sh
+# points the carried programs at them with VH_DATA_DIR.
 size=$(du -sm .gpu | cut -f1)
 echo ".gpu: set $set_name, ${size} MiB"
 [ "$size" -le 64 ] || echo "build-gpu.sh: .gpu is ${size} MiB, more than the device tool carries (64 MiB); use a smaller set" >&2

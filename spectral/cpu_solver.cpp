@@ -1,6 +1,7 @@
 // CPU back end (cpu_solver.h). The loops mirror the GPU kernels of gpu_solver.cu one to one
 // and call the same per-mode math (rhs_kernel.h); this is the reference the GPU is tested
-// against.
+// against. On one rank an evaluation is 3-D FFTW transforms of the zero-padded M grid; on
+// R > 1 ranks (or with Params::transforms = fused) it is the slab passes (slab_passes.h).
 #include "spectral/cpu_solver.h"
 
 #include <fftw3.h>
@@ -12,8 +13,11 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/error.h"
+#include "core/fft.h"
 #include "spectral/rhs_kernel.h"
 #include "spectral/rk4.h"
+#include "spectral/slab_passes.h"
 
 namespace vh::spectral {
 namespace {
@@ -21,10 +25,7 @@ namespace {
 using kernel::Cx;
 using C = Cx<double>;
 
-std::mutex& planner_mutex() {
-  static std::mutex m;
-  return m;
-}
+std::mutex& planner_mutex() { return vh::fftw_planner_mutex(); }
 
 /// In-place FFTW plan of `howmany` r2c or c2r transforms of size m³ on `data`.
 fftw_plan plan_many(int m, int howmany, fftw_complex* data, bool inverse) {
@@ -43,7 +44,6 @@ fftw_plan plan_many(int m, int howmany, fftw_complex* data, bool inverse) {
 class CpuSolver final : public Rk4Solver {
  public:
   CpuSolver(const Params& p, const Slab& s) : p_(p), slab_(s) {
-    VH_CHECK(s.ranks == 1, "the spectral solver runs on one rank for now");
     const int n = s.grid.n;
     g_ = kernel::make_geometry(n, p.dealias);
     nmodes_ = s.local_modes();
@@ -53,6 +53,15 @@ class CpuSolver final : public Rk4Solver {
     threads_ = std::size_t(g_.m) * g_.m * g_.m >= std::size_t(64) * 64 * 64 ? omp_get_max_threads() : 1;
     for (auto* v : {&u0_, &acc_}) v->assign(3 * nmodes_, C{0, 0});
     if (p.viscosity == Viscosity::explicit_rk4) a_.assign(3 * nmodes_, C{0, 0});
+    for (int c = 0; c < 3; ++c) {
+      arr_.u0[c] = u0_.data() + c * nmodes_;
+      arr_.acc[c] = acc_.data() + c * nmodes_;
+      arr_.a[c] = a_.empty() ? nullptr : a_.data() + c * nmodes_;
+    }
+    if (!s.whole() || p.transforms == Transforms::fused) {
+      passes_ = std::make_unique<SlabPasses>(g_, s, threads_);
+      return;
+    }
     work_ = fftw_alloc_complex(6 * pmodes_);
     VH_CHECK(work_, "FFTW allocation of the transform buffers failed");
     std::memset(static_cast<void*>(work_), 0, 6 * pmodes_ * sizeof(fftw_complex));
@@ -68,13 +77,9 @@ class CpuSolver final : public Rk4Solver {
     VH_CHECK(inv6_ && fwd3_ && invn_, "FFTW planning failed");
     auto* w = reinterpret_cast<C*>(work_);
     for (int c = 0; c < 6; ++c) arr_.buf[c] = w + c * pmodes_;
-    for (int c = 0; c < 3; ++c) {
-      arr_.u0[c] = u0_.data() + c * nmodes_;
-      arr_.acc[c] = acc_.data() + c * nmodes_;
-      arr_.a[c] = a_.empty() ? nullptr : a_.data() + c * nmodes_;
-    }
   }
   ~CpuSolver() override {
+    if (passes_) return;
     std::lock_guard<std::mutex> lock(planner_mutex());
     fftw_destroy_plan(inv6_);
     fftw_destroy_plan(fwd3_);
@@ -82,16 +87,15 @@ class CpuSolver final : public Rk4Solver {
     fftw_free(work_);
   }
 
-  void set_velocity(const SpectralVector& u, double t) override {
-    VH_CHECK(u.grid.n == g_.n, "set_velocity: grid size differs from the solver's");
-    const int n = g_.n, nxh = g_.nxh();
+  void set_velocity(const SpectralSlab& u, double t) override {
+    VH_CHECK(u.slab.grid.n == g_.n && u.c[0].size() == nmodes_, "set_velocity: grid or slab differs from the solver's");
+    const int n = g_.n, nxh = g_.nxh(), sl = slab_.slots();
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads_)
-    for (int iz = 0; iz < slab_.nkz; ++iz)
-      for (int iy = 0; iy < n; ++iy)
+    for (int iz = 0; iz < n; ++iz)
+      for (int j = 0; j < sl; ++j)
         for (int ix = 0; ix < nxh; ++ix) {
-          const std::size_t m = (std::size_t(iz) * n + iy) * nxh + ix;
-          const bool keep = kernel::retained(g_, ix, kernel::signed_k(iy, n),
-                                             kernel::signed_k(iz + slab_.kz0, n));
+          const std::size_t m = slab_.mode_index(ix, j, iz);
+          const bool keep = kernel::retained(g_, ix, kernel::signed_k(slab_.ky_index(j), n), kernel::signed_k(iz, n));
           for (int c = 0; c < 3; ++c)
             arr_.u0[c][m] = keep ? C{u.c[c][m].real(), u.c[c][m].imag()} : C{0, 0};
         }
@@ -100,14 +104,20 @@ class CpuSolver final : public Rk4Solver {
     max_valid_ = false;
   }
 
-  void velocity(SpectralVector& u) override {
-    if (u.grid.n != g_.n) u = SpectralVector(slab_.grid);
+  void velocity(SpectralSlab& u) override {
+    if (u.c[0].size() != nmodes_) u = SpectralSlab(slab_);
+    u.slab = slab_;
     for (int c = 0; c < 3; ++c)
       std::memcpy(static_cast<void*>(u.c[c].data()), arr_.u0[c], nmodes_ * sizeof(C));
   }
 
   double max_velocity() override {
     if (max_valid_) return max_cache_;
+    if (passes_) {
+      inputs_ready_ = false;
+      max_valid_ = true;
+      return max_cache_ = passes_->max_velocity(arr_);
+    }
     const int n = g_.n, row = 2 * g_.nxh();
     const std::size_t cd = std::size_t(n) * n * g_.nxh();
     for (int c = 0; c < 3; ++c)
@@ -128,28 +138,29 @@ class CpuSolver final : public Rk4Solver {
   }
 
   Energies energies() override {
-    const int n = g_.n, nxh = g_.nxh();
+    const int n = g_.n, nxh = g_.nxh(), sl = slab_.slots();
     const C* u[3] = {arr_.u0[0], arr_.u0[1], arr_.u0[2]};
     double K = 0, Z = 0;
 #pragma omp parallel for collapse(2) reduction(+ : K, Z) schedule(static) num_threads(threads_)
-    for (int iz = 0; iz < slab_.nkz; ++iz)
-      for (int iy = 0; iy < n; ++iy)
+    for (int iz = 0; iz < n; ++iz)
+      for (int j = 0; j < sl; ++j)
         for (int ix = 0; ix < nxh; ++ix) {
           double e, z;
-          kernel::mode_energy(g_, ix, iy, iz, u, e, z);
+          kernel::mode_energy(g_, ix, slab_.ky_index(j), iz, slab_.mode_index(ix, j, iz), u, e, z);
           K += e;
           Z += z;
         }
-    return {K, Z};
+    return {slab_.comm.sum(K), slab_.comm.sum(Z)};
   }
 
-  void nonlinear_term(SpectralVector& out) override {
+  void nonlinear_term(SpectralSlab& out) override {
     load_state_inputs();
     nonlinear_transforms();
     kernel::StageArrays<double> arr = arr_;
     for (int c = 0; c < 3; ++c) arr.a[c] = arr.acc[c];
     post(kernel::kRhsOnly, 0.0, arr);
-    if (out.grid.n != g_.n) out = SpectralVector(slab_.grid);
+    if (out.c[0].size() != nmodes_) out = SpectralSlab(slab_);
+    out.slab = slab_;
     for (int c = 0; c < 3; ++c) {
       std::memcpy(static_cast<void*>(out.c[c].data()), arr_.acc[c], nmodes_ * sizeof(C));
       std::fill(arr_.acc[c], arr_.acc[c] + nmodes_, C{0, 0});
@@ -163,6 +174,10 @@ class CpuSolver final : public Rk4Solver {
       load_state_inputs();
       const auto t0 = std::chrono::steady_clock::now();
       for (int s = 0; s < 4; ++s) {
+        if (passes_) {
+          passes_->local_ffts();
+          continue;
+        }
         fftw_execute(inv6_);
         fftw_execute(fwd3_);
       }
@@ -174,9 +189,12 @@ class CpuSolver final : public Rk4Solver {
   }
 
   int transform_size() const override { return g_.m; }
+  ExchangeStats exchange_stats() const override { return passes_ ? passes_->stats() : ExchangeStats{}; }
+  std::string path() const override { return passes_ ? "slab passes (FFTW lines)" : "3-D FFTW"; }
 
  protected:
   void load_state_inputs() override {
+    if (passes_) return passes_->load(arr_);
     const int m = g_.m, mxh = g_.mxh();
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads_)
     for (int iz = 0; iz < m; ++iz)
@@ -185,6 +203,7 @@ class CpuSolver final : public Rk4Solver {
   }
 
   void nonlinear_transforms() override {
+    if (passes_) return passes_->transforms();
     fftw_execute(inv6_);
     const int m = g_.m, row = g_.mrow();
     const std::ptrdiff_t cd = std::ptrdiff_t(2) * pmodes_;  // reals per buffer
@@ -206,6 +225,7 @@ class CpuSolver final : public Rk4Solver {
   void post(int s, double dt, const kernel::StageArrays<double>& arr) {
     const int m = g_.m, mxh = g_.mxh();
     const bool expl = p_.viscosity == Viscosity::explicit_rk4;
+    if (passes_) return passes_->post(s, expl, p_.nu, dt, arr);
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads_)
     for (int iz = 0; iz < m; ++iz)
       for (int iy = 0; iy < m; ++iy)
@@ -221,6 +241,7 @@ class CpuSolver final : public Rk4Solver {
   fftw_complex* work_ = nullptr;
   fftw_plan inv6_ = nullptr, fwd3_ = nullptr, invn_ = nullptr;
   kernel::StageArrays<double> arr_{};
+  std::unique_ptr<SlabPasses> passes_;  // R > 1 ranks (or transforms = fused): the slab passes
 };
 
 }  // namespace

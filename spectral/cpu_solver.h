@@ -4,12 +4,12 @@
 
 #include <memory>
 
-#include "spectral/decomposition.h"
+#include "core/slab.h"
 #include "spectral/solver.h"
 
 namespace vh::spectral {
 
-/// The CPU solver on slab `s` (one rank: Slab::single).
+/// The CPU solver on slab `s` (one rank: Slab::whole_grid).
 std::unique_ptr<Solver> make_cpu_solver(const Params& p, const Slab& s);
 
 }  // namespace vh::spectral

@@ -80,9 +80,8 @@ std::string unsupported_reason(const kernel::Geometry& g, bool single) {
 }
 
 template <class T>
-void launch(Pass p, const kernel::Geometry& g, int stage, bool expl, T nu, T dt, const kernel::StageArrays<T>& arr,
-            Cx<T>* zb, Cx<T>* yb, void* stream) {
-  const FusedLayout l = FusedLayout::make(g);
+void launch(Pass p, const FusedLayout& l, int stage, bool expl, T nu, T dt, const kernel::StageArrays<T>& arr,
+            Cx<T>* zb, Cx<T>* zt, Cx<T>* yb, void* stream) {
   auto st = static_cast<cudaStream_t>(stream);
   Profile& prof = profile();
   if (prof.on) {
@@ -92,15 +91,15 @@ void launch(Pass p, const kernel::Geometry& g, int stage, bool expl, T nu, T dt,
     }
     VH_CHECK_CUDA(cudaEventRecord(prof.e0, st));
   }
-  switch (g.m) {
-#define VH_FUSED_CASE(M)                                                   \
-  case M:                                                                  \
-    detail::Passes<T, M>::run(p, l, stage, expl, nu, dt, arr, zb, yb, st); \
+  switch (l.g.m) {
+#define VH_FUSED_CASE(M)                                                       \
+  case M:                                                                      \
+    detail::Passes<T, M>::run(p, l, stage, expl, nu, dt, arr, zb, zt, yb, st); \
     break;
     VH_FUSED_SIZES(VH_FUSED_CASE)
 #undef VH_FUSED_CASE
     default:
-      throw vh::InputError("fused transforms: no kernels for M = " + std::to_string(g.m));
+      throw vh::InputError("fused transforms: no kernels for M = " + std::to_string(l.g.m));
   }
   if (prof.on) {
     VH_CHECK_CUDA(cudaEventRecord(prof.e1, st));
@@ -111,10 +110,10 @@ void launch(Pass p, const kernel::Geometry& g, int stage, bool expl, T nu, T dt,
     ++prof.count[int(p)];
   }
 }
-template void launch<double>(Pass, const kernel::Geometry&, int, bool, double, double,
-                             const kernel::StageArrays<double>&, Cx<double>*, Cx<double>*, void*);
-template void launch<float>(Pass, const kernel::Geometry&, int, bool, float, float,
-                            const kernel::StageArrays<float>&, Cx<float>*, Cx<float>*, void*);
+template void launch<double>(Pass, const FusedLayout&, int, bool, double, double,
+                             const kernel::StageArrays<double>&, Cx<double>*, Cx<double>*, Cx<double>*, void*);
+template void launch<float>(Pass, const FusedLayout&, int, bool, float, float, const kernel::StageArrays<float>&,
+                            Cx<float>*, Cx<float>*, Cx<float>*, void*);
 
 void run_pass_gpu(Pass p, const kernel::Geometry& g, const StageArgs& s, HostArrays& h) {
   const std::string why = unsupported_reason(g, false);
@@ -137,7 +136,7 @@ void run_pass_gpu(Pass p, const kernel::Geometry& g, const StageArgs& s, HostArr
     arr.acc[c] = dev[1] + c * nm;
     arr.a[c] = dev[2] + c * nm;
   }
-  launch<double>(p, g, s.stage, s.explicit_visc, s.nu, s.dt, arr, dev[3], dev[4], nullptr);
+  launch<double>(p, l, s.stage, s.explicit_visc, s.nu, s.dt, arr, dev[3], dev[3], dev[4], nullptr);
   VH_CHECK_CUDA(cudaDeviceSynchronize());
   for (int i = 0; i < 5; ++i) {
     VH_CHECK_CUDA(cudaMemcpy(host[i]->data(), dev[i], host[i]->size() * sizeof(Cx<double>), cudaMemcpyDeviceToHost));

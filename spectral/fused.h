@@ -46,10 +46,11 @@ void run_pass_cpu(Pass p, const kernel::Geometry& g, const StageArgs& s, HostArr
 /// Throws vh::InputError when !unsupported_reason(g, false).empty().
 void run_pass_gpu(Pass p, const kernel::Geometry& g, const StageArgs& s, HostArrays& h);
 
-/// Launches pass p of the solver on `stream` (a cudaStream_t): arr's u0/acc/a (N layout),
-/// zb and yb (device, fused_kernel.h layouts). T = double or float.
+/// Launches pass p of the solver on `stream` (a cudaStream_t) for layout l (FusedLayout::make(g)
+/// on one rank, the rank's part on R > 1): arr's u0/acc/a (the state, slab order), zb, zt and
+/// yb (device, fused_kernel.h layouts; zt = zb on one rank). T = double or float.
 template <class T>
-void launch(Pass p, const kernel::Geometry& g, int stage, bool explicit_visc, T nu, T dt,
-            const kernel::StageArrays<T>& arr, kernel::Cx<T>* zb, kernel::Cx<T>* yb, void* stream);
+void launch(Pass p, const kernel::FusedLayout& l, int stage, bool explicit_visc, T nu, T dt,
+            const kernel::StageArrays<T>& arr, kernel::Cx<T>* zb, kernel::Cx<T>* zt, kernel::Cx<T>* yb, void* stream);
 
 }  // namespace vh::spectral::fused

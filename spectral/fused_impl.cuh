@@ -101,9 +101,10 @@ __host__ __device__ inline std::size_t a_bytes(const FusedLayout& l) {
 }
 
 /// The 6 inverse z transforms of column (kx0 + threadIdx.y, jy) from the stage input in the
-/// mode tile A[c][jz][t] (zero for kx ≥ nx), written to zb fields 0–5.
+/// mode tile A[c][jz][t] (zero for kx ≥ nx), written to zb fields 0–5 at row j = jy − jy0.
 template <class T, int M>
 __device__ void z_inverse_from_tile(const FusedLayout& l, int kx0, int jy, const Cx<T>* A, Cx<T>* S, Cx<T>* zb) {
+  const int jl = jy - l.jy0;
   using F = typename Ffts<T, M>::ColInv;
   using V = typename F::value_type;
   const int K = l.k, t = threadIdx.y, nk = l.nk;
@@ -134,19 +135,19 @@ __device__ void z_inverse_from_tile(const FusedLayout& l, int kx0, int jy, const
     __syncthreads();
     for (unsigned idx = flat_tid(); idx < unsigned(M) * kTile; idx += block_threads()) {
       const unsigned z = idx / kTile, tt = idx % kTile;
-      zb[l.zb(f, int(z), jy, kx0 + int(tt))] = S[z * kPad + tt];
+      zb[l.zb(f, int(z), jl, kx0 + int(tt))] = S[z * kPad + tt];
     }
     __syncthreads();
   }
 }
 
-/// ZI: the inverse z pass from the state û (N layout). Grid (nxp/kTile, nk).
+/// ZI: the inverse z pass from the state û (N layout). Grid (nxp/kTile, njy).
 template <class T, int M>
 __global__ void __launch_bounds__(Ffts<T, M>::kColThreads) zi_kernel(FusedLayout l, StageArrays<T> arr, Cx<T>* zb) {
   extern __shared__ __align__(16) unsigned char smem[];
   Cx<T>* A = reinterpret_cast<Cx<T>*>(smem);
   Cx<T>* S = reinterpret_cast<Cx<T>*>(smem + a_bytes<T>(l));
-  const int kx0 = int(blockIdx.x) * kTile, jy = int(blockIdx.y), K = l.k, nk = l.nk;
+  const int kx0 = int(blockIdx.x) * kTile, jy = l.jy0 + int(blockIdx.y), K = l.k, nk = l.nk;
   for (unsigned idx = flat_tid(); idx < 3u * nk * kTile; idx += block_threads()) {
     const int t = int(idx % kTile), r = int(idx / kTile), jz = r % nk, c = r / nk, kx = kx0 + t;
     A[(c * nk + jz) * kPad + t] = kx < l.nx ? arr.u0[c][l.state(kx, jy - K, jz - K)] : Cx<T>{T(0), T(0)};
@@ -156,7 +157,7 @@ __global__ void __launch_bounds__(Ffts<T, M>::kColThreads) zi_kernel(FusedLayout
 }
 
 /// ZFP: forward z of zb fields 0–2 keeping |kz| ≤ K, post_values() per mode, then ZI of the
-/// next stage input (not for kRhsOnly). Grid (nxp/kTile, nk).
+/// next stage input (not for kRhsOnly). Grid (nxp/kTile, njy).
 template <class T, int M>
 __global__ void __launch_bounds__(Ffts<T, M>::kColThreads)
     zfp_kernel(FusedLayout l, int s, bool expl, T nu, T dt, StageArrays<T> arr, Cx<T>* zb) {
@@ -165,11 +166,11 @@ __global__ void __launch_bounds__(Ffts<T, M>::kColThreads)
   extern __shared__ __align__(16) unsigned char smem[];
   Cx<T>* A = reinterpret_cast<Cx<T>*>(smem);
   Cx<T>* S = reinterpret_cast<Cx<T>*>(smem + a_bytes<T>(l));
-  const int kx0 = int(blockIdx.x) * kTile, jy = int(blockIdx.y), K = l.k, nk = l.nk, t = threadIdx.y;
+  const int kx0 = int(blockIdx.x) * kTile, jy = l.jy0 + int(blockIdx.y), K = l.k, nk = l.nk, t = threadIdx.y;
   for (int c = 0; c < 3; ++c) {
     for (unsigned idx = flat_tid(); idx < unsigned(M) * kTile; idx += block_threads()) {
       const unsigned z = idx / kTile, tt = idx % kTile;
-      S[z * kPad + tt] = zb[l.zb(c, int(z), jy, kx0 + int(tt))];
+      S[z * kPad + tt] = zb[l.zb(c, int(z), int(blockIdx.y), kx0 + int(tt))];
     }
     __syncthreads();
     V v[F::storage_size];
@@ -205,9 +206,10 @@ __global__ void __launch_bounds__(Ffts<T, M>::kColThreads)
   z_inverse_from_tile<T, M>(l, kx0, jy, A, S, zb);
 }
 
-/// YI: inverse y of zb fields 0–5 (|ky| ≤ K rows, zero elsewhere) into yb. Grid (nxp/kTile, M).
+/// YI: inverse y of zt fields 0–5 (|ky| ≤ K rows, zero elsewhere) into yb. Grid (nxp/kTile, nzl):
+/// z is the rank's plane index (zt is zb on one rank).
 template <class T, int M>
-__global__ void __launch_bounds__(Ffts<T, M>::kColThreads) yi_kernel(FusedLayout l, const Cx<T>* zb, Cx<T>* yb) {
+__global__ void __launch_bounds__(Ffts<T, M>::kColThreads) yi_kernel(FusedLayout l, const Cx<T>* zt, Cx<T>* yb) {
   using F = typename Ffts<T, M>::ColInv;
   extern __shared__ __align__(16) unsigned char smem[];
   Cx<T>* S = reinterpret_cast<Cx<T>*>(smem);
@@ -216,7 +218,7 @@ __global__ void __launch_bounds__(Ffts<T, M>::kColThreads) yi_kernel(FusedLayout
     for (unsigned idx = flat_tid(); idx < unsigned(M) * kTile; idx += block_threads()) {
       const unsigned j = idx / kTile, tt = idx % kTile;
       const int ky = kernel::signed_k(int(j), M);
-      S[j * kPad + tt] = (ky >= -K && ky <= K) ? zb[l.zb(f, z, ky + K, kx0 + int(tt))] : Cx<T>{T(0), T(0)};
+      S[j * kPad + tt] = (ky >= -K && ky <= K) ? zt[l.zt(f, z, ky + K, kx0 + int(tt))] : Cx<T>{T(0), T(0)};
     }
     __syncthreads();
     tile_fft<F>(S);
@@ -228,9 +230,9 @@ __global__ void __launch_bounds__(Ffts<T, M>::kColThreads) yi_kernel(FusedLayout
   }
 }
 
-/// YF: forward y of yb fields 0–2 keeping |ky| ≤ K, into zb fields 0–2. Grid (nxp/kTile, M).
+/// YF: forward y of yb fields 0–2 keeping |ky| ≤ K, into zt fields 0–2. Grid (nxp/kTile, nzl).
 template <class T, int M>
-__global__ void __launch_bounds__(Ffts<T, M>::kColThreads) yf_kernel(FusedLayout l, const Cx<T>* yb, Cx<T>* zb) {
+__global__ void __launch_bounds__(Ffts<T, M>::kColThreads) yf_kernel(FusedLayout l, const Cx<T>* yb, Cx<T>* zt) {
   using F = typename Ffts<T, M>::ColFwd;
   extern __shared__ __align__(16) unsigned char smem[];
   Cx<T>* S = reinterpret_cast<Cx<T>*>(smem);
@@ -244,7 +246,7 @@ __global__ void __launch_bounds__(Ffts<T, M>::kColThreads) yf_kernel(FusedLayout
     tile_fft<F>(S);
     for (unsigned idx = flat_tid(); idx < unsigned(l.nk) * kTile; idx += block_threads()) {
       const int jy = int(idx / kTile), tt = int(idx % kTile);
-      zb[l.zb(c, z, jy, kx0 + tt)] = S[kernel::axis_index(jy - K, M) * kPad + tt];
+      zt[l.zt(c, z, jy, kx0 + tt)] = S[kernel::axis_index(jy - K, M) * kPad + tt];
     }
     __syncthreads();
   }
@@ -258,7 +260,7 @@ __host__ __device__ inline std::size_t row_tile_bytes(const FusedLayout& l) {
 }
 
 /// XC: per (y, z) row, c2r of the 6 fields, u × ω, r2c of the products kept to kx ≤ K, into
-/// yb fields 0–2 (in place). Grid M²/kRows.
+/// yb fields 0–2 (in place). Grid nzl·M/kRows (z the rank's plane index).
 template <class T, int M, unsigned E_, int MinBlocks>
 __global__ void __launch_bounds__(BlockFft<T, M, cufftdx::fft_direction::inverse, kRows, E_>::stride * kRows, MinBlocks)
     xc_kernel(FusedLayout l, Cx<T>* yb) {
@@ -352,36 +354,39 @@ void xc_launch(const FusedLayout& l, Cx<typename FI::value_type::value_type>* yb
   const std::size_t scratch = FI::shared_memory_size > FF::shared_memory_size ? FI::shared_memory_size : FF::shared_memory_size;
   const std::size_t sm = row_tile_bytes<T>(l) + scratch;
   set_smem(Kernel, sm);
-  Kernel<<<unsigned(std::size_t(l.g.m) * l.g.m / kRows), dim3(FI::stride, kRows), sm, st>>>(l, yb);
+  Kernel<<<unsigned(std::size_t(l.nzl) * l.g.m / kRows), dim3(FI::stride, kRows), sm, st>>>(l, yb);
 }
 
 /// The host side of one size: launches pass p.
 template <class T, int M>
 struct Passes {
+  /// zt: the y passes' input and output (zb itself on one rank; FusedLayout).
   static void run(Pass p, const FusedLayout& l, int s, bool expl, T nu, T dt, const StageArrays<T>& arr,
-                  Cx<T>* zb, Cx<T>* yb, cudaStream_t st) {
+                  Cx<T>* zb, Cx<T>* zt, Cx<T>* yb, cudaStream_t st) {
     using Fs = Ffts<T, M>;
     const dim3 col(Fs::kStride, kTile);
     switch (p) {
       case Pass::z_inverse: {
+        if (l.njy == 0) return;  // a rank without kept ky (R > 2K + 1)
         const std::size_t sm = a_bytes<T>(l) + Fs::kColScratch;
         set_smem(zi_kernel<T, M>, sm);
-        zi_kernel<T, M><<<dim3(l.nxp / kTile, l.nk), col, sm, st>>>(l, arr, zb);
+        zi_kernel<T, M><<<dim3(l.nxp / kTile, l.njy), col, sm, st>>>(l, arr, zb);
         break;
       }
       case Pass::z_forward_post: {
+        if (l.njy == 0) return;
         const std::size_t sm = a_bytes<T>(l) + Fs::kColScratch;
         set_smem(zfp_kernel<T, M>, sm);
-        zfp_kernel<T, M><<<dim3(l.nxp / kTile, l.nk), col, sm, st>>>(l, s, expl, nu, dt, arr, zb);
+        zfp_kernel<T, M><<<dim3(l.nxp / kTile, l.njy), col, sm, st>>>(l, s, expl, nu, dt, arr, zb);
         break;
       }
       case Pass::y_inverse:
         set_smem(yi_kernel<T, M>, Fs::kColScratch);
-        yi_kernel<T, M><<<dim3(l.nxp / kTile, M), col, Fs::kColScratch, st>>>(l, zb, yb);
+        yi_kernel<T, M><<<dim3(l.nxp / kTile, l.nzl), col, Fs::kColScratch, st>>>(l, zt, yb);
         break;
       case Pass::y_forward:
         set_smem(yf_kernel<T, M>, Fs::kColScratch);
-        yf_kernel<T, M><<<dim3(l.nxp / kTile, M), col, Fs::kColScratch, st>>>(l, yb, zb);
+        yf_kernel<T, M><<<dim3(l.nxp / kTile, l.nzl), col, Fs::kColScratch, st>>>(l, yb, zt);
         break;
       case Pass::x_cross:
         // The variant measured fastest for this size (kXcDefault): 2 = ept() threads per line

@@ -20,6 +20,7 @@
 //   zb[f][z][jy][kx]  f = 0…5, z = 0…M−1, jy = ky + K = 0…2K, kx = 0…nxp−1
 //   yb[f][z][y][kx]   f = 0…5, z, y = 0…M−1
 //   state             rhs_kernel.h N-grid half layout [kz][ky][kx]
+// (On R > 1 ranks: the rank's part of each, FusedLayout below.)
 #pragma once
 
 #include <cstddef>
@@ -32,13 +33,23 @@ namespace vh::spectral::kernel {
 /// Consecutive kx columns one block of a column pass handles (staged through shared memory).
 constexpr int kTile = 8;
 
-/// Sizes of the fused transforms' buffers for geometry g.
+/// Sizes of the fused transforms' buffers for geometry g, on one rank or on one rank's slab.
+///
+/// On R > 1 ranks (core/slab.h, slab_kernel.h) the z passes (ZI, ZFP) run over the rank's
+/// kept ky block (jy0 … jy0 + njy − 1) and write zb[f][z][j][kx] (j = jy − jy0), the y and x
+/// passes over its M-grid planes and read and write zt[f][zl][jy][kx] and yb[f][zl][y][kx]
+/// (zl = z − z0); an all-to-all moves zb to zt and back (gpu_slab.cuh). On one rank
+/// (make(g)) j = jy, zl = z and zt is zb: the offsets are the one-rank ones.
 struct FusedLayout {
   Geometry g;
   int k;    ///< largest retained |k_i|
   int nx;   ///< kx = 0 … K: K + 1
   int nxp;  ///< nx rounded up to a multiple of kTile
   int nk;   ///< 2K + 1 signed ky or kz values
+  int jy0, njy;  ///< kept ky of this rank's z passes (0, nk on one rank)
+  int nzl;       ///< M-grid planes of this rank's y and x passes (M on one rank)
+  int slots;     ///< ky slots of the state (N on one rank)
+  bool whole;    ///< one rank: slot = ky index
 
   static FusedLayout make(const Geometry& g) {
     FusedLayout l{};
@@ -47,20 +58,42 @@ struct FusedLayout {
     l.nx = l.k + 1;
     l.nxp = (l.nx + kTile - 1) / kTile * kTile;
     l.nk = 2 * l.k + 1;
+    l.jy0 = 0;
+    l.njy = l.nk;
+    l.nzl = g.m;
+    l.slots = g.n;
+    l.whole = true;
     return l;
   }
-  VH_HD std::size_t zb(int f, int z, int jy, int kx) const {
-    return ((std::size_t(f) * g.m + z) * nk + jy) * nxp + kx;
+  /// One rank of R: its kept ky block, its planes and its state slots (slab_kernel.h's
+  /// SlabLayout of the same slab gives the same ranges).
+  static FusedLayout make(const Geometry& g, int jy0, int njy, int nzl, int slots, bool whole) {
+    FusedLayout l = make(g);
+    if (whole) return l;
+    l.jy0 = jy0;
+    l.njy = njy;
+    l.nzl = nzl;
+    l.slots = slots;
+    l.whole = false;
+    return l;
   }
-  VH_HD std::size_t yb(int f, int z, int y, int kx) const {
-    return ((std::size_t(f) * g.m + z) * g.m + y) * nxp + kx;
+  VH_HD std::size_t zb(int f, int z, int j, int kx) const {
+    return ((std::size_t(f) * g.m + z) * njy + j) * nxp + kx;
   }
-  /// N-grid half-layout index of (kx ≥ 0, signed ky, kz).
+  VH_HD std::size_t zt(int f, int zl, int jy, int kx) const {
+    return ((std::size_t(f) * nzl + zl) * nk + jy) * nxp + kx;
+  }
+  VH_HD std::size_t yb(int f, int zl, int y, int kx) const {
+    return ((std::size_t(f) * nzl + zl) * g.m + y) * nxp + kx;
+  }
+  /// State index (core/slab.h [kz][slot][kx]) of (kx ≥ 0, signed ky, kz).
   VH_HD std::size_t state(int kx, int ky, int kz) const {
-    return (std::size_t(axis_index(kz, g.n)) * g.n + axis_index(ky, g.n)) * g.nxh() + kx;
+    const int slot = whole ? axis_index(ky, g.n) : ky + k - jy0;
+    return (std::size_t(axis_index(kz, g.n)) * slots + slot) * g.nxh() + kx;
   }
-  std::size_t zb_size() const { return std::size_t(6) * g.m * nk * nxp; }
-  std::size_t yb_size() const { return std::size_t(6) * g.m * g.m * nxp; }
+  std::size_t zb_size() const { return std::size_t(6) * g.m * njy * nxp; }
+  std::size_t zt_size() const { return std::size_t(6) * nzl * nk * nxp; }
+  std::size_t yb_size() const { return std::size_t(6) * nzl * g.m * nxp; }
 };
 
 /// Field f of the inverse z pass at mode (kx, ky, kz) from the stage input a: a_f (f < 3) or

@@ -15,13 +15,15 @@ void run_pass_gpu(Pass, const kernel::Geometry& g, const StageArgs&, HostArrays&
 }
 
 template <class T>
-void launch(Pass, const kernel::Geometry& g, int, bool, T, T, const kernel::StageArrays<T>&, kernel::Cx<T>*,
-            kernel::Cx<T>*, void*) {
-  throw vh::InputError("fused transforms: " + unsupported_reason(g, false));
+void launch(Pass, const kernel::FusedLayout& l, int, bool, T, T, const kernel::StageArrays<T>&, kernel::Cx<T>*,
+            kernel::Cx<T>*, kernel::Cx<T>*, void*) {
+  throw vh::InputError("fused transforms: " + unsupported_reason(l.g, false));
 }
-template void launch<double>(Pass, const kernel::Geometry&, int, bool, double, double,
-                             const kernel::StageArrays<double>&, kernel::Cx<double>*, kernel::Cx<double>*, void*);
-template void launch<float>(Pass, const kernel::Geometry&, int, bool, float, float,
-                            const kernel::StageArrays<float>&, kernel::Cx<float>*, kernel::Cx<float>*, void*);
+template void launch<double>(Pass, const kernel::FusedLayout&, int, bool, double, double,
+                             const kernel::StageArrays<double>&, kernel::Cx<double>*, kernel::Cx<double>*,
+                             kernel::Cx<double>*, void*);
+template void launch<float>(Pass, const kernel::FusedLayout&, int, bool, float, float,
+                            const kernel::StageArrays<float>&, kernel::Cx<float>*, kernel::Cx<float>*,
+                            kernel::Cx<float>*, void*);
 
 }  // namespace vh::spectral::fused

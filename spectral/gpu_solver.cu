@@ -21,12 +21,16 @@
 // so max_velocity, energies and velocity are unchanged.
 // Everything in the time loop stays on the device; the host only launches. Measured on an
 // H200: bench/RESULTS.md.
+// On R > 1 ranks (core/slab.h) the evaluation and max|u| are gpu_slab.cuh's instead: the
+// fused passes per slab, or cuFFT line transforms in the same structure, with all-to-all
+// transposes between the ranks; the state is the rank's slab.
 #include <cuda_runtime.h>
 
 #include <cufft.h>
 #include <cufftXt.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,6 +39,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/comm.h"
 #include "core/error.h"
 #include "spectral/fft_callbacks.h"
 #include "spectral/fft_callbacks_fatbin.h"  // vh_fft_callbacks_fatbin (generated, LTO-IR)
@@ -42,6 +47,7 @@
 #include "spectral/gpu_solver.h"
 #include "spectral/rhs_kernel.h"
 #include "spectral/rk4.h"
+#include "spectral/slab_kernel.h"
 
 namespace vh::spectral {
 namespace {
@@ -174,16 +180,18 @@ __global__ void max_kernel(int n, int row, long long cd, const T* __restrict__ r
   if (t == 0) atomic_max_nonneg(out, red[0]);
 }
 
-/// Per-block partial sums of mode_energy() over the N-layout state: part[2b], part[2b+1].
+/// Per-block partial sums of mode_energy() over the state (slab order [kz][slot][kx]; ky of a
+/// slot from ky_of_slot, or the slot itself on one rank): part[2b], part[2b+1].
 template <class T>
-__global__ void energy_kernel(Geometry g, StageArrays<T> arr, double* part) {
+__global__ void energy_kernel(Geometry g, int slots, const int* ky_of_slot, StageArrays<T> arr, double* part) {
   __shared__ double se[kBx * kBy], sz[kBx * kBy];
-  const int ix = blockIdx.x * kBx + threadIdx.x, iy = blockIdx.y * kBy + threadIdx.y;
+  const int ix = blockIdx.x * kBx + threadIdx.x, j = blockIdx.y * kBy + threadIdx.y;
   const int iz = blockIdx.z;
   double e = 0, z = 0;
-  if (ix < g.nxh() && iy < g.n) {
+  if (ix < g.nxh() && j < slots) {
     const Cx<T>* u[3] = {arr.u0[0], arr.u0[1], arr.u0[2]};
-    kernel::mode_energy(g, ix, iy, iz, u, e, z);
+    const long long nm = ((long long)iz * slots + j) * g.nxh() + ix;
+    kernel::mode_energy(g, ix, ky_of_slot ? ky_of_slot[j] : j, iz, nm, u, e, z);
   }
   const int t = threadIdx.y * kBx + threadIdx.x;
   se[t] = e;
@@ -295,11 +303,12 @@ cufftHandle plan_layout(int rank, long long* n, long long* iemb, long long istri
   return h;
 }
 
+#include "spectral/gpu_slab.cuh"
+
 template <class T>
 class GpuSolver final : public Rk4Solver {
  public:
   GpuSolver(const Params& p, const Slab& s) : p_(p), slab_(s) {
-    VH_CHECK(s.ranks == 1, "the spectral solver runs on one rank for now");
     const int n = s.grid.n;
     g_ = kernel::make_geometry(n, p.dealias);
     nmodes_ = s.local_modes();
@@ -310,15 +319,21 @@ class GpuSolver final : public Rk4Solver {
     const std::size_t nstate = (expl ? 9 : 6) * nmodes_;
     VH_CHECK_CUDA(cudaMalloc(&state_, nstate * sizeof(Cx<T>)));
     VH_CHECK_CUDA(cudaMemset(state_, 0, nstate * sizeof(Cx<T>)));
-    VH_CHECK_CUDA(cudaMalloc(&work_, 6 * pmodes_ * sizeof(Cx<T>)));
-    VH_CHECK_CUDA(cudaMemset(work_, 0, 6 * pmodes_ * sizeof(Cx<T>)));
     VH_CHECK_CUDA(cudaMalloc(&dmax_, sizeof(T)));
-    for (int c = 0; c < 6; ++c) arr_.buf[c] = work_ + c * pmodes_;
     for (int c = 0; c < 3; ++c) {
       arr_.u0[c] = state_ + c * nmodes_;
       arr_.acc[c] = state_ + (3 + c) * nmodes_;
       arr_.a[c] = expl ? state_ + (6 + c) * nmodes_ : nullptr;
     }
+    VH_CHECK_CUDA(cudaEventCreate(&e0_));
+    VH_CHECK_CUDA(cudaEventCreate(&e1_));
+    if (!s.whole()) {
+      make_slab(p, s);
+      return;
+    }
+    VH_CHECK_CUDA(cudaMalloc(&work_, 6 * pmodes_ * sizeof(Cx<T>)));
+    VH_CHECK_CUDA(cudaMemset(work_, 0, 6 * pmodes_ * sizeof(Cx<T>)));
+    for (int c = 0; c < 6; ++c) arr_.buf[c] = work_ + c * pmodes_;
     std::size_t w1 = 0, w2 = 0, w3 = 0, w4 = 0, w5 = 0, w6 = 0;
     invn_ = plan_many<T>(n, 3, true, st_, w3);
     plans_.push_back(invn_);
@@ -362,10 +377,10 @@ class GpuSolver final : public Rk4Solver {
     const std::size_t ws = std::max({w1, w2, w3, w4, w5, w6, wc, std::size_t(256)});
     VH_CHECK_CUDA(cudaMalloc(&fftws_, ws));
     for (cufftHandle h : plans_) VH_CHECK_CUFFT(cufftSetWorkArea(h, fftws_));
-    VH_CHECK_CUDA(cudaEventCreate(&e0_));
-    VH_CHECK_CUDA(cudaEventCreate(&e1_));
   }
   ~GpuSolver() override {
+    slab_passes_.reset();
+    cudaFree(ky_of_slot_);
     for (cufftHandle h : plans_) cufftDestroy(h);
     cudaFree(state_);
     cudaFree(work_);
@@ -380,16 +395,15 @@ class GpuSolver final : public Rk4Solver {
     cudaStreamDestroy(st_);
   }
 
-  void set_velocity(const SpectralVector& u, double t) override {
-    VH_CHECK(u.grid.n == g_.n, "set_velocity: grid size differs from the solver's");
-    const int n = g_.n, nxh = g_.nxh();
+  void set_velocity(const SpectralSlab& u, double t) override {
+    VH_CHECK(u.slab.grid.n == g_.n && u.c[0].size() == nmodes_, "set_velocity: grid or slab differs from the solver's");
+    const int n = g_.n, nxh = g_.nxh(), sl = slab_.slots();
     std::vector<Cx<T>> h(3 * nmodes_);
-    for (int iz = 0; iz < slab_.nkz; ++iz)
-      for (int iy = 0; iy < n; ++iy)
+    for (int iz = 0; iz < n; ++iz)
+      for (int j = 0; j < sl; ++j)
         for (int ix = 0; ix < nxh; ++ix) {
-          const std::size_t m = (std::size_t(iz) * n + iy) * nxh + ix;
-          const bool keep = kernel::retained(g_, ix, kernel::signed_k(iy, n),
-                                             kernel::signed_k(iz + slab_.kz0, n));
+          const std::size_t m = slab_.mode_index(ix, j, iz);
+          const bool keep = kernel::retained(g_, ix, kernel::signed_k(slab_.ky_index(j), n), kernel::signed_k(iz, n));
           for (int c = 0; c < 3; ++c)
             h[c * nmodes_ + m] = keep ? Cx<T>{T(u.c[c][m].real()), T(u.c[c][m].imag())}
                                       : Cx<T>{T(0), T(0)};
@@ -402,10 +416,15 @@ class GpuSolver final : public Rk4Solver {
     max_valid_ = false;
   }
 
-  void velocity(SpectralVector& u) override { download(state_, u); }
+  void velocity(SpectralSlab& u) override { download(state_, u); }
 
   double max_velocity() override {
     if (max_valid_) return max_cache_;
+    if (slab_passes_) {
+      inputs_ready_ = false;
+      max_valid_ = true;
+      return max_cache_ = slab_passes_->max_velocity(arr_, dmax_);
+    }
     const int n = g_.n;
     const std::size_t cd = std::size_t(n) * n * g_.nxh();
     for (int c = 0; c < 3; ++c)
@@ -425,10 +444,10 @@ class GpuSolver final : public Rk4Solver {
   }
 
   Energies energies() override {
-    const dim3 grid = grid_for(g_.nxh(), g_.n, slab_.nkz);
+    const dim3 grid = grid_for(g_.nxh(), slab_.slots(), g_.n);
     const std::size_t nb = std::size_t(grid.x) * grid.y * grid.z;
     if (!part_) VH_CHECK_CUDA(cudaMalloc(&part_, 2 * nb * sizeof(double)));
-    energy_kernel<T><<<grid, dim3(kBx, kBy), 0, st_>>>(g_, arr_, part_);
+    energy_kernel<T><<<grid, dim3(kBx, kBy), 0, st_>>>(g_, slab_.slots(), ky_of_slot_, arr_, part_);
     VH_CHECK_CUDA(cudaGetLastError());
     std::vector<double> h(2 * nb);
     VH_CHECK_CUDA(cudaMemcpyAsync(h.data(), part_, h.size() * sizeof(double), cudaMemcpyDeviceToHost, st_));
@@ -438,10 +457,10 @@ class GpuSolver final : public Rk4Solver {
       r.K += h[2 * b];
       r.enstrophy += h[2 * b + 1];
     }
-    return r;
+    return {slab_.comm.sum(r.K), slab_.comm.sum(r.enstrophy)};
   }
 
-  void nonlinear_term(SpectralVector& out) override {
+  void nonlinear_term(SpectralSlab& out) override {
     load_state_inputs();
     nonlinear_transforms();
     StageArrays<T> arr = arr_;
@@ -458,6 +477,10 @@ class GpuSolver final : public Rk4Solver {
       load_state_inputs();
       VH_CHECK_CUDA(cudaEventRecord(e0_, st_));
       for (int s = 0; s < 4; ++s) {
+        if (slab_passes_) {
+          slab_passes_->local_passes(arr_);
+          continue;
+        }
         inverse_transforms();
         forward_transforms();
       }
@@ -474,16 +497,24 @@ class GpuSolver final : public Rk4Solver {
 
   void synchronize() override { VH_CHECK_CUDA(cudaStreamSynchronize(st_)); }
   const void* device_velocity(int c) override {
-    if (!std::is_same<T, double>::value) return nullptr;
+    if (!std::is_same<T, double>::value || !slab_.whole()) return nullptr;
     synchronize();
     return state_ + std::size_t(c) * nmodes_;
   }
   int transform_size() const override { return g_.m; }
   bool uses_fft_callbacks() const override { return cb_ != 0; }
-  bool uses_fused_transforms() const override { return fused_; }
+  bool uses_fused_transforms() const override { return fused_ || (slab_passes_ && slab_passes_->fused()); }
+  ExchangeStats exchange_stats() const override { return slab_passes_ ? slab_passes_->stats() : ExchangeStats{}; }
+  std::string path() const override {
+    if (slab_passes_)
+      return std::string(slab_passes_->fused() ? "slab: fused cuFFTDx passes" : "slab: cuFFT lines") +
+             (slab_passes_->cuda_aware() ? ", CUDA-aware MPI" : ", MPI staged through host memory");
+    return fused_ ? "fused cuFFTDx passes" : cb_ ? "cuFFT 3-D, callbacks" : pruned_ ? "cuFFT pruned" : "cuFFT 3-D";
+  }
 
  protected:
   void load_state_inputs() override {
+    if (slab_passes_) return slab_passes_->load(arr_);
     if (fused_) {
       fused_pass(fused::Pass::z_inverse, kernel::kRhsOnly, 0.0, arr_);
       return;
@@ -494,6 +525,7 @@ class GpuSolver final : public Rk4Solver {
   }
 
   void nonlinear_transforms() override {
+    if (slab_passes_) return slab_passes_->transforms();
     if (fused_) {
       for (fused::Pass p : {fused::Pass::y_inverse, fused::Pass::x_cross, fused::Pass::y_forward})
         fused_pass(p, kernel::kRhsOnly, 0.0, arr_);
@@ -583,10 +615,32 @@ class GpuSolver final : public Rk4Solver {
   }
 
   void fused_pass(fused::Pass p, int s, double dt, const StageArrays<T>& arr) {
-    fused::launch<T>(p, g_, s, p_.viscosity == Viscosity::explicit_rk4, T(p_.nu), T(dt), arr, zb_, yb_, st_);
+    fused::launch<T>(p, kernel::FusedLayout::make(g_), s, p_.viscosity == Viscosity::explicit_rk4, T(p_.nu), T(dt),
+                     arr, zb_, zb_, yb_, st_);
+  }
+
+  /// R > 1 ranks: the slab passes (gpu_slab.cuh), fused where they run, and the slot → ky
+  /// map of the energies.
+  void make_slab(const Params& p, const Slab& s) {
+    bool fused = false;  // as on one rank: where asked, or automatic and measured faster
+    if (p.transforms == Transforms::fused ||
+        (p.transforms == Transforms::automatic && fused_by_default(g_, p.single_precision))) {
+      const std::string why = fused::unsupported_reason(g_, p.single_precision);
+      fused = why.empty();
+      if (!fused && p.transforms == Transforms::fused && s.comm.root())
+        std::fprintf(stderr, "spectral: fused transforms unavailable (%s); cuFFT line transforms per slab instead\n",
+                     why.c_str());
+    }
+    slab_passes_ = std::make_unique<GpuSlab<T>>(g_, s, fused, st_);
+    std::vector<int> ky(std::size_t(s.slots()));
+    for (int j = 0; j < s.slots(); ++j) ky[j] = s.ky_index(j);
+    VH_CHECK_CUDA(cudaMalloc(&ky_of_slot_, ky.size() * sizeof(int)));
+    VH_CHECK_CUDA(cudaMemcpy(ky_of_slot_, ky.data(), ky.size() * sizeof(int), cudaMemcpyHostToDevice));
   }
 
   void post(int s, double dt, const StageArrays<T>& arr) {
+    if (slab_passes_)
+      return slab_passes_->post(s, p_.viscosity == Viscosity::explicit_rk4, T(p_.nu), T(dt), arr);
     if (fused_) {
       fused_pass(fused::Pass::z_forward_post, s, dt, arr);
       return;
@@ -596,11 +650,12 @@ class GpuSolver final : public Rk4Solver {
     VH_CHECK_CUDA(cudaGetLastError());
   }
 
-  void download(const Cx<T>* d, SpectralVector& u) {
+  void download(const Cx<T>* d, SpectralSlab& u) {
     std::vector<Cx<T>> h(3 * nmodes_);
     VH_CHECK_CUDA(cudaMemcpyAsync(h.data(), d, h.size() * sizeof(Cx<T>), cudaMemcpyDeviceToHost, st_));
     VH_CHECK_CUDA(cudaStreamSynchronize(st_));
-    if (u.grid.n != g_.n) u = SpectralVector(slab_.grid);
+    if (u.c[0].size() != nmodes_) u = SpectralSlab(slab_);
+    u.slab = slab_;
     for (int c = 0; c < 3; ++c)
       for (std::size_t m = 0; m < nmodes_; ++m)
         u.c[c][m] = Complex(double(h[c * nmodes_ + m].re), double(h[c * nmodes_ + m].im));
@@ -630,6 +685,8 @@ class GpuSolver final : public Rk4Solver {
   StageArrays<T> arr_{};
   bool fused_ = false;                        // evaluation through the fused passes (fused.h)
   Cx<T>* zb_ = nullptr, * yb_ = nullptr;      // their buffers (fused_kernel.h layouts)
+  std::unique_ptr<GpuSlab<T>> slab_passes_;   // R > 1 ranks (gpu_slab.cuh)
+  int* ky_of_slot_ = nullptr;                 // R > 1: device slot → ky index, for energies()
 };
 
 }  // namespace

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "spectral/decomposition.h"
+#include "core/slab.h"
 #include "spectral/solver.h"
 
 namespace vh::spectral {

@@ -1,6 +1,6 @@
 // Per-mode and per-point math of the pseudo-spectral right-hand side and the RK4 stages,
-// shared by the CPU (rhs.cpp, cpu_solver.cpp) and the GPU (gpu_solver.cu) so that both
-// run the same formula (STYLE.md: "CUDA beside CPU").
+// shared by the CPU (cpu_solver.cpp, fused.cpp) and the GPU (gpu_solver.cu, fused_impl.cuh,
+// fft_callbacks.cu) so that both run the same formula (docs/style.md, "CUDA beside CPU").
 //
 // Equation (Rogallo 1981, NASA TM 81315; Canuto et al., Spectral Methods, §7.2):
 //   ∂û/∂t = P(k) FFT[u × ω] − ν|k|² û,     P(k) = I − k kᵀ/|k|²,   ω̂ = i k × û,
@@ -153,12 +153,11 @@ VH_HD inline void rk4_mode(int s, bool explicit_visc, T nu_k2, T dt, const Cx<T>
   }
 }
 
-/// Contribution of state mode (ix, iy, iz) (N layout) to K = Σ ½|û|² and Σ |k|² ½|û|²,
-/// with the half-layout weight (2 for 0 < kx < N/2).
+/// Contribution of state mode (ix, iy, iz) (N-grid indices, stored at nm) to K = Σ ½|û|²
+/// and Σ |k|² ½|û|², with the half-layout weight (2 for 0 < kx < N/2).
 template <class T>
-VH_HD inline void mode_energy(const Geometry& g, int ix, int iy, int iz, const Cx<T>* const u[3],
+VH_HD inline void mode_energy(const Geometry& g, int ix, int iy, int iz, long long nm, const Cx<T>* const u[3],
                               double& e, double& z) {
-  const long long nm = ((long long)iz * g.n + iy) * g.nxh() + ix;
   double a = 0;
   for (int c = 0; c < 3; ++c) a += double(u[c][nm].re) * u[c][nm].re + double(u[c][nm].im) * u[c][nm].im;
   const double w = (ix == 0 || 2 * ix == g.n) ? 0.5 : 1.0;

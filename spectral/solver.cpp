@@ -47,14 +47,41 @@ const char* to_string(Dealias d) {
   return "?";
 }
 
+int kept_kmax(Dealias d, int n) { return d == Dealias::two_thirds ? (n - 1) / 3 : n / 2 - 1; }
+
 std::unique_ptr<Solver> make_solver(const Params& p, const vh::Grid& g, vh::Backend b) {
+  return make_solver(p, vh::Slab::whole_grid(g, kept_kmax(p.dealias, g.n)), b);
+}
+
+std::unique_ptr<Solver> make_solver(const Params& p, const vh::Slab& s, vh::Backend b) {
+  const vh::Grid& g = s.grid;
   if (g.n < 8 || g.n % 2 != 0) throw vh::InputError("domain.n: the spectral solver needs an even N >= 8");
   if (p.dealias == Dealias::three_halves && g.n % 4 != 0)
     throw vh::InputError("domain.n: the 3/2 rule needs N divisible by 4 (even 3N/2)");
-  if (b == vh::Backend::gpu) return make_gpu_solver(p, Slab::single(g));
+  if (s.ranks() > g.n)
+    throw vh::InputError("ranks: " + std::to_string(s.ranks()) + " ranks for domain.n = " + std::to_string(g.n) +
+                         " (allowed: at most N ranks, one z-plane each)");
+  VH_CHECK(s.kmax == kept_kmax(p.dealias, g.n), "make_solver: the slab orders ky for another dealiasing");
+  if (b == vh::Backend::gpu) return make_gpu_solver(p, s);
   if (p.single_precision)
     throw vh::InputError("spectral.precision: single precision is available on the GPU only");
-  return make_cpu_solver(p, Slab::single(g));
+  return make_cpu_solver(p, s);
+}
+
+void Solver::set_velocity(const vh::SpectralVector& u, double t) {
+  set_velocity(vh::SpectralSlab::whole(u), t);
+}
+
+void Solver::velocity(vh::SpectralVector& u) {
+  vh::SpectralSlab s;
+  velocity(s);
+  u = std::move(s).to_vector();
+}
+
+void Solver::nonlinear_term(vh::SpectralVector& out) {
+  vh::SpectralSlab s;
+  nonlinear_term(s);
+  out = std::move(s).to_vector();
 }
 
 }  // namespace vh::spectral

@@ -10,14 +10,21 @@
 //
 // Back ends: CPU (FFTW with threads, double, OpenMP) and GPU (cuFFT, everything in the time
 // loop on the device; fp64, or fp32 with `single_precision`).
+//
+// Ranks: a solver works on the slab (core/slab.h) it is made for. On one rank the state is
+// the whole field and the transforms are 3-D (or the GPU's fused passes); on R > 1 ranks
+// each holds the kz columns of its kept ky block and one evaluation is the pass structure
+// of slab_kernel.h with two all-to-all transposes (every call below is then collective).
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/device.h"
 #include "core/grid.h"
 #include "core/options.h"
+#include "core/slab.h"
 
 namespace vh::spectral {
 
@@ -57,6 +64,10 @@ struct Params {
   /// without a workspace) and without dealiasing (`none`: fused 1.85 and 14.9 ms at 128³ and
   /// 256³ against 1.64 and 11.8 with cuFFT).
   /// pruned_transforms and fft_callbacks apply to the cuFFT path only.
+  /// On R > 1 ranks the GPU runs the fused passes per slab where they are supported and
+  /// cuFFT line transforms in the same pass structure (slab_kernel.h) otherwise, `cufft`
+  /// asking for the latter. On the CPU `fused` takes the slab passes with FFTW line
+  /// transforms on one rank too (what R > 1 ranks always run; for tests and benchmarks).
   Transforms transforms = Transforms::automatic;
   double nu = 0;                  ///< kinematic viscosity [length²/time]
 };
@@ -69,6 +80,17 @@ Params params_from(const vh::Options& o, double nu);
 /// "3/2", "2/3", "none".
 const char* to_string(Dealias d);
 
+/// Largest |k_i| the dealiasing `d` keeps on an N grid (rhs_kernel.h retained()): N/2 − 1,
+/// or (N − 1)/3 for the 2/3 rule. Orders the ky of a slab (Slab::make).
+int kept_kmax(Dealias d, int n);
+
+/// Time and volume of the all-to-all exchanges a solver made (R > 1; zero on one rank).
+struct ExchangeStats {
+  double seconds = 0;  ///< wall time in the exchanges (packing, staging copies, MPI)
+  double bytes = 0;    ///< bytes this rank sent to other ranks
+  long exchanges = 0;  ///< all-to-all calls
+};
+
 /// Energy and enstrophy of a state: K = Σ_k ½|û|², enstrophy = ½⟨ω·ω⟩ = Σ_k |k|² ½|û|²
 /// (full-spectrum sums, core/grid.h mode_weight), so ε = 2ν · enstrophy.
 struct Energies {
@@ -79,22 +101,27 @@ struct Energies {
 class Solver {
  public:
   virtual ~Solver() = default;
-  /// Sets the state from host coefficients (grid.h layout, same N) at time t. Modes
-  /// outside the retained set (Nyquist planes; beyond N/3 for the 2/3 rule) are zeroed.
-  virtual void set_velocity(const vh::SpectralVector& u, double t) = 0;
+  /// Sets the state from this rank's host coefficients (the solver's slab, same N) at time t.
+  /// Modes outside the retained set (Nyquist planes; beyond N/3 for the 2/3 rule) are zeroed.
+  virtual void set_velocity(const vh::SpectralSlab& u, double t) = 0;
+  /// One rank: the same from the whole field (grid.h layout).
+  void set_velocity(const vh::SpectralVector& u, double t);
   /// One classical RK4 step of length dt; time() advances by dt.
   virtual void step(double dt) = 0;
   /// max over the N³ grid points and components of |u_i| (for dt = cfl·h/max_velocity).
   /// Costs three inverse N³ transforms; cached until the state changes.
   virtual double max_velocity() = 0;
-  /// Copies the current coefficients to the host (resized to this grid if needed).
-  virtual void velocity(vh::SpectralVector& u) = 0;
+  /// Copies this rank's current coefficients to the host (resized to the slab if needed).
+  virtual void velocity(vh::SpectralSlab& u) = 0;
+  /// One rank: the whole field.
+  void velocity(vh::SpectralVector& u);
   virtual double time() const = 0;
 
   /// K and ½⟨ω·ω⟩ of the current state, summed where the state lives (no host copy).
   virtual Energies energies() = 0;
   /// n̂ = P FFT[u × ω] of the current state (dealiased as configured; no viscous term).
-  virtual void nonlinear_term(vh::SpectralVector& out) = 0;
+  virtual void nonlinear_term(vh::SpectralSlab& out) = 0;
+  void nonlinear_term(vh::SpectralVector& out);  ///< one rank
   /// Times the bare FFTs one step performs (4 × (6 inverse + 3 forward) at the transform
   /// size), on this solver's buffers and plans: the floor of step(). Returns seconds for one
   /// step's worth, median of `reps`. Leaves the state unchanged.
@@ -112,11 +139,18 @@ class Solver {
   virtual bool uses_fft_callbacks() const { return false; }
   /// True when the evaluation runs through the fused cuFFTDx passes (Params::transforms).
   virtual bool uses_fused_transforms() const { return false; }
+  /// The all-to-all exchanges so far (R > 1).
+  virtual ExchangeStats exchange_stats() const { return {}; }
+  /// "3-D FFTW", "slab passes (FFTW lines)", "fused cuFFTDx passes", …: what one evaluation
+  /// runs, for banners and benchmark rows.
+  virtual std::string path() const = 0;
 };
 
 /// Builds a solver for grid g (N even, ≥ 8; N divisible by 4 for the 3/2 rule) on back end
 /// b. Backend::gpu needs a CUDA build and a GPU (throws vh::InputError otherwise);
 /// single_precision needs Backend::gpu.
 std::unique_ptr<Solver> make_solver(const Params& p, const vh::Grid& g, vh::Backend b);
+/// The same on this rank's slab (Slab::make(g, kept_kmax(p.dealias, N), comm)); collective.
+std::unique_ptr<Solver> make_solver(const Params& p, const vh::Slab& s, vh::Backend b);
 
 }  // namespace vh::spectral

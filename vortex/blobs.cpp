@@ -15,10 +15,10 @@ namespace vh::vortex {
 namespace {
 
 /// Stencil points per direction, the same for all particles (from the largest core).
-int stencil_points(const Particles& p, double h, double cutoff) {
+int stencil_points(const std::vector<double>& sigma, double h, double cutoff) {
   double smax = 0;
-  for (double sg : p.sigma) smax = std::max(smax, sg);
-  return 2 * int(std::ceil(cutoff * smax / h)) + 2;
+  for (double sg : sigma) smax = std::max(smax, sg);
+  return vortex::stencil_points(smax, h, cutoff);
 }
 
 /// One particle's 1-D Gaussian weights along x, y, z on the lattice points i0 … i0+m−1
@@ -35,13 +35,13 @@ struct Weights {
       idx[d].resize(m);
     }
   }
-  void set(const Particles& p, std::size_t q, int n, double h, double cutoff) {
-    const double sg = p.sigma[q], R = cutoff * sg, norm = 1.0 / std::sqrt(2.0 * kPi * sg * sg);
+  void set(const Vec3& xq, double sg, int n, double h, double cutoff) {
+    const double R = cutoff * sg, norm = 1.0 / std::sqrt(2.0 * kPi * sg * sg);
     const int m = int(w[0].size());
     for (int d = 0; d < 3; ++d) {
-      i0[d] = int(std::ceil((p.x[q][d] - R) / h));
+      i0[d] = int(std::ceil((xq[d] - R) / h));
       for (int a = 0; a < m; ++a) {
-        const double dist = (i0[d] + a) * h - p.x[q][d];
+        const double dist = (i0[d] + a) * h - xq[d];
         const bool in = std::abs(dist) <= R;
         w[d][a] = in ? norm * std::exp(-dist * dist / (2.0 * sg * sg)) : 0.0;
         dw[d][a] = -dist / (sg * sg) * w[d][a];
@@ -56,25 +56,25 @@ struct Weights {
 /// each thread takes the particles in index order and adds only to its own planes, so every
 /// lattice point sums its particles in index order: the same bits for any thread count.
 template <class F>
-void scatter(const Particles& p, const Grid& g, double cutoff, F&& f) {
-  const int n = g.n, m = stencil_points(p, g.h(), cutoff);
+void scatter(const std::vector<Vec3>& x, const std::vector<double>& sigma, const Grid& g, double cutoff, F&& f) {
+  const int n = g.n, m = stencil_points(sigma, g.h(), cutoff);
   const double h = g.h();
 #pragma omp parallel
   {
     const int nth = omp_get_num_threads(), th = omp_get_thread_num();
     const int z0 = int((long long)n * th / nth), z1 = int((long long)n * (th + 1) / nth);
     Weights W(m);
-    for (std::size_t q = 0; q < p.size(); ++q) {
+    for (std::size_t q = 0; q < x.size(); ++q) {
       // Skip particles whose stencil misses this thread's planes (cheap test on the range).
-      const double R = cutoff * p.sigma[q];
-      const int lo = int(std::ceil((p.x[q][2] - R) / h)), hi = lo + m - 1;
+      const double R = cutoff * sigma[q];
+      const int lo = int(std::ceil((x[q][2] - R) / h)), hi = lo + m - 1;
       bool touches = hi - lo + 1 >= n;
       for (int z = lo; z <= hi && !touches; ++z) {
         const int zw = ((z % n) + n) % n;
         touches = zw >= z0 && zw < z1;
       }
       if (!touches) continue;
-      W.set(p, q, n, h, cutoff);
+      W.set(x[q], sigma[q], n, h, cutoff);
       for (int c = 0; c < m; ++c) {
         const int z = W.idx[2][c];
         if (z < z0 || z >= z1 || W.w[2][c] == 0.0) continue;
@@ -91,20 +91,21 @@ void scatter(const Particles& p, const Grid& g, double cutoff, F&& f) {
 #ifdef VH_HAVE_CUDA
 /// The same sums on the GPU (blobs_gpu.cu): the particles go up and the sums come back through
 /// page-locked memory, packed and unpacked by all host threads.
-void gather_on_gpu(const Particles& p, const Grid& g, double cutoff, bool divergence, std::vector<double>* out) {
-  const std::size_t np = p.size(), npts = g.points(), ncomp = divergence ? 1 : 3;
+void gather_on_gpu(const std::vector<Vec3>& x, const std::vector<Vec3>& s, const std::vector<double>& sigma,
+                   const Grid& g, double cutoff, bool divergence, std::vector<double>* out) {
+  const std::size_t np = x.size(), npts = g.points(), ncomp = divergence ? 1 : 3;
   double* host = detail::pinned_doubles(std::max(detail::kPacked * np, ncomp * npts));
   const std::ptrdiff_t nq = static_cast<std::ptrdiff_t>(np), ni = static_cast<std::ptrdiff_t>(npts);
 #pragma omp parallel for schedule(static)
   for (std::ptrdiff_t q = 0; q < nq; ++q) {
     double* h = host + detail::kPacked * q;
     for (int d = 0; d < 3; ++d) {
-      h[d] = p.x[q][d];
-      h[3 + d] = p.alpha[q][d];
+      h[d] = x[q][d];
+      h[3 + d] = s[q][d];
     }
-    h[6] = p.sigma[q];
+    h[6] = sigma[q];
   }
-  detail::gather_gpu(np, g, cutoff, stencil_points(p, g.h(), cutoff), divergence, host);
+  detail::gather_gpu(np, g, cutoff, stencil_points(sigma, g.h(), cutoff), divergence, host);
   for (std::size_t c = 0; c < ncomp; ++c) {
     out[c].resize(npts);
     const double* src = host + c * npts;
@@ -122,34 +123,45 @@ void gather_on_gpu(const Particles& p, const Grid& g, double cutoff, bool diverg
 
 }  // namespace
 
-void vorticity_on_lattice(const Particles& p, const Grid& g, double cutoff, VectorField& omega, bool gpu) {
-  omega = VectorField(g);
+int stencil_points(double sigma_max, double h, double cutoff) {
+  return 2 * int(std::ceil(cutoff * sigma_max / h)) + 2;
+}
+
+void blob_sums(const std::vector<Vec3>& x, const std::vector<Vec3>& s, const std::vector<double>& sigma,
+               const Grid& g, double cutoff, VectorField& out, bool gpu) {
+  if (s.size() != x.size() || sigma.size() != x.size())
+    throw std::invalid_argument("blob_sums: x, strengths and sigma differ in size");
+  out = VectorField(g);
   if (gpu) {
 #ifdef VH_HAVE_CUDA
-    gather_on_gpu(p, g, cutoff, false, omega.c.data());
+    gather_on_gpu(x, s, sigma, g, cutoff, false, out.c.data());
     return;
 #else
     no_gpu();
 #endif
   }
-  scatter(p, g, cutoff, [&](std::size_t i, std::size_t q, const Weights& W, int a, int b, int c) {
+  scatter(x, sigma, g, cutoff, [&](std::size_t i, std::size_t q, const Weights& W, int a, int b, int c) {
     const double w = W.w[0][a] * W.w[1][b] * W.w[2][c];
     if (w == 0.0) return;
-    for (int d = 0; d < 3; ++d) omega.c[d][i] += w * p.alpha[q][d];
+    for (int d = 0; d < 3; ++d) out.c[d][i] += w * s[q][d];
   });
+}
+
+void vorticity_on_lattice(const Particles& p, const Grid& g, double cutoff, VectorField& omega, bool gpu) {
+  blob_sums(p.x, p.alpha, p.sigma, g, cutoff, omega, gpu);
 }
 
 void divergence_on_lattice(const Particles& p, const Grid& g, double cutoff, ScalarField& div, bool gpu) {
   div = ScalarField(g);
   if (gpu) {
 #ifdef VH_HAVE_CUDA
-    gather_on_gpu(p, g, cutoff, true, &div.v);
+    gather_on_gpu(p.x, p.alpha, p.sigma, g, cutoff, true, &div.v);
     return;
 #else
     no_gpu();
 #endif
   }
-  scatter(p, g, cutoff, [&](std::size_t i, std::size_t q, const Weights& W, int a, int b, int c) {
+  scatter(p.x, p.sigma, g, cutoff, [&](std::size_t i, std::size_t q, const Weights& W, int a, int b, int c) {
     div.v[i] += p.alpha[q][0] * W.dw[0][a] * W.w[1][b] * W.w[2][c] +
                 p.alpha[q][1] * W.w[0][a] * W.dw[1][b] * W.w[2][c] +
                 p.alpha[q][2] * W.w[0][a] * W.w[1][b] * W.dw[2][c];

@@ -16,8 +16,17 @@
 
 namespace vh::vortex {
 
-/// ω_σ at the lattice points of g.  gpu: the same sums on the GPU (blobs_gpu.cu; CUDA builds,
+/// Σ_p s_p ζ_σp(x_i − x_p) at the lattice points x_i of g, for particles at x with strengths s
+/// and cores sigma (equal sizes).  gpu: the same sums on the GPU (blobs_gpu.cu; CUDA builds,
 /// std::invalid_argument otherwise), equal to the CPU's to round-off.
+void blob_sums(const std::vector<Vec3>& x, const std::vector<Vec3>& s, const std::vector<double>& sigma,
+               const Grid& g, double cutoff, VectorField& out, bool gpu = false);
+
+/// Lattice points per direction of every particle's stencil when the largest core is
+/// sigma_max (lattice spacing h, cut off at `cutoff` σ): 2 ceil(cutoff σ_max/h) + 2.
+int stencil_points(double sigma_max, double h, double cutoff);
+
+/// ω_σ at the lattice points of g: blob_sums of the blob strengths α.
 void vorticity_on_lattice(const Particles& p, const Grid& g, double cutoff, VectorField& omega, bool gpu = false);
 
 /// ∇·ω_σ at the lattice points of g (Σ_p α_p · ∇ζ_σp(x_i − x_p)).

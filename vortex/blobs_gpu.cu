@@ -51,27 +51,42 @@ constexpr int kXS = 3 * kT + 2;
 template <bool Div>
 constexpr int kYZS = Div ? 2 * kT + 2 : kT + 2;
 
-// The particles in cell order with what the tiles need of each: kF doubles (x, y, z, α_x, α_y,
-// α_z, the norm (2πσ²)^{-1/2}, 1/σ², 1/2σ², exp(−h²/σ²)) at f[k np + s] and, per direction d, the
-// run of lattice points where the stencil is nonzero, (ilo + k) mod n for k < len, as ilo,
-// ilo mod n and len at g[(3 d + j) np + s].
-constexpr int kF = 10;
+// Where the caller holds the particles: particle q's position, strength and core at
+// x[xs q + d], s[ss q + d] (times `scale`) and sigma[gs q]: the host entry's packed rows (stride
+// kPacked) or the device solver's arrays (xyz interleaved, stride 3; sigma stride 1).
+struct Source {
+  const double* x;
+  const double* s;
+  const double* sigma;
+  int xs, ss, gs;
+  double scale;
+};
+
+// The particles in cell order with what the tiles need of each: kF doubles (x, y, z, the norm
+// (2πσ²)^{-1/2}, 1/σ², 1/2σ², exp(−h²/σ²)) at f[k np + s] and, per direction d, the run of
+// lattice points where the stencil is nonzero, (ilo + k) mod n for k < len, as ilo, ilo mod n
+// and len at g[(3 d + j) np + s]; the strengths read where the caller holds them, through the
+// sort's permutation perm (sorted position → particle), so that one sort serves several sets.
+constexpr int kF = 7;
 struct Sorted {
   const double* f;
   const int* g;
-  int np;
+  const int* perm;
+  const double* str;
+  int np, ss;
+  double scale;
   __device__ double operator()(int k, int s) const { return f[static_cast<long long>(k) * np + s]; }
   __device__ int run(int d, int j, int s) const { return g[static_cast<long long>(3 * d + j) * np + s]; }
+  __device__ double strength(int c, int s) const { return str[static_cast<long long>(ss) * perm[s] + c] * scale; }
 };
 
 // Each particle's lattice cell, floor(x/h) clamped into the box, as its sort key.
-__global__ void cell_keys(int np, const double* __restrict__ packed, int n, double h, int* __restrict__ key,
-                          int* __restrict__ idx) {
+__global__ void cell_keys(int np, Source src, int n, double h, int* __restrict__ key, int* __restrict__ idx) {
   const int q = blockIdx.x * blockDim.x + threadIdx.x;
   if (q >= np) return;
   int c[3];
   for (int d = 0; d < 3; ++d)
-    c[d] = min(max(static_cast<int>(floor(packed[kPacked * static_cast<long long>(q) + d] / h)), 0), n - 1);
+    c[d] = min(max(static_cast<int>(floor(src.x[static_cast<long long>(src.xs) * q + d] / h)), 0), n - 1);
   key[q] = (c[2] * n + c[1]) * n + c[0];
   idx[q] = q;
 }
@@ -97,14 +112,15 @@ __device__ double offset(int i, double h, double x) { return __dsub_rn(__dmul_rn
 // Sorted particle s = particle perm[s], with its constants and, per direction, the run of its
 // stencil (lattice points i0 … i0 + m − 1, Weights::set) where |i h − x| ≤ R = cutoff σ: one run,
 // as the offset grows with i.
-__global__ void prepare(int np, const double* __restrict__ packed, const int* __restrict__ perm, int n, double h,
-                        double cutoff, int m, double* __restrict__ f, int* __restrict__ g) {
+__global__ void prepare(int np, Source src, const int* __restrict__ perm, int n, double h, double cutoff, int m,
+                        double* __restrict__ f, int* __restrict__ g) {
   const int s = blockIdx.x * blockDim.x + threadIdx.x;
   if (s >= np) return;
-  const double* p = packed + kPacked * static_cast<long long>(perm[s]);
-  const double sg = p[6], R = cutoff * sg;
-  const double c[kF] = {p[0], p[1], p[2], p[3], p[4], p[5], 1.0 / sqrt(2.0 * 3.14159265358979323846 * sg * sg),
-                        1.0 / (sg * sg), 1.0 / (2.0 * sg * sg), exp(-h * h / (sg * sg))};
+  const long long q = perm[s];
+  const double p[3] = {src.x[src.xs * q], src.x[src.xs * q + 1], src.x[src.xs * q + 2]};
+  const double sg = src.sigma[src.gs * q], R = cutoff * sg;
+  const double c[kF] = {p[0], p[1], p[2], 1.0 / sqrt(2.0 * 3.14159265358979323846 * sg * sg), 1.0 / (sg * sg),
+                        1.0 / (2.0 * sg * sg), exp(-h * h / (sg * sg))};
   for (int k = 0; k < kF; ++k) f[static_cast<long long>(k) * np + s] = c[k];
   for (int d = 0; d < 3; ++d) {
     const int i0 = static_cast<int>(ceil(__dsub_rn(p[d], R) / h));  // no fused multiply-add into R
@@ -161,7 +177,8 @@ __device__ bool reaches(const Sorted& P, int s, const int (&o)[3], const unsigne
 template <bool Div>
 __device__ unsigned stage(const Sorted& P, int s, int slot, const int (&o)[3], const unsigned (&valid)[3], int n,
                           double h, double* xs, double* ys, double* zs) {
-  const double al[3] = {P(3, s), P(4, s), P(5, s)}, norm = P(6, s), c1 = P(7, s), c2 = P(8, s), q = P(9, s);
+  const double al[3] = {P.strength(0, s), P.strength(1, s), P.strength(2, s)}, norm = P(3, s), c1 = P(4, s),
+               c2 = P(5, s), q = P(6, s);
   unsigned bits = 0;
 #pragma unroll 1
   for (int d = 0; d < 3; ++d) {
@@ -361,51 +378,117 @@ __global__ void __launch_bounds__(kThreads) gather_kernel(Sorted P, const int* _
 
 unsigned blocks(long long count, int threads) { return static_cast<unsigned>((count + threads - 1) / threads); }
 
+// A device buffer of at least `count` elements: grown as needed, kept.
+template <class T>
+T* at_least(fmm::DevBuf& b, std::size_t count) {
+  const std::size_t need = (count ? count : 1) * sizeof(T);
+  if (b.bytes < need) b.resize(need);
+  return b.as<T>();
+}
+
 }  // namespace
+
+// The sort and the gather, for either entry.  Buffers: f (kF doubles a particle), runs (9 ints),
+// perm (1 int) and start (1 int a lattice point, and one more).  The sort's keys and indices
+// live in runs until prepare() overwrites them, and its scratch in f where it fits.
+struct DeviceBlobSums::Impl {
+  fmm::DevBuf f, runs, perm, start, temp;
+  int np = 0, n = 0, m = 0, bits = 0;
+  double h = 0, cutoff = 0;
+  std::size_t temp_bytes = 0;
+
+  // Allocations for np particles on the lattice g (nothing is allocated by sort() and sum()
+  // after this).
+  void reserve(std::size_t np_, const Grid& g) {
+    const long long npl = static_cast<long long>(np_), npts = static_cast<long long>(g.points());
+    if (npl >= (1LL << 31) || npts >= (1LL << 31))
+      throw std::runtime_error("blob sums on the GPU: particles and lattice points must number below 2^31");
+    np = static_cast<int>(npl);
+    n = g.n;
+    h = g.h();
+    bits = 1;
+    while ((1LL << bits) < npts) ++bits;
+    at_least<double>(f, kF * np_);
+    int* r = at_least<int>(runs, 9 * np_);
+    int* sidx = at_least<int>(perm, np_);
+    at_least<int>(start, npts + 1);
+    temp_bytes = 0;
+    VH_FMM_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, r, r + 2 * np_, r + np_, sidx, np, 0, bits));
+    if (temp_bytes > f.bytes) at_least<char>(temp, temp_bytes);
+  }
+
+  void sort(const Source& src, double cutoff_, int m_) {
+    cutoff = cutoff_;
+    m = m_;
+    const int threads = 256;
+    int* key = runs.as<int>();
+    int* idx = key + np;
+    int* skey = key + 2 * static_cast<long long>(np);
+    if (np > 0) {
+      cell_keys<<<blocks(np, threads), threads>>>(np, src, n, h, key, idx);
+      VH_FMM_CUDA(cudaGetLastError());
+      void* scratch = temp_bytes > f.bytes ? temp.p : f.p;
+      std::size_t bytes = temp_bytes;
+      VH_FMM_CUDA(cub::DeviceRadixSort::SortPairs(scratch, bytes, key, skey, idx, perm.as<int>(), np, 0, bits));
+    }
+    cell_starts<<<blocks(np + 1, threads), threads>>>(np, n * n * n, skey, start.as<int>());
+    VH_FMM_CUDA(cudaGetLastError());
+    if (np > 0) {
+      prepare<<<blocks(np, threads), threads>>>(np, src, perm.as<int>(), n, h, cutoff, m, f.as<double>(),
+                                                runs.as<int>());
+      VH_FMM_CUDA(cudaGetLastError());
+    }
+  }
+
+  void sum(const Source& src, bool divergence, double* out) const {
+    // A particle in cell c has its nonzero weights within ceil(cutoff σ_max/h) = m/2 − 1 lattice
+    // points of c; one cell more covers the rounding of floor(x/h) and of the cut-off test.
+    const int reach = m / 2;
+    const long long tiles = (n + kT - 1) / kT;
+    const Sorted P{f.as<double>(), runs.as<int>(), perm.as<int>(), src.s, np, src.ss, src.scale};
+    const unsigned nblocks = static_cast<unsigned>(tiles * tiles * tiles);
+    if (divergence)
+      gather_kernel<true><<<nblocks, kThreads>>>(P, start.as<int>(), n, reach, h, out);
+    else
+      gather_kernel<false><<<nblocks, kThreads>>>(P, start.as<int>(), n, reach, h, out);
+    VH_FMM_CUDA(cudaGetLastError());
+  }
+};
+
+DeviceBlobSums::DeviceBlobSums() : impl_(std::make_unique<Impl>()) {}
+DeviceBlobSums::~DeviceBlobSums() = default;
+
+void DeviceBlobSums::sort(const double* d_x, const double* d_sigma, std::size_t np, const Grid& g, double cutoff,
+                          int m) {
+  impl_->reserve(np, g);
+  impl_->sort(Source{d_x, nullptr, d_sigma, 3, 0, 1, 1.0}, cutoff, m);
+}
+
+void DeviceBlobSums::sum(const double* d_s, double scale, bool divergence, double* d_out) const {
+  impl_->sum(Source{nullptr, d_s, nullptr, 0, 3, 0, scale}, divergence, d_out);
+}
+
+std::size_t DeviceBlobSums::device_bytes() const {
+  return impl_->f.bytes + impl_->runs.bytes + impl_->perm.bytes + impl_->start.bytes + impl_->temp.bytes;
+}
 
 double* pinned_doubles(std::size_t count) { return static_cast<double*>(fmm::pinned_staging(count * sizeof(double))); }
 
 double last_gather_gpu_seconds() { return last_seconds; }
 
-void gather_gpu(std::size_t np_, const Grid& g, double cutoff, int m, bool divergence, double* host) {
-  const long long np = static_cast<long long>(np_), npts = static_cast<long long>(g.points());
-  if (np >= (1LL << 31) || npts >= (1LL << 31))
-    throw std::runtime_error("gather_gpu: particles and lattice points must number below 2^31");
-  const int nq = static_cast<int>(np), ncells = static_cast<int>(npts), ncomp = divergence ? 1 : 3;
-  int bits = 1;
-  while ((1LL << bits) < npts) ++bits;
-
+void gather_gpu(std::size_t np, const Grid& g, double cutoff, int m, bool divergence, double* host) {
+  const std::size_t npts = g.points(), ncomp = divergence ? 1 : 3;
   // Everything allocated before the clock starts.
-  Dev<double> packed(kPacked * np), sorted(kF * np), out(ncomp * npts);
-  Dev<int> key(np), idx(np), skey(np), sidx(np), runs(9 * np), start(npts + 1);
-  std::size_t temp_bytes = 0;
-  VH_FMM_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, key.p, skey.p, idx.p, sidx.p, nq, 0, bits));
-  Dev<char> temp(temp_bytes);
+  DeviceBlobSums::Impl sums;
+  sums.reserve(np, g);
+  Dev<double> packed(kPacked * np), out(ncomp * npts);
   Event t0, t1;
 
   VH_FMM_CUDA(cudaEventRecord(t0.e));
-  const int threads = 256;
-  if (np > 0) {
-    VH_FMM_CUDA(cudaMemcpy(packed.p, host, kPacked * np * sizeof(double), cudaMemcpyHostToDevice));
-    cell_keys<<<blocks(np, threads), threads>>>(nq, packed.p, g.n, g.h(), key.p, idx.p);
-    VH_FMM_CUDA(cudaGetLastError());
-    VH_FMM_CUDA(cub::DeviceRadixSort::SortPairs(temp.p, temp_bytes, key.p, skey.p, idx.p, sidx.p, nq, 0, bits));
-    prepare<<<blocks(np, threads), threads>>>(nq, packed.p, sidx.p, g.n, g.h(), cutoff, m, sorted.p, runs.p);
-    VH_FMM_CUDA(cudaGetLastError());
-  }
-  cell_starts<<<blocks(np + 1, threads), threads>>>(nq, ncells, skey.p, start.p);
-  VH_FMM_CUDA(cudaGetLastError());
-  // A particle in cell c has its nonzero weights within ceil(cutoff σ_max/h) = m/2 − 1 lattice
-  // points of c; one cell more covers the rounding of floor(x/h) and of the cut-off test.
-  const int reach = m / 2;
-  const long long tiles = (g.n + kT - 1) / kT;
-  const Sorted P{sorted.p, runs.p, nq};
-  const unsigned nblocks = static_cast<unsigned>(tiles * tiles * tiles);
-  if (divergence)
-    gather_kernel<true><<<nblocks, kThreads>>>(P, start.p, g.n, reach, g.h(), out.p);
-  else
-    gather_kernel<false><<<nblocks, kThreads>>>(P, start.p, g.n, reach, g.h(), out.p);
-  VH_FMM_CUDA(cudaGetLastError());
+  if (np > 0) VH_FMM_CUDA(cudaMemcpy(packed.p, host, kPacked * np * sizeof(double), cudaMemcpyHostToDevice));
+  const Source src{packed.p, packed.p + 3, packed.p + 6, kPacked, kPacked, kPacked, 1.0};
+  sums.sort(src, cutoff, m);
+  sums.sum(src, divergence, out.p);
   VH_FMM_CUDA(cudaMemcpy(host, out.p, ncomp * npts * sizeof(double), cudaMemcpyDeviceToHost));
   VH_FMM_CUDA(cudaEventRecord(t1.e));
   VH_FMM_CUDA(cudaEventSynchronize(t1.e));

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "vortex/update_kernel.h"
+
 namespace vh::vortex {
 
 std::vector<Vec3> lattice_points(const Grid& g) {
@@ -17,18 +19,19 @@ Particles lattice_particles(const Grid& g, double sigma) {
   Particles p;
   p.x = lattice_points(g);
   p.alpha.assign(g.points(), Vec3{0, 0, 0});
+  p.gamma.assign(g.points(), Vec3{0, 0, 0});
   p.sigma.assign(g.points(), sigma);
   return p;
 }
 
-Vec3 total_strength(const Particles& p) {
+Vec3 total_strength(const std::vector<Vec3>& s) {
   double s0 = 0, s1 = 0, s2 = 0;
-  const std::ptrdiff_t n = std::ptrdiff_t(p.size());
+  const std::ptrdiff_t n = std::ptrdiff_t(s.size());
 #pragma omp parallel for reduction(+ : s0, s1, s2) schedule(static)
   for (std::ptrdiff_t i = 0; i < n; ++i) {
-    s0 += p.alpha[i][0];
-    s1 += p.alpha[i][1];
-    s2 += p.alpha[i][2];
+    s0 += s[i][0];
+    s1 += s[i][1];
+    s2 += s[i][2];
   }
   return {s0, s1, s2};
 }
@@ -38,11 +41,7 @@ void wrap(Particles& p) {
   const std::ptrdiff_t n = std::ptrdiff_t(p.size());
 #pragma omp parallel for schedule(static)
   for (std::ptrdiff_t i = 0; i < n; ++i)
-    for (int d = 0; d < 3; ++d) {
-      double v = p.x[i][d] - L * std::floor(p.x[i][d] / L);
-      if (v >= L) v -= L;  // floor rounding at the top edge
-      p.x[i][d] = v;
-    }
+    for (int d = 0; d < 3; ++d) p.x[i][d] = wrap_coordinate(p.x[i][d], L);
 }
 
 }  // namespace vh::vortex

@@ -2,18 +2,23 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "core/diagnostics.h"
 #include "core/error.h"
 #include "core/fft.h"
 #include "vortex/blobs.h"
+#include "vortex/update_kernel.h"
+#ifdef VH_HAVE_CUDA
+#include "vortex/solver_gpu.h"
+#endif
 
 namespace vh::vortex {
 namespace {
 
 /// The periodic velocity at the lattice points of blobs of core `sigma` sitting on the lattice
-/// (DESIGN.md, "Exact reference for tests"): with c_α(k) the coefficients of the strengths,
+/// (docs/design.md, "Exact reference for tests"): with c_α(k) the coefficients of the strengths,
 /// the sampled field has U(k) = h⁻³ Σ_a i q × c_α(k) exp(−σ²|q|²/2) / |q|², q = k + aN,
 /// a ∈ {−2 … 2}³ (the ±2 aliases weigh < exp(−22) at σ ≥ h/√2), and zero mean.  Exact, so the
 /// FMM evaluation it replaces agreed with it to the FMM tolerance.
@@ -51,26 +56,66 @@ void lattice_velocity(const Particles& p, const Grid& g, double sigma, SpectralV
       }
 }
 
+/// The rates ds/dt of strengths s under the gradients G (vortex/update_kernel.h).
+void stretch_all(const std::vector<Mat3>& G, const std::vector<Vec3>& s, bool classical, std::vector<Vec3>& out) {
+  out.resize(s.size());
+  const std::ptrdiff_t n = std::ptrdiff_t(s.size());
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t i = 0; i < n; ++i) stretching(&G[i][0][0], s[i].data(), classical, out[i].data());
+}
+
+std::vector<Vec3> scaled(const std::vector<Vec3>& v, double f) {
+  std::vector<Vec3> out(v.size());
+  const std::ptrdiff_t n = std::ptrdiff_t(v.size());
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t i = 0; i < n; ++i)
+    for (int d = 0; d < 3; ++d) out[i][d] = v[i][d] * f;
+  return out;
+}
+
+double max_norm(const VectorField& f) {
+  double m = 0;
+  const std::ptrdiff_t n = std::ptrdiff_t(f.c[0].size());
+#pragma omp parallel for schedule(static) reduction(max : m)
+  for (std::ptrdiff_t i = 0; i < n; ++i)
+    m = std::max(m, std::sqrt(f.c[0][i] * f.c[0][i] + f.c[1][i] * f.c[1][i] + f.c[2][i] * f.c[2][i]));
+  return m;
+}
+
 }  // namespace
 
 std::vector<OptionSpec> option_specs() {
   std::vector<OptionSpec> t = {
+      {"vortex.reinit_from", "points|blobs", "points", "",
+       "reinitialise from the vorticity the particles carry (their point strengths, interpolated by the lattice "
+       "RBF's cardinal functions) or from the blob field sampled at the lattice (SC09; vortex/solver.h)"},
+      {"vortex.reinit_every", "int", "1", "steps", "reinitialisation every this many steps (0: only by core ratio)"},
+      {"vortex.diffusion", "lattice|core-spreading", "lattice", "",
+       "viscous diffusion: exact factor exp(-nu k^2 tau) on the lattice field at each reinitialisation, or core "
+       "spreading sigma^2 += 2 nu dt"},
+      {"vortex.project", "bool", "true", "", "project the reinitialised vorticity onto solenoidal fields"},
+      {"vortex.filter", "spherical|none", "spherical", "",
+       "modes the reinitialisation removes: |k| > filter_fraction * N_p/2 (spherical), or none"},
+      {"vortex.filter_fraction", "real", "0.6667", "N_p/2", "spherical filter: largest |k| kept"},
+      {"vortex.refine", "real", "1", "",
+       "particles per grid spacing and direction (refine^3 per grid cell; refine * N an even integer; 1.5 with the "
+       "default filter keeps every mode of the N^3 grid, as the 3/2 rule does)"},
       {"vortex.init", "rbf|direct", "rbf", "",
-       "initial strengths: RBF solve so the blobs reproduce omega at the lattice, or alpha = omega h^3"},
-      {"vortex.overlap", "real", "1.0", "h", "core radius sigma0 = overlap * h"},
+       "initial blob strengths: RBF solve so the blobs reproduce omega at the lattice, or alpha = omega h^3"},
+      {"vortex.overlap", "real", "1.0", "h_p", "core radius sigma0 = overlap * h_p"},
       {"vortex.field_core", "real", "1.0", "sigma0",
-       "the solver's field is that of the blobs with core field_core * sigma0 (init reproduces omega with them, "
-       "the grid velocity is theirs); 0.7071 is the field whose energy the blob dynamics conserves (vortex/solver.h)"},
+       "reinit_from = blobs: the solver's field is that of the blobs with core field_core * sigma0; 0.7071 is the "
+       "field whose energy the blob dynamics conserves (vortex/solver.h)"},
       {"vortex.stretching", "classical|transpose", "classical", "",
        "stretching (alpha.grad)u, or (grad u)^T alpha which conserves sum(alpha)"},
-      {"vortex.reinit_every", "int", "100", "steps", "RBF reinitialisation every this many steps (0: only by core ratio)"},
       {"vortex.max_core_ratio", "real", "1.5", "", "reinitialise as soon as sigma/sigma0 exceeds this"},
       {"vortex.blob_cutoff", "real", "7", "sigma", "blob sums at the lattice cut off at this many sigma"},
-      {"vortex.rbf_solver", "fft|cg", "fft", "", "RBF solve: exact circulant solve by FFT, or conjugate gradients"},
+      {"vortex.rbf_solver", "fft|cg", "fft", "",
+       "reinit_from = blobs: RBF solve by FFT (exact circulant solve) or conjugate gradients"},
       {"vortex.rbf_tol", "real", "1e-3", "", "cg: relative residual to reach"},
       {"vortex.rbf_max_iter", "int", "50", "", "cg: iteration limit"},
       {"vortex.rbf_symbol_floor", "real", "1e-3", "",
-       "fft: Gaussian symbol S(k)/S(0) below this is capped (limits the near-Nyquist gain)"},
+       "Gaussian lattice symbol S(k)/S(0) below this is capped (limits the near-Nyquist gain of the RBF solve)"},
   };
   for (const auto& f : fmm::describe_params()) {
     if (f.key == "periodic") continue;  // the vortex solver is periodic by construction
@@ -85,6 +130,16 @@ std::vector<OptionSpec> option_specs() {
 Params params_from(const Options& o, double nu) {
   Params p;
   p.nu = nu;
+  p.reinit_from = o.choice("vortex.reinit_from", {"points", "blobs"}) == "points" ? ReinitFrom::points : ReinitFrom::blobs;
+  p.diffusion = o.choice("vortex.diffusion", {"lattice", "core-spreading"}) == "lattice" ? Diffusion::lattice
+                                                                                         : Diffusion::core_spreading;
+  p.project = o.boolean("vortex.project");
+  p.filter = o.choice("vortex.filter", {"spherical", "none"}) == "none" ? Filter::none : Filter::spherical;
+  p.filter_fraction = o.real("vortex.filter_fraction");
+  if (!(p.filter_fraction > 0 && p.filter_fraction <= std::sqrt(3.0)))
+    throw InputError(o.where("vortex.filter_fraction") + " is out of range (allowed: 0 < fraction <= sqrt(3))");
+  p.refine = o.real("vortex.refine");
+  if (!(p.refine >= 1 && p.refine <= 8)) throw InputError(o.where("vortex.refine") + " is out of range (allowed: 1 … 8)");
   p.init = o.choice("vortex.init", {"rbf", "direct"}) == "rbf" ? Init::rbf : Init::direct;
   p.overlap = o.real("vortex.overlap");
   if (!(p.overlap >= 0.5 && p.overlap <= 4))
@@ -133,82 +188,114 @@ Params params_from(const Options& o, double nu) {
   return p;
 }
 
-Solver::Solver(const Params& p, const Grid& g) : prm_(p), g_(g) {
-  prm_.fmm.periodic = true;
-  prm_.fmm.use_gpu = prm_.use_gpu;
-  sigma0_ = prm_.overlap * g.h();
+int lattice_points_per_direction(double refine, int n) {
+  const double m = refine * n;
+  const long r = std::lround(m);
+  if (std::abs(m - double(r)) > 1e-9 * m || r % 2 != 0 || r < 8)
+    throw InputError("vortex.refine = " + std::to_string(refine) + " with domain.n = " + std::to_string(n) +
+                     " gives a particle lattice of " + std::to_string(m) +
+                     " points per direction (allowed: refine * n an even integer >= 8, e.g. refine = 1, 1.5, 2)");
+  return int(r);
 }
 
+std::unique_ptr<SolverInterface> make_solver(const Params& p, const Grid& g) {
+#ifdef VH_HAVE_CUDA
+  if (p.use_gpu && p.reinit_from == ReinitFrom::points) return std::make_unique<GpuSolver>(p, g);
+#endif
+  return std::make_unique<Solver>(p, g);
+}
+
+Solver::Solver(const Params& p, const Grid& g) : prm_(p), g_(g), gp_{lattice_points_per_direction(p.refine, g.n)} {
+  prm_.fmm.periodic = true;
+  prm_.fmm.use_gpu = prm_.use_gpu;
+  sigma0_ = prm_.overlap * gp_.h();
+  lattice_ = std::make_unique<Lattice>(gp_, sigma0_, prm_.rbf.symbol_floor, prm_.blob_cutoff, prm_.use_gpu);
+}
+
+Solver::~Solver() = default;
+
 RbfResult Solver::set_velocity(const SpectralVector& u, double t) {
-  Fft3d fft(g_.n);
+  SpectralVector up;
+  if (gp_.n == g_.n) up = u;
+  else resample(u, gp_, up);
+  Fft3d fft(gp_.n);
   VectorField omega;
-  vorticity(u, fft, omega);
-  VectorField alpha;
+  vorticity(up, fft, omega);
+  p_ = lattice_particles(gp_, sigma0_);
   RbfResult r;
-  if (prm_.init == Init::rbf) {
+  const double V = lattice_->volume();
+  if (points()) {
+    SpectralVector w;
+    fft.forward(omega, w);
+    lattice_->values(w, false, V, p_.gamma);
+    if (prm_.init == Init::rbf) lattice_->values(w, true, 1.0, p_.alpha);
+    else p_.alpha = p_.gamma;
+  } else if (prm_.init == Init::rbf) {
+    VectorField alpha;
     r = rbf_strengths(omega, prm_.field_core * sigma0_, prm_.rbf, alpha);
+    for (std::size_t i = 0; i < p_.size(); ++i)
+      for (int d = 0; d < 3; ++d) p_.alpha[i][d] = alpha.c[d][i];
   } else {
-    const double h3 = g_.h() * g_.h() * g_.h();
-    alpha = omega;
-    for (auto& c : alpha.c)
-      for (double& v : c) v *= h3;
+    for (std::size_t i = 0; i < p_.size(); ++i)
+      for (int d = 0; d < 3; ++d) p_.alpha[i][d] = omega.c[d][i] * V;
   }
-  p_ = lattice_particles(g_, sigma0_);
-  for (std::size_t i = 0; i < p_.size(); ++i)
-    for (int d = 0; d < 3; ++d) p_.alpha[i][d] = alpha.c[d][i];
-  t_ = t;
+  t_ = t_reinit_ = t;
   have_history_ = rhs_valid_ = false;
+  u_prev_.clear(), dalpha_prev_.clear(), dgamma_prev_.clear();
   since_reinit_ = 0;
   last_residual_ = r.residual;
   return r;
 }
 
 void Solver::evaluate_rhs() {
-  timings_ = fmm::evaluate_self(prm_.fmm, p_.x, p_.alpha, p_.sigma, u_, grad_);
-  dalpha_.resize(p_.size());
-  const bool classical = prm_.stretching == Stretching::classical;
-  const std::ptrdiff_t n = std::ptrdiff_t(p_.size());
-#pragma omp parallel for schedule(static)
-  for (std::ptrdiff_t i = 0; i < n; ++i) {
-    const Mat3& G = grad_[i];
-    const Vec3& a = p_.alpha[i];
-    for (int m = 0; m < 3; ++m)
-      dalpha_[i][m] = classical ? G[m][0] * a[0] + G[m][1] * a[1] + G[m][2] * a[2]
-                                : G[0][m] * a[0] + G[1][m] * a[1] + G[2][m] * a[2];
+  // A state that has overflowed is the driver's to report (max|u| not finite: exit 3 with a
+  // checkpoint), not the FMM's bad input.
+  bool finite = true;
+  const std::ptrdiff_t np = std::ptrdiff_t(p_.size());
+#pragma omp parallel for schedule(static) reduction(&& : finite)
+  for (std::ptrdiff_t i = 0; i < np; ++i)
+    for (int d = 0; d < 3; ++d) finite = finite && std::isfinite(p_.x[i][d]) && std::isfinite(p_.alpha[i][d]);
+  if (!finite) {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    u_.assign(p_.size(), Vec3{nan, nan, nan});
+    rhs_valid_ = true;
+    return;
   }
+  timings_ = fmm::evaluate_self(prm_.fmm, p_.x, p_.alpha, p_.sigma, u_, grad_);
+  const bool classical = prm_.stretching == Stretching::classical;
+  stretch_all(grad_, p_.alpha, classical, dalpha_);
+  if (points()) stretch_all(grad_, p_.gamma, classical, dgamma_);
   rhs_valid_ = true;
 }
 
 void Solver::step(double dt) {
   if (!rhs_valid_) evaluate_rhs();
-  // Variable-step AB2 weights; Euler when there is no history.
-  double c0 = 1.0, c1 = 0.0;
-  if (have_history_) {
-    const double r = dt / dt_prev_;
-    c0 = 1.0 + 0.5 * r;
-    c1 = -0.5 * r;
-  }
+  const Ab2Weights w = ab2_weights(dt, dt_prev_, have_history_);
+  const bool with_gamma = points();
   const std::ptrdiff_t n = std::ptrdiff_t(p_.size());
+  static const Vec3 zero{0, 0, 0};
 #pragma omp parallel for schedule(static)
-  for (std::ptrdiff_t i = 0; i < n; ++i)
-    for (int d = 0; d < 3; ++d) {
-      const double up = have_history_ ? u_prev_[i][d] : 0.0;
-      const double ap = have_history_ ? dalpha_prev_[i][d] : 0.0;
-      p_.x[i][d] += dt * (c0 * u_[i][d] + c1 * up);
-      p_.alpha[i][d] += dt * (c0 * dalpha_[i][d] + c1 * ap);
-    }
+  for (std::ptrdiff_t i = 0; i < n; ++i) {
+    ab2_update(p_.x[i].data(), u_[i].data(), (have_history_ ? u_prev_[i] : zero).data(), dt, w);
+    ab2_update(p_.alpha[i].data(), dalpha_[i].data(), (have_history_ ? dalpha_prev_[i] : zero).data(), dt, w);
+    if (with_gamma)
+      ab2_update(p_.gamma[i].data(), dgamma_[i].data(), (have_history_ ? dgamma_prev_[i] : zero).data(), dt, w);
+  }
   std::swap(u_prev_, u_);
   std::swap(dalpha_prev_, dalpha_);
+  std::swap(dgamma_prev_, dgamma_);
   have_history_ = true;
   rhs_valid_ = false;
   dt_prev_ = dt;
-  // Core spreading: the exact solution of the heat equation for a Gaussian blob.
-  double smax = 0;
+  double smax = sigma0_;
+  if (prm_.diffusion == Diffusion::core_spreading) {
+    // Core spreading: the exact solution of the heat equation for a Gaussian blob.
 #pragma omp parallel for schedule(static) reduction(max : smax)
-  for (std::ptrdiff_t i = 0; i < n; ++i) {
-    double& s = p_.sigma[i];
-    s = std::sqrt(s * s + 2.0 * prm_.nu * dt);
-    smax = std::max(smax, s);
+    for (std::ptrdiff_t i = 0; i < n; ++i) {
+      double& s = p_.sigma[i];
+      s = spread_core(s, prm_.nu, dt);
+      smax = std::max(smax, s);
+    }
   }
   wrap(p_);
   t_ += dt;
@@ -219,16 +306,78 @@ void Solver::step(double dt) {
     reinitialise();
 }
 
+double Solver::pending_nu_tau() const {
+  return prm_.diffusion == Diffusion::lattice ? prm_.nu * (t_ - t_reinit_) : 0.0;
+}
+
+void Solver::points_field(SpectralVector& w) {
+  if (since_reinit_ == 0) {
+    lattice_->modes(p_.gamma, 1.0 / lattice_->volume(), w);  // on the lattice: exact, no sums
+    return;
+  }
+  lattice_->field(p_.x, p_.gamma, p_.sigma, w);
+  lattice_->diffuse(w, pending_nu_tau());
+}
+
+void Solver::spectral_steps(SpectralVector& w, double nu_tau, bool record) {
+  lattice_->diffuse(w, nu_tau);
+  if (prm_.project) {
+    const double removed = lattice_->project(w);
+    if (record) div_removed_ = removed;
+  }
+  lattice_->filter(w, prm_.filter, prm_.filter_fraction);
+}
+
 RbfResult Solver::reinitialise() {
   ratio_at_reinit_ = *std::max_element(p_.sigma.begin(), p_.sigma.end()) / sigma0_;
-  VectorField omega, alpha;
-  vorticity_on_lattice(p_, g_, prm_.blob_cutoff, omega, prm_.use_gpu);
-  const RbfResult r = rbf_strengths(omega, sigma0_, prm_.rbf, alpha);
-  p_ = lattice_particles(g_, sigma0_);
-  for (std::size_t i = 0; i < p_.size(); ++i)
-    for (int d = 0; d < 3; ++d) p_.alpha[i][d] = alpha.c[d][i];
-  have_history_ = rhs_valid_ = false;
+  const double V = lattice_->volume();
+  RbfResult r;
+  if (points()) {
+    SpectralVector w, uh, wh;
+    const double nu_tau = pending_nu_tau();
+    lattice_->field(p_.x, p_.gamma, p_.sigma, w);
+    spectral_steps(w, nu_tau, true);
+    if (have_history_) {
+      // fⁿ⁻¹ carried by the particles to where they are now: the history along the paths that
+      // end at the new lattice points. Not projected: neither the stretching rate (ω·∇)u nor
+      // u at the departure points is solenoidal, and AB2 needs them as they are. The rate takes
+      // the viscous factor of the step, as AB2 with an integrating factor does (its history
+      // term is exp(−ν|k|²Δt) fⁿ⁻¹); without it the splitting is first order.
+      lattice_->field(p_.x, scaled(u_prev_, V), p_.sigma, uh);
+      lattice_->filter(uh, prm_.filter, prm_.filter_fraction);
+      lattice_->field(p_.x, dgamma_prev_, p_.sigma, wh);
+      lattice_->diffuse(wh, nu_tau);
+      lattice_->filter(wh, prm_.filter, prm_.filter_fraction);
+    }
+    p_ = lattice_particles(gp_, sigma0_);
+    lattice_->values(w, false, V, p_.gamma);
+    lattice_->values(w, true, 1.0, p_.alpha);
+    if (have_history_) {
+      lattice_->values(uh, false, 1.0, u_prev_);
+      lattice_->values(wh, false, V, dgamma_prev_);
+      lattice_->values(wh, true, 1.0, dalpha_prev_);
+    }
+  } else {
+    VectorField omega, alpha;
+    vorticity_on_lattice(p_, gp_, prm_.blob_cutoff, omega, prm_.use_gpu);
+    const double nu_tau = pending_nu_tau();
+    if (prm_.project || nu_tau > 0 || prm_.filter != Filter::none) {
+      Fft3d fft(gp_.n);
+      SpectralVector w;
+      fft.forward(omega, w);
+      spectral_steps(w, nu_tau, true);
+      fft.inverse(w, omega);
+    }
+    r = rbf_strengths(omega, sigma0_, prm_.rbf, alpha);
+    p_ = lattice_particles(gp_, sigma0_);
+    for (std::size_t i = 0; i < p_.size(); ++i)
+      for (int d = 0; d < 3; ++d) p_.alpha[i][d] = alpha.c[d][i];
+    have_history_ = false;  // the seeds' scheme: Euler after every reinitialisation
+    u_prev_.clear(), dalpha_prev_.clear(), dgamma_prev_.clear();
+  }
+  rhs_valid_ = false;
   since_reinit_ = 0;
+  t_reinit_ = t_;
   ++reinits_;
   last_residual_ = r.residual;
   return r;
@@ -240,11 +389,14 @@ State Solver::state() const {
   if (have_history_) {
     s.u_prev = u_prev_;
     s.dalpha_prev = dalpha_prev_;
+    s.dgamma_prev = dgamma_prev_;
   }
   s.t = t_;
+  s.t_reinit = t_reinit_;
   s.dt_prev = dt_prev_;
   s.last_residual = last_residual_;
   s.ratio_at_reinit = ratio_at_reinit_;
+  s.div_removed = div_removed_;
   s.steps = steps_;
   s.since_reinit = since_reinit_;
   s.reinits = reinits_;
@@ -252,15 +404,20 @@ State Solver::state() const {
 }
 
 void Solver::set_state(const State& s) {
-  VH_CHECK(s.particles.size() == g_.points() || !s.particles.x.empty(), "vortex state without particles");
+  VH_CHECK(s.particles.size() == gp_.points() || !s.particles.x.empty(), "vortex state without particles");
   p_ = s.particles;
+  if (p_.gamma.size() != p_.size()) p_.gamma.assign(p_.size(), Vec3{0, 0, 0});
   have_history_ = !s.u_prev.empty();
   u_prev_ = s.u_prev;
   dalpha_prev_ = s.dalpha_prev;
+  dgamma_prev_ = s.dgamma_prev;
+  if (have_history_ && dgamma_prev_.size() != p_.size()) dgamma_prev_.assign(p_.size(), Vec3{0, 0, 0});
   t_ = s.t;
+  t_reinit_ = s.t_reinit;
   dt_prev_ = s.dt_prev;
   last_residual_ = s.last_residual;
   ratio_at_reinit_ = s.ratio_at_reinit;
+  div_removed_ = s.div_removed;
   steps_ = s.steps;
   since_reinit_ = s.since_reinit;
   reinits_ = s.reinits;
@@ -277,36 +434,50 @@ double Solver::max_velocity() {
 }
 
 void Solver::velocity(SpectralVector& u) {
-  if (since_reinit_ == 0 && !p_.x.empty()) {
+  SpectralVector up;
+  if (points()) {
+    SpectralVector w;
+    points_field(w);
+    lattice_->biot_savart(w, up);
+  } else if (since_reinit_ == 0 && !p_.x.empty()) {
     // Just (re)initialised: lattice particles with σ₀, whose velocity at the lattice points is
     // known exactly and costs three FFTs instead of an FMM evaluation.
-    lattice_velocity(p_, g_, prm_.field_core * sigma0_, u);
-    return;
-  }
-  std::vector<Vec3> ug;
-  std::vector<Mat3> gg;
-  if (prm_.field_core == 1.0) {
-    fmm::evaluate_at(prm_.fmm, p_.x, p_.alpha, p_.sigma, lattice_points(g_), ug, gg);
+    lattice_velocity(p_, gp_, prm_.field_core * sigma0_, up);
   } else {
-    // The field's core: f·σ₀ on new particles, growing with core spreading at the full rate.
-    const double shrink = (1.0 - prm_.field_core * prm_.field_core) * sigma0_ * sigma0_;
-    std::vector<double> sigma(p_.sigma);
-    for (double& s : sigma) s = std::sqrt(s * s - shrink);
-    fmm::evaluate_at(prm_.fmm, p_.x, p_.alpha, sigma, lattice_points(g_), ug, gg);
+    std::vector<Vec3> ug;
+    std::vector<Mat3> gg;
+    if (prm_.field_core == 1.0) {
+      fmm::evaluate_at(prm_.fmm, p_.x, p_.alpha, p_.sigma, lattice_points(gp_), ug, gg);
+    } else {
+      // The field's core: f·σ₀ on new particles, growing with core spreading at the full rate.
+      const double shrink = (1.0 - prm_.field_core * prm_.field_core) * sigma0_ * sigma0_;
+      std::vector<double> sigma(p_.sigma);
+      for (double& s : sigma) s = std::sqrt(s * s - shrink);
+      fmm::evaluate_at(prm_.fmm, p_.x, p_.alpha, sigma, lattice_points(gp_), ug, gg);
+    }
+    lattice_->modes(ug, 1.0, up);
   }
-  VectorField f(g_);
-  for (std::size_t i = 0; i < ug.size(); ++i)
-    for (int d = 0; d < 3; ++d) f.c[d][i] = ug[i][d];
-  Fft3d fft(g_.n);
-  fft.forward(f, u);
+  if (gp_.n == g_.n) u = std::move(up);
+  else resample(up, g_, u);
 }
 
 Monitors Solver::monitors() {
   Monitors m;
-  m.total_alpha = total_strength(p_);
+  m.total_strength = total_strength(points() ? p_.gamma : p_.alpha);
   ScalarField div;
-  divergence_on_lattice(p_, g_, prm_.blob_cutoff, div, prm_.use_gpu);
+  divergence_on_lattice(p_, gp_, prm_.blob_cutoff, div, prm_.use_gpu);
   for (double v : div.v) m.max_div_omega = std::max(m.max_div_omega, std::abs(v));
+  VectorField omega;
+  if (points()) {
+    SpectralVector w;
+    points_field(w);
+    Fft3d fft(gp_.n);
+    fft.inverse(w, omega);
+  } else {
+    vorticity_on_lattice(p_, gp_, prm_.blob_cutoff, omega, prm_.use_gpu);
+  }
+  m.max_omega = max_norm(omega);
+  m.div_removed = div_removed_;
   m.core_ratio = *std::max_element(p_.sigma.begin(), p_.sigma.end()) / sigma0_;
   m.reinits = reinits_;
   m.last_rbf_residual = last_residual_;

@@ -1,31 +1,46 @@
-// The vortex particle solver (DESIGN.md, "Vortex method definitions"; Yokota & Barba 2012).
+// The vortex particle solver (docs/design.md, "Vortex method definitions"; Yokota & Barba 2012;
+// Cottet & Koumoutsakos 2000).
 //
-// State: particles (x_p, α_p, σ). Each step:
-//   1. u(x_p) and ∇u(x_p) from one periodic FMM evaluation (fmm/fmm.h);
-//   2. dx/dt = u, dα/dt = (α·∇)u (classical) or (∇u)ᵀα (transpose, conserves Σα);
-//   3. second-order Adams–Bashforth, y ← y + Δt (3/2 fⁿ − 1/2 fⁿ⁻¹), in its variable-step
-//      form y ← y + Δt [(1 + r/2) fⁿ − (r/2) fⁿ⁻¹], r = Δt/Δt_prev, since CFL steps and steps
-//      that land on output times vary; the first step and the first step after every
-//      reinitialisation are forward Euler (the history is gone);
-//   4. core spreading, σ² ← σ² + 2νΔt (exact for the heat equation of one blob);
-//   5. reinitialisation (vortex/reinit.h) every `reinit_every` steps or as soon as
-//      σ/σ₀ > max_core_ratio: ω_σ at the lattice from the old blobs, new lattice particles
-//      with σ₀, strengths from the RBF solve.
-// The velocity handed to the diagnostics is the FMM velocity at the lattice points.
+// State: particles (x_p, α_p, γ_p, σ_p; vortex/particles.h) on a lattice of refine·N points per
+// direction (h_p = h/refine, σ₀ = overlap·h_p), and the AB2 history. Each step:
+//   1. u(x_p) and ∇u(x_p) from one periodic FMM evaluation of the blob field Σ α ζ_σ (fmm/fmm.h);
+//   2. dx/dt = u; each strength s ∈ {α, γ} stretches, ds/dt = (s·∇)u (classical) or (∇u)ᵀs
+//      (transpose, conserves Σs) (vortex/update_kernel.h);
+//   3. second-order Adams–Bashforth in its variable-step form, y ← y + Δt [(1 + r/2) fⁿ −
+//      (r/2) fⁿ⁻¹], r = Δt/Δt_prev (CFL steps and steps that land on output times vary); only
+//      the very first step is forward Euler;
+//   4. diffusion: core spreading σ² ← σ² + 2νΔt (exact for one Gaussian blob), or the exact
+//      viscous factor exp(−ν|k|²τ) on the lattice field at each reinitialisation (lattice);
+//   5. reinitialisation every `reinit_every` steps, or as soon as σ/σ₀ > max_core_ratio: new
+//      particles on the lattice with σ₀ (see below).
 //
-// Which field is "the" vortex field (vortex.field_core, f): the particles move in
-// u_σ = Σ K_σ × α, the velocity of the blob field ω_σ = Σ α ζ_σ. Written for the point
-// strengths ω̃ = Σ α δ, the dynamics is ∂ω̃/∂t = ∇×(u_σ × ω̃) with u_σ the velocity of ζ_σ∗ω̃:
-// its nonlinear term conserves ½⟨ṽ, ζ_σ∗ṽ⟩ = the energy of ζ_{σ/√2}∗ω̃ (ṽ = BS(ω̃); the 3-D
-// form of the Hamiltonian of 2-D blob methods), not the energy of ω_σ = ζ_σ∗ω̃, which it moves
-// from low to high k and then hides behind the extra factor exp(−σ²k²/2). The solver's field is
-// therefore a choice: the blobs of core f·σ₀ reproduce ω at the lattice at the start (init =
-// rbf), and the grid velocity is that of the same blobs, core √(σ² − (1 − f²)σ₀²) (so core
-// spreading still diffuses it at the full rate). f = 1 is ω_σ itself (the papers' choice); f =
-// 1/√2 the conserved one. Measured on inputs/quick.ini at 32³ to t/T = 1: f = 1 loses energy
-// beyond ε (−dK/dt exceeds ε by 11–23 %) and E(k = 4) is 27 % low; f = 1/√2 gets E(k = 4)
-// 13 % low and K within 2 %. Between reinitialisations (reinit_every > 1) both are what the
-// particles carry; the dynamics is the same.
+// Reinitialisation (vortex.reinit_from):
+//   points  (default) the lattice field the particles' point strengths γ represent: their
+//           interpolation by the lattice RBF's cardinal functions (vortex/remesh.h), then
+//           diffusion, the projection onto solenoidal fields and the filter in Fourier space;
+//           γ = ω V and α = the RBF strengths of ω. The AB2 history (fⁿ⁻¹ of u and of the
+//           strengths' rates, carried by the particles) is remeshed the same way, so the step
+//           after a reinitialisation is AB2 too. The velocity handed to the diagnostics is
+//           that of this field (Biot–Savart in Fourier space; truncated to the N³ grid).
+//   blobs   the blob field ω_σ = Σ α ζ_σ sampled at the lattice, RBF strengths from it
+//           (vortex/rbf.h): the scheme of SC09 and Yokota & Barba (with reinit_every = 100,
+//           diffusion = core-spreading, project = false, filter = none). The AB2 history is
+//           dropped (the next step is Euler), and the diagnostics see the FMM velocity of the
+//           blob field at the lattice points (of cores shrunk by field_core, below).
+//
+// Why points: the blob field moves its Gaussians rigidly with the particles, an O(σ²k²) error
+// in the transport of every mode (its discrete second moment, Cottet & Koumoutsakos 2000,
+// ch. 2); remeshing it through the RBF re-creates that error at every reinitialisation. The
+// cardinal interpolation of the point strengths carries no such error (vortex/remesh.h), and
+// the blob field the FMM sees interpolates ω exactly at every reinitialisation. Measured at
+// 128³ (bench/RESULTS.md, "vortex fidelity").
+//
+// field_core (f, reinit_from = blobs only): which blob field is "the" vortex field. The
+// particles move in u_σ = Σ K_σ × α, the velocity of ω_σ = Σ α ζ_σ; written for the point
+// strengths ω̃ = Σ α δ, the dynamics is ∂ω̃/∂t = ∇×(u_σ × ω̃) and its nonlinear term conserves
+// the energy of ζ_{σ/√2}∗ω̃, not that of ω_σ. f = 1 is ω_σ itself (the papers' choice), f = 1/√2
+// the conserved field: the blobs of core fσ₀ reproduce ω at the lattice at the start, and the
+// grid velocity is that of the same blobs, core √(σ² − (1 − f²)σ₀²).
 #pragma once
 
 #include <memory>
@@ -36,21 +51,30 @@
 #include "core/options.h"
 #include "fmm/fmm.h"
 #include "vortex/particles.h"
-#include "vortex/reinit.h"
+#include "vortex/rbf.h"
+#include "vortex/remesh.h"
 
 namespace vh::vortex {
 
 enum class Stretching { classical, transpose };
 enum class Init { rbf, direct };
+enum class ReinitFrom { points, blobs };
+enum class Diffusion { core_spreading, lattice };
 
 struct Params {
   Init init = Init::rbf;
-  double overlap = 1.0;          ///< σ₀ = overlap · h
-  double field_core = 1.0;       ///< f: the solver's field is that of blobs of core f·σ₀ (see above)
+  ReinitFrom reinit_from = ReinitFrom::points;
+  Diffusion diffusion = Diffusion::lattice;
+  double refine = 1;             ///< particles per grid spacing and direction (h_p = h/refine; refine·N even)
+  double overlap = 1.0;          ///< σ₀ = overlap · h_p
+  double field_core = 1.0;       ///< f: blobs only (see above)
   Stretching stretching = Stretching::classical;
-  int reinit_every = 100;        ///< steps between reinitialisations (0: only by core ratio)
+  int reinit_every = 1;          ///< steps between reinitialisations (0: only by core ratio)
   double max_core_ratio = 1.5;   ///< reinitialise as soon as σ/σ₀ exceeds this
-  double blob_cutoff = 7.0;      ///< ω_σ at the lattice from blobs cut off at this many σ
+  double blob_cutoff = 7.0;      ///< blob sums at the lattice cut off at this many σ
+  bool project = true;           ///< project the reinitialised vorticity onto solenoidal fields
+  Filter filter = Filter::spherical;  ///< modes the reinitialisation removes
+  double filter_fraction = 2.0 / 3;  ///< spherical: keep |k| ≤ this · N_p/2
   RbfParams rbf;
   fmm::Params fmm;               ///< periodic is forced on
   double nu = 0;
@@ -60,17 +84,23 @@ struct Params {
   bool use_gpu = false;
 };
 
+/// Points per direction of the particle lattice for the N³ grid: refine·N. Throws vh::InputError
+/// naming vortex.refine unless it is an even integer >= 8.
+int lattice_points_per_direction(double refine, int n);
+
 /// Deck rows vortex.* and fmm.*.
 std::vector<OptionSpec> option_specs();
 /// Reads them (throws vh::InputError naming the key).
 Params params_from(const Options& o, double nu);
 
-/// What the solver reports at an output (DESIGN.md monitors).
+/// What the solver reports at an output.
 struct Monitors {
-  Vec3 total_alpha{0, 0, 0};   ///< Σ α_p
-  double max_div_omega = 0;    ///< max |∇·ω_σ| over the lattice
-  double core_ratio = 1;       ///< σ/σ₀
-  long reinits = 0;            ///< reinitialisations so far
+  Vec3 total_strength{0, 0, 0};  ///< Σγ (points) or Σα (blobs): the strengths of the solver's field
+  double max_div_omega = 0;      ///< max |∇·ω_σ| over the lattice, of the blob field the FMM sees
+  double max_omega = 0;          ///< max |ω| over the lattice, of the solver's field
+  double div_removed = 0;        ///< the last projection's ‖k·ω̂‖/‖|k|ω̂‖ (0 without projection)
+  double core_ratio = 1;         ///< σ/σ₀
+  long reinits = 0;              ///< reinitialisations so far
   double last_rbf_residual = 0;
   double core_ratio_at_reinit = 0;  ///< σ/σ₀ just before the last reinitialisation
 };
@@ -78,54 +108,104 @@ struct Monitors {
 /// Everything needed to continue bit for bit (checkpoints).
 struct State {
   Particles particles;
-  std::vector<Vec3> u_prev, dalpha_prev;  ///< AB2 history (empty when there is none)
-  double t = 0, dt_prev = 0, last_residual = 0, ratio_at_reinit = 0;
+  std::vector<Vec3> u_prev, dalpha_prev, dgamma_prev;  ///< AB2 history (empty when there is none)
+  double t = 0, t_reinit = 0, dt_prev = 0, last_residual = 0, ratio_at_reinit = 0, div_removed = 0;
   long steps = 0, since_reinit = 0, reinits = 0;
 };
 
-class Solver {
+/// What the run driver needs of a vortex solver, so that it holds one pointer whatever the back
+/// end: Solver below (the CPU reference; with use_gpu its FMM and blob sums run on the GPU but
+/// the particles stay on the host) and GpuSolver (vortex/solver_gpu.h, CUDA builds: the state
+/// on the device between steps, reinit_from = points). make_solver() picks one. The members
+/// are Solver's; see there.
+class SolverInterface {
  public:
-  Solver(const Params& p, const Grid& g);
+  virtual ~SolverInterface() = default;
+  virtual RbfResult set_velocity(const SpectralVector& u, double t) = 0;
+  virtual void step(double dt) = 0;
+  virtual double max_velocity() = 0;
+  virtual void velocity(SpectralVector& u) = 0;
+  virtual double time() const = 0;
+  virtual long steps() const = 0;
+  virtual Monitors monitors() = 0;
+  virtual long reinits() const = 0;
+  virtual double core_ratio_at_reinit() const = 0;
+  virtual double last_rbf_residual() const = 0;
+  virtual double last_div_removed() const = 0;
+  virtual RbfResult reinitialise() = 0;
+  virtual State state() const = 0;
+  virtual void set_state(const State& s) = 0;
+  virtual const fmm::Timings& last_timings() const = 0;
+  /// The velocity on the grid g as device coefficients (d[c]: g.modes() complex doubles each,
+  /// grid.h normalisation), valid until the next call that changes the state, where the
+  /// solver's state lives on the GPU: true; false (the default) where it does not.
+  virtual bool device_velocity(const void* d[3]) {
+    (void)d;
+    return false;
+  }
+};
 
-  /// Particles from the velocity coefficients: ω on the lattice by spectral curl, strengths
-  /// from the RBF solve with core field_core·σ₀ (init = rbf) or α = ω h³ (direct). Returns the
-  /// RBF result.
-  RbfResult set_velocity(const SpectralVector& u, double t);
-  /// One AB2 step (Euler after a (re)initialisation), core spreading, reinit when due.
-  void step(double dt);
+/// GpuSolver where `p.use_gpu` and reinit_from = points (CUDA builds), else Solver.
+std::unique_ptr<SolverInterface> make_solver(const Params& p, const Grid& g);
+
+class Solver : public SolverInterface {
+ public:
+  /// g: the grid of the diagnostics (N³); the particles live on the refine·N lattice.
+  Solver(const Params& p, const Grid& g);
+  ~Solver() override;
+
+  /// Particles from the velocity coefficients on g (interpolated spectrally to the particle
+  /// lattice: exact): ω on the lattice by spectral curl; points: γ = ω V and α the RBF
+  /// strengths of ω (init = rbf) or α = γ (direct); blobs: α from the RBF solve with core
+  /// field_core·σ₀ (rbf) or α = ω V (direct). Returns the RBF result.
+  RbfResult set_velocity(const SpectralVector& u, double t) override;
+  /// One AB2 step (Euler only at the very start, and after a blob-field reinitialisation),
+  /// diffusion, reinitialisation when due.
+  void step(double dt) override;
   /// max_p max_i |u_i(x_p)| of the last right-hand side (computes it if stale).
-  double max_velocity();
-  /// The FMM velocity at the lattice points of the solver's field (cores shrunk by field_core),
-  /// as coefficients (grid.h normalisation).
-  void velocity(SpectralVector& u);
-  double time() const { return t_; }
-  long steps() const { return steps_; }
-  /// Monitors at the current state (costs a blob sum over the lattice).
-  Monitors monitors();
-  /// Reinitialisations so far, σ/σ₀ just before the last one, and its RBF residual.
-  long reinits() const { return reinits_; }
-  double core_ratio_at_reinit() const { return ratio_at_reinit_; }
-  double last_rbf_residual() const { return last_residual_; }
+  double max_velocity() override;
+  /// The solver's velocity on the grid g as coefficients (grid.h normalisation).
+  void velocity(SpectralVector& u) override;
+  double time() const override { return t_; }
+  long steps() const override { return steps_; }
+  /// Monitors at the current state (costs blob sums over the lattice).
+  Monitors monitors() override;
+  long reinits() const override { return reinits_; }
+  double core_ratio_at_reinit() const override { return ratio_at_reinit_; }
+  double last_rbf_residual() const override { return last_residual_; }
+  /// The last projection's ‖k·ω̂‖/‖|k|ω̂‖: how far from solenoidal the field had drifted.
+  double last_div_removed() const override { return div_removed_; }
   /// Reinitialises now (as step() does when due); returns the RBF result.
-  RbfResult reinitialise();
+  RbfResult reinitialise() override;
 
   const Particles& particles() const { return p_; }
+  /// The particle lattice.
+  const Grid& lattice() const { return gp_; }
   /// The whole state, and its restoration (same grid and parameters).
-  State state() const;
-  void set_state(const State& s);
-  const fmm::Timings& last_timings() const { return timings_; }
+  State state() const override;
+  void set_state(const State& s) override;
+  const fmm::Timings& last_timings() const override { return timings_; }
 
  private:
-  void evaluate_rhs();  ///< fills u_, dalpha_ at the current state
+  void evaluate_rhs();  ///< fills u_, dalpha_ (and dgamma_) at the current state
+  /// Coefficients on the particle lattice of the solver's vorticity now (points: the remeshed
+  /// field before projection and filter, with the pending lattice diffusion).
+  void points_field(SpectralVector& w);
+  /// The lattice field after the spectral steps of a reinitialisation (diffusion over nu_tau,
+  /// projection, filter); records the projection's share.
+  void spectral_steps(SpectralVector& w, double nu_tau, bool record);
+  bool points() const { return prm_.reinit_from == ReinitFrom::points; }
+  double pending_nu_tau() const;
 
   Params prm_;
-  Grid g_;
+  Grid g_, gp_;
+  std::unique_ptr<Lattice> lattice_;
   Particles p_;
-  double sigma0_ = 0, t_ = 0, dt_prev_ = 0;
+  double sigma0_ = 0, t_ = 0, t_reinit_ = 0, dt_prev_ = 0;
   long steps_ = 0, since_reinit_ = 0, reinits_ = 0;
-  double last_residual_ = 0, ratio_at_reinit_ = 0;
+  double last_residual_ = 0, ratio_at_reinit_ = 0, div_removed_ = 0;
   bool rhs_valid_ = false, have_history_ = false;
-  std::vector<Vec3> u_, dalpha_, u_prev_, dalpha_prev_;
+  std::vector<Vec3> u_, dalpha_, dgamma_, u_prev_, dalpha_prev_, dgamma_prev_;
   std::vector<Mat3> grad_;
   fmm::Timings timings_;
 };

@@ -9,15 +9,18 @@
 namespace vh::vortex {
 
 /// Throws vh::InputError whose message starts with the offending field under its checkpoint
-/// name (x, alpha, sigma, u_prev, dalpha_prev, or "attribute t", …) and says what is allowed:
-///   - one particle per point of `g` (set_velocity and reinitialise make lattice particles);
-///     u_prev and dalpha_prev both absent or both of that length;
+/// name (x, alpha, gamma, sigma, u_prev, …, or "attribute t", …) and says what is allowed:
+///   - one particle per point of the particle lattice `lattice` (lattice_points_per_direction(
+///     refine, N) per direction: set_velocity and the reinitialisations make lattice
+///     particles) in x, alpha, gamma and sigma; the AB2 history (u_prev, dalpha_prev,
+///     dgamma_prev) absent or all of that length;
 ///   - every value finite; σ in (0, 2π); positions in the box [0, 2π)³ (to 1e-12 relative:
 ///     wrap() can leave −1 ulp);
-///   - t ≥ 0, steps ≥ 0, t = 0 exactly when steps = 0; 0 ≤ since_reinit ≤ steps,
-///     0 ≤ reinits ≤ steps; with an AB2 history dt_prev > 0 and since_reinit ≥ 1;
-///     dt_prev, last_residual, ratio_at_reinit ≥ 0.
+///   - t ≥ 0, steps ≥ 0, t = 0 exactly when steps = 0, 0 ≤ t_reinit ≤ t; 0 ≤ since_reinit ≤
+///     steps, 0 ≤ reinits ≤ steps; with an AB2 history dt_prev > 0 (since_reinit may be 0:
+///     the reinitialisation from the points remeshes the history); dt_prev, last_residual,
+///     ratio_at_reinit, div_removed ≥ 0.
 /// A field added to State gets its line here.
-void validate(const State& s, const Grid& g);
+void validate(const State& s, const Grid& lattice);
 
 }  // namespace vh::vortex

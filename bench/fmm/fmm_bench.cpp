@@ -6,6 +6,7 @@
 //             [--ncrit 64] [--tolerance 1e-6] [--images 5] [--p2p-max-pairs -1] [--periodic]
 //             [--lattice | --turbulent | --white] [--precision single|double] [--direct-max-log2n 18]
 //             [--ref-max-log2n 24] [--jitter 0] [--fmm-ref] [--repeat 3] [--csv]
+//             [--resident [--overlap serial,streams,split] [--split-blocks 4]]
 //
 // --jitter F moves every coordinate by a uniform random amount in [-F h, F h] (as an AB2 step
 // leaves the particles of a lattice: off it, and lattice points on leaf faces into neighbour
@@ -24,8 +25,15 @@
 // stage columns are then kernel times; and the O(N^2) GPU direct sum is timed for
 // N <= 2^direct-max-log2n, with the N where the FMM wins.
 //
+// --resident (with --device gpu): the inputs are uploaded once and one fmm::GpuEvaluator per size
+// evaluates them where they are (fmm/evaluator.h), timed with same_positions false (sort, tree
+// and lists every call) and true (kept); one table row per overlap mode of the near and the far
+// field (--overlap, all three by default; --split-blocks: the P2P's blocks per SM in split
+// mode), columns: the input check, sort + tree, lists, the GPU stages per stream and the GPU
+// wall time of P2M ... L2P with the overlap.  The error comes from one evaluate_at at the
+// particles (as below), the slope from the same_positions = false totals.
 // Each size: one warm-up evaluation, then the median of --repeat.  --csv prints rows
-// date,commit,device,benchmark,case,metric,value,unit (../shared/RESULTS-FORMAT.md) after the
+// date,commit,device,benchmark,case,metric,value,unit (bench/README.md) after the
 // table.  Cost on 2 cores of an AMD EPYC: about 1 minute up to 2^16, ~10 minutes up to 2^18.
 #include <omp.h>
 
@@ -49,6 +57,9 @@
 #include "fmm/p2p.h"
 #include "spectral_reference.h"
 #ifdef VH_FMM_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "fmm/evaluator.h"
 #include "fmm/p2p_gpu.h"
 #endif
 
@@ -66,6 +77,9 @@ struct Options {
   bool csv = false, lattice = false, turbulent = false, white = false;
   double jitter = 0;  // --jitter F: every coordinate moved by up to +-F h
   bool fmm_ref = false;  // --fmm-ref: the tight FMM reference on the lattice too
+  bool resident = false;  // --resident: GpuEvaluator on device-resident inputs
+  std::vector<std::string> overlap{"serial", "streams", "split"};
+  int split_blocks = 4;
   std::string device = "cpu";
   vh::fmm::Params prm;
 };
@@ -92,6 +106,20 @@ Options parse(int argc, char** argv) {
     else if (a == "--repeat") o.repeat = std::stoi(next());
     else if (a == "--jitter") o.jitter = std::stod(next());
     else if (a == "--fmm-ref") o.fmm_ref = true;
+    else if (a == "--resident") o.resident = true;
+    else if (a == "--split-blocks") o.split_blocks = std::stoi(next());
+    else if (a == "--overlap") {
+      o.overlap.clear();
+      std::string v = next();
+      for (std::size_t b = 0; b <= v.size();) {
+        const std::size_t e = std::min(v.find(',', b), v.size());
+        o.overlap.push_back(v.substr(b, e - b));
+        b = e + 1;
+      }
+      for (const auto& m : o.overlap)
+        if (m != "serial" && m != "streams" && m != "split")
+          throw std::invalid_argument("--overlap " + m + ": serial, streams or split");
+    }
     else if (a == "--p") o.prm.set("p", next());
     else if (a == "--theta") o.prm.set("theta", next());
     else if (a == "--ncrit") o.prm.set("ncrit", next());
@@ -101,7 +129,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--help" || a == "-h") {
       std::printf("usage: fmm_bench [--device cpu|gpu] [--min-log2n N] [--max-log2n N] [--p P] [--theta T] "
                   "[--ncrit N] [--tolerance E] [--images K] [--p2p-max-pairs M] [--periodic] [--lattice | --turbulent] "
-                  "[--precision single|double] [--direct-max-log2n N] [--ref-max-log2n N] [--jitter F] [--fmm-ref] [--repeat R] [--csv]\n");
+                  "[--precision single|double] [--direct-max-log2n N] [--ref-max-log2n N] [--jitter F] [--fmm-ref] [--repeat R] [--csv] "
+                  "[--resident [--overlap serial,streams,split] [--split-blocks B]]\n");
       std::exit(0);
     } else {
       throw std::invalid_argument("unknown option " + a);
@@ -112,6 +141,11 @@ Options parse(int argc, char** argv) {
   if (o.min_log2n < 1 || o.max_log2n < o.min_log2n || o.max_log2n > 27)
     throw std::invalid_argument("bad --min/max-log2n");
   if (o.repeat < 1) throw std::invalid_argument("--repeat must be >= 1");
+  if (o.resident && o.device != "gpu") throw std::invalid_argument("--resident needs --device gpu");
+#ifndef VH_FMM_HAVE_CUDA
+  if (o.resident) throw std::invalid_argument("--resident: this build has no CUDA");
+#endif
+  if (o.split_blocks < 1) throw std::invalid_argument("--split-blocks must be >= 1");
   o.prm.validate();
   return o;
 }
@@ -225,6 +259,106 @@ void sampled_error(const Blobs& b, const std::vector<Vec3>& u, const std::vector
   row.err_g = rel_l2(gs[0][0].data(), gd[0][0].data(), 9 * std::size_t(ns));
 }
 
+// --turbulent: the error of u and grad at the particles (given as separate targets) against
+// the smooth regularised field, which includes each blob's own contribution to grad u.  On the
+// lattice the exact spectral sum; off it (--jitter) a tight FMM, theta 0.25, p 16, double, whose
+// own error on the lattice is printed with --jitter 0 --fmm-ref.
+void periodic_error(const Options& o, const vh::fmm::Params& prm, const Blobs& b, int lg, const std::vector<Vec3>& u,
+                    const std::vector<Mat3>& g, Row& row) {
+  std::vector<Vec3> ur;
+  std::vector<Mat3> gr;
+  if (o.jitter > 0 || o.fmm_ref) {
+    vh::fmm::Params tight = prm;
+    tight.p = 16;
+    tight.theta = 0.25;
+    tight.ncrit = 64;
+    tight.tolerance = 1e-10;
+    tight.precision = "double";
+    vh::fmm::evaluate_at(tight, b.x, b.a, b.s, b.x, ur, gr);
+    if (o.jitter == 0) {
+      std::vector<Vec3> us;
+      std::vector<Mat3> gs;
+      vh::fmm::testing::spectral_velocity(1 << (lg / 3), b.s[0], b.a, us, gs);
+      std::fprintf(stderr, "fmm_bench: the tight FMM reference against the spectral sum: u %.2e, grad u %.2e\n",
+                   rel_l2(ur[0].data(), us[0].data(), 3 * ur.size()),
+                   rel_l2(gr[0][0].data(), gs[0][0].data(), 9 * gr.size()));
+    }
+  } else {
+    vh::fmm::testing::spectral_velocity(1 << (lg / 3), b.s[0], b.a, ur, gr);
+  }
+  row.err_u = rel_l2(u[0].data(), ur[0].data(), 3 * u.size());
+  row.err_g = rel_l2(g[0][0].data(), gr[0][0].data(), 9 * g.size());
+}
+
+#ifdef VH_FMM_HAVE_CUDA
+// One row of the resident table: an overlap mode, same_positions, the median of --repeat.
+struct ResidentRow {
+  Row row;
+  std::string overlap;
+  bool same = false;
+};
+
+// A device copy of a host array of doubles, freed on destruction.
+struct DeviceArray {
+  double* p = nullptr;
+  template <class T> explicit DeviceArray(const std::vector<T>& v) : DeviceArray(v.size() * sizeof(T) / sizeof(double)) {
+    if (!v.empty() && cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice) != cudaSuccess)
+      throw std::runtime_error("fmm_bench: upload failed");
+  }
+  explicit DeviceArray(std::size_t doubles) {
+    if (doubles && cudaMalloc(&p, doubles * sizeof(double)) != cudaSuccess)
+      throw std::runtime_error("fmm_bench: cudaMalloc of " + std::to_string(doubles * 8) + " bytes failed");
+  }
+  ~DeviceArray() {
+    if (p) cudaFree(p);
+  }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+};
+
+// --resident: inputs on the device once, one evaluator for all the runs of this size.
+void run_resident(const Options& o, const vh::fmm::Params& prm, const Blobs& b, int lg, std::vector<ResidentRow>& out) {
+  const std::size_t n = b.x.size();
+  DeviceArray x(b.x), a(b.a), s(b.s), u(3 * n), g(9 * n);
+  vh::fmm::GpuEvaluator ev(prm);
+  Row err{static_cast<int>(n), {}};
+  if (prm.periodic && o.turbulent && lg <= o.ref_max_log2n) {
+    ev.evaluate_at(x.p, a.p, s.p, n, x.p, n, u.p, g.p);
+    std::vector<Vec3> uh(n);
+    std::vector<Mat3> gh(n);
+    cudaMemcpy(uh.data(), u.p, n * sizeof(Vec3), cudaMemcpyDeviceToHost);
+    cudaMemcpy(gh.data(), g.p, n * sizeof(Mat3), cudaMemcpyDeviceToHost);
+    periodic_error(o, prm, b, lg, uh, gh, err);
+  }
+  for (const std::string& mode : o.overlap) {
+    ev.set_overlap(mode == "serial"   ? vh::fmm::GpuEvaluator::Overlap::serial
+                   : mode == "split" ? vh::fmm::GpuEvaluator::Overlap::split
+                                     : vh::fmm::GpuEvaluator::Overlap::streams,
+                   o.split_blocks);
+    for (bool same : {false, true}) {
+      ev.evaluate_self(x.p, a.p, s.p, n, u.p, g.p, same);  // warm-up
+      std::vector<vh::fmm::Timings> runs;
+      for (int r = 0; r < o.repeat; ++r) runs.push_back(ev.evaluate_self(x.p, a.p, s.p, n, u.p, g.p, same));
+      std::sort(runs.begin(), runs.end(), [](const auto& p, const auto& q) { return p.total < q.total; });
+      ResidentRow rr{Row{static_cast<int>(n), runs[runs.size() / 2]}, mode, same};
+      rr.row.err_u = err.err_u;
+      rr.row.err_g = err.err_g;
+      const auto& t = rr.row.t;
+      char eu[32] = "-", eg[32] = "-";
+      if (err.err_u >= 0) {
+        std::snprintf(eu, sizeof eu, "%.2e", err.err_u);
+        std::snprintf(eg, sizeof eg, "%.2e", err.err_g);
+      }
+      std::printf("%9zu %8s %5s %8.4f %7.4f %7.4f %7.4f %8.4f %8.4f %8.4f %8.4f %8.4f %9s %9s %8.0f %7.2f\n", n,
+                  mode.c_str(), same ? "yes" : "no", t.total, t.upload, t.tree, t.traverse, t.p2m_m2m, t.m2l,
+                  t.l2l_l2p, t.p2p, t.gpu_wall, eu, eg, double(t.n_p2p_pairs) / n, double(t.n_m2l) / n);
+      std::fflush(stdout);
+      out.push_back(rr);
+    }
+  }
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -237,6 +371,12 @@ int main(int argc, char** argv) {
   }
   const auto& prm = o.prm;
   const bool gpu = prm.use_gpu;
+#ifdef VH_FMM_HAVE_CUDA
+  if (gpu && vh::fmm::gpu_count() == 0) {
+    std::fprintf(stderr, "fmm_bench: --device gpu: no CUDA device is visible\n");
+    return 1;
+  }
+#endif
   const vh::fmm::Params rp = prm.resolved();
   const std::string what =
       gpu ? "GPU (near field and M2L " + rp.precision + ", other far-field stages double)" : "CPU";
@@ -247,10 +387,19 @@ int main(int argc, char** argv) {
   std::printf("fmm_bench: %s, %s%s, p = %d, theta = %g, ncrit = %d, tolerance = %g%s, commit %s\n", what.c_str(),
               prm.periodic ? "periodic" : "free space", field, rp.p, rp.theta, rp.ncrit, prm.tolerance,
               prm.periodic ? (", images = " + std::to_string(prm.images)).c_str() : "", VH_GIT_HASH);
-  std::printf("%9s %8s %7s %7s %7s %8s %8s %8s %8s %9s %9s %8s %7s %8s %9s\n", "N", "total[s]", "tree", "lists",
-              "upload", "p2m/m2m", "m2l", "l2l/l2p", "p2p", "err u", "err grad", "pairs/N", "M2L/N", "Gpair/s",
-              "direct[s]");
+  if (o.resident)
+    std::printf("resident inputs (GpuEvaluator); same: same_positions; stage times per stream, gpu wall: P2M ... L2P "
+                "with the overlap\n%9s %8s %5s %8s %7s %7s %7s %8s %8s %8s %8s %8s %9s %9s %8s %7s\n",
+                "N", "overlap", "same", "total[s]", "check", "tree", "lists", "p2m/m2m", "m2l", "l2l/l2p", "p2p",
+                "gpu wall", "err u", "err grad", "pairs/N", "M2L/N");
+  else
+    std::printf("%9s %8s %7s %7s %7s %8s %8s %8s %8s %9s %9s %8s %7s %8s %9s\n", "N", "total[s]", "tree", "lists",
+                "upload", "p2m/m2m", "m2l", "l2l/l2p", "p2p", "err u", "err grad", "pairs/N", "M2L/N", "Gpair/s",
+                "direct[s]");
   std::vector<Row> rows;
+#ifdef VH_FMM_HAVE_CUDA
+  std::vector<ResidentRow> resident_rows;
+#endif
   for (int lg = o.min_log2n; lg <= o.max_log2n; ++lg) {
     if (o.lattice && lg % 3 != 0) continue;
     const int n = 1 << lg;
@@ -263,6 +412,12 @@ int main(int argc, char** argv) {
       for (auto& x : b.x)
         for (int d = 0; d < 3; ++d) x[d] += U(gen) * b.s[0];
     }
+#ifdef VH_FMM_HAVE_CUDA
+    if (o.resident) {
+      run_resident(o, prm, b, lg, resident_rows);
+      continue;
+    }
+#endif
     std::vector<Vec3> u;
     std::vector<Mat3> g;
     vh::fmm::evaluate_self(prm, b.x, b.a, b.s, u, g);  // warm-up
@@ -273,34 +428,8 @@ int main(int argc, char** argv) {
     if (!prm.periodic) {
       sampled_error(b, u, g, row);
     } else if (o.turbulent && lg <= o.ref_max_log2n) {
-      // The reference is the smooth regularised field, which includes each blob's own
-      // contribution to grad u: evaluate at the particles as separate targets.  On the lattice
-      // the exact spectral sum; off it (--jitter) a tight FMM, theta 0.25, p 16, double, whose
-      // own error on the lattice is printed with --jitter 0 --fmm-ref.
       vh::fmm::evaluate_at(prm, b.x, b.a, b.s, b.x, u, g);
-      std::vector<Vec3> ur;
-      std::vector<Mat3> gr;
-      if (o.jitter > 0 || o.fmm_ref) {
-        vh::fmm::Params tight = prm;
-        tight.p = 16;
-        tight.theta = 0.25;
-        tight.ncrit = 64;
-        tight.tolerance = 1e-10;
-        tight.precision = "double";
-        vh::fmm::evaluate_at(tight, b.x, b.a, b.s, b.x, ur, gr);
-        if (o.jitter == 0) {
-          std::vector<Vec3> us;
-          std::vector<Mat3> gs;
-          vh::fmm::testing::spectral_velocity(1 << (lg / 3), b.s[0], b.a, us, gs);
-          std::fprintf(stderr, "fmm_bench: the tight FMM reference against the spectral sum: u %.2e, grad u %.2e\n",
-                       rel_l2(ur[0].data(), us[0].data(), 3 * ur.size()),
-                       rel_l2(gr[0][0].data(), gs[0][0].data(), 9 * gr.size()));
-        }
-      } else {
-        vh::fmm::testing::spectral_velocity(1 << (lg / 3), b.s[0], b.a, ur, gr);
-      }
-      row.err_u = rel_l2(u[0].data(), ur[0].data(), 3 * u.size());
-      row.err_g = rel_l2(g[0][0].data(), gr[0][0].data(), 9 * g.size());
+      periodic_error(o, prm, b, lg, u, g, row);
     }
 #ifdef VH_FMM_HAVE_CUDA
     if (gpu && lg <= o.direct_max_log2n) {
@@ -323,10 +452,10 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     rows.push_back(row);
   }
-  // Least-squares slope of log(total) against log(N).
-  auto slope_of = [&](auto time) {
+  // Least-squares slope of log(time) against log(N).
+  auto slope_of = [&](const std::vector<Row>& rs, auto time) {
     double sx = 0, sy = 0, sxx = 0, sxy = 0, k = 0;
-    for (const auto& r : rows) {
+    for (const auto& r : rs) {
       const double lx = std::log(double(r.n)), ly = std::log(time(r));
       sx += lx;
       sy += ly;
@@ -336,11 +465,27 @@ int main(int argc, char** argv) {
     }
     return k >= 2 ? (k * sxy - sx * sy) / (k * sxx - sx * sx) : NAN;
   };
-  const double slope = slope_of([](const Row& r) { return r.t.total; });
-  const double slope_dev =
-      slope_of([](const Row& r) { return r.t.p2m_m2m + r.t.m2l + r.t.l2l_l2p + r.t.p2p; });
-  std::printf("fitted slope d log t / d log N: total %.3f, %s %.3f\n", slope,
-              gpu ? "GPU stages" : "stages after the lists", slope_dev);
+  const double slope = slope_of(rows, [](const Row& r) { return r.t.total; });
+  if (!o.resident) {
+    const double slope_dev =
+        slope_of(rows, [](const Row& r) { return r.t.p2m_m2m + r.t.m2l + r.t.l2l_l2p + r.t.p2p; });
+    std::printf("fitted slope d log t / d log N: total %.3f, %s %.3f\n", slope,
+                gpu ? "GPU stages" : "stages after the lists", slope_dev);
+  }
+#ifdef VH_FMM_HAVE_CUDA
+  // Resident: per overlap mode, the rows of same_positions = false.
+  auto resident_of = [&](const std::string& mode) {
+    std::vector<Row> rs;
+    for (const auto& r : resident_rows)
+      if (r.overlap == mode && !r.same) rs.push_back(r.row);
+    return rs;
+  };
+  for (const std::string& mode : o.overlap)
+    if (o.resident)
+      std::printf("fitted slope d log t / d log N, overlap %s: total %.3f, GPU wall %.3f\n", mode.c_str(),
+                  slope_of(resident_of(mode), [](const Row& r) { return r.t.total; }),
+                  slope_of(resident_of(mode), [](const Row& r) { return r.t.gpu_wall; }));
+#endif
   // Crossover with the direct sum: the smallest timed N where the FMM is faster.
   long long cross = -1;
   for (const auto& r : rows)
@@ -348,7 +493,7 @@ int main(int argc, char** argv) {
       cross = r.n;
       break;
     }
-  if (gpu) {
+  if (gpu && !o.resident) {
     if (cross > 0) std::printf("FMM faster than the GPU direct sum from N = %lld on\n", cross);
     else std::printf("FMM not faster than the GPU direct sum at any timed N\n");
   }
@@ -363,32 +508,58 @@ int main(int argc, char** argv) {
     auto row = [&](const std::string& cs, const char* metric, double v, const char* unit) { csv.row(cs, metric, v, unit); };
     const std::string base = std::string(gpu ? "gpu " + rp.precision + " " : "cpu ") +
                              (prm.periodic ? "periodic" : "free space") + field;
-    for (const auto& r : rows) {
-      const std::string cs = base + " N=" + std::to_string(r.n) + " p=" + std::to_string(rp.p) +
-                             " theta=" + std::to_string(rp.theta).substr(0, 4) + " ncrit=" +
-                             std::to_string(rp.ncrit) + " tol=" + std::to_string(prm.tolerance).substr(0, 8) +
-                             " sigma=h" + (o.jitter > 0 ? " jitter=" + std::to_string(o.jitter).substr(0, 5) + "h" : "") +
-                             " median of " + std::to_string(o.repeat);
+    // The case's settings after its name, and the rows every evaluation has.
+    auto settings = [&](int n) {
+      return " N=" + std::to_string(n) + " p=" + std::to_string(rp.p) + " theta=" +
+             std::to_string(rp.theta).substr(0, 4) + " ncrit=" + std::to_string(rp.ncrit) +
+             " tol=" + std::to_string(prm.tolerance).substr(0, 8) + " sigma=h" +
+             (o.jitter > 0 ? " jitter=" + std::to_string(o.jitter).substr(0, 5) + "h" : "") + " median of " +
+             std::to_string(o.repeat);
+    };
+    auto stage_rows = [&](const std::string& cs, const Row& r) {
       row(cs, "time_per_eval", r.t.total, "s");
       row(cs, "time_tree", r.t.tree, "s");
       row(cs, "time_lists", r.t.traverse, "s");
-      row(cs, "time_upload", r.t.upload, "s");
       row(cs, "time_p2m_m2m", r.t.p2m_m2m, "s");
       row(cs, "time_m2l", r.t.m2l, "s");
       row(cs, "time_l2l_l2p", r.t.l2l_l2p, "s");
       row(cs, "time_p2p", r.t.p2p, "s");
-      row(cs, "p2p_pairs_per_s", double(r.t.n_p2p_pairs) / r.t.p2p, "1/s");
       row(cs, "m2l_per_particle", double(r.t.n_m2l) / r.n, "1");
       if (r.err_u >= 0) {
         row(cs, "u_rel_l2_error", r.err_u, "1");
         row(cs, "grad_u_rel_l2_error", r.err_g, "1");
       }
+    };
+    for (const auto& r : rows) {
+      const std::string cs = base + settings(r.n);
+      stage_rows(cs, r);
+      row(cs, "time_upload", r.t.upload, "s");
+      row(cs, "p2p_pairs_per_s", double(r.t.n_p2p_pairs) / r.t.p2p, "1/s");
       if (r.direct >= 0) row(cs, "time_direct_sum_gpu", r.direct, "s");
     }
     if (rows.size() >= 2)
       row(base + " N=2^" + std::to_string(o.min_log2n) + "..2^" + std::to_string(o.max_log2n) + " p=" +
               std::to_string(prm.p),
           "time_slope_vs_n", slope, "1");
+#ifdef VH_FMM_HAVE_CUDA
+    for (const auto& rr : resident_rows) {
+      const Row& r = rr.row;
+      const std::string cs =
+          base + " resident overlap=" + rr.overlap + " same_positions=" + (rr.same ? "1" : "0") + settings(r.n);
+      stage_rows(cs, r);
+      row(cs, "time_check", r.t.upload, "s");
+      row(cs, "time_gpu_wall", r.t.gpu_wall, "s");
+      row(cs, "p2p_pairs_per_particle", double(r.t.n_p2p_pairs) / r.n, "1");
+    }
+    if (o.resident)
+      for (const std::string& mode : o.overlap) {
+        const std::vector<Row> rs = resident_of(mode);
+        if (rs.size() >= 2)
+          row(base + " resident overlap=" + mode + " same_positions=0 N=2^" + std::to_string(o.min_log2n) + "..2^" +
+                  std::to_string(o.max_log2n) + " p=" + std::to_string(rp.p),
+              "time_slope_vs_n", slope_of(rs, [](const Row& r) { return r.t.total; }), "1");
+      }
+#endif
   }
   return 0;
 }

@@ -15,7 +15,14 @@
 // Each case starts from a real random field (k⁴ exp spectrum, u′ = 1), takes `warmup` steps,
 // then times `steps` single steps (median) and `steps` repetitions of the bare transforms
 // on the solver's own plans and buffers (median). Prints one table; with --csv, rows in the
-// form of ../shared/RESULTS-FORMAT.md. Cost: seconds per case up to 512³ on one GPU.
+// form of bench/README.md. Cost: seconds per case up to 512³ on one GPU.
+//
+// Ranks: under mpirun the solver runs on R ranks (slabs, core/slab.h; on one machine with one
+// GPU the ranks share it) and the table gains what the ranks cost: the time per step is the
+// slowest rank's, "exchange" the time per step in the all-to-all transposes (MPI and, with a
+// library that is not CUDA-aware, the staging copies; the slowest rank's), "MB/step" the
+// bytes all ranks send to other ranks per step. One rank prints; CSV cases get " ranks=R".
+//   mpirun -np 2 spectral_bench --device gpu --n 256,512 --dealias 3/2,2/3 --csv
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -27,6 +34,7 @@
 #include <vector>
 
 #include "bench/csv_rows.h"
+#include "core/comm.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/initial_field.h"
@@ -59,6 +67,9 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  MpiSession mpi(&argc, &argv);
+  const Comm world = Comm::world();
+  const int ranks = world.size();
   std::string device = "gpu", ns = "", dealias = "3/2,2/3,none", precision = "double", transforms = "auto";
   int steps = 20, warmup = 3;
   bool csv = false, pruned = false, callbacks = false;
@@ -87,16 +98,23 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // One rank prints (the others' stdout goes nowhere).
+  if (!world.root() && !std::freopen("/dev/null", "w", stdout)) return 1;
   try {
     const Backend b = resolve_backend(device);
+    if (b == Backend::gpu && ranks > 1) select_gpu(world.local_rank());
     if (ns.empty()) ns = b == Backend::gpu ? "128,256,512" : "64,128";
     const std::string dev = device_name(b);
     const std::string prec = precision == "single" ? "fp32" : "fp64";
     const std::string asked = pruned ? ", pruned transforms" : b == Backend::gpu && callbacks ? ", cuFFT callbacks asked" : "";
-    std::printf("# spectral_bench on %s, %s%s, median of %d steps after %d warm-up steps\n",
-                dev.c_str(), prec.c_str(), asked.c_str(), steps, warmup);
-    std::printf("%6s %8s %6s %14s %14s %8s  %s\n", "N", "dealias", "M", "step [ms]", "FFT floor [ms]",
-                "ratio", "path");
+    std::string mpi_note;
+    if (ranks > 1)
+      mpi_note = " (" + Comm::library() +
+                 (b != Backend::gpu ? ")" : Comm::cuda_aware() ? ", CUDA-aware)" : ", staged through host memory)");
+    std::printf("# spectral_bench on %s, %s%s, median of %d steps after %d warm-up steps, %d rank%s%s\n",
+                dev.c_str(), prec.c_str(), asked.c_str(), steps, warmup, ranks, ranks > 1 ? "s" : "", mpi_note.c_str());
+    std::printf("%6s %8s %6s %5s %14s %14s %8s %14s %9s  %s\n", "N", "dealias", "M", "ranks", "step [ms]",
+                "FFT floor [ms]", "ratio", "exchange [ms]", "MB/step", "path");
     struct Row {
       std::string cs, metric, value, unit;
     };
@@ -105,7 +123,6 @@ int main(int argc, char** argv) {
       const Grid g{std::stoi(nstr)};
       InitialFieldSpec spec;
       spec.nu = 1e-3;
-      const SpectralVector u0 = make_initial_field(spec, g).u;
       for (const std::string& d : split(dealias)) {
         Params p;
         p.dealias = d == "3/2" ? Dealias::three_halves : d == "2/3" ? Dealias::two_thirds : Dealias::none;
@@ -116,34 +133,42 @@ int main(int argc, char** argv) {
                        : transforms == "fused" ? Transforms::fused
                                                : Transforms::automatic;
         p.nu = spec.nu;
-        auto s = make_solver(p, g, b);
-        s->set_velocity(u0, 0.0);
+        const Slab slab = Slab::make(g, kept_kmax(p.dealias, g.n), world);
+        auto s = make_solver(p, slab, b);
+        s->set_velocity(make_initial_field(spec, slab).u, 0.0);
         const double dt = 0.5 * g.h() / s->max_velocity();
         for (int i = 0; i < warmup; ++i) s->step(dt);
         s->synchronize();
+        const ExchangeStats x0 = s->exchange_stats();
         std::vector<double> t;
         for (int i = 0; i < steps; ++i) {
+          world.barrier();
           const auto t0 = std::chrono::steady_clock::now();
           s->step(dt);
           s->synchronize();
-          t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+          t.push_back(world.max(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
         }
+        const ExchangeStats x1 = s->exchange_stats();
         const double step = median(t);
-        const double floor = s->time_transforms(steps);
+        const double exchange = world.max(x1.seconds - x0.seconds) / steps;
+        const double bytes = world.sum(x1.bytes - x0.bytes) / steps;
+        const double floor = world.max(s->time_transforms(steps));
         // The path that ran (a callback request falls back to separate passes when cuFFT
         // cannot build the callback plans): rows of one label always mean one code path.
         const std::string path = s->uses_fused_transforms() ? "fused"
                                  : pruned                   ? "pruned"
                                  : s->uses_fft_callbacks()  ? "callbacks"
                                                             : "separate passes";
-        std::printf("%6d %8s %6d %14.3f %14.3f %8.3f  %s\n", g.n, d.c_str(), s->transform_size(),
-                    1e3 * step, 1e3 * floor, step / floor, path.c_str());
+        std::printf("%6d %8s %6d %5d %14.3f %14.3f %8.3f %14.3f %9.1f  %s\n", g.n, d.c_str(), s->transform_size(),
+                    ranks, 1e3 * step, 1e3 * floor, step / floor, 1e3 * exchange, bytes / 1e6,
+                    ranks > 1 ? s->path().c_str() : path.c_str());
         std::fflush(stdout);
         const std::string variant = s->uses_fused_transforms() ? " fused"
                                     : pruned                   ? " pruned"
                                     : s->uses_fft_callbacks()  ? " callbacks"
                                                                : "";
-        const std::string cs = "N=" + nstr + " dealias=" + d + " " + prec + variant;
+        const std::string cs = "N=" + nstr + " dealias=" + d + " " + prec + variant +
+                               (ranks > 1 ? " ranks=" + std::to_string(ranks) : "");
         char buf[3][64];
         std::snprintf(buf[0], sizeof buf[0], "%.6g", step);
         std::snprintf(buf[1], sizeof buf[1], "%.6g", floor);
@@ -151,9 +176,16 @@ int main(int argc, char** argv) {
         rows.push_back({cs, "time_per_step", buf[0], "s"});
         rows.push_back({cs, "fft_floor_per_step", buf[1], "s"});
         rows.push_back({cs, "ratio_to_fft_bound", buf[2], "1"});
+        if (ranks > 1) {
+          char xb[2][64];
+          std::snprintf(xb[0], sizeof xb[0], "%.6g", exchange);
+          std::snprintf(xb[1], sizeof xb[1], "%.6g", bytes);
+          rows.push_back({cs, "exchange_per_step", xb[0], "s"});
+          rows.push_back({cs, "bytes_exchanged_per_step", xb[1], "B"});
+        }
       }
     }
-    if (csv) {
+    if (csv && world.root()) {
       std::fflush(stdout);  // the table went through printf, the rows go through std::cout
       vh::bench::CsvRows out(std::cout, "spectral", dev, commit());
       for (const auto& r : rows) out.row(r.cs, r.metric, r.value, r.unit);

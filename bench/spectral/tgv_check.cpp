@@ -1,6 +1,6 @@
 // tgv_check: the Taylor–Green vortex at Re = 1600 (ν = 1/1600, u = sin x cos y cos z,
 // v = −cos x sin y cos z, w = 0) to t = 20, against the 512³ pseudo-spectral reference
-// ../shared/data/spectral_Re1600_512.gdiag (columns t, E, ε = −dE/dt, ½⟨ω²⟩; peak
+// validation/data/spectral_Re1600_512.gdiag (columns t, E, ε = −dE/dt, ½⟨ω²⟩; peak
 // ε = 1.28575e-2 at t = 8.97). Issue 3, "Must show" 6.
 //
 //   tgv_check [--device gpu|cpu] [--n 256] [--dealias 3/2|2/3|none] [--dt 0.01]
@@ -26,6 +26,7 @@
 #include "core/error.h"
 #include "core/initial_field.h"
 #include "spectral/solver.h"
+#include "validation/reference_data.h"
 
 using namespace vh;
 using namespace vh::spectral;
@@ -74,7 +75,7 @@ void peak(const std::vector<double>& t, const std::vector<double>& y, double& tp
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string device = "gpu", dealias = "3/2", ref = std::string(VH_SHARED_DIR) + "/data/spectral_Re1600_512.gdiag";
+  std::string device = "gpu", dealias = "3/2", ref = validation::data_dir() + "/spectral_Re1600_512.gdiag";
   int n = 256;
   double dt = 0.01, t_end = 20;
   bool csv = false, check = false, pruned = false;

@@ -1,7 +1,7 @@
 """The .xdmf sidecars of a real run open in ParaView/VisIt: well-formed XML (xmllint), a
 3DCoRectMesh of N^3 nodes with origin 0 and spacing 2 pi/N, node-centred attributes, and every
 referenced HDF5 dataset exists (opened through h5py) with the stated dimensions, type and
-index order (STYLE.md "Fields for ParaView/VisIt")."""
+index order (docs/style.md "Fields for ParaView/VisIt")."""
 
 import glob
 import os

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "app/deck.h"
 #include "core/error.h"
 #include "core/h5.h"
 
@@ -15,31 +16,52 @@ const char* kFormat = "vortexhit checkpoint 2";
 }
 
 void write_checkpoint(const std::string& dir, const std::string& deck, long field_index,
-                      const std::vector<std::unique_ptr<Stepper>>& solvers) {
+                      const std::vector<std::unique_ptr<Stepper>>& solvers, const Comm& comm) {
   const fs::path path = fs::path(dir) / "checkpoint.h5", prev = fs::path(dir) / "checkpoint_prev.h5";
-  std::error_code ec;
-  // Keep the previous checkpoint under its own name (a hard link: no copy, and the rename
-  // below replaces checkpoint.h5 atomically; where links are not allowed, a copy written as
-  // atomically, so a full disk cannot leave half a checkpoint_prev.h5).
-  if (fs::exists(path, ec)) {
-    fs::remove(prev, ec);
-    fs::create_hard_link(path, prev, ec);
-    if (ec)
-      h5::atomic_path(prev.string(), [&](const std::string& tmp) { fs::copy_file(path, tmp); });
-  }
-  h5::atomic_path(path.string(), [&](const std::string& tmp) {
-    h5::Handle f = h5::create_file(tmp, /*sealed=*/true);
-    h5::write_attribute(f, "format", std::string(kFormat));
-    h5::write_attribute(f, "git_hash", std::string(VH_GIT_HASH));
-    h5::write_attribute(f, "precision", std::string("double"));
-    h5::write_attribute(f, "field_index", std::int64_t(field_index));
-    h5::write_string(f, "deck", deck);
+  RootErrors err;
+  auto write = [&](const std::string& tmp) {  // every rank: the solvers' saves are collective
+    h5::Handle f;
+    err.run(comm, [&] {
+      f = h5::create_file(tmp, /*sealed=*/true);
+      h5::write_attribute(f, "format", std::string(kFormat));
+      h5::write_attribute(f, "git_hash", std::string(VH_GIT_HASH));
+      h5::write_attribute(f, "precision", std::string("double"));
+      h5::write_attribute(f, "field_index", std::int64_t(field_index));
+      h5::write_string(f, "deck", deck);
+    });
     for (const auto& st : solvers) {
-      h5::Handle g = h5::create_group(f, st->name());
-      st->save(g);
+      h5::Handle g;
+      err.run(comm, [&] { g = h5::create_group(f, st->name()); });
+      st->save(g, err, comm);
     }
-    h5::close_file(f, /*seal=*/true);
-  });
+    err.run(comm, [&] { h5::close_file(f, /*seal=*/true); });
+    // err.run skips its work once an error was caught: abandon the file here, so that
+    // atomic_path removes it instead of putting it under the final name.
+    if (comm.root() && err.failed()) throw std::runtime_error("checkpoint abandoned");
+  };
+  if (comm.root()) {
+    err.run(comm, [&] {
+      std::error_code ec;
+      // Keep the previous checkpoint under its own name (a hard link: no copy, and the rename
+      // below replaces checkpoint.h5 atomically; where links are not allowed, a copy written
+      // as atomically, so a full disk cannot leave half a checkpoint_prev.h5).
+      if (fs::exists(path, ec)) {
+        fs::remove(prev, ec);
+        fs::create_hard_link(path, prev, ec);
+        if (ec) h5::atomic_path(prev.string(), [&](const std::string& tmp) { fs::copy_file(path, tmp); });
+      }
+      h5::atomic_path(path.string(), write);
+    });
+  } else {
+    write("");
+  }
+  // A failure on rank 0 (a full disk, a file-size limit: caught inside `write` as it
+  // happened) reaches every rank as what it is, a checkpoint that could not be written.
+  try {
+    err.rethrow(comm);
+  } catch (const SharedError& e) {
+    throw WriteError(path.string(), h5::write_failure(e));
+  }
 }
 
 CheckpointHeader read_checkpoint_header(const std::string& where) {
@@ -60,6 +82,13 @@ CheckpointHeader read_checkpoint_header(const std::string& where) {
     throw InputError(h.path + ":/ attribute field_index = " + std::to_string(h.field_index) +
                      " is out of range (0 … 9999999)");
   return h;
+}
+
+void check_checkpoint_grid(const CheckpointHeader& h, int n) {
+  const long written = parse_deck(h.deck, h.path + ":/deck", {}).integer("domain.n");
+  if (written != n)
+    throw InputError(h.path + ": written at domain.n = " + std::to_string(written) + ", the restart asks for domain.n = " +
+                     std::to_string(n) + " (allowed: the checkpoint's N; the state is not interpolated)");
 }
 
 void load_checkpoint(const CheckpointHeader& h, const std::vector<std::unique_ptr<Stepper>>& solvers) {

@@ -10,11 +10,13 @@
 #include <limits>
 #include <map>
 #include <regex>
-#include <set>
 #include <sstream>
 
+#include "core/diagnostics.h"
 #include "core/error.h"
+#include "core/fft.h"
 #include "core/fields_file.h"
+#include "core/pdf.h"
 #include "core/run_file.h"
 
 namespace fs = std::filesystem;
@@ -25,13 +27,14 @@ const char* const kCompareUsage =
     "       vortexhit compare RUN_DIR [--solvers A,B] [OPTIONS]       solver B vs solver A of one run\n"
     "                                                                 (default --solvers spectral,vortex)\n"
     "       vortexhit compare RUN_A RUN_B [--solver S] [OPTIONS]      one solver, run B vs run A\n"
-    "         --at 1,5,10          t/T (T of the initial field) for spectra and Q fields\n"
+    "         --at 1,5,10          t/T (T of the initial field) for spectra, Q fields and PDFs\n"
     "         --spectrum-tol 0.1   |E_B/E_A - 1| that counts as agreement for k_agree\n"
     "         --q-level 1          Q threshold in units of <Q^2>^1/2 for the Jaccard index\n"
     "         --json FILE          also write every number as JSON\n"
     "         checks (exit 1 when exceeded): --K-tol X --epsilon-tol X --Re_lambda-tol X\n"
     "           --L-tol X --T-tol X (max |B/A - 1| over common times), --band-tol X,\n"
-    "           --k-agree-min K, --q-corr-min C, --q-jaccard-min J\n";
+    "           --k-agree-min K, --q-corr-min C, --q-jaccard-min J,\n"
+    "           --q-pdf-max D, --qr-pdf-max D (distance of the PDFs of Q and of (Q, R))\n";
 
 namespace {
 
@@ -52,6 +55,7 @@ struct Options {
   std::string json;
   std::map<std::string, double> series_tol;  ///< series name → limit on max |B/A − 1|
   double band_tol = kNaN, k_agree_min = kNaN, q_corr_min = kNaN, q_jaccard_min = kNaN;
+  double q_pdf_max = kNaN, qr_pdf_max = kNaN;
 };
 
 /// "--Re_lambda-tol" → "re-lambda-tol": flag names compare case- and '_'/'-'-insensitively.
@@ -88,7 +92,8 @@ Options parse(const std::vector<std::string>& args) {
   for (const auto& s : kCompared) series_flags[norm_flag("--" + s + "-tol")] = s;
   const std::string allowed =
       "--solvers, --solver, --at, --spectrum-tol, --q-level, --json, --K-tol, --epsilon-tol, "
-      "--Re_lambda-tol, --L-tol, --T-tol, --band-tol, --k-agree-min, --q-corr-min, --q-jaccard-min";
+      "--Re_lambda-tol, --L-tol, --T-tol, --band-tol, --k-agree-min, --q-corr-min, --q-jaccard-min, "
+      "--q-pdf-max, --qr-pdf-max";
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a.rfind("--", 0) != 0) {
@@ -135,6 +140,10 @@ Options parse(const std::vector<std::string>& args) {
       o.q_corr_min = parse_number(flag, value);
     } else if (f == "--q-jaccard-min") {
       o.q_jaccard_min = parse_number(flag, value);
+    } else if (f == "--q-pdf-max") {
+      o.q_pdf_max = parse_number(flag, value);
+    } else if (f == "--qr-pdf-max") {
+      o.qr_pdf_max = parse_number(flag, value);
     } else {
       throw InputError("command line: unknown compare option '" + flag + "' (allowed: " + allowed + ")");
     }
@@ -322,11 +331,44 @@ std::vector<FieldsAt> fields_of(const std::string& dir, const std::string& solve
   return out;
 }
 
+/// What is measured on one pair of fields files.
+struct QMeasures {
+  double correlation, jaccard;
+  double q_pdf_distance, qr_pdf_distance;  ///< total variation of the two PDFs
+  double q_w_mean_a, q_w_mean_b;           ///< ⟨Q_W⟩ = ⟨ω·ω⟩/4 of each side
+};
+
 struct QResult {
   double requested, t_over_T;
   std::string file_a, file_b;
-  double correlation, jaccard;
+  QMeasures m;
 };
+
+/// Bins of the PDF of Q/⟨Q²⟩^½ and of the joint PDF of (Q/⟨Q_W⟩, R/⟨Q_W⟩^{3/2}); the end bins
+/// take the tails (core/pdf.h). quick.ini at t/T = 1 (32³, Re_λ ≈ 20) spans −5 … 8.3 in
+/// Q/⟨Q²⟩^½ and −6.5 … 9 in the (Q, R) units, so the ±10 range holds it; wider tails of
+/// stronger turbulence count in the end bins. Finer bins would raise the sampling floor of the
+/// distance (more bins, fewer points each); coarser ones would blur the teardrop's shape.
+const Bins kQBins{-10.0, 10.0, 200};
+const Bins kQRBins{-10.0, 10.0, 80};
+
+/// Joint histogram on kQRBins × kQRBins of (Q/⟨Q_W⟩, R/⟨Q_W⟩^{3/2}) of the velocity gradient
+/// of /<solver>/velocity in a fields file, and that field's ⟨Q_W⟩.
+std::vector<double> qr_histogram(const std::string& path, const std::string& solver, double& q_w_mean) {
+  const VectorField u = read_vector_field(path, solver, "velocity");
+  Fft3d fft(u.grid.n);
+  SpectralVector c(u.grid);
+  fft.forward(u, c);
+  const GradientInvariants inv = gradient_invariants(c, fft);
+  q_w_mean = inv.q_w_mean;
+  return histogram2d(inv.q.v, inv.q_w_mean, inv.r.v, std::pow(inv.q_w_mean, 1.5), kQRBins, kQRBins);
+}
+
+double rms(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x * x;
+  return std::sqrt(s / double(v.size()));
+}
 
 /// Correlation coefficient and Jaccard index of {Q > q rms} of two Q fields on one grid.
 void q_measures(const ScalarField& a, const ScalarField& b, double q, double& corr, double& jaccard) {
@@ -539,8 +581,7 @@ int compare(const std::vector<std::string>& args) {
   if (fpairs.empty()) {
     out << "Q fields: no fields_*.h5 with /" << a.solver << "/Q and /" << b.solver << "/Q at a common time\n\n";
   } else {
-    std::set<std::size_t> done;
-    std::map<std::size_t, std::pair<double, double>> measured;
+    std::map<std::size_t, QMeasures> measured;
     for (double want : o.at) {
       std::size_t best = 0;
       for (std::size_t p = 1; p < fpairs.size(); ++p)
@@ -552,21 +593,36 @@ int compare(const std::vector<std::string>& args) {
           throw InputError("different N: " + fpairs[best].first.path + ":/" + a.solver + "/Q is " +
                            std::to_string(qa.grid.n) + "^3, " + fpairs[best].second.path + ":/" + b.solver +
                            "/Q is " + std::to_string(qb.grid.n) + "^3");
-        double c = 0, j = 0;
-        q_measures(qa, qb, o.q_level, c, j);
-        measured[best] = {c, j};
+        QMeasures m{};
+        q_measures(qa, qb, o.q_level, m.correlation, m.jaccard);
+        m.q_pdf_distance = total_variation(histogram(qa.v, rms(qa.v), kQBins), histogram(qb.v, rms(qb.v), kQBins));
+        m.qr_pdf_distance = total_variation(qr_histogram(fpairs[best].first.path, a.solver, m.q_w_mean_a),
+                                            qr_histogram(fpairs[best].second.path, b.solver, m.q_w_mean_b));
+        measured[best] = m;
       }
       qres.push_back({want, fpairs[best].first.t / T0, fpairs[best].first.path, fpairs[best].second.path,
-                      measured[best].first, measured[best].second});
+                      measured[best]});
     }
     out << "Q fields: correlation coefficient; Jaccard index of Q > " << num(o.q_level) << " <Q^2>^1/2\n";
     std::snprintf(line, sizeof line, "%8s %8s %12s %9s  %s\n", "t/T req", "t/T", "correlation", "Jaccard", "files");
     out << line;
     for (const auto& q : qres) {
       std::snprintf(line, sizeof line, "%8.4g %8.4f %12s %9s  ", q.requested, q.t_over_T,
-                    num(q.correlation, "%.6f").c_str(), num(q.jaccard, "%.6f").c_str());
+                    num(q.m.correlation, "%.6f").c_str(), num(q.m.jaccard, "%.6f").c_str());
       out << line << (two_runs ? q.file_a + " | " + q.file_b : fs::path(q.file_a).filename().string());
       out << "\n";
+    }
+    out << "\n";
+    out << "Q statistics: distance 1/2 sum |p_A - p_B| of the PDFs of Q/<Q^2>^1/2 and of (Q/<Q_W>, "
+           "R/<Q_W>^3/2),\n  R = -det grad u, <Q_W> = <|omega|^2>/4 of each field (0 same PDF, 1 disjoint)\n";
+    std::snprintf(line, sizeof line, "%8s %8s %12s %12s %12s %12s\n", "t/T req", "t/T", "Q pdf", "(Q,R) pdf",
+                  "<Q_W> A", "<Q_W> B");
+    out << line;
+    for (const auto& q : qres) {
+      std::snprintf(line, sizeof line, "%8.4g %8.4f %12s %12s %12s %12s\n", q.requested, q.t_over_T,
+                    num(q.m.q_pdf_distance, "%.6f").c_str(), num(q.m.qr_pdf_distance, "%.6f").c_str(),
+                    num(q.m.q_w_mean_a, "%.6g").c_str(), num(q.m.q_w_mean_b, "%.6g").c_str());
+      out << line;
     }
     out << "\n";
   }
@@ -592,16 +648,17 @@ int compare(const std::vector<std::string>& args) {
     for (const auto& s : spec) v.push_back(s.k_agree);
     checks.push_back({"--k-agree-min", o.k_agree_min, worst(v, false), false, "smallest k_agree"});
   }
-  if (!std::isnan(o.q_corr_min)) {
+  // The Q-field checks: the worst over the --at times of one of the QMeasures.
+  auto q_check = [&](const char* name, double limit, double QMeasures::*field, bool is_max, const char* note) {
+    if (std::isnan(limit)) return;
     std::vector<double> v;
-    for (const auto& q : qres) v.push_back(q.correlation);
-    checks.push_back({"--q-corr-min", o.q_corr_min, worst(v, false), false, "smallest Q correlation"});
-  }
-  if (!std::isnan(o.q_jaccard_min)) {
-    std::vector<double> v;
-    for (const auto& q : qres) v.push_back(q.jaccard);
-    checks.push_back({"--q-jaccard-min", o.q_jaccard_min, worst(v, false), false, "smallest Q Jaccard index"});
-  }
+    for (const auto& q : qres) v.push_back(q.m.*field);
+    checks.push_back({name, limit, worst(v, is_max), is_max, note});
+  };
+  q_check("--q-corr-min", o.q_corr_min, &QMeasures::correlation, false, "smallest Q correlation");
+  q_check("--q-jaccard-min", o.q_jaccard_min, &QMeasures::jaccard, false, "smallest Q Jaccard index");
+  q_check("--q-pdf-max", o.q_pdf_max, &QMeasures::q_pdf_distance, true, "largest distance of the Q PDFs");
+  q_check("--qr-pdf-max", o.qr_pdf_max, &QMeasures::qr_pdf_distance, true, "largest distance of the (Q,R) PDFs");
   int failed = 0;
   for (const auto& c : checks) {
     failed += !c.passed();
@@ -636,12 +693,19 @@ int compare(const std::vector<std::string>& args) {
           << ", \"rel_diff\": " << jnum(spec[i].bands[k].rel_diff) << "}";
       j << "]}";
     }
-    j << "\n  ],\n  \"q_level\": " << jnum(o.q_level) << ",\n  \"q_fields\": [";
+    auto jbins = [](const Bins& b) {
+      return "{\"lo\": " + jnum(b.lo) + ", \"hi\": " + jnum(b.hi) + ", \"n\": " + std::to_string(b.n) + "}";
+    };
+    j << "\n  ],\n  \"q_level\": " << jnum(o.q_level) << ",\n  \"q_pdf_bins\": " << jbins(kQBins)
+      << ",\n  \"qr_pdf_bins\": " << jbins(kQRBins) << ",\n  \"q_fields\": [";
     for (std::size_t i = 0; i < qres.size(); ++i)
       j << (i ? "," : "") << "\n    {\"t_over_T_requested\": " << jnum(qres[i].requested)
         << ", \"t_over_T\": " << jnum(qres[i].t_over_T) << ", \"file_a\": " << jstr(qres[i].file_a)
-        << ", \"file_b\": " << jstr(qres[i].file_b) << ", \"correlation\": " << jnum(qres[i].correlation)
-        << ", \"jaccard\": " << jnum(qres[i].jaccard) << "}";
+        << ", \"file_b\": " << jstr(qres[i].file_b) << ", \"correlation\": " << jnum(qres[i].m.correlation)
+        << ", \"jaccard\": " << jnum(qres[i].m.jaccard) << ", \"q_pdf_distance\": " << jnum(qres[i].m.q_pdf_distance)
+        << ", \"qr_pdf_distance\": " << jnum(qres[i].m.qr_pdf_distance)
+        << ", \"q_w_mean_a\": " << jnum(qres[i].m.q_w_mean_a) << ", \"q_w_mean_b\": " << jnum(qres[i].m.q_w_mean_b)
+        << "}";
     j << "\n  ],\n  \"checks\": [";
     for (std::size_t i = 0; i < checks.size(); ++i)
       j << (i ? "," : "") << "\n    {\"name\": " << jstr(checks[i].name) << ", \"limit\": " << jnum(checks[i].limit)

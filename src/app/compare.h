@@ -1,4 +1,4 @@
-// `vortexhit compare`: do two solvers (or two runs) agree? (DESIGN.md "The program's surface")
+// `vortexhit compare`: do two solvers (or two runs) agree? (docs/design.md "The program's surface")
 //
 //   vortexhit compare RUN_DIR [--solvers A,B]          solver B against solver A in one run
 //                                                      (default spectral,vortex)
@@ -21,7 +21,24 @@
 //   - for the Q fields (fields_*.h5) nearest each requested t/T that both sides hold at the
 //     same time: the correlation coefficient of Q_A and Q_B over the grid, and the Jaccard
 //     index |S_A ∩ S_B| / |S_A ∪ S_B| of S = {Q > q ⟨Q²⟩^½}, each field with its own rms,
-//     q = --q-level (default 1).
+//     q = --q-level (default 1);
+//   - for the same fields, two PDFs of each side and the distance between A's and B's:
+//     (a) the PDF of Q/⟨Q²⟩^½ (the stored Q, each field with its own rms), 200 bins of 0.1
+//         on [−10, 10);
+//     (b) the joint PDF of the invariants Q = −½ tr(A²), R = −⅓ tr(A³) (= −det A) of the
+//         velocity gradient A = ∇u (the "teardrop"; Chong, Perry & Cantwell 1990), A by
+//         spectral derivatives of the stored velocity (core/diagnostics.h,
+//         gradient_invariants()), in the units of Ooi et al. (JFM 381, 1999): Q/⟨Q_W⟩ and
+//         R/⟨Q_W⟩^{3/2} with ⟨Q_W⟩ = ⟨ω·ω⟩/4 of each field, 80 × 80 bins of 0.25 on [−10, 10)².
+//         ⟨Q_W⟩ = ε/4ν = 1/(4τ_η²) in homogeneous flow: in these Kolmogorov units the
+//         teardrop has nearly the same shape across flows and Reynolds numbers, so a distance
+//         measures the shape, not the amplitude (that is ε's ratio, above);
+//     samples beyond the bins count in the end bins. The distance is the total variation
+//     δ = ½ Σ_bins |p_A − p_B| ∈ [0, 1] (core/pdf.h says why this one): the largest difference
+//     of the probability the two fields give any set of bins. R is computed here, from the
+//     velocity, rather than stored: fields files keep their layout (older runs compare too)
+//     and a run does not pay nine more FFTs per output. Grid points are correlated samples,
+//     so two realisations of one flow are not at δ = 0 (a second seed shows the floor).
 //
 // Checks, each only when its flag is given (exit 1 when any fails, also when the quantity
 // could not be measured, e.g. no common Q fields):
@@ -32,6 +49,8 @@
 //   --k-agree-min K      k_agree ≥ K at every --at time
 //   --q-corr-min C       Q correlation ≥ C at every --at time
 //   --q-jaccard-min J    Jaccard index ≥ J at every --at time
+//   --q-pdf-max D        distance of the Q PDFs ≤ D at every --at time
+//   --qr-pdf-max D       distance of the (Q, R) joint PDFs ≤ D at every --at time
 //
 // Exit status: 0 all requested checks passed (or none requested), 1 a check failed, 2 bad
 // input (unreadable file, missing solver or dataset, different N), with a message naming the

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "app/deck.h"
 #include "core/error.h"
 
 namespace vh::app {
@@ -55,9 +56,7 @@ RunConfig make_config(const std::string& deck_path, const Options& o) {
     throw InputError(o.where("flow.nu") + " is out of range (allowed: >= 0)");
   validate(c.flow);  // the combinations: Re_lambda xor nu, u_prime or K0
 
-  at_most_one(o, "time.t_end", "time.t_end_over_T");
-  at_most_one(o, "time.dt", "time.cfl");
-  at_most_one(o, "time.output_interval", "time.output_interval_over_T");
+  for (const auto& [a, b] : exclusive_keys()) at_most_one(o, a, b);
   c.t_end = o.real("time.t_end");
   c.t_end_over_T = o.real("time.t_end_over_T");
   if (!std::isnan(c.t_end)) positive(o, "time.t_end", c.t_end);
@@ -85,12 +84,24 @@ RunConfig make_config(const std::string& deck_path, const Options& o) {
     throw InputError(o.where("output.checkpoint_minutes") + " is out of range (allowed: >= 0)");
   c.max_cfl = o.real("time.max_cfl");
   positive(o, "time.max_cfl", c.max_cfl);
+  c.stall_fraction = o.real("time.stall_fraction");
+  if (!(c.stall_fraction >= 0 && c.stall_fraction < 1))
+    throw InputError(o.where("time.stall_fraction") + " is out of range (allowed: 0 <= fraction < 1; 0: off)");
+  c.max_energy_rise = o.real("time.max_energy_rise");
+  positive(o, "time.max_energy_rise", c.max_energy_rise);
 
   c.spectral = spectral::params_from(o, 0.0);
   if ((c.solver == "spectral" || c.solver == "both") && c.spectral.dealias == spectral::Dealias::three_halves &&
       c.n % 4 != 0)
     throw InputError(o.where("domain.n") + " does not suit spectral.dealias = 3/2 (allowed: n divisible by 4)");
   c.vortex = vortex::params_from(o, 0.0);
+  if (c.solver == "vortex" || c.solver == "both") {
+    try {
+      vortex::lattice_points_per_direction(c.vortex.refine, c.n);
+    } catch (const InputError& e) {
+      throw InputError(o.where("vortex.refine") + ": " + e.what());
+    }
+  }
   return c;
 }
 

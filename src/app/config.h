@@ -32,6 +32,8 @@ struct RunConfig {
   long checkpoint_every = 0;  ///< output.checkpoint_every: steps between checkpoints (0: off)
   double checkpoint_minutes = 0;  ///< output.checkpoint_minutes: wall minutes between them (0: off)
   double max_cfl = 1.0;       ///< time.max_cfl: the run stops (exit 3) above this CFL number
+  double stall_fraction = 1e-6;   ///< time.stall_fraction: the run stops (exit 3) when dt < this × the first dt
+  double max_energy_rise = 0.01;  ///< time.max_energy_rise: the run stops (exit 3) when K > (1 + this) min K
   std::string device;         ///< device: cpu | gpu | auto
   spectral::Params spectral;  ///< spectral.* (ν filled in once the initial field is known)
   vortex::Params vortex;      ///< vortex.* and fmm.* (likewise)

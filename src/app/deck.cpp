@@ -44,6 +44,11 @@ std::vector<OptionSpec> app_options() {
       {"time.output_interval_over_T", "real", "0.1", "T", "diagnostics every this many T"},
       {"time.output_interval", "real", "", "time", "diagnostics interval in time units, instead"},
       {"time.max_cfl", "real", "1.0", "", "the run stops with a checkpoint (exit 3) if dt max|u| / h exceeds this"},
+      {"time.stall_fraction", "real", "1e-6", "",
+       "the run stops with a checkpoint (exit 3) if a step's dt falls below this fraction of the run's first dt"},
+      {"time.max_energy_rise", "real", "0.01", "",
+       "the run stops with a checkpoint (exit 3) if K rises above its running minimum by more than this fraction "
+       "(these flows are unforced: K only decays)"},
       {"output.dir", "string", "", "", "run folder; default runs/<case.name>"},
       {"output.fields_at", "list", "0,1", "T",
        "t/T at which velocity, vorticity and Q are written (fields_<index>.h5 + .xdmf)"},
@@ -240,9 +245,23 @@ std::string write_ini(const std::function<std::string(const OptionSpec&)>& comme
 
 }  // namespace
 
+const std::vector<std::pair<std::string, std::string>>& exclusive_keys() {
+  static const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"time.t_end", "time.t_end_over_T"},
+      {"time.dt", "time.cfl"},
+      {"time.output_interval", "time.output_interval_over_T"}};
+  return pairs;
+}
+
 std::string deck_text(const Options& o) {
+  auto set = [&](const std::string& k) { return o.origin.count(k) && o.has(k); };
+  auto shadowed = [&](const std::string& k) {  // a default its exclusive partner overrides
+    for (const auto& [a, b] : exclusive_keys())
+      if ((k == a && set(b) && !set(a)) || (k == b && set(a) && !set(b))) return true;
+    return false;
+  };
   return write_ini([](const OptionSpec&) { return std::string(); },
-                   [&](const OptionSpec& s) { return o.value.at(s.key); });
+                   [&](const OptionSpec& s) { return shadowed(s.key) ? std::string() : o.value.at(s.key); });
 }
 
 std::string help_text() {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/options.h"
@@ -25,7 +26,13 @@ Options read_deck(const std::string& deck_path, const std::vector<std::string>& 
 /// The same for a deck given as text; `name` stands for the file in messages.
 Options parse_deck(const std::string& text, const std::string& name, const std::vector<std::string>& overrides);
 
-/// The deck after overrides, as INI text (stored in run.h5:/deck).
+/// Pairs of keys that say the same thing in different units (time.t_end and
+/// time.t_end_over_T, …): at most one of each may be set explicitly (make_config checks).
+const std::vector<std::pair<std::string, std::string>>& exclusive_keys();
+
+/// The deck after overrides, as INI text (stored in run.h5:/deck and checkpoints). A key left
+/// at its default while its exclusive partner is set is written commented out, so that the
+/// text parses back to the same configuration (a restart reads it).
 std::string deck_text(const Options& o);
 
 /// A fully commented deck of every key, grouped by section (`vortexhit help`).

@@ -1,12 +1,17 @@
 // vortexhit: decaying homogeneous isotropic turbulence by a vortex particle method and a
 // pseudo-spectral method from the same initial field (see README.md).
 //
-//   vortexhit run [DECK] [--section.key=value ...] [--quiet]
+//   vortexhit run [DECK] [--section.key=value ...] [--quiet] [--dry-run]
 //   vortexhit compare RUN_DIR [--solvers A,B] | RUN_A RUN_B [--solver S]  [OPTIONS]
 //   vortexhit help
 //
 // Exit status: 0 success, 1 a check or comparison failed (or an internal error), 2 bad
 // input, 3 the run stopped itself.
+//
+// Under mpirun (`mpirun -np R vortexhit run DECK`, the spectral solver) every rank runs
+// `run`; bad input is seen by every rank alike, so rank 0 alone prints its one line and all
+// exit with 2; an error seen by one rank only ends the job (MPI_Abort). One rank needs no
+// mpirun and no MPI (core/comm.h MpiSession).
 #include <iostream>
 #include <string>
 #include <vector>
@@ -14,21 +19,26 @@
 #include "app/compare.h"
 #include "app/deck.h"
 #include "app/run.h"
+#include "core/comm.h"
 #include "core/error.h"
 
 namespace {
 
 const std::string kUsage =
-    std::string("usage: vortexhit run [DECK] [--section.key=value ...] [--quiet]\n"
+    std::string("usage: vortexhit run [DECK] [--section.key=value ...] [--quiet] [--dry-run]\n"
     "       vortexhit run --restart RUN_DIR|CHECKPOINT [--section.key=value ...]\n") + vh::app::kCompareUsage +
     "       vortexhit help            list every deck key with its type, default and meaning\n";
 
 int dispatch(const std::vector<std::string>& args) {
   if (args.empty()) {
-    std::cerr << kUsage;
+    if (vh::Comm::world().root()) std::cerr << kUsage;
     return 2;
   }
   const std::string& cmd = args[0];
+  const int ranks = vh::Comm::world().size();
+  if (ranks > 1 && cmd != "run")
+    throw vh::InputError("vortexhit " + cmd + " on " + std::to_string(ranks) +
+                         " ranks (allowed under mpirun: run; the rest needs one rank, no mpirun)");
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
     std::cout << kUsage << "\n" << vh::app::help_text();
     return 0;
@@ -36,11 +46,13 @@ int dispatch(const std::vector<std::string>& args) {
   if (cmd == "run") {
     std::string deck, restart;
     std::vector<std::string> overrides;
-    bool quiet = false;
+    bool quiet = false, dry_run = false;
     for (std::size_t i = 1; i < args.size(); ++i) {
       const std::string& a = args[i];
       if (a == "--quiet") {
         quiet = true;
+      } else if (a == "--dry-run") {
+        dry_run = true;  // check the deck and the memory, print the estimate, write nothing
       } else if (a == "--restart" || a.rfind("--restart=", 0) == 0) {
         if (a == "--restart" && i + 1 >= args.size())
           throw vh::InputError("command line: --restart needs a checkpoint file or run folder");
@@ -59,7 +71,7 @@ int dispatch(const std::vector<std::string>& args) {
     }
     if (!restart.empty() && !deck.empty())
       throw vh::InputError("command line: give a DECK or --restart, not both (a restart uses the checkpoint's deck)");
-    return vh::app::run(deck, overrides, quiet, restart, args);
+    return vh::app::run(deck, overrides, quiet, restart, args, dry_run);
   }
   if (cmd == "compare") return vh::app::compare({args.begin() + 1, args.end()});
   throw vh::InputError("command line: unknown command '" + cmd + "' (allowed: run, compare, help)");
@@ -68,17 +80,24 @@ int dispatch(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  vh::MpiSession mpi(&argc, &argv);
+  const vh::Comm world = vh::Comm::world();
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
     return dispatch(args);
   } catch (const vh::InputError& e) {
-    std::cerr << "vortexhit: error: " << e.what() << "\n";
+    if (world.root()) std::cerr << "vortexhit: error: " << e.what() << "\n";
     return 2;
   } catch (const vh::RunStopped& e) {
-    std::cerr << "vortexhit: stopped: " << e.what() << "\n";
+    if (world.root()) std::cerr << "vortexhit: stopped: " << e.what() << "\n";
     return 3;
+  } catch (const vh::SharedError& e) {  // every rank has it (rank 0's file output failed)
+    if (world.root()) std::cerr << "vortexhit: internal error: " << e.what() << "\n";
+    return 1;
   } catch (const std::exception& e) {
-    std::cerr << "vortexhit: internal error: " << e.what() << "\n";
+    std::cerr << "vortexhit: internal error" << (world.size() > 1 ? " on rank " + std::to_string(world.rank()) : "")
+              << ": " << e.what() << "\n";
+    if (world.size() > 1) world.abort(1);  // the other ranks may wait for this one
     return 1;
   }
 }

@@ -12,23 +12,57 @@ namespace {
 
 using vortex::Vec3;
 
-/// Complex coefficients of the three components as doubles [3][modes][2].
-void save_coefficients(h5::Id grp, const SpectralVector& u) {
-  std::vector<double> flat;
-  flat.reserve(3 * 2 * u.grid.modes());
-  for (const auto& c : u.c)
-    for (const Complex& z : c) flat.push_back(z.real()), flat.push_back(z.imag());
-  h5::write_doubles(grp, "u", flat.data(), {3, u.grid.modes(), 2});
+/// The spectral state in a checkpoint: "u", double [3][N·N·(N/2+1)][2] (component, grid.h
+/// mode index, re/im): the global array whatever the rank count, so any rank count restarts
+/// from it. Written by rank 0 one kz-plane at a time as the ranks' parts arrive
+/// (gather_plane); read by every rank, its own slots only (one hyperslab per run of
+/// consecutive ky indices).
+void save_coefficients(h5::Id grp, const SpectralSlab& u, RootErrors& err) {
+  const Slab& s = u.slab;
+  const std::size_t n = std::size_t(s.grid.n), row = n * (n / 2 + 1);
+  h5::Handle d;
+  err.run(s.comm, [&] { d = h5::create_doubles(grp, "u", {3, n * row, 2}); });
+  std::vector<Complex> plane(s.comm.root() ? row : 0);
+  for (int c = 0; c < 3; ++c)
+    for (int iz = 0; iz < int(n); ++iz) {
+      gather_plane(u, c, iz, s.comm.root() ? plane.data() : nullptr);
+      err.run(s.comm, [&] {
+        h5::write_block(d, {std::size_t(c), iz * row, 0}, {1, row, 2}, reinterpret_cast<const double*>(plane.data()));
+      });
+    }
 }
 
-void load_coefficients(h5::Id grp, SpectralVector& u) {
-  const auto flat = h5::read_doubles(grp, "u", h5::Shape{3, u.grid.modes(), 2});
-  for (std::size_t j = 0; j < flat.size(); ++j)
-    if (!std::isfinite(flat[j]))
-      throw InputError(h5::where(grp, "u") + ": value " + std::to_string(j) + " is not finite");
-  std::size_t i = 0;
-  for (auto& c : u.c)
-    for (Complex& z : c) z = Complex(flat[i], flat[i + 1]), i += 2;
+void load_coefficients(h5::Id grp, SpectralSlab& u) {
+  const Slab& s = u.slab;
+  const std::size_t n = std::size_t(s.grid.n), nxh = n / 2 + 1, modes = n * n * nxh;
+  const h5::Shape shape = h5::shape(grp, "u");
+  if (shape.size() != 3 || shape[0] != 3 || shape[2] != 2 || shape[1] != modes) {
+    std::size_t nf = 0;  // the N whose half layout has that many modes, if any
+    for (std::size_t m = 2; shape.size() == 3 && m <= 8192 && nf == 0; m += 2)
+      if (m * m * (m / 2 + 1) == shape[1]) nf = m;
+    throw InputError(h5::where(grp, "u") + ": " +
+                     (nf ? "coefficients of N = " + std::to_string(nf) : std::string("not [3][N*N*(N/2+1)][2]")) +
+                     ", the run has domain.n = " + std::to_string(n) + " (allowed: the checkpoint's N)");
+  }
+  h5::Handle d = h5::open_dataset(grp, "u");
+  // runs of slots with consecutive ky indices: one strided hyperslab over every kz-plane each
+  const int sl = s.slots();
+  for (int j0 = 0; j0 < sl;) {
+    int j1 = j0 + 1;
+    while (j1 < sl && s.ky_index(j1) == s.ky_index(j1 - 1) + 1) ++j1;
+    const std::size_t len = std::size_t(j1 - j0) * nxh;
+    for (int c = 0; c < 3; ++c)
+      h5::read_strided(d, {std::size_t(c), std::size_t(s.ky_index(j0)) * nxh, 0}, {1, n * nxh, 2}, {1, n, 1},
+                       {1, len, 2}, reinterpret_cast<double*>(u.c[c].data()), u.c[c].size() * 2,
+                       2 * std::size_t(j0) * nxh, std::size_t(sl) * nxh * 2, len * 2);
+    j0 = j1;
+  }
+  // Every rank checks its part; all refuse together (one rank alone would leave the others
+  // waiting in the next collective).
+  bool finite = true;
+  for (const auto& c : u.c)
+    for (const Complex& z : c) finite = finite && std::isfinite(z.real()) && std::isfinite(z.imag());
+  if (s.comm.any(!finite)) throw InputError(h5::where(grp, "u") + ": holds values that are not finite");
 }
 
 std::vector<double> flatten(const std::vector<Vec3>& v) {
@@ -46,10 +80,10 @@ std::vector<Vec3> unflatten(const std::vector<double>& f) {
 
 class SpectralStepper : public Stepper {
  public:
-  SpectralStepper(const spectral::Params& p, const Grid& g, Backend b)
-      : grid_(g), solver_(spectral::make_solver(p, g, b)) {}
+  SpectralStepper(const spectral::Params& p, const Slab& s, Backend b)
+      : slab_(s), solver_(spectral::make_solver(p, s, b)) {}
   std::string name() const override { return "spectral"; }
-  void start(const SpectralVector& u, double t) override { solver_->set_velocity(u, t); }
+  void start(const SpectralSlab& u, double t) override { solver_->set_velocity(u, t); }
   void step(double dt) override {
     solver_->step(dt);
     solver_->synchronize();  // so the phase table books the GPU's time to the steps
@@ -58,12 +92,12 @@ class SpectralStepper : public Stepper {
   double max_velocity() override { return solver_->max_velocity(); }
   double time() const override { return solver_->time(); }
   long steps() const override { return steps_; }
-  void velocity(SpectralVector& u) override { solver_->velocity(u); }
+  void velocity(SpectralSlab& u) override { solver_->velocity(u); }
   bool statistics_in_place(double nu, Statistics& s, std::vector<double>& E) override {
 #ifdef VH_HAVE_CUDA
     const void* d[3] = {solver_->device_velocity(0), solver_->device_velocity(1), solver_->device_velocity(2)};
     if (d[0] == nullptr) return false;
-    s = statistics_device(d, grid_, nu, E);
+    s = statistics_device(d, slab_.grid, nu, E);
     return true;
 #else
     (void)nu, (void)s, (void)E;
@@ -71,14 +105,21 @@ class SpectralStepper : public Stepper {
 #endif
   }
   void save(h5::Id grp) override {
-    SpectralVector u;
+    RootErrors err;
+    save(grp, err, Comm());
+    err.rethrow(Comm());
+  }
+  void save(h5::Id grp, RootErrors& err, const Comm& comm) override {
+    SpectralSlab u;
     solver_->velocity(u);
-    save_coefficients(grp, u);
-    h5::write_attribute(grp, "t", solver_->time());
-    h5::write_attribute(grp, "steps", std::int64_t(steps_));
+    save_coefficients(grp, u, err);
+    err.run(comm, [&] {
+      h5::write_attribute(grp, "t", solver_->time());
+      h5::write_attribute(grp, "steps", std::int64_t(steps_));
+    });
   }
   void load(h5::Id grp) override {
-    SpectralVector u(grid_);
+    SpectralSlab u(slab_);
     load_coefficients(grp, u);
     const double t = h5::read_double_attribute(grp, "t");
     const long steps = long(h5::read_int64_attribute(grp, "steps"));
@@ -91,51 +132,84 @@ class SpectralStepper : public Stepper {
   }
 
  private:
-  Grid grid_;
+  Slab slab_;
   std::unique_ptr<spectral::Solver> solver_;
   long steps_ = 0;
 };
 
+/// The vortex solver behind vortex::make_solver: the GPU-resident one (vortex/solver_gpu.h) on
+/// the GPU back end with reinit_from = points, vortex::Solver otherwise.
 class VortexStepper : public Stepper {
  public:
-  VortexStepper(const vortex::Params& p, const Grid& g) : grid_(g), solver_(p, g) {}
+  VortexStepper(const vortex::Params& p, const Grid& g)
+      : grid_(g),
+        lattice_{vortex::lattice_points_per_direction(p.refine, g.n)},
+        solver_(vortex::make_solver(p, g)),
+        max_core_ratio_(p.max_core_ratio) {}
   std::string name() const override { return "vortex"; }
-  void start(const SpectralVector& u, double t) override { init_ = solver_.set_velocity(u, t); }
+  void start(const SpectralSlab& u, double t) override { init_ = solver_->set_velocity(SpectralSlab(u).to_vector(), t); }
   void step(double dt) override {
-    const long before = solver_.reinits();
-    solver_.step(dt);
-    reinitialised_ = solver_.reinits() != before;
+    const long before = solver_->reinits();
+    solver_->step(dt);
+    reinitialised_ = solver_->reinits() != before;
   }
   std::string event() override {
     if (!reinitialised_) return "";
+    // Every step may reinitialise (vortex.reinit_every = 1): only the core-ratio ones are news.
+    if (solver_->core_ratio_at_reinit() <= max_core_ratio_) return "";
     char buf[160];
     std::snprintf(buf, sizeof buf, "vortex   reinitialised at step %ld: sigma/sigma0 was %.3f, RBF residual %.2e",
-                  solver_.steps(), solver_.core_ratio_at_reinit(), solver_.last_rbf_residual());
+                  solver_->steps(), solver_->core_ratio_at_reinit(), solver_->last_rbf_residual());
     return buf;
   }
-  double max_velocity() override { return solver_.max_velocity(); }
-  double time() const override { return solver_.time(); }
-  long steps() const override { return solver_.steps(); }
-  void velocity(SpectralVector& u) override { solver_.velocity(u); }
+  double max_velocity() override { return solver_->max_velocity(); }
+  double time() const override { return solver_->time(); }
+  long steps() const override { return solver_->steps(); }
+  void velocity(SpectralSlab& u) override {
+    SpectralVector v;
+    solver_->velocity(v);
+    u = SpectralSlab::whole(std::move(v));
+  }
+  bool statistics_in_place(double nu, Statistics& s, std::vector<double>& E) override {
+#ifdef VH_HAVE_CUDA
+    const void* d[3];
+    if (!solver_->device_velocity(d)) return false;  // the state is on the host
+    s = statistics_device(d, grid_, nu, E);
+    return true;
+#else
+    (void)nu, (void)s, (void)E;
+    return false;
+#endif
+  }
   std::vector<std::pair<std::string, double>> monitors() override {
-    m_ = solver_.monitors();
-    return {{"sum_alpha_x", m_.total_alpha[0]}, {"sum_alpha_y", m_.total_alpha[1]},
-            {"sum_alpha_z", m_.total_alpha[2]}, {"max_div_omega", m_.max_div_omega},
-            {"core_ratio", m_.core_ratio},      {"reinits", double(m_.reinits)},
+    m_ = solver_->monitors();
+    return {{"sum_strength_x", m_.total_strength[0]},
+            {"sum_strength_y", m_.total_strength[1]},
+            {"sum_strength_z", m_.total_strength[2]},
+            {"max_div_omega", m_.max_div_omega},
+            {"max_omega", m_.max_omega},
+            {"div_omega_rel", m_.max_omega > 0 ? m_.max_div_omega / m_.max_omega : 0.0},
+            {"div_removed", m_.div_removed},
+            {"core_ratio", m_.core_ratio},
+            {"reinits", double(m_.reinits)},
             {"rbf_residual", m_.last_rbf_residual}};
   }
   void save(h5::Id grp) override {
-    const vortex::State st = solver_.state();
+    const vortex::State st = solver_->state();
     const std::size_t n = st.particles.size();
     h5::write_doubles(grp, "x", flatten(st.particles.x).data(), {n, 3});
     h5::write_doubles(grp, "alpha", flatten(st.particles.alpha).data(), {n, 3});
+    h5::write_doubles(grp, "gamma", flatten(st.particles.gamma).data(), {n, 3});
     h5::write_doubles(grp, "sigma", st.particles.sigma);
     if (!st.u_prev.empty()) {  // the AB2 history
       h5::write_doubles(grp, "u_prev", flatten(st.u_prev).data(), {n, 3});
       h5::write_doubles(grp, "dalpha_prev", flatten(st.dalpha_prev).data(), {n, 3});
+      h5::write_doubles(grp, "dgamma_prev", flatten(st.dgamma_prev).data(), {n, 3});
     }
     h5::write_attribute(grp, "t", st.t);
+    h5::write_attribute(grp, "t_reinit", st.t_reinit);
     h5::write_attribute(grp, "dt_prev", st.dt_prev);
+    h5::write_attribute(grp, "div_removed", st.div_removed);
     h5::write_attribute(grp, "last_residual", st.last_residual);
     h5::write_attribute(grp, "ratio_at_reinit", st.ratio_at_reinit);
     h5::write_attribute(grp, "steps", std::int64_t(st.steps));
@@ -144,50 +218,57 @@ class VortexStepper : public Stepper {
   }
   void load(h5::Id grp) override {
     vortex::State st;
-    const std::size_t n = grid_.points();  // lattice particles (vortex/validate.h)
+    const std::size_t n = lattice_.points();  // lattice particles (vortex/validate.h)
     st.particles.x = unflatten(h5::read_doubles(grp, "x", h5::Shape{n, 3}));
     st.particles.alpha = unflatten(h5::read_doubles(grp, "alpha", h5::Shape{n, 3}));
+    st.particles.gamma = unflatten(h5::read_doubles(grp, "gamma", h5::Shape{n, 3}));
     st.particles.sigma = h5::read_doubles(grp, "sigma", h5::Shape{n});
     if (h5::exists(grp, "u_prev")) {
       st.u_prev = unflatten(h5::read_doubles(grp, "u_prev", h5::Shape{n, 3}));
       st.dalpha_prev = unflatten(h5::read_doubles(grp, "dalpha_prev", h5::Shape{n, 3}));
+      st.dgamma_prev = unflatten(h5::read_doubles(grp, "dgamma_prev", h5::Shape{n, 3}));
     }
     st.t = h5::read_double_attribute(grp, "t");
+    st.t_reinit = h5::read_double_attribute(grp, "t_reinit");
     st.dt_prev = h5::read_double_attribute(grp, "dt_prev");
+    st.div_removed = h5::read_double_attribute(grp, "div_removed");
     st.last_residual = h5::read_double_attribute(grp, "last_residual");
     st.ratio_at_reinit = h5::read_double_attribute(grp, "ratio_at_reinit");
     st.steps = long(h5::read_int64_attribute(grp, "steps"));
     st.since_reinit = long(h5::read_int64_attribute(grp, "since_reinit"));
     st.reinits = long(h5::read_int64_attribute(grp, "reinits"));
     try {
-      vortex::validate(st, grid_);
+      vortex::validate(st, lattice_);
     } catch (const InputError& e) {
       throw InputError(h5::where(grp, ".") + ": " + e.what());
     }
-    solver_.set_state(st);
+    solver_->set_state(st);
   }
   std::string log_line() override {
     char buf[256];
     std::snprintf(buf, sizeof buf,
-                  "vortex   sum(alpha) (%.1e, %.1e, %.1e)  max|div w| %.2e  sigma/sigma0 %.3f  reinits %ld  "
-                  "rbf residual %.1e",
-                  m_.total_alpha[0], m_.total_alpha[1], m_.total_alpha[2], m_.max_div_omega, m_.core_ratio,
-                  m_.reinits, m_.last_rbf_residual);
+                  "vortex   sum(strength) (%.1e, %.1e, %.1e)  max|div w|/max|w| %.2e  projected %.1e  "
+                  "sigma/sigma0 %.3f  reinits %ld",
+                  m_.total_strength[0], m_.total_strength[1], m_.total_strength[2],
+                  m_.max_omega > 0 ? m_.max_div_omega / m_.max_omega : 0.0, m_.div_removed, m_.core_ratio,
+                  m_.reinits);
     return buf;
   }
 
  private:
   Grid grid_;
-  vortex::Solver solver_;
+  Grid lattice_;  ///< the particle lattice, refine·N per direction: a checkpoint's particle count
+  std::unique_ptr<vortex::SolverInterface> solver_;
   vortex::RbfResult init_;
   vortex::Monitors m_;
+  double max_core_ratio_;
   bool reinitialised_ = false;
 };
 
 }  // namespace
 
-std::unique_ptr<Stepper> make_spectral(const spectral::Params& p, const Grid& g, Backend b) {
-  return std::make_unique<SpectralStepper>(p, g, b);
+std::unique_ptr<Stepper> make_spectral(const spectral::Params& p, const Slab& s, Backend b) {
+  return std::make_unique<SpectralStepper>(p, s, b);
 }
 
 std::unique_ptr<Stepper> make_vortex(vortex::Params p, const Grid& g, Backend b) {

@@ -8,9 +8,11 @@
 #include <utility>
 #include <vector>
 
+#include "core/comm.h"
 #include "core/device.h"
 #include "core/diagnostics.h"
 #include "core/grid.h"
+#include "core/slab.h"
 #include "spectral/solver.h"
 #include "vortex/solver.h"
 
@@ -20,15 +22,15 @@ class Stepper {
  public:
   virtual ~Stepper() = default;
   virtual std::string name() const = 0;
-  /// Starts from the velocity coefficients u at time t.
-  virtual void start(const SpectralVector& u, double t) = 0;
+  /// Starts from the velocity coefficients u (this rank's slab) at time t.
+  virtual void start(const SpectralSlab& u, double t) = 0;
   virtual void step(double dt) = 0;
   /// max |u_i| at the solver's points, for dt = cfl h / max_velocity.
   virtual double max_velocity() = 0;
   virtual double time() const = 0;
   virtual long steps() const = 0;
-  /// Velocity on the grid as coefficients (grid.h normalisation).
-  virtual void velocity(SpectralVector& u) = 0;
+  /// Velocity on the grid as coefficients (grid.h normalisation; this rank's slab).
+  virtual void velocity(SpectralSlab& u) = 0;
   /// The statistics and E_n of the current velocity computed where the state lives, when the
   /// solver can (spectral on the GPU in fp64): true, and nothing is copied to the host.
   virtual bool statistics_in_place(double /*nu*/, Statistics& /*s*/, std::vector<double>& /*E*/) { return false; }
@@ -39,13 +41,20 @@ class Stepper {
   /// What happened during the last step that the log should say (empty: nothing).
   virtual std::string event() { return ""; }
   /// Writes the whole state into the HDF5 group `group` (checkpoints), and reads it back;
-  /// load() throws vh::InputError naming the dataset when it is missing or malformed.
+  /// load() throws vh::InputError naming the dataset when it is missing or malformed. On
+  /// R ranks load() runs on every rank (each reads its part of the global arrays) and the
+  /// collective save() below writes: the group exists on rank 0 (-1 elsewhere), whose
+  /// errors go to `err`. Its default is save(group) on rank 0: one-rank solvers.
   virtual void save(std::int64_t group) = 0;
   virtual void load(std::int64_t group) = 0;
+  virtual void save(std::int64_t group, RootErrors& err, const Comm& comm) { err.run(comm, [&] { save(group); }); }
 };
 
-std::unique_ptr<Stepper> make_spectral(const spectral::Params& p, const Grid& g, Backend b);
-/// The vortex solver; on the GPU back end its FMM near field runs there (fmm::Params::use_gpu).
+/// The spectral solver on this rank's slab (one rank: Slab::whole_grid).
+std::unique_ptr<Stepper> make_spectral(const spectral::Params& p, const Slab& s, Backend b);
+/// The vortex solver (vortex::make_solver): on the GPU back end with reinit_from = points its
+/// state lives on the GPU (vortex/solver_gpu.h); with reinit_from = blobs its FMM and blob sums
+/// run there while the particles stay on the host.
 std::unique_ptr<Stepper> make_vortex(vortex::Params p, const Grid& g, Backend b);
 
 }  // namespace vh::app

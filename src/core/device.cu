@@ -36,6 +36,15 @@ std::string device_name(Backend b) {
   return "CPU (" + std::to_string(omp_get_max_threads()) + " threads)";
 }
 
+bool gpu_memory(std::size_t& free, std::size_t& total) {
+  if (!gpu_available()) return false;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return true;
+}
+
 void select_gpu(int local_rank) {
   int count = 0;
   if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0) cudaSetDevice(local_rank % count);

@@ -1,6 +1,7 @@
-// Back-end selection: --device cpu|gpu|auto (DESIGN.md, "Precision and back ends").
+// Back-end selection: --device cpu|gpu|auto (docs/design.md, "Precision and back ends").
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace vh {
@@ -13,6 +14,9 @@ bool gpu_available();
 Backend resolve_backend(const std::string& device);
 /// Name of the device the back end runs on (GPU model, or "CPU (n threads)").
 std::string device_name(Backend b);
+/// Free and total memory of the current GPU in bytes (cudaMemGetInfo); false when this build
+/// has no CUDA or no GPU is visible.
+bool gpu_memory(std::size_t& free, std::size_t& total);
 /// Selects the GPU of this MPI rank on its node (local rank modulo the device count).
 void select_gpu(int local_rank);
 

@@ -18,6 +18,8 @@ std::string device_name(Backend) {
   return "CPU (" + std::to_string(omp_get_max_threads()) + " threads)";
 }
 
+bool gpu_memory(std::size_t&, std::size_t&) { return false; }
+
 void select_gpu(int) {}
 
 }  // namespace vh

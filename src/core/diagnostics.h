@@ -1,4 +1,4 @@
-// Diagnostics shared by both solvers (DESIGN.md, "Shared definitions").
+// Diagnostics shared by both solvers (docs/design.md, "Shared definitions").
 //
 // All take the velocity on the N³ grid (or its coefficients, grid.h normalisation) and
 // nothing else. Sums run over the full spectrum (half layout with mode_weight()).
@@ -8,13 +8,18 @@
 //   λ   = √(15 ν u′²/ε),  Re_λ = u′λ/ν,  L = π/(2u′²) Σ_{n≥1} E_n/n,  T = L/u′
 //   S₃  = ⅓ Σ_i ⟨(∂u_i/∂x_i)³⟩/⟨(∂u_i/∂x_i)²⟩^{3/2}
 //   Q   = −½ ∂_i u_j ∂_j u_i                (spectral derivatives)
+//   R   = −⅓ ∂_i u_j ∂_j u_k ∂_k u_i         (gradient_invariants(), with Q and ⟨ω·ω⟩/4)
 // Derivatives use i k with the Nyquist wavenumber set to zero.
+// Each function also comes for a field spread over ranks (SpectralSlab, core/slab.h): the
+// sums are then reduced over the ranks (every rank gets the result; collective), and
+// fields on the grid hold the rank's z-planes. With one rank the two are the same loops.
 #pragma once
 
 #include <vector>
 
 #include "core/fft.h"
 #include "core/grid.h"
+#include "core/slab.h"
 
 namespace vh {
 
@@ -28,9 +33,11 @@ struct Statistics {
 
 /// E_n for n = 0 … grid.max_shell().
 std::vector<double> energy_spectrum(const SpectralVector& u);
+std::vector<double> energy_spectrum(const SpectralSlab& u);
 
 /// Σ_k |k|² |û|² over the full spectrum: ε = ν · this, enstrophy = ½ · this.
 double gradient_norm2(const SpectralVector& u);
+double gradient_norm2(const SpectralSlab& u);
 
 /// Statistics that need only a shell spectrum E_n at integer shells k_n (n ≥ 1 entries used;
 /// ε here is the shell-binned 2ν Σ k² E(k)). For spectra read from elsewhere.
@@ -46,15 +53,37 @@ Statistics spectral_statistics(const std::vector<double>& E, double D, double nu
 
 /// Every statistic of the field with coefficients `u` (S₃ needs three inverse FFTs).
 Statistics statistics(const SpectralVector& u, double nu, Fft3d& fft);
+Statistics statistics(const SpectralSlab& u, double nu, SlabFft& fft);
 
 /// The same from the velocity on the grid.
 Statistics statistics(const VectorField& u, double nu, Fft3d& fft);
 
 /// ω = ∇×u on the grid.
 void vorticity(const SpectralVector& u, Fft3d& fft, VectorField& omega);
+void vorticity(const SpectralSlab& u, SlabFft& fft, VectorField& omega);
 
 /// Q = −½ ∂_i u_j ∂_j u_i on the grid.
 void q_criterion(const SpectralVector& u, Fft3d& fft, ScalarField& q);
+void q_criterion(const SpectralSlab& u, SlabFft& fft, ScalarField& q);
+
+/// u on the grid (the rank's planes).
+void velocity_on_grid(const SpectralSlab& u, SlabFft& fft, VectorField& out);
+
+/// The invariants of the velocity-gradient tensor A_ij = ∂u_i/∂x_j at every grid point
+/// (Chong, Perry & Cantwell, Phys. Fluids A 2, 1990): the eigenvalues λ of A solve
+/// λ³ + Pλ² + Qλ + R = 0, and with tr A = 0 (P = 0)
+///   Q = −½ tr(A²) = −½ A_ij A_ji,   R = −⅓ tr(A³) = −⅓ A_ij A_jk A_ki = −det A.
+/// The trace forms are used as written also where the discrete ∇·u is not exactly zero, so
+/// that Q is q_criterion()'s to round-off. ⟨Q_W⟩ = ⟨ω·ω⟩/4 (Q_W = ½ W_ij W_ij with
+/// W = ½(A − Aᵀ)) is the usual unit of the joint PDF of (Q, R) (Ooi et al., JFM 381, 1999):
+/// Q/⟨Q_W⟩ and R/⟨Q_W⟩^{3/2}. A from the spectral derivative() (9 inverse FFTs); memory:
+/// 9 N³ doubles besides the result.
+struct GradientInvariants {
+  ScalarField q;          ///< Q on the grid, [z][y][x]
+  ScalarField r;          ///< R on the grid, [z][y][x]
+  double q_w_mean = 0.0;  ///< ⟨Q_W⟩ = ⟨ω·ω⟩/4 over the grid
+};
+GradientInvariants gradient_invariants(const SpectralVector& u, Fft3d& fft);
 
 /// Coefficients of ∂u_c/∂x_d (c, d ∈ {0,1,2}) into `out` (g.modes() values).
 void derivative(const SpectralVector& u, int c, int d, std::vector<Complex>& out);

@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/error.h"  // vh::LibraryError and VH_CHECK_CUDA, shared with fmm/
+
 namespace vh {
 
 /// Bad user input: deck, command-line option or input file. Exit status 2.
@@ -30,18 +32,12 @@ class RunStopped : public std::runtime_error {
 class WriteError : public std::runtime_error {
  public:
   WriteError(const std::string& path, const std::string& reason)
-      : std::runtime_error("cannot write " + path + " (" + reason + ")"), path_(path) {}
+      : std::runtime_error("cannot write " + path + " (" + reason + ")"), path_(path), reason_(reason) {}
   const std::string& path() const { return path_; }
+  const std::string& reason() const { return reason_; }
 
  private:
-  std::string path_;
-};
-
-/// A failure of a library call (HDF5, FFTW, CUDA, MPI) with the file:line where it was seen.
-class LibraryError : public std::runtime_error {
- public:
-  LibraryError(const std::string& what, const char* file, int line)
-      : std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + what) {}
+  std::string path_, reason_;
 };
 
 }  // namespace vh
@@ -59,14 +55,6 @@ class LibraryError : public std::runtime_error {
   } while (0)
 
 #ifdef __CUDACC__
-/// Throws vh::LibraryError when a CUDA runtime call fails.
-#define VH_CHECK_CUDA(call)                                                              \
-  do {                                                                                   \
-    cudaError_t e_ = (call);                                                             \
-    if (e_ != cudaSuccess)                                                               \
-      throw ::vh::LibraryError(std::string("CUDA: ") + cudaGetErrorString(e_) + " in " #call, \
-                               __FILE__, __LINE__);                                      \
-  } while (0)
 /// Throws vh::LibraryError when a cuFFT call fails.
 #define VH_CHECK_CUFFT(call)                                                             \
   do {                                                                                   \

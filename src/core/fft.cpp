@@ -10,11 +10,14 @@
 #include "core/error.h"
 
 namespace vh {
-namespace {
-std::mutex& planner_mutex() {  // FFTW's planner is not thread safe
+
+std::mutex& fftw_planner_mutex() {
   static std::mutex m;
   return m;
 }
+
+namespace {
+std::mutex& planner_mutex() { return fftw_planner_mutex(); }
 }  // namespace
 
 struct Fft3d::Plans {
@@ -76,6 +79,117 @@ void Fft3d::inverse(const SpectralVector& c, VectorField& u) {
   VH_CHECK(c.grid.n == n_, "field size does not match the FFT");
   if (u.grid.n != n_) u = VectorField(c.grid);
   for (int d = 0; d < 3; ++d) inverse(c.c[d].data(), u.c[d].data());
+}
+
+// ---- SlabFft --------------------------------------------------------------------------------
+
+struct SlabFft::Plans {
+  // a: the rank's modes [kz][slot][kx]; b: its planes of every ky [z][ky][kx]; send/recv:
+  // the all-to-all's buffers (one message per rank, in rank order).
+  fftw_complex *a = nullptr, *b = nullptr, *send = nullptr, *recv = nullptr;
+  fftw_plan zi = nullptr, zf = nullptr, yi = nullptr, yf = nullptr, xi = nullptr, xf = nullptr;
+  std::vector<Slab> ranks;  // every rank's slab
+  std::vector<std::size_t> a_counts, a_displs, b_counts, b_displs;  // a side, b side (elements)
+};
+
+SlabFft::SlabFft(const Slab& s, int threads) : slab_(s) {
+  if (s.whole()) {
+    whole_ = std::make_unique<Fft3d>(s.grid.n, threads);
+    return;
+  }
+  plans_ = std::make_unique<Plans>();
+  Plans& p = *plans_;
+  const int n = s.grid.n, nxh = n / 2 + 1, R = s.ranks(), sl = s.slots();
+  const std::size_t na = s.local_modes(), nb = std::size_t(s.nz) * n * nxh;
+  std::size_t nmsg = 0;
+  for (int r = 0; r < R; ++r) {
+    p.ranks.push_back(s.of_rank(r));
+    const Slab& o = p.ranks.back();
+    // a side: my slots on o's planes; b side: o's slots on my planes
+    p.a_counts.push_back(std::size_t(o.nz) * sl * nxh);
+    p.a_displs.push_back(std::size_t(o.z0) * sl * nxh);
+    p.b_counts.push_back(std::size_t(s.nz) * o.slots() * nxh);
+    p.b_displs.push_back(nmsg);
+    nmsg += p.b_counts.back();
+  }
+  std::lock_guard<std::mutex> lock(planner_mutex());
+  static const int init = fftw_init_threads();
+  VH_CHECK(init != 0, "fftw_init_threads failed");
+  fftw_plan_with_nthreads(threads > 0 ? threads : omp_get_max_threads());
+  p.a = fftw_alloc_complex(std::max<std::size_t>(na, 1));
+  p.b = fftw_alloc_complex(std::max<std::size_t>(nb, 1));
+  p.send = fftw_alloc_complex(std::max<std::size_t>(nmsg, 1));
+  p.recv = fftw_alloc_complex(std::max<std::size_t>(nmsg, 1));
+  VH_CHECK(p.a && p.b && p.send && p.recv, "FFTW allocation failed");
+  // z: lines of the a array, stride slots·(N/2+1), one per (slot, kx)
+  const int zs = sl * nxh;
+  p.zi = fftw_plan_many_dft(1, &n, zs, p.a, nullptr, zs, 1, p.a, nullptr, zs, 1, FFTW_BACKWARD, FFTW_ESTIMATE);
+  p.zf = fftw_plan_many_dft(1, &n, zs, p.a, nullptr, zs, 1, p.a, nullptr, zs, 1, FFTW_FORWARD, FFTW_ESTIMATE);
+  // y: lines of the b array, stride N/2+1, one per (z, kx)
+  const fftw_iodim64 ydim{n, nxh, nxh};
+  const fftw_iodim64 yloops[2] = {{s.nz, std::ptrdiff_t(n) * nxh, std::ptrdiff_t(n) * nxh}, {nxh, 1, 1}};
+  p.yi = fftw_plan_guru64_dft(1, &ydim, 2, yloops, p.b, p.b, FFTW_BACKWARD, FFTW_ESTIMATE);
+  p.yf = fftw_plan_guru64_dft(1, &ydim, 2, yloops, p.b, p.b, FFTW_FORWARD, FFTW_ESTIMATE);
+  // x: rows of b to and from the caller's real planes (new-array execution, so unaligned)
+  std::vector<double> row(std::size_t(s.nz) * n * n);
+  auto* rr = row.data();
+  p.xi = fftw_plan_many_dft_c2r(1, &n, s.nz * n, p.b, nullptr, 1, nxh, rr, nullptr, 1, n, FFTW_ESTIMATE | FFTW_UNALIGNED);
+  p.xf = fftw_plan_many_dft_r2c(1, &n, s.nz * n, rr, nullptr, 1, n, p.b, nullptr, 1, nxh, FFTW_ESTIMATE | FFTW_UNALIGNED);
+  VH_CHECK(p.zi && p.zf && p.yi && p.yf && p.xi && p.xf, "FFTW planning failed");
+}
+
+SlabFft::~SlabFft() {
+  if (!plans_) return;
+  std::lock_guard<std::mutex> lock(planner_mutex());
+  Plans& p = *plans_;
+  for (fftw_plan q : {p.zi, p.zf, p.yi, p.yf, p.xi, p.xf}) fftw_destroy_plan(q);
+  for (fftw_complex* b : {p.a, p.b, p.send, p.recv}) fftw_free(b);
+}
+
+void SlabFft::inverse(const Complex* c, double* u) {
+  if (whole_) return whole_->inverse(c, u);
+  Plans& p = *plans_;
+  const Slab& s = slab_;
+  const int n = s.grid.n, nxh = n / 2 + 1;
+  std::memcpy(static_cast<void*>(p.a), c, s.local_modes() * sizeof(Complex));
+  fftw_execute(p.zi);
+  s.comm.alltoallv(p.a, p.a_counts, p.a_displs, p.recv, p.b_counts, p.b_displs, sizeof(Complex));
+  for (std::size_t r = 0; r < p.ranks.size(); ++r) {  // [z][their slot][kx] → [z][ky][kx]
+    const Slab& o = p.ranks[r];
+    const Complex* in = reinterpret_cast<const Complex*>(p.recv) + p.b_displs[r];
+    auto* b = reinterpret_cast<Complex*>(p.b);
+    for (int z = 0; z < s.nz; ++z)
+      for (int j = 0; j < o.slots(); ++j, in += nxh)
+        std::copy(in, in + nxh, b + (std::size_t(z) * n + o.ky_index(j)) * nxh);
+  }
+  fftw_execute(p.yi);
+  fftw_execute_dft_c2r(p.xi, p.b, u);
+}
+
+void SlabFft::forward(const double* u, Complex* c) {
+  if (whole_) return whole_->forward(u, c);
+  Plans& p = *plans_;
+  const Slab& s = slab_;
+  const int n = s.grid.n, nxh = n / 2 + 1;
+  fftw_execute_dft_r2c(p.xf, const_cast<double*>(u), p.b);  // r2c leaves its input alone
+  fftw_execute(p.yf);
+  for (std::size_t r = 0; r < p.ranks.size(); ++r) {  // [z][ky][kx] → [z][their slot][kx]
+    const Slab& o = p.ranks[r];
+    Complex* out = reinterpret_cast<Complex*>(p.send) + p.b_displs[r];
+    const auto* b = reinterpret_cast<const Complex*>(p.b);
+    for (int z = 0; z < s.nz; ++z)
+      for (int j = 0; j < o.slots(); ++j, out += nxh) {
+        const Complex* row = b + (std::size_t(z) * n + o.ky_index(j)) * nxh;
+        std::copy(row, row + nxh, out);
+      }
+  }
+  s.comm.alltoallv(p.send, p.b_counts, p.b_displs, p.a, p.a_counts, p.a_displs, sizeof(Complex));
+  fftw_execute(p.zf);
+  const double scale = 1.0 / double(s.grid.points());
+  const auto* a = reinterpret_cast<const Complex*>(p.a);
+  const std::ptrdiff_t m = std::ptrdiff_t(s.local_modes());
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t i = 0; i < m; ++i) c[i] = a[i] * scale;
 }
 
 }  // namespace vh

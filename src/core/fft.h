@@ -7,8 +7,11 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
+#include <vector>
 
 #include "core/grid.h"
+#include "core/slab.h"
 
 namespace vh {
 
@@ -35,5 +38,33 @@ class Fft3d {
   int n_;
   std::unique_ptr<Plans> plans_;
 };
+
+/// 3-D real FFTs of a field spread over the ranks of a slab (core/slab.h), normalised as
+/// Fft3d: coefficients in the slab's [kz][slot][kx] order, grid values on its z-planes.
+/// One rank: an Fft3d (the same plans: bit-identical results). R > 1, inverse: 1-D
+/// transforms along z of the rank's ky slots, an all-to-all that hands each rank its
+/// z-planes of every slot, then along y and x (c2r); forward the reverse. Collective.
+class SlabFft {
+ public:
+  explicit SlabFft(const Slab& s, int threads = 0);
+  ~SlabFft();
+  SlabFft(const SlabFft&) = delete;
+  SlabFft& operator=(const SlabFft&) = delete;
+
+  const Slab& slab() const { return slab_; }
+  /// c = FFT(u) / N³: `u` holds the slab's planes, `c` its modes; `u` is left unchanged.
+  void forward(const double* u, Complex* c);
+  /// u = Σ c e^{ikx} on the slab's planes; `c` is left unchanged.
+  void inverse(const Complex* c, double* u);
+
+ private:
+  struct Plans;
+  Slab slab_;
+  std::unique_ptr<Fft3d> whole_;  // one rank
+  std::unique_ptr<Plans> plans_;  // R > 1
+};
+
+/// FFTW's planner is not thread safe: every plan in the program is made under this lock.
+std::mutex& fftw_planner_mutex();
 
 }  // namespace vh

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/h5.h"
+#include "core/slab.h"
 
 namespace vh {
 
@@ -29,19 +30,31 @@ std::string number(double v) {
   return b;
 }
 
-// SoA [z][y][x] components → [z][y][x][3] one z-plane at a time, so a 256³ field needs an
-// extra 1.5 MB, not a second copy of 400 MB.
-void write_vector(h5::Id group, const std::string& name, const VectorField& u) {
-  const std::size_t n = std::size_t(u.grid.n), plane = n * n;
-  for (const auto& c : u.c)
-    if (c.size() != u.grid.points())
+/// Field `name` of `group` streamed to rank 0 one z-plane at a time: the rank that holds
+/// plane k (core/slab.h) packs it ([y][x][component] for a vector, so a 256³ field needs an
+/// extra 1.5 MB, not a second copy of 400 MB) and sends it; rank 0 writes it as row k.
+/// Collective; rank 0's I/O errors go to `err` and the planes are still taken off the
+/// senders, so that no rank is left waiting.
+void write_planes(h5::Id group, const std::string& name, const std::vector<const std::vector<double>*>& comps,
+                  const Slab& s, RootErrors& err) {
+  const std::size_t n = std::size_t(s.grid.n), plane = n * n, nc = comps.size();
+  for (const auto* c : comps)
+    if (c->size() != s.local_points())
       throw std::invalid_argument("write_fields: " + name + " has the wrong number of points");
-  h5::Handle d = h5::create_doubles(group, name, {n, n, n, 3});
-  std::vector<double> buf(plane * 3);
-  for (std::size_t k = 0; k < n; ++k) {
-    for (std::size_t p = 0; p < plane; ++p)
-      for (std::size_t c = 0; c < 3; ++c) buf[3 * p + c] = u.c[c][k * plane + p];
-    h5::write_rows(d, k, 1, buf.data());
+  h5::Handle d;
+  err.run(s.comm, [&] { d = h5::create_doubles(group, name, nc == 1 ? h5::Shape{n, n, n} : h5::Shape{n, n, n, nc}); });
+  std::vector<double> buf(plane * nc);
+  for (int k = 0; k < int(n); ++k) {
+    const int owner = block_owner(int(n), s.ranks(), k);
+    if (owner == s.rank) {
+      const std::size_t z = std::size_t(k - s.z0);
+      for (std::size_t p = 0; p < plane; ++p)
+        for (std::size_t c = 0; c < nc; ++c) buf[nc * p + c] = (*comps[c])[z * plane + p];
+      if (!s.comm.root()) s.comm.send(buf.data(), buf.size() * sizeof(double), 0, k);
+    } else if (s.comm.root()) {
+      s.comm.recv(buf.data(), buf.size() * sizeof(double), owner, k);
+    }
+    err.run(s.comm, [&] { h5::write_rows(d, std::size_t(k), 1, buf.data()); });
   }
 }
 
@@ -157,6 +170,16 @@ void write_fields_collection(const std::string& dir) {
 
 std::string write_fields(const std::string& dir, int index, double t,
                          const std::map<std::string, FieldSet>& solvers) {
+  int n = 0;
+  for (const auto& [solver, fields] : solvers)
+    for (const Grid* g : {fields.velocity ? &fields.velocity->grid : nullptr,
+                          fields.vorticity ? &fields.vorticity->grid : nullptr, fields.q ? &fields.q->grid : nullptr})
+      if (g && n == 0) n = g->n;
+  return write_fields(dir, index, t, solvers, Slab::whole_grid(Grid{n}));
+}
+
+std::string write_fields(const std::string& dir, int index, double t, const std::map<std::string, FieldSet>& solvers,
+                         const Slab& slab) {
   if (solvers.empty()) throw std::invalid_argument("write_fields: no solver fields given");
   for (const auto& [solver, fields] : solvers) {
     int n = 0;
@@ -168,30 +191,49 @@ std::string write_fields(const std::string& dir, int index, double t,
         throw std::invalid_argument("write_fields: fields of " + solver + " on different grids");
       n = g->n;
     }
+    if (n != slab.grid.n) throw std::invalid_argument("write_fields: fields of " + solver + " not on the slab's grid");
   }
   const std::string stem = fields_stem(index);
   const std::string h5_path = (fs::path(dir) / (stem + ".h5")).string();
-  h5::atomic_path(h5_path, [&](const std::string& tmp) {
-    h5::Handle f = h5::create_file(tmp);
-    h5::write_attribute(f, "t", t);
+  const Comm& comm = slab.comm;
+  RootErrors err;
+  auto write_all = [&](const std::string& tmp) {
+    h5::Handle f;
+    err.run(comm, [&] {
+      f = h5::create_file(tmp);
+      h5::write_attribute(f, "t", t);
+    });
     for (const auto& [solver, fields] : solvers) {
-      h5::Handle g = h5::create_group(f, solver);
-      h5::write_attribute(g, "t", t);
-      h5::write_attribute(g, "step", fields.step);
-      if (fields.velocity) write_vector(g, "velocity", *fields.velocity);
-      if (fields.vorticity) write_vector(g, "vorticity", *fields.vorticity);
-      if (fields.q) {
-        const std::size_t n = std::size_t(fields.q->grid.n);
-        if (fields.q->v.size() != fields.q->grid.points())
-          throw std::invalid_argument("write_fields: Q has the wrong number of points");
-        h5::write_doubles(g, "Q", fields.q->v.data(), {n, n, n});
-      }
+      h5::Handle g;
+      err.run(comm, [&] {
+        g = h5::create_group(f, solver);
+        h5::write_attribute(g, "t", t);
+        h5::write_attribute(g, "step", fields.step);
+      });
+      if (fields.velocity) write_planes(g, "velocity", {&fields.velocity->c[0], &fields.velocity->c[1], &fields.velocity->c[2]}, slab, err);
+      if (fields.vorticity) write_planes(g, "vorticity", {&fields.vorticity->c[0], &fields.vorticity->c[1], &fields.vorticity->c[2]}, slab, err);
+      if (fields.q) write_planes(g, "Q", {&fields.q->v}, slab, err);
     }
-    h5::close_file(f);
-  });
-  h5::atomic_write_text((fs::path(dir) / (stem + ".xdmf")).string(),
-                        fields_xdmf(h5_path, stem + ".h5"));
-  write_fields_collection(dir);
+    err.run(comm, [&] { h5::close_file(f); });
+    // err.run skips its work once an error was caught: abandon the file here, so that
+    // atomic_path removes it instead of putting it under the final name.
+    if (comm.root() && err.failed()) throw std::runtime_error("fields file abandoned");
+  };
+  if (comm.root())
+    err.run(comm, [&] {
+      h5::atomic_path(h5_path, write_all);
+      h5::atomic_write_text((fs::path(dir) / (stem + ".xdmf")).string(), fields_xdmf(h5_path, stem + ".h5"));
+      write_fields_collection(dir);
+    });
+  else
+    write_all("");
+  // A failure on rank 0 (a full disk, a file-size limit: caught inside write_all as it
+  // happened) reaches every rank as what it is, a fields file that could not be written.
+  try {
+    err.rethrow(comm);
+  } catch (const SharedError& e) {
+    throw WriteError(h5_path, h5::write_failure(e));
+  }
   return h5_path;
 }
 

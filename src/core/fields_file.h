@@ -1,5 +1,5 @@
 // fields_<index>.h5 + .xdmf: velocity, vorticity and Q on the grid for ParaView/VisIt
-// (DESIGN.md "Files a run writes", STYLE.md "Fields for ParaView/VisIt").
+// (docs/design.md "Files a run writes", docs/style.md "Fields for ParaView/VisIt").
 //
 //   fields_0007.h5   attribute t (double) on /
 //     /<solver>/velocity   double [N][N][N][3]  index [z][y][x][component], x fastest:
@@ -27,6 +27,8 @@
 
 namespace vh {
 
+struct Slab;  // core/slab.h
+
 /// The fields of one solver at one output. A null pointer leaves that dataset out.
 struct FieldSet {
   const VectorField* velocity = nullptr;
@@ -45,6 +47,11 @@ std::string fields_stem(int index);
 /// std::invalid_argument for an empty map or fields on grids of different N within a solver.
 std::string write_fields(const std::string& dir, int index, double t,
                          const std::map<std::string, FieldSet>& solvers);
+/// The same for fields spread over the ranks of `slab` (each holding its z-planes): one file
+/// all the same, written by rank 0 as the planes arrive from the ranks that hold them (serial
+/// HDF5; README "MPI" says why). Collective; every rank gets rank 0's errors.
+std::string write_fields(const std::string& dir, int index, double t,
+                         const std::map<std::string, FieldSet>& solvers, const Slab& slab);
 
 /// The XDMF text of one fields file (as write_fields() puts in its sidecar), built from what
 /// the .h5 holds; `h5_name` is the name the HDF paths use (relative to the .xdmf).

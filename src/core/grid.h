@@ -43,7 +43,8 @@ struct Grid {
 /// kx = N/2 planes, 2 elsewhere (the mode stands for its conjugate too).
 inline double mode_weight(int ix, int n) { return (ix == 0 || ix == n / 2) ? 1.0 : 2.0; }
 
-/// A real vector field on the grid: three arrays in [z][y][x] order.
+/// A real vector field on the grid: three arrays in [z][y][x] order. Spread over ranks
+/// (core/slab.h), each rank's arrays hold its `planes` z-planes only.
 struct VectorField {
   Grid grid;
   std::array<std::vector<double>, 3> c;
@@ -52,15 +53,19 @@ struct VectorField {
   explicit VectorField(Grid g) : grid(g) {
     for (auto& a : c) a.assign(g.points(), 0.0);
   }
+  VectorField(Grid g, int planes) : grid(g) {
+    for (auto& a : c) a.assign(std::size_t(planes) * g.n * g.n, 0.0);
+  }
 };
 
-/// A real scalar field on the grid in [z][y][x] order.
+/// A real scalar field on the grid in [z][y][x] order (or a slab's z-planes, as VectorField).
 struct ScalarField {
   Grid grid;
   std::vector<double> v;
 
   ScalarField() = default;
   explicit ScalarField(Grid g) : grid(g), v(g.points(), 0.0) {}
+  ScalarField(Grid g, int planes) : grid(g), v(std::size_t(planes) * g.n * g.n, 0.0) {}
 };
 
 /// Spectral coefficients of a vector field in the half layout (see the header comment).

@@ -313,10 +313,9 @@ void fsync_path(const std::string& path, bool directory) {
   if (rc != 0 && !(directory && (err == EINVAL || err == EBADF))) throw_errno(err, "fsync " + path);
 }
 
-// Why a write failed, in words a user can act on: the system's text for the error ("No space
-// left on device", "File too large", "Permission denied"), which HDF5 puts in its message as
-// "errno = 28"; else the message itself.
-std::string write_reason(const std::exception& e) {
+}  // namespace
+
+std::string write_failure(const std::exception& e) {
   if (const auto* se = dynamic_cast<const std::system_error*>(&e)) return se->code().message();
   const std::string m = e.what();
   const auto at = m.find("errno = ");
@@ -326,8 +325,6 @@ std::string write_reason(const std::exception& e) {
   }
   return m;
 }
-
-}  // namespace
 
 void atomic_path(const std::string& path, const std::function<void(const std::string&)>& write) {
   namespace fs = std::filesystem;
@@ -345,10 +342,10 @@ void atomic_path(const std::string& path, const std::function<void(const std::st
     throw;
   } catch (const std::system_error& e) {  // file system calls, including std::filesystem's
     fs::remove(tmp, ec);
-    throw WriteError(path, write_reason(e));
+    throw WriteError(path, write_failure(e));
   } catch (const LibraryError& e) {  // HDF5 could not write, flush or close the file
     fs::remove(tmp, ec);
-    throw WriteError(path, write_reason(e));
+    throw WriteError(path, write_failure(e));
   } catch (...) {
     fs::remove(tmp, ec);
     throw;
@@ -609,6 +606,33 @@ void read_rows(Id dataset, std::size_t first, std::size_t count, double* data) {
   const ReadScope scope(dataset, ".");
   auto [file_space, mem_space] = row_spaces(dataset, first, count);
   H5_CHECK(H5Dread(dataset, H5T_NATIVE_DOUBLE, mem_space, file_space, H5P_DEFAULT, data));
+}
+
+void write_block(Id dataset, const Shape& start, const Shape& count, const double* data) {
+  if (product(count) == 0) return;
+  Handle file_space = H5_ID(H5Dget_space(dataset));
+  const std::vector<hsize_t> s(start.begin(), start.end()), c(count.begin(), count.end());
+  H5_CHECK(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, s.data(), nullptr, c.data(), nullptr));
+  Handle mem_space = H5_ID(H5Screate_simple(int(c.size()), c.data(), nullptr));
+  H5_CHECK(H5Dwrite(dataset, H5T_NATIVE_DOUBLE, mem_space, file_space, H5P_DEFAULT, data));
+}
+
+void read_strided(Id dataset, const Shape& start, const Shape& stride, const Shape& count, const Shape& block,
+                  double* mem, std::size_t mem_size, std::size_t mem_first, std::size_t mem_stride,
+                  std::size_t mem_block) {
+  const std::size_t blocks = product(count);
+  if (blocks == 0 || product(block) == 0) return;
+  const ReadScope scope(dataset, ".");
+  VH_CHECK(mem_block == product(block) && mem_first + (blocks - 1) * mem_stride + mem_block <= mem_size,
+           "read_strided: memory selection does not match the file's");
+  Handle file_space = H5_ID(H5Dget_space(dataset));
+  const std::vector<hsize_t> s0(start.begin(), start.end()), st(stride.begin(), stride.end()),
+      c(count.begin(), count.end()), b(block.begin(), block.end());
+  H5_CHECK(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, s0.data(), st.data(), c.data(), b.data()));
+  const hsize_t msize = mem_size, mstart = mem_first, mstride = mem_stride, mcount = blocks, mblock = mem_block;
+  Handle mem_space = H5_ID(H5Screate_simple(1, &msize, nullptr));
+  H5_CHECK(H5Sselect_hyperslab(mem_space, H5S_SELECT_SET, &mstart, &mstride, &mcount, &mblock));
+  H5_CHECK(H5Dread(dataset, H5T_NATIVE_DOUBLE, mem_space, file_space, H5P_DEFAULT, mem));
 }
 
 std::string read_string(Id loc, const std::string& path) {

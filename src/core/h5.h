@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <map>
 #include <string>
@@ -84,6 +85,10 @@ Handle open_file(const std::string& path, Seal seal = Seal::if_present);
 /// error of `write` (std::invalid_argument, ...) propagates as it is. rename(2) replaces
 /// atomically, so readers see the old or the new file, never a part.
 void atomic_path(const std::string& path, const std::function<void(const std::string& tmp)>& write);
+/// Why a write failed, in words a user can act on: the system's text for the error ("No space
+/// left on device", "File too large", "Permission denied"), which HDF5 puts in its message as
+/// "errno = 28"; else the message itself.
+std::string write_failure(const std::exception& e);
 /// atomic_path() for a text file.
 void atomic_write_text(const std::string& path, const std::string& text);
 
@@ -142,6 +147,17 @@ std::vector<double> read_doubles(Id loc, const std::string& path, const Shape& e
 std::vector<std::int64_t> read_int64s(Id loc, const std::string& path);
 /// Rows [first, first+count) along the slowest index of an open double dataset.
 void read_rows(Id dataset, std::size_t first, std::size_t count, double* data);
+
+/// Writes the block [start, start + count) of an open double dataset from `data`
+/// (prod(count) values, last index fastest).
+void write_block(Id dataset, const Shape& start, const Shape& count, const double* data);
+/// Reads the file selection of H5Sselect_hyperslab(start, stride, count, block) of an open
+/// double dataset into `mem` (an array of mem_size values): the selection's values, in file
+/// order, go in runs of mem_block to mem_first + i · mem_stride. For parts of a global array
+/// (a rank's slab of a checkpoint).
+void read_strided(Id dataset, const Shape& start, const Shape& stride, const Shape& count, const Shape& block,
+                  double* mem, std::size_t mem_size, std::size_t mem_first, std::size_t mem_stride,
+                  std::size_t mem_block);
 /// A scalar string dataset.
 std::string read_string(Id loc, const std::string& path);
 

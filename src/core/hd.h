@@ -1,7 +1,4 @@
-// VH_HD marks per-point math compiled for both host and device (CUDA), empty elsewhere.
+// VH_HD (host and device per-point math): defined once in base/hd.h, shared with fmm/; this
+// header stays for the files that include it by this name.
 #pragma once
-#if defined(__CUDACC__)
-#define VH_HD __host__ __device__
-#else
-#define VH_HD
-#endif
+#include "base/hd.h"

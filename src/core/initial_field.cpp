@@ -118,43 +118,64 @@ double viscosity(const InitialFieldSpec& spec, double u_prime, double dissipatio
   return u_prime * lambda / spec.Re_lambda;
 }
 
-InitialField make_initial_field(const InitialFieldSpec& spec, const Grid& g) {
+namespace {
+
+/// The field's scalars and, into u (slab order), the coefficients of the rank's modes.
+/// Every mode is computed from its global wavenumber alone, so any slab gets the values the
+/// whole field has there.
+void fill_initial_field(const InitialFieldSpec& spec, const Slab& s, std::array<std::vector<Complex>, 3>& u,
+                        double& K0, double& u_prime, double& nu) {
   validate(spec);
-  InitialField f;
-  f.u = SpectralVector(g);
-  const int n = g.n, nxh = n / 2 + 1;
+  const Grid& g = s.grid;
+  for (auto& a : u) a.assign(s.local_modes(), Complex(0.0, 0.0));
+  const int n = g.n, nxh = n / 2 + 1, sl = s.slots();
   if (spec.shape == SpectrumShape::taylor_green || spec.shape == SpectrumShape::abc) {
     // Deterministic fields with V₀ = 1: K = 1/8 (Taylor–Green) or 3/2 (ABC); |k|² = 3 or 1.
     const bool tg = spec.shape == SpectrumShape::taylor_green;
     const double K_unit = tg ? 0.125 : 1.5, k2 = tg ? 3.0 : 1.0;
-    f.K0 = target_K0(spec, K_unit);
-    const double V0 = std::sqrt(f.K0 / K_unit);
+    K0 = target_K0(spec, K_unit);
+    const double V0 = std::sqrt(K0 / K_unit);
     for (int iz = 0; iz < n; ++iz)
-      for (int iy = 0; iy < n; ++iy)
+      for (int j = 0; j < sl; ++j)
         for (int ix = 0; ix < nxh; ++ix) {
           double re[3], im[3];
           if (tg)
-            init::taylor_green_mode(V0, n, ix, iy, iz, re, im);
+            init::taylor_green_mode(V0, n, ix, s.ky_index(j), iz, re, im);
           else
-            init::abc_mode(V0, n, ix, iy, iz, re, im);
-          for (int d = 0; d < 3; ++d) f.u.c[d][g.mode_index(ix, iy, iz)] = Complex(re[d], im[d]);
+            init::abc_mode(V0, n, ix, s.ky_index(j), iz, re, im);
+          for (int d = 0; d < 3; ++d) u[d][s.mode_index(ix, j, iz)] = Complex(re[d], im[d]);
         }
-    f.u_prime = std::sqrt(2.0 * f.K0 / 3.0);
-    f.nu = viscosity(spec, f.u_prime, 2.0 * k2 * f.K0);  // Σ|k|²|û|² = |k|² · 2K
-    return f;
+    u_prime = std::sqrt(2.0 * K0 / 3.0);
+    nu = viscosity(spec, u_prime, 2.0 * k2 * K0);  // Σ|k|²|û|² = |k|² · 2K
+    return;
   }
   const ModeAmplitudes a = mode_amplitudes(spec, g);
-  f.K0 = a.K0;
-  f.u_prime = std::sqrt(2.0 * f.K0 / 3.0);
-  f.nu = viscosity(spec, f.u_prime, a.dissipation_over_nu);
+  K0 = a.K0;
+  u_prime = std::sqrt(2.0 * K0 / 3.0);
+  nu = viscosity(spec, u_prime, a.dissipation_over_nu);
 #pragma omp parallel for collapse(2) schedule(static)
   for (int iz = 0; iz < n; ++iz)
-    for (int iy = 0; iy < n; ++iy)
+    for (int j = 0; j < sl; ++j)
       for (int ix = 0; ix < nxh; ++ix) {
         double re[3], im[3];
-        init::random_mode(spec.seed, n, ix, iy, iz, a.A.data(), re, im);
-        for (int d = 0; d < 3; ++d) f.u.c[d][g.mode_index(ix, iy, iz)] = Complex(re[d], im[d]);
+        init::random_mode(spec.seed, n, ix, s.ky_index(j), iz, a.A.data(), re, im);
+        for (int d = 0; d < 3; ++d) u[d][s.mode_index(ix, j, iz)] = Complex(re[d], im[d]);
       }
+}
+
+}  // namespace
+
+InitialField make_initial_field(const InitialFieldSpec& spec, const Grid& g) {
+  InitialField f;
+  f.u.grid = g;
+  fill_initial_field(spec, Slab::whole_grid(g), f.u.c, f.K0, f.u_prime, f.nu);
+  return f;
+}
+
+InitialSlab make_initial_field(const InitialFieldSpec& spec, const Slab& s) {
+  InitialSlab f;
+  f.u.slab = s;
+  fill_initial_field(spec, s, f.u.c, f.K0, f.u_prime, f.nu);
   return f;
 }
 

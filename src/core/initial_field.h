@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/grid.h"
+#include "core/slab.h"
 
 namespace vh {
 
@@ -86,6 +87,13 @@ double viscosity(const InitialFieldSpec& spec, double u_prime, double dissipatio
 
 /// Builds the field on the CPU.
 InitialField make_initial_field(const InitialFieldSpec& spec, const Grid& g);
+
+/// The same scalars and this rank's modes of the field (the values the whole field has there).
+struct InitialSlab {
+  SpectralSlab u;
+  double K0 = 0, u_prime = 0, nu = 0;
+};
+InitialSlab make_initial_field(const InitialFieldSpec& spec, const Slab& s);
 
 #ifdef VH_HAVE_CUDA
 /// Builds the same coefficients on the GPU into device arrays d_u[0..2], each holding

@@ -1,4 +1,4 @@
-// run.h5: the time series and spectra of one run (DESIGN.md, "Files a run writes").
+// run.h5: the time series and spectra of one run (docs/design.md, "Files a run writes").
 //
 //   /deck                      scalar string: the deck after overrides
 //   /meta                      group; one string attribute per entry (version, git hash, ...)

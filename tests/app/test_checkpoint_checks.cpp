@@ -10,10 +10,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "core/run_file.h"
 #include "core/seal.h"
@@ -77,15 +79,16 @@ void poke(const std::string& file, const char* name, std::size_t index, double v
   vh::seal_file(file);
 }
 
-/// Sets the int64 attribute `attr` of object `obj` of `file`, then reseals the file.
-void poke_attribute(const std::string& file, const char* obj, const char* attr, std::int64_t value) {
+/// Sets the int64 or double attribute `attr` of object `obj` of `file`, then reseals the file.
+template <class T>
+void poke_attribute(const std::string& file, const char* obj, const char* attr, T value) {
   hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   ASSERT_GE(f, 0) << file;
   hid_t o = H5Oopen(f, obj, H5P_DEFAULT);
   ASSERT_GE(o, 0) << obj;
   hid_t a = H5Aopen(o, attr, H5P_DEFAULT);
   ASSERT_GE(a, 0) << obj << " " << attr;
-  ASSERT_GE(H5Awrite(a, H5T_NATIVE_INT64, &value), 0);
+  ASSERT_GE(H5Awrite(a, std::is_same_v<T, double> ? H5T_NATIVE_DOUBLE : H5T_NATIVE_INT64, &value), 0);
   H5Aclose(a);
   H5Oclose(o);
   H5Fclose(f);
@@ -132,28 +135,75 @@ TEST_F(CheckpointChecks, NonFiniteHistoryIsRefused) {
   expect_refused(ckpt() + ":/vortex: dalpha_prev[3][2] = inf is not finite");
 }
 
+TEST_F(CheckpointChecks, NonFinitePointStrengthIsRefused) {
+  poke(ckpt(), "/vortex/gamma", 3 * 2, -std::numeric_limits<double>::infinity());
+  expect_refused(ckpt() + ":/vortex: gamma[2][0] = -inf is not finite");
+  fs::remove_all(dir_);
+  fs::copy(base_ / "run", dir_);
+  poke(ckpt(), "/vortex/dgamma_prev", 3 * 4 + 1, std::numeric_limits<double>::quiet_NaN());
+  expect_refused(ckpt() + ":/vortex: dgamma_prev[4][1] = nan is not finite");
+}
+
+TEST_F(CheckpointChecks, ReinitialisationTimeAfterTheCheckpointsIsRefused) {
+  // t_reinit sets the lattice diffusion still due (ν (t − t_reinit)): it must lie in [0, t].
+  poke_attribute(ckpt(), "/vortex", "t_reinit", 1e3);
+  expect_refused(ckpt() + ":/vortex: attribute t_reinit = 1000 is out of range (allowed: 0 ... t)");
+}
+
 TEST_F(CheckpointChecks, NonFiniteSpectralCoefficientIsRefused) {
   poke(ckpt(), "/spectral/u", 42, std::numeric_limits<double>::quiet_NaN());
-  expect_refused(ckpt() + ":/spectral/u: value 42 is not finite");
+  expect_refused(ckpt() + ":/spectral/u: holds values that are not finite");
 }
 
 TEST_F(CheckpointChecks, NegativeStepCountsAreRefused) {
-  poke_attribute(ckpt(), "/vortex", "steps", -3);
+  poke_attribute(ckpt(), "/vortex", "steps", std::int64_t(-3));
   expect_refused(ckpt() + ":/vortex: attribute steps = -3 is out of range");
   fs::remove_all(dir_);
   fs::copy(base_ / "run", dir_);
-  poke_attribute(ckpt(), "/spectral", "steps", -1);
+  poke_attribute(ckpt(), "/spectral", "steps", std::int64_t(-1));
   expect_refused(ckpt() + ":/spectral: attributes t = ");
   fs::remove_all(dir_);
   fs::copy(base_ / "run", dir_);
-  poke_attribute(ckpt(), "/", "field_index", -1);
+  poke_attribute(ckpt(), "/", "field_index", std::int64_t(-1));
   expect_refused(ckpt() + ":/ attribute field_index = -1 is out of range");
 }
 
+/// Rewrites the deck stored in `file` with domain.n = `n`, then reseals the file.
+void set_stored_n(const std::string& file, int n) {
+  hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0) << file;
+  hid_t d = H5Dopen2(f, "/deck", H5P_DEFAULT);
+  hid_t type = H5Dget_type(d);
+  std::string deck(H5Tget_size(type), '\0');
+  ASSERT_GE(H5Dread(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, deck.data()), 0);
+  H5Tclose(type);
+  H5Dclose(d);
+  const auto at = deck.find("\nn = ");
+  ASSERT_NE(at, std::string::npos) << deck;
+  deck = deck.substr(0, at) + "\nn = " + std::to_string(n) + deck.substr(deck.find('\n', at + 1));
+  deck.resize(std::strlen(deck.c_str()));
+  ASSERT_GE(H5Ldelete(f, "/deck", H5P_DEFAULT), 0);
+  hid_t t = H5Tcopy(H5T_C_S1);
+  H5Tset_size(t, deck.size());
+  hid_t space = H5Screate(H5S_SCALAR);
+  d = H5Dcreate2(f, "/deck", t, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, deck.data()), 0);
+  H5Dclose(d);
+  H5Sclose(space);
+  H5Tclose(t);
+  H5Fclose(f);
+  vh::seal_file(file);
+}
+
 TEST_F(CheckpointChecks, SizesMustBeThoseOfTheDecksGrid) {
-  // The restart's deck asks for 16³; the checkpoint holds 8³.
-  expect_refused(ckpt() + ":/spectral/u: shape [3 320 2], expected [3 2304 2]", " --domain.n=16");
-  expect_refused(ckpt() + ":/vortex/x: shape [512 3], expected [4096 3]", " --domain.n=16 --case.solver=vortex");
+  // A restart at another N is refused before the state is read ...
+  expect_refused(ckpt() + ": written at domain.n = 8, the restart asks for domain.n = 16", " --domain.n=16");
+  // ... one at another particle lattice (vortex.refine · N per direction) at the particles ...
+  expect_refused(ckpt() + ":/vortex/x: shape [512 3], expected [4096 3]", " --vortex.refine=2");
+  // ... and a checkpoint whose deck says 16³ over 8³ arrays, at the arrays.
+  set_stored_n(ckpt(), 16);
+  expect_refused(ckpt() + ":/spectral/u: coefficients of N = 8, the run has domain.n = 16");
+  expect_refused(ckpt() + ":/vortex/x: shape [512 3], expected [4096 3]", " --case.solver=vortex");
 }
 
 TEST_F(CheckpointChecks, RunFileWithoutTheSolversRecordIsRefused) {

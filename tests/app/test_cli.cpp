@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "core/run_file.h"
@@ -26,7 +27,7 @@ class Cli : public ::testing::Test {
   void SetUp() override {
     dir = fs::temp_directory_path() /
           ("vh_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
-           std::to_string(::getpid()));  // the pid: other checkouts run the same tests on this machine
+           std::to_string(::getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir);
     out = dir / "run";
@@ -155,6 +156,65 @@ TEST_F(Cli, SpectralRunReachesTheEndTime) {
   EXPECT_EQ(s.outputs(), 5u);
   EXPECT_NEAR(s.series.at("t").back(), 0.2 * T0, 1e-12);
   EXPECT_LT(s.series.at("K").back(), s.series.at("K").front());  // decaying
+}
+
+// The memory check (src/app/memory_estimate.h): a run that cannot fit is refused before anything
+// is written, with one line saying what its N needs, what is available and what to change.
+// 2048³ with the 3/2 rule needs about 3 TiB of host memory on the CPU.
+TEST_F(Cli, RunTooLargeForTheMachineIsRefused) {
+  expect_bad(run("run " + deck(kFlow) + out_arg() + " --case.solver=spectral --domain.n=2048"),
+             {"domain.n = '2048'", "needs", "TiB of host memory", "available", "allowed here: domain.n <="});
+  const Result dry = run("run " + deck(kFlow) + out_arg() + " --case.solver=spectral --domain.n=2048 --dry-run");
+  EXPECT_EQ(dry.status, 2) << dry.output;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// The limit a user sets with ulimit -v is the real one found (RLIMIT_AS less what the program has
+// mapped, a few hundred MiB): under 2 GiB a 192³ spectral run (about 2.8 GiB) is refused naming
+// the limit, and a 16³ run goes ahead.
+TEST_F(Cli, AddressSpaceLimitIsRespected) {
+  const std::string limited = "bash -c 'ulimit -v 2097152 && exec " + std::string(VH_EXE) + " run " + deck(kFlow) + out_arg();
+  expect_bad(vh::test::shell(limited + " --case.solver=spectral --domain.n=192'"),
+             {"domain.n = '192'", "ulimit -v 2.00 GiB", "allowed here"});
+  const Result small = vh::test::shell(limited + " --domain.n=16 --quiet'");
+  EXPECT_EQ(small.status, 0) << small.output;
+  EXPECT_TRUE(fs::exists(out / "run.h5"));
+}
+
+/// The number of bytes of a size printed as "<number> <unit>" right before `tail` in `text`.
+double printed_size(const std::string& text, const std::string& tail) {
+  const auto at = text.find(tail);
+  if (at == std::string::npos) return -1;
+  const auto line = text.rfind('\n', at) + 1;
+  std::istringstream in(text.substr(line, at - line));
+  std::string word, number, unit;
+  while (in >> word) number = unit, unit = word;
+  const double scale = unit == "KiB" ? 1024.0 : unit == "MiB" ? 1048576.0 : unit == "GiB" ? 1073741824.0 : 1.0;
+  return std::stod(number) * scale;
+}
+
+// --dry-run checks the deck and the memory, prints the estimate and the sizes of a fields file
+// and a checkpoint, and writes nothing; the sizes are those of the files the real run then
+// writes (within 2 %: the 3 digits printed and HDF5's headers).
+TEST_F(Cli, DryRunPrintsTheEstimateAndWritesNothing) {
+  const std::string d = "run " + deck(kFlow + "[output]\nfields_at = 0\n") + out_arg() +
+                        " --case.solver=spectral --domain.n=32 --time.t_end_over_T=0.05";
+  const Result r = run(d + " --dry-run");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(fs::exists(out)) << "--dry-run created the run folder";
+  for (const char* s : {"nothing was written", "N 32", "memory   host", "needed (", "spectral solver", "available ("})
+    EXPECT_NE(r.output.find(s), std::string::npos) << s << " not in: " << r.output;
+  // 7 doubles per point (velocity, vorticity, Q): 1.75 MiB; 3 × 32·32·17 complex doubles: 816 KiB.
+  const double fields = printed_size(r.output, "per fields_<i>.h5"), ckpt = printed_size(r.output, "per checkpoint.h5");
+  EXPECT_EQ(fields, 1.75 * 1048576) << r.output;
+  EXPECT_EQ(ckpt, 816.0 * 1024) << r.output;
+
+  const Result real = run(d + " --quiet");
+  ASSERT_EQ(real.status, 0) << real.output;
+  EXPECT_NEAR(double(fs::file_size(out / "fields_0000.h5")), fields, 0.02 * fields);
+  EXPECT_NEAR(double(fs::file_size(out / "checkpoint.h5")), ckpt, 0.02 * ckpt);
+  // An existing folder is checked as a real run would: refused without output.overwrite.
+  EXPECT_EQ(run(d + " --dry-run").status, 2);
 }
 
 }  // namespace

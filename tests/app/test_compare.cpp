@@ -2,9 +2,12 @@
 // against itself differs by nothing (exit 0); against a copy whose energy is scaled by 1.1
 // (K, ε and E(k), written back through RunFile) it reports K ratio 1.1 and fails a 5 %
 // tolerance (exit 1); runs on different grids, a missing solver or an unreadable file are
-// bad input (exit 2) named by file and dataset.
+// bad input (exit 2) named by file and dataset. The PDFs of Q and of (Q, R): a run against
+// itself is at distance 0; against a second seed the Q-PDF distance equals one computed here
+// from the fields files, ⟨Q_W⟩ follows ε, and --q-pdf-max / --qr-pdf-max fail below it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdlib>
@@ -13,9 +16,11 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <unistd.h>
 
+#include "core/fields_file.h"
 #include "core/run_file.h"
 #include "shell.h"
 
@@ -72,13 +77,16 @@ TEST_F(Compare, RunWithItselfHasNoDifferences) {
   const fs::path a = root / "n16", json = root / "self.json";
   const Result r = vortexhit("compare " + a.string() + " " + a.string() +
                              " --K-tol 0.05 --epsilon-tol 1e-12 --band-tol 0 --q-corr-min 1 --q-jaccard-min 1"
-                             " --json " + json.string());
+                             " --q-pdf-max 0 --qr-pdf-max 0 --json " + json.string());
   EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_TRUE(has(r.output, "all 5 checks passed")) << r.output;
+  EXPECT_TRUE(has(r.output, "all 7 checks passed")) << r.output;
+  EXPECT_TRUE(has(r.output, "Q statistics")) << r.output;
   const std::string j = slurp(json);
   EXPECT_TRUE(has(j, R"("series_max_rel_diff": {"K": 0, "epsilon": 0, "Re_lambda": 0, "L": 0, "T": 0})")) << j;
   EXPECT_FALSE(has(j, R"("rel_diff": 0.)")) << "a band differs: " << j;
-  EXPECT_TRUE(has(j, R"("correlation": 1, "jaccard": 1)")) << j;
+  EXPECT_TRUE(has(j, R"("correlation": 1, "jaccard": 1, "q_pdf_distance": 0, "qr_pdf_distance": 0)")) << j;
+  EXPECT_TRUE(has(j, R"("q_pdf_bins": {"lo": -10, "hi": 10, "n": 200})")) << j;
+  EXPECT_TRUE(has(j, R"("qr_pdf_bins": {"lo": -10, "hi": 10, "n": 80})")) << j;
   EXPECT_TRUE(has(j, R"("k_agree": 14)")) << "identical spectra agree on every shell of 16³: " << j;
   EXPECT_TRUE(has(j, R"("passed": true)")) << j;
 }
@@ -114,6 +122,71 @@ TEST_F(Compare, EnergyScaledByTenPercentFailsFivePercentTolerance) {
   EXPECT_EQ(vortexhit("compare " + a.string() + " " + b.string() + " --K-tol 0.15").status, 0);
 }
 
+/// ½ Σ|p − q| of the PDFs of Q/⟨Q²⟩^½ of two fields on compare's bins (200 of 0.1 on [−10, 10),
+/// the tails in the end bins), written out here apart from core/pdf.h.
+double q_pdf_distance(const std::vector<double>& a, const std::vector<double>& b) {
+  auto hist = [](const std::vector<double>& q) {
+    double s = 0;
+    for (double v : q) s += v * v;
+    const double rms = std::sqrt(s / double(q.size()));
+    std::vector<double> p(200, 0.0);
+    for (double v : q) p[std::clamp(int(std::floor((v / rms + 10.0) / 0.1)), 0, 199)] += 1.0 / double(q.size());
+    return p;
+  };
+  const auto pa = hist(a), pb = hist(b);
+  double d = 0;
+  for (int i = 0; i < 200; ++i) d += 0.5 * std::abs(pa[i] - pb[i]);
+  return d;
+}
+
+TEST_F(Compare, QPdfDistancesOfTwoSeeds) {
+  // A second seed, made here: only this test needs it (ctest runs each test in its own process).
+  const fs::path a = root / "n16", b = root / "seed2", json = root / "seeds.json";
+  Result r = vortexhit("run " + std::string(VH_SOURCE_DIR) + "/inputs/quick.ini --quiet --device=cpu "
+                       "--case.solver=spectral --domain.n=16 --case.seed=2 --output.dir=" + b.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = vortexhit("compare " + a.string() + " " + b.string() + " --at 0,1 --json " + json.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "Q statistics")) << r.output;
+  EXPECT_TRUE(has(r.output, "(Q,R) pdf")) << r.output;
+  const std::string j = slurp(json);
+  for (int i = 0; i < 2; ++i) {  // t/T = 0 and 1, fields_0000.h5 and fields_0001.h5
+    const std::string f = "fields_000" + std::to_string(i) + ".h5";
+    const double d = q_pdf_distance(vh::read_scalar_field((a / f).string(), "spectral").v,
+                                    vh::read_scalar_field((b / f).string(), "spectral").v);
+    // Sums of the same fractions in another order: round-off.
+    EXPECT_NEAR(json_number(j, "q_pdf_distance", i), d, 1e-12) << f;
+    EXPECT_GT(d, 0.01) << "two seeds have different Q fields: " << f;
+    const double dqr = json_number(j, "qr_pdf_distance", i);
+    EXPECT_GT(dqr, 0.01) << j;
+    EXPECT_LT(dqr, 0.5) << "one flow, two seeds: the teardrops overlap: " << j;
+    // ⟨Q_W⟩ = ⟨ω·ω⟩/4 on the grid = ε/4ν from the spectrum (solenoidal u, one ν): its
+    // ratio is the ε ratio of the series at the same output to round-off.
+    const int s = i == 0 ? 0 : 10;  // outputs every 0.1 T
+    ASSERT_NEAR(json_number(j, "t_over_T", s), i, 1e-9);
+    EXPECT_NEAR(json_number(j, "q_w_mean_b", i) / json_number(j, "q_w_mean_a", i),
+                json_number(j, "epsilon_ratio", s), 1e-10) << j;
+  }
+  const double worst_q = std::max(json_number(j, "q_pdf_distance", 0), json_number(j, "q_pdf_distance", 1));
+  const double worst_qr = std::max(json_number(j, "qr_pdf_distance", 0), json_number(j, "qr_pdf_distance", 1));
+
+  // Each flag fails just below the worst distance and passes at it.
+  char flags[160];
+  std::snprintf(flags, sizeof flags, " --at 0,1 --q-pdf-max %.17g --qr-pdf-max %.17g", 0.99 * worst_q, worst_qr);
+  r = vortexhit("compare " + a.string() + " " + b.string() + flags);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "check --q-pdf-max")) << r.output;
+  EXPECT_TRUE(has(r.output, "largest distance of the Q PDFs")) << r.output;
+  EXPECT_TRUE(has(r.output, "1 of 2 checks failed")) << r.output;
+  std::snprintf(flags, sizeof flags, " --at 0,1 --q-pdf-max %.17g --qr-pdf-max %.17g", worst_q, 0.99 * worst_qr);
+  r = vortexhit("compare " + a.string() + " " + b.string() + flags);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "check --qr-pdf-max")) << r.output;
+  EXPECT_TRUE(has(r.output, "1 of 2 checks failed")) << r.output;
+  std::snprintf(flags, sizeof flags, " --at 0,1 --q-pdf-max %.17g --qr-pdf-max %.17g", worst_q, worst_qr);
+  EXPECT_EQ(vortexhit("compare " + a.string() + " " + b.string() + flags).status, 0);
+}
+
 TEST_F(Compare, DifferentGridsAreBadInput) {
   const Result r = vortexhit("compare " + (root / "n16").string() + " " + (root / "n8").string());
   EXPECT_EQ(r.status, 2) << r.output;
@@ -145,6 +218,10 @@ TEST_F(Compare, TwoSolversOfOneRun) {
   r = vortexhit("compare " + (root / "n16").string() + " --solvers initial,spectral --q-corr-min 0.5");
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_TRUE(has(r.output, "not measured")) << r.output;
+  r = vortexhit("compare " + (root / "n16").string() + " --solvers initial,spectral --qr-pdf-max 1");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "check --qr-pdf-max 1: largest distance of the (Q,R) PDFs = n/a  FAILED (not measured)"))
+      << r.output;
 }
 
 }  // namespace

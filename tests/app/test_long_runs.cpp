@@ -3,7 +3,8 @@
 // 32³ for 2 000 steps with a reinitialisation every 10. Each must end normally with every
 // diagnostic finite and its memory flat: the resident set sampled from /proc every 0.5 s,
 // median over 10–20 % of the run against median over the last 10 %. Printed for the record:
-// RSS, the energy-balance residual between outputs and, for the vortex run, the drift of Σα.
+// RSS, the energy-balance residual between outputs and, for the vortex run, the drift of the
+// total strength Σα (the sum_strength_* monitors).
 #include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -153,16 +154,16 @@ TEST(LongRun, Vortex32CubedTwoThousandStepsWithReinitialisations) {
   expect_all_finite(r, "vortex");
   expect_flat_memory(s, "vortex 32^3, 2000 steps");
   double drift = 0;
-  for (const char* c : {"sum_alpha_x", "sum_alpha_y", "sum_alpha_z"}) {
+  for (const char* c : {"sum_strength_x", "sum_strength_y", "sum_strength_z"}) {
     const auto& a = r.series.at(c);
     for (double v : a) drift = std::max(drift, std::abs(v - a.front()));
   }
-  std::printf("vortex 32^3: K/K0 at the end %.4g, largest |sum(alpha) - sum(alpha)(0)| %.2e, largest "
+  std::printf("vortex 32^3: K/K0 at the end %.4g, largest |sum(strength) - sum(strength)(0)| %.2e, largest "
               "energy-balance residual between outputs %.2e\n",
               r.series.at("K").back() / r.series.at("K").front(), drift, energy_balance_residual(r));
-  // Σα is the integral of ω times h³, zero for a periodic field: the classical stretching and
-  // the reinitialisations keep it only approximately, and its drift is reported, not bounded
-  // here beyond being finite (expect_all_finite).
+  // Σα is the integral of ω times the particle volume, zero for a periodic field: the
+  // stretching and the reinitialisations keep it only approximately, and its drift is
+  // reported, not bounded here beyond being finite (expect_all_finite).
   fs::remove_all(d);
 }
 

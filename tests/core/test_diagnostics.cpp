@@ -3,11 +3,13 @@
 
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 
 #include "core/diagnostics.h"
 #include "core/fft.h"
+#include "validation/reference_data.h"
 
 namespace {
 
@@ -115,6 +117,108 @@ TEST(Diagnostics, TaylorGreenClosedForms) {
   EXPECT_LT(werr, 1e-12);
 }
 
+// A generalised ABC flow u = (A sin k₃z + C cos k₂y, B sin k₁x + A cos k₃z, C sin k₂y + B cos k₁x)
+// (solenoidal: u_x depends on y, z only, and so on). A = ∇u has zero diagonal,
+//   A = [[0, a, b], [c, 0, d], [e, f, 0]],  a = −Ck₂ sin k₂y, b = Ak₃ cos k₃z, c = Bk₁ cos k₁x,
+//                                            d = −Ak₃ sin k₃z, e = −Bk₁ sin k₁x, f = Ck₂ cos k₂y,
+// so Q = −(ac + be + df) and R = −det A = −(ade + bcf) in closed form, ω = (f − d, b − e, c − a).
+// Every entry is one Fourier mode, so the spectral derivatives are exact: only FFT round-off
+// (~1e-15 of the values, which are O(1)–O(10)) separates the two, hence 1e-12.
+TEST(Diagnostics, GradientInvariantsOfGeneralisedAbcFlow) {
+  const Grid g{16};
+  const double A = 0.9, B = 0.6, C = 0.3;
+  const int k1 = 1, k2 = 2, k3 = 3;
+  auto u = sample(g, [&](double x, double y, double z, double* v) {
+    v[0] = A * std::sin(k3 * z) + C * std::cos(k2 * y);
+    v[1] = B * std::sin(k1 * x) + A * std::cos(k3 * z);
+    v[2] = C * std::sin(k2 * y) + B * std::cos(k1 * x);
+  });
+  vh::Fft3d fft(g.n);
+  vh::SpectralVector c(g);
+  fft.forward(u, c);
+  const vh::GradientInvariants inv = vh::gradient_invariants(c, fft);
+  ASSERT_EQ(inv.q.grid.n, g.n);
+  ASSERT_EQ(inv.r.grid.n, g.n);
+  double qerr = 0, rerr = 0, rmax = 0, qw = 0;
+  const double h = g.h();
+  for (int kk = 0; kk < g.n; ++kk)
+    for (int j = 0; j < g.n; ++j)
+      for (int i = 0; i < g.n; ++i) {
+        const double x = i * h, y = j * h, z = kk * h;
+        const double a = -C * k2 * std::sin(k2 * y), b = A * k3 * std::cos(k3 * z), cc = B * k1 * std::cos(k1 * x),
+                     d = -A * k3 * std::sin(k3 * z), e = -B * k1 * std::sin(k1 * x), f = C * k2 * std::cos(k2 * y);
+        const std::size_t p = g.index(i, j, kk);
+        qerr = std::max(qerr, std::abs(inv.q.v[p] + (a * cc + b * e + d * f)));
+        rerr = std::max(rerr, std::abs(inv.r.v[p] + (a * d * e + b * cc * f)));
+        rmax = std::max(rmax, std::abs(a * d * e + b * cc * f));
+        qw += 0.25 * ((f - d) * (f - d) + (b - e) * (b - e) + (cc - a) * (cc - a));
+      }
+  EXPECT_LT(qerr, 1e-12);
+  EXPECT_LT(rerr, 1e-12);
+  EXPECT_GT(rmax, 0.9);  // max |R| = ABC k₁k₂k₃ = 0.972: far from zero, so the check has teeth
+  EXPECT_LT(rel(inv.q_w_mean, qw / double(g.points())), 1e-12);
+  // ⟨ω·ω⟩ = k₁²B² + k₂²C² + k₃²A² (each squared sine/cosine averages ½, two per amplitude).
+  EXPECT_LT(rel(inv.q_w_mean, 0.25 * (k1 * k1 * B * B + k2 * k2 * C * C + k3 * k3 * A * A)), 1e-12);
+
+  // Q agrees with q_criterion(), which sums the products in another order.
+  vh::ScalarField q;
+  vh::q_criterion(c, fft, q);
+  double diff = 0;
+  for (std::size_t p = 0; p < q.v.size(); ++p) diff = std::max(diff, std::abs(q.v[p] - inv.q.v[p]));
+  EXPECT_LT(diff, 1e-12);
+}
+
+// Betchov (1956): in homogeneous incompressible flow ⟨Q⟩ = 0 and ⟨R⟩ = 0 (and ⟨Q_W⟩ = ⟨Q_S⟩).
+// On the periodic grid these hold exactly for a solenoidal field whose modes satisfy
+// |k_i| < N/3: the products Q (degree 2) and R (degree 3) then alias nothing onto k = 0, so the
+// grid mean is the exact mean. A random such field, projected to be solenoidal: ⟨Q⟩ and ⟨R⟩
+// vanish to round-off relative to ⟨Q_W⟩ and ⟨Q_W⟩^{3/2}, and ⟨Q_W⟩ = ½ enstrophy = ¼⟨ω·ω⟩.
+TEST(Diagnostics, GradientInvariantsMeansVanishForSolenoidalField) {
+  const Grid g{24};
+  vh::SpectralVector c(g);
+  std::uint64_t s = 2024;
+  auto uniform = [&s] {
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return double(s >> 11) / 9007199254740992.0 - 0.5;
+  };
+  const int nxh = g.n / 2 + 1;
+  for (int iz = 0; iz < g.n; ++iz)
+    for (int iy = 0; iy < g.n; ++iy)
+      for (int ix = 0; ix < nxh; ++ix) {
+        const int k[3] = {ix, g.wavenumber(iy), g.wavenumber(iz)};
+        if (std::abs(k[0]) >= g.n / 3 || std::abs(k[1]) >= g.n / 3 || std::abs(k[2]) >= g.n / 3) continue;
+        const double k2 = double(k[0]) * k[0] + double(k[1]) * k[1] + double(k[2]) * k[2];
+        if (k2 == 0) continue;
+        vh::Complex v[3];
+        for (auto& x : v) x = vh::Complex(uniform(), uniform());
+        const vh::Complex kv = (double(k[0]) * v[0] + double(k[1]) * v[1] + double(k[2]) * v[2]) / k2;
+        for (int cc = 0; cc < 3; ++cc) c.c[cc][g.mode_index(ix, iy, iz)] = v[cc] - double(k[cc]) * kv;
+      }
+  // Make the kx = 0 plane Hermitian (c(−k) = conj c(k)) by a round trip through the grid.
+  vh::Fft3d fft(g.n);
+  vh::VectorField u(g);
+  fft.inverse(c, u);
+  fft.forward(u, c);
+  const vh::GradientInvariants inv = vh::gradient_invariants(c, fft);
+  double qm = 0, rm = 0;
+  for (std::size_t p = 0; p < g.points(); ++p) {
+    qm += inv.q.v[p];
+    rm += inv.r.v[p];
+  }
+  qm /= double(g.points());
+  rm /= double(g.points());
+  const vh::Statistics st = vh::statistics(c, 1.0, fft);
+  ASSERT_LT(st.divergence_rel, 1e-14);
+  ASSERT_GT(inv.q_w_mean, 1.0);
+  EXPECT_LT(rel(inv.q_w_mean, 0.5 * st.enstrophy), 1e-12);
+  EXPECT_LT(std::abs(qm) / inv.q_w_mean, 1e-12);
+  EXPECT_LT(std::abs(rm) / std::pow(inv.q_w_mean, 1.5), 1e-12);
+  // Not trivially zero: the pointwise R is of order ⟨Q_W⟩^{3/2}.
+  double r2 = 0;
+  for (double v : inv.r.v) r2 += v * v;
+  EXPECT_GT(std::sqrt(r2 / double(g.points())), 0.1 * std::pow(inv.q_w_mean, 1.5));
+}
+
 // ABC flow (k = 1): ω = u, so ⟨u·ω⟩ = ⟨u·u⟩ = A² + B² + C² = 2K; and the TG field has none.
 TEST(Diagnostics, HelicityOfAbcFlow) {
   const Grid g{16};
@@ -170,7 +274,7 @@ TEST(Diagnostics, SpectrumSumsToPhysicalEnergy) {
 // Wray (1997) HOM02, 512³: the spectrum-level diagnostics fed CB512.es reproduce the
 // K and L of CB512.f_t (5 printed digits, so 1e-4) and ε = νΩ to 3e-3 (shell binning).
 TEST(Diagnostics, WrayHom02SpectraReproduceTimeSeries) {
-  const std::string dir = std::string(VH_SHARED_DIR) + "/data/wray_hom02/";
+  const std::string dir = vh::validation::data_dir() + "/wray_hom02/";
   const double nu = 3.5014006e-4;
   std::ifstream ft(dir + "CB512.f_t");
   ASSERT_TRUE(ft) << dir + "CB512.f_t";

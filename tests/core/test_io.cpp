@@ -1,6 +1,6 @@
-// HDF5 I/O: run.h5 round trip and layout (DESIGN.md "Files a run writes"), atomic writes,
+// HDF5 I/O: run.h5 round trip and layout (docs/design.md "Files a run writes"), atomic writes,
 // the integrity seal (core/seal.h), fields files' index order and their XDMF sidecars
-// (STYLE.md "Fields for ParaView/VisIt").
+// (docs/style.md "Fields for ParaView/VisIt").
 // Layout checks open the files with the raw HDF5 C API, not through our own readers, so a
 // bug shared by writer and reader cannot hide.
 #include <gtest/gtest.h>

@@ -1,11 +1,13 @@
 // Helpers shared by the fmm tests: relative L2 errors and random particle sets.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "fmm/fmm.h"
+#include "fmm/periodic.h"
 #include "fmm/types.h"
 
 // The long variants (VH_FMM_LONG, label "long") get suite names ending in "Long" so that ctest
@@ -75,6 +77,56 @@ inline Blobs random_blobs(int n, double lo, double side, unsigned seed, bool zer
     for (auto& a : b.alpha)
       for (int d = 0; d < 3; ++d) a[d] -= mean[d];
   return b;
+}
+
+/// n^3 lattice in [0, 2 pi)^3 (cell centres), every coordinate moved by up to +-jitter h,
+/// sigma = h, alpha uniform in [-0.5, 0.5)^3 with the mean removed (the lattice case of the
+/// vortex solver, not its exact field); jitter 0: exactly on the lattice (points on leaf faces).
+inline Blobs lattice_blobs(int n, double jitter, unsigned seed) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> U(-0.5, 0.5);
+  const double h = kBoxLength / n;
+  Blobs b;
+  Vec3 mean{};
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j)
+      for (int k = 0; k < n; ++k) {
+        const int ijk[3] = {i, j, k};
+        Vec3 x, a;
+        for (int d = 0; d < 3; ++d) x[d] = (ijk[d] + 0.5 + 2 * jitter * U(gen)) * h;
+        for (int d = 0; d < 3; ++d) mean[d] += (a[d] = U(gen));
+        b.x.push_back(x);
+        b.alpha.push_back(a);
+        b.sigma.push_back(h);
+      }
+  const double nn = double(b.x.size());
+  for (auto& a : b.alpha)
+    for (int d = 0; d < 3; ++d) a[d] -= mean[d] / nn;
+  return b;
+}
+
+// Points in [lo, lo + side)^3: three Gaussian clusters of very different widths (deep, uneven
+// trees: leaves of every size next to big cells) over a uniform background, sigma ~ local-ish
+// spacing with a spread (so sigma_max differs between cells and the cut-off test matters).
+inline void clustered(int n, unsigned seed, double lo, double side, std::vector<Vec3>& x, std::vector<double>& sigma) {
+  std::mt19937_64 gen(seed);
+  std::normal_distribution<double> N01(0.0, 1.0);
+  std::uniform_real_distribution<double> U(0.0, 1.0);
+  const double widths[3] = {0.15, 0.03, 0.004};
+  Vec3 centres[3];
+  for (auto& c : centres)
+    for (int d = 0; d < 3; ++d) c[d] = lo + side * (0.2 + 0.6 * U(gen));
+  x.resize(n);
+  sigma.resize(n);
+  const double h = side / std::cbrt(double(n));
+  for (int i = 0; i < n; ++i) {
+    const int k = i % 4;
+    for (int d = 0; d < 3; ++d) {
+      double v = k < 3 ? centres[k][d] + side * widths[k] * N01(gen) : lo + side * U(gen);
+      x[i][d] = std::min(std::max(v, lo), lo + side * (1 - 1e-12));
+    }
+    sigma[i] = h * (0.3 + 0.9 * U(gen));
+  }
 }
 
 }  // namespace vh::fmm::testing

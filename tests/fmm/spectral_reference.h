@@ -1,4 +1,4 @@
-// Exact periodic reference for the FMM tests, independent of fmm/ code (DESIGN.md "Exact
+// Exact periodic reference for the FMM tests, independent of fmm/ code (docs/design.md "Exact
 // reference for tests"): particles on the N^3 lattice x_j = h j, h = 2 pi / N, strengths alpha_j,
 // common core radius sigma.  u(x_j) = sum_m e^{i m.x_j} sum_a U(m + a N), a in {-1,0,1}^3, with
 //   U(k) = i k x omega_sigma(k) / |k|^2,  omega_sigma(k) = alpha^(k mod N) exp(-sigma^2 |k|^2 / 2) / (2 pi)^3,

@@ -35,28 +35,7 @@ using testing::rel_l2;
 
 // n^3 lattice in [0, 2 pi)^3 (cell centres), displaced by up to +-0.1 h, sigma = h, alpha
 // random with zero mean (the lattice case of the vortex solver, not its exact field).
-Blobs lattice(int n, unsigned seed) {
-  std::mt19937_64 gen(seed);
-  std::uniform_real_distribution<double> U(-0.5, 0.5);
-  const double h = kBoxLength / n;
-  Blobs b;
-  Vec3 mean{};
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j)
-      for (int k = 0; k < n; ++k) {
-        const int ijk[3] = {i, j, k};
-        Vec3 x, a;
-        for (int d = 0; d < 3; ++d) x[d] = (ijk[d] + 0.5 + 0.2 * U(gen)) * h;
-        for (int d = 0; d < 3; ++d) mean[d] += (a[d] = U(gen));
-        b.x.push_back(x);
-        b.alpha.push_back(a);
-        b.sigma.push_back(h);
-      }
-  const double nn = double(b.x.size());
-  for (auto& a : b.alpha)
-    for (int d = 0; d < 3; ++d) a[d] -= mean[d] / nn;
-  return b;
-}
+Blobs lattice(int n, unsigned seed) { return testing::lattice_blobs(n, 0.1, seed); }
 
 struct Case {
   const char* name;

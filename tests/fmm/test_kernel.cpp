@@ -53,7 +53,7 @@ TEST(Kernel, LimitsAtZero) {
   const double sigma = 0.8;
   double G, F5;
   kernel_radial(0.0, sigma, G, F5);
-  // DESIGN.md: F/r^5 -> sqrt(2/pi)/(5 sigma^5); g ~ 4 rho^3 / (3 sqrt(pi)).
+  // docs/design.md: F/r^5 -> sqrt(2/pi)/(5 sigma^5); g ~ 4 rho^3 / (3 sqrt(pi)).
   EXPECT_NEAR(F5 * 4 * M_PI / (std::sqrt(2 / M_PI) / (5 * std::pow(sigma, 5))), 1.0, 1e-15);
   EXPECT_NEAR(G * 4 * M_PI / (4.0 / (3 * std::sqrt(M_PI)) / std::pow(std::sqrt(2.0) * sigma, 3)), 1.0, 1e-15);
 }

@@ -27,34 +27,11 @@
 namespace vh::fmm {
 namespace {
 
+using testing::clustered;
 using testing::random_blobs;
 
 #define VH_NEED_GPU() \
   if (gpu_count() == 0) GTEST_SKIP() << "no CUDA device"
-
-// Points in [lo, lo + side)^3: three Gaussian clusters of very different widths (deep, uneven
-// trees: leaves of every size next to big cells) over a uniform background, sigma ~ local-ish
-// spacing with a spread (so sigma_max differs between cells and the cut-off test matters).
-void clustered(int n, unsigned seed, double lo, double side, std::vector<Vec3>& x, std::vector<double>& sigma) {
-  std::mt19937_64 gen(seed);
-  std::normal_distribution<double> N01(0.0, 1.0);
-  std::uniform_real_distribution<double> U(0.0, 1.0);
-  const double widths[3] = {0.15, 0.03, 0.004};
-  Vec3 centres[3];
-  for (auto& c : centres)
-    for (int d = 0; d < 3; ++d) c[d] = lo + side * (0.2 + 0.6 * U(gen));
-  x.resize(n);
-  sigma.resize(n);
-  const double h = side / std::cbrt(double(n));
-  for (int i = 0; i < n; ++i) {
-    const int k = i % 4;
-    for (int d = 0; d < 3; ++d) {
-      double v = k < 3 ? centres[k][d] + side * widths[k] * N01(gen) : lo + side * U(gen);
-      x[i][d] = std::min(std::max(v, lo), lo + side * (1 - 1e-12));
-    }
-    sigma[i] = h * (0.3 + 0.9 * U(gen));
-  }
-}
 
 // Depth-first pre-order rank of every cell, children in index order (the test's own recursion).
 std::vector<int> preorder_rank(const Tree& t) {
@@ -258,7 +235,7 @@ struct EvalCase {
   GpuPrecision prec;
 };
 
-void evaluate(const Built& b, const std::vector<Vec3>& x_in, const std::vector<Vec3>& alpha_in, bool periodic,
+void evaluate(const Built& b, const std::vector<Vec3>& alpha_in, bool periodic,
               GpuPrecision prec, bool gpu_lists, std::vector<Vec3>& u, std::vector<Mat3>& grad) {
   const int p = 8, images = 2;
   const Tree& tgt = b.tgt();
@@ -282,15 +259,8 @@ void evaluate(const Built& b, const std::vector<Vec3>& x_in, const std::vector<V
       gpu_lists ? std::make_unique<FarGpu>(tgt, b.src, b.self, gl, b.shifts, p, near.get())
                 : std::make_unique<FarGpu>(tgt, b.src, b.self, lists, b.shifts, p, near.get());
   far->set_strengths(as);
-  const std::vector<std::complex<double>> root = far->upward();
-  std::vector<std::complex<double>> root_local;
-  MeanTerms mean;
-  if (periodic) {
-    root_local.assign(root.size(), 0.0);
-    lattice_m2l(p, near_image_range(b.mac.theta), images, root.data(), root_local.data());
-    mean = mean_terms(x_in, alpha_in, true);
-  }
-  far->downward(root_local, near.get(), periodic ? &mean : nullptr);
+  far->upward();
+  far->downward(near.get(), periodic, near_image_range(b.mac.theta), periodic ? images : 0);
   far->get(u, grad);
   near->wait();
 }
@@ -305,15 +275,13 @@ TEST_P(TraverseGpuEval, SameBitsAsTheHostLists) {
   // The same alpha for the same input points (build() draws the positions; alpha drawn here).
   std::mt19937_64 gen(3);
   std::uniform_real_distribution<double> U(-0.5, 0.5);
-  std::vector<Vec3> x_in(b.src.x.size()), alpha(b.src.x.size());
-  for (std::size_t i = 0; i < alpha.size(); ++i) {
-    x_in[b.src.perm[i]] = b.src.x[i];
+  std::vector<Vec3> alpha(b.src.x.size());
+  for (std::size_t i = 0; i < alpha.size(); ++i)
     for (int d = 0; d < 3; ++d) alpha[i][d] = U(gen);
-  }
   std::vector<Vec3> u_host, u_gpu;
   std::vector<Mat3> g_host, g_gpu;
-  evaluate(b, x_in, alpha, e.periodic, e.prec, false, u_host, g_host);
-  evaluate(b, x_in, alpha, e.periodic, e.prec, true, u_gpu, g_gpu);
+  evaluate(b, alpha, e.periodic, e.prec, false, u_host, g_host);
+  evaluate(b, alpha, e.periodic, e.prec, true, u_gpu, g_gpu);
   ASSERT_EQ(u_gpu.size(), u_host.size());
   double norm = 0;
   for (const auto& v : u_host)

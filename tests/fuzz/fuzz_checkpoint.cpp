@@ -21,8 +21,10 @@ const std::vector<std::unique_ptr<vh::app::Stepper>>& solvers() {
     const vh::Options o = vh::app::parse_deck("[domain]\nn = 8\n[flow]\nnu = 0.01\n", "fuzz deck", {});
     vh::app::RunConfig c = vh::app::make_config("", o);
     std::vector<std::unique_ptr<vh::app::Stepper>> v;
-    v.push_back(vh::app::make_spectral(c.spectral, vh::Grid{c.n}, vh::Backend::cpu));
-    v.push_back(vh::app::make_vortex(c.vortex, vh::Grid{c.n}, vh::Backend::cpu));
+    const vh::Grid g{c.n};
+    v.push_back(vh::app::make_spectral(c.spectral, vh::Slab::whole_grid(g, vh::spectral::kept_kmax(c.spectral.dealias, g.n)),
+                                       vh::Backend::cpu));
+    v.push_back(vh::app::make_vortex(c.vortex, g, vh::Backend::cpu));
     return v;
   }();
   return s;

@@ -1,7 +1,8 @@
 // The blob sums at the lattice on the GPU (vortex/blobs_gpu.cu, a tiled gather) against the CPU
 // scatter: the same weights and cut-off decisions, so only the rounding of exp and 1/σ² and the
-// order of the additions differ (relative L2 <= 1e-13); and the same bits on every run.
-// Skipped without a GPU.
+// order of the additions differ (relative L2 <= 1e-13); and the same bits on every run. The
+// device entry (DeviceBlobSums, for particles that live on the GPU) runs the same kernels as the
+// host entry: the same bits. Skipped without a GPU.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -10,19 +11,12 @@
 #include <cstdio>
 #include <random>
 
+#include "core/device.h"
 #include "vortex/blobs.h"
+#include "vortex/blobs_gpu.h"
 
 namespace vh::vortex {
 namespace {
-
-bool have_gpu() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return n > 0;
-}
 
 double rel_l2(const std::vector<double>& a, const std::vector<double>& b) {
   double num = 0, den = 0;
@@ -71,7 +65,7 @@ void expect_gpu_equals_cpu(const Particles& p, const Grid& g, const char* what) 
 // tile; 24: every cell within reach of every tile; 36: tiles see a wrapped window of cells, the
 // last tile partial.
 TEST(BlobsGpu, VorticityAndDivergenceEqualTheCpu) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  if (!gpu_available()) GTEST_SKIP() << "no CUDA device";
   for (int n : {8, 12, 24, 36}) {
     const Grid g{n};
     expect_gpu_equals_cpu(moved(g, 3 + n, 0.4, 1.15, 0.15), g, "moved 0.4 h, cores 1.0 .. 1.3 h");
@@ -80,13 +74,13 @@ TEST(BlobsGpu, VorticityAndDivergenceEqualTheCpu) {
 
 // The solver's particles: the default core σ = h, moved by up to 0.1 h.
 TEST(BlobsGpu, SolverCoresEqualTheCpu) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  if (!gpu_available()) GTEST_SKIP() << "no CUDA device";
   const Grid g{32};
   expect_gpu_equals_cpu(moved(g, 5, 0.1, 1.0, 0.0), g, "moved 0.1 h, cores h");
 }
 
 TEST(BlobsGpu, SameBitsEveryRun) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  if (!gpu_available()) GTEST_SKIP() << "no CUDA device";
   const Grid g{20};
   const Particles p = moved(g, 7, 0.4, 1.15, 0.15);
   VectorField w1, w2;
@@ -97,6 +91,63 @@ TEST(BlobsGpu, SameBitsEveryRun) {
   divergence_on_lattice(p, g, 7.0, d2, true);
   for (int d = 0; d < 3; ++d) EXPECT_EQ(w1.c[d], w2.c[d]) << "component " << d;
   EXPECT_EQ(d1.v, d2.v);
+}
+
+/// A device copy of doubles, freed on destruction.
+struct DeviceCopy {
+  double* p = nullptr;
+  std::size_t count = 0;
+  explicit DeviceCopy(std::size_t n) : count(n) { EXPECT_EQ(cudaMalloc(&p, n * sizeof(double)), cudaSuccess); }
+  DeviceCopy(const double* h, std::size_t n) : DeviceCopy(n) {
+    EXPECT_EQ(cudaMemcpy(p, h, n * sizeof(double), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  ~DeviceCopy() { cudaFree(p); }
+  std::vector<double> part(std::size_t offset, std::size_t n) const {
+    std::vector<double> h(n);
+    EXPECT_EQ(cudaMemcpy(h.data(), p + offset, n * sizeof(double), cudaMemcpyDeviceToHost), cudaSuccess);
+    return h;
+  }
+};
+
+// One sort, then three sums of the sorted particles: ω_σ of α, the blob sums of other strengths
+// times a scale (what the solver does with its AB2 history), ∇·ω_σ; each equal to the host
+// entry's bits (the host given the strengths already scaled: the same product).
+TEST(BlobsGpu, DevicePointersEqualTheHostEntry) {
+  if (!gpu_available()) GTEST_SKIP() << "no CUDA device";
+  for (int n : {12, 24}) {
+    const Grid g{n};
+    const Particles p = moved(g, 11 + n, 0.4, 1.15, 0.15);
+    const std::size_t np = p.size(), npts = g.points();
+    std::mt19937_64 gen(n);
+    std::uniform_real_distribution<double> U(-1, 1);
+    const double scale = 0.37;
+    std::vector<Vec3> s(np), scaled(np);
+    for (std::size_t q = 0; q < np; ++q)
+      for (int d = 0; d < 3; ++d) {
+        s[q][d] = U(gen);
+        scaled[q][d] = s[q][d] * scale;
+      }
+    const DeviceCopy x(p.x[0].data(), 3 * np), alpha(p.alpha[0].data(), 3 * np), str(s[0].data(), 3 * np),
+        sigma(p.sigma.data(), np), out(3 * npts);
+    detail::DeviceBlobSums sums;
+    const double smax = *std::max_element(p.sigma.begin(), p.sigma.end());
+    sums.sort(x.p, sigma.p, np, g, 7.0, stencil_points(smax, g.h(), 7.0));
+
+    VectorField w, ws;
+    vorticity_on_lattice(p, g, 7.0, w, true);
+    blob_sums(p.x, scaled, p.sigma, g, 7.0, ws, true);
+    ScalarField div;
+    divergence_on_lattice(p, g, 7.0, div, true);
+
+    sums.sum(alpha.p, 1.0, false, out.p);
+    for (int d = 0; d < 3; ++d) EXPECT_TRUE(out.part(d * npts, npts) == w.c[d]) << "n " << n << ", omega " << d;
+    sums.sum(str.p, scale, false, out.p);
+    for (int d = 0; d < 3; ++d)
+      EXPECT_TRUE(out.part(d * npts, npts) == ws.c[d]) << "n " << n << ", scaled strengths " << d;
+    sums.sum(alpha.p, 1.0, true, out.p);
+    EXPECT_TRUE(out.part(0, npts) == div.v) << "n " << n << ", divergence";
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
 }
 
 }  // namespace

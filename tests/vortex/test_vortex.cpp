@@ -15,7 +15,7 @@
 #include "fmm/fmm.h"
 #include "fmm/p2p_kernel.h"
 #include "vortex/blobs.h"
-#include "vortex/reinit.h"
+#include "vortex/rbf.h"
 #include "vortex/solver.h"
 
 namespace {
@@ -33,7 +33,7 @@ double rel_l2(const vh::VectorField& a, const vh::VectorField& b) {
   return std::sqrt(num / den);
 }
 
-/// g(ρ) = erf(ρ) − (2/√π) ρ exp(−ρ²) (DESIGN.md).
+/// g(ρ) = erf(ρ) − (2/√π) ρ exp(−ρ²) (docs/design.md).
 double g_cut(double rho) { return std::erf(rho) - 2.0 / std::sqrt(vh::kPi) * rho * std::exp(-rho * rho); }
 
 // A ring of radius R in the xy plane, n blobs with α = Γ (2πR/n) t̂: every blob induces the
@@ -207,7 +207,7 @@ TEST(Reinit, BlobsReproduceTheLatticeVorticity) {
     vh::VectorField back;
     vh::vortex::vorticity_on_lattice(p, omega.grid, 7.0, back);
     const double err = rel_l2(back, omega);
-    const Vec3 s = vh::vortex::total_strength(p);
+    const Vec3 s = vh::vortex::total_strength(p.alpha);
     double abs_sum = 0;
     for (const auto& a : p.alpha) abs_sum += std::abs(a[0]) + std::abs(a[1]) + std::abs(a[2]);
     const char* name[] = {"fft, uncapped", "fft, floor 1e-3", "cg, tol 1e-3"};
@@ -241,6 +241,9 @@ TEST(Reinit, RightAfterInitialisationKeepsK) {
   random_vorticity(n, &u0);
   for (auto solver : {vh::vortex::RbfSolver::fft, vh::vortex::RbfSolver::cg}) {
     vh::vortex::Params prm;
+    prm.reinit_from = vh::vortex::ReinitFrom::blobs;  // the seeds' scheme
+    prm.project = false;
+    prm.filter = vh::vortex::Filter::none;
     prm.rbf.solver = solver;
     prm.rbf.tol = 1e-3;
     prm.fmm.periodic = true;
@@ -276,6 +279,10 @@ TEST(FieldCore, GridVelocityIsTheInitialVelocity) {
   for (double e : vh::energy_spectrum(u0)) K0 += e;
   for (double f : {1.0, 1.0 / std::sqrt(2.0)}) {
     vh::vortex::Params prm;
+    prm.reinit_from = vh::vortex::ReinitFrom::blobs;  // the seeds' scheme
+    prm.diffusion = vh::vortex::Diffusion::core_spreading;
+    prm.project = false;
+    prm.filter = vh::vortex::Filter::none;
     prm.field_core = f;
     prm.fmm.tolerance = 1e-6;
     vh::vortex::Solver s(prm, Grid{n});
@@ -326,6 +333,10 @@ TEST(FieldCore, HalfCoreEnergyIsWhatTheDynamicsConserves) {
   int i = 0;
   for (double f : {1.0, 1.0 / std::sqrt(2.0)}) {
     vh::vortex::Params prm;
+    prm.reinit_from = vh::vortex::ReinitFrom::blobs;  // the seeds' scheme
+    prm.diffusion = vh::vortex::Diffusion::core_spreading;
+    prm.project = false;
+    prm.filter = vh::vortex::Filter::none;
     prm.field_core = f;
     prm.reinit_every = 0;  // the dynamics alone: remeshing damps the near-Nyquist modes
     prm.nu = 0;

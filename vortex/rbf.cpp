@@ -1,4 +1,4 @@
-#include "vortex/reinit.h"
+#include "vortex/rbf.h"
 
 #include <cmath>
 #include <vector>
@@ -7,16 +7,6 @@
 
 namespace vh::vortex {
 namespace {
-
-/// 1-D factor of the lattice symbol, h⁻¹ Σ_a exp(−σ²(k + aN)²/2).
-double symbol_1d(int k, int n, double sigma, double h) {
-  double s = 0;
-  for (int a = -2; a <= 2; ++a) {
-    const double q = sigma * (k + double(a) * n);
-    s += std::exp(-0.5 * q * q);
-  }
-  return s / h;
-}
 
 /// The 1-D Gaussian weights (2πσ²)^{-1/2} exp(−(mh)²/2σ²) for |m h| ≤ cutoff σ, m = −R … R:
 /// one factor of the separable cut-off mat-vec.
@@ -40,8 +30,8 @@ RbfResult solve_fft(const VectorField& omega, double sigma0, const RbfParams& pr
   const Grid& g = omega.grid;
   const int n = g.n, nxh = n / 2 + 1;
   const double h = g.h();
-  std::vector<double> s1(n);
-  for (int i = 0; i < n; ++i) s1[i] = symbol_1d(g.wavenumber(i), n, sigma0, h);
+  std::vector<double> s1 = symbol_factors(g, sigma0);
+  for (double& v : s1) v /= h;
   const double s0 = s1[0] * s1[0] * s1[0];
   Fft3d fft(n);
   std::vector<Complex> c(g.modes());
@@ -116,6 +106,19 @@ RbfResult solve_cg(const VectorField& omega, double sigma0, const RbfParams& prm
 }
 
 }  // namespace
+
+std::vector<double> symbol_factors(const Grid& g, double sigma) {
+  std::vector<double> s(g.n);
+  for (int i = 0; i < g.n; ++i) {
+    double v = 0;
+    for (int a = -2; a <= 2; ++a) {
+      const double q = sigma * (g.wavenumber(i) + double(a) * g.n);
+      v += std::exp(-0.5 * q * q);
+    }
+    s[i] = v;
+  }
+  return s;
+}
 
 void gaussian_matvec(const std::vector<double>& in, const Grid& g, double sigma0, double cutoff,
                      std::vector<double>& out) {

@@ -1,4 +1,4 @@
-// Radial-basis-function reinitialisation (DESIGN.md; Barba, Leonard & Allen 2005): new
+// Radial-basis-function reinitialisation (docs/design.md; Barba, Leonard & Allen 2005): new
 // particles on the lattice with core σ₀ whose strengths solve
 //   Σ_q α_q ζ_σ₀(x_p − x_q) = ω(x_p)   at every lattice point x_p,
 // i.e. the blobs reproduce ω at the lattice points.
@@ -18,6 +18,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/grid.h"
 
@@ -37,6 +38,12 @@ struct RbfResult {
   double residual = 0;  ///< largest relative residual over the three components (cg), or of the capped solve (fft)
   int iterations = 0;   ///< cg: largest over the components
 };
+
+/// The separable lattice symbol of the Gaussian without its h⁻³: the factor
+///   s(i) = Σ_a exp(−σ² (k_i + aN)² / 2),   a ∈ {−2 … 2},
+/// for every array index i of one direction (k_i = g.wavenumber(i); the same table serves the
+/// half-layout x index, whose wavenumbers are i). S(k) = h⁻³ s(i_x) s(i_y) s(i_z); s → 1 as σk → 0.
+std::vector<double> symbol_factors(const Grid& g, double sigma);
 
 /// Strengths α (returned as a vector field on the lattice, [vorticity × volume]) whose blobs
 /// of core σ₀ reproduce `omega` at the lattice points.

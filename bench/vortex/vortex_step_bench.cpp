@@ -1,0 +1,277 @@
+// vortex_step_bench: the vortex solver with its state on the GPU (vortex/solver_gpu.h) per step,
+// at start-up and per output, on the physics of inputs/sc09_256.ini (k⁴ exp spectrum, k_p 4,
+// u' 1, Re_λ 100, CFL 0.5).
+//
+// Per size N (particles on the refine·N lattice), after --warmup steps, the median over --steps
+// steps of:
+//   step       the wall time of what the run driver does per step: max_velocity() (the FMM
+//              evaluation and max |u|) and step(dt), until the device is idle;
+//   its split  fmm (evaluate_self, wall), update (stretching + AB2 kernel), the
+//              reinitialisation's blob sums, FFT steps (cuFFT and per-mode kernels) and rest
+//              (layouts, new lattice), all CUDA events; host = step − their sum (launches,
+//              waits, the reduction of max |u| and its copy);
+//   fmm stages the evaluator's own split (fmm::Timings: tree, lists, upload, near and far field).
+// Start-up: the solver's construction (allocations, cuFFT plans) and set_velocity (upload of the
+// grid's coefficients, the initial particles), then the first FMM evaluation (with its one-time
+// costs). Output (median of 3): the statistics where the state lives (device_velocity() and
+// statistics_device, what `vortexhit run` does per output), monitors(), and velocity() to the
+// host (what field outputs add). The initial field is made on the host and not timed.
+//
+//   vortex_step_bench [--n 128,256] [--refine 1] [--steps 5] [--warmup 2] [--tolerance 1e-5]
+//                     [--p auto] [--reinit-every 1] [--csv]
+//
+// Results: bench/RESULTS.md (device-check.sh vstep).
+#include <cuda_runtime.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bench/csv_rows.h"
+#include "core/diagnostics.h"
+#include "core/initial_field.h"
+#include "vortex/solver_gpu.h"
+
+#ifndef VH_GIT_HASH
+#define VH_GIT_HASH "unknown"
+#endif
+
+namespace {
+
+using namespace vh;
+using clock_type = std::chrono::steady_clock;
+
+struct BenchOptions {
+  std::vector<int> n = {128, 256};
+  int steps = 5, warmup = 2, reinit_every = 1;
+  double refine = 1, tolerance = 1e-5;
+  std::string p = "auto";
+  bool csv = false;
+};
+
+BenchOptions parse(int argc, char** argv) {
+  BenchOptions o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument("missing value after " + a);
+      return argv[++i];
+    };
+    if (a == "--n") {
+      o.n.clear();
+      std::stringstream ss(next());
+      for (std::string item; std::getline(ss, item, ',');) o.n.push_back(std::stoi(item));
+    } else if (a == "--refine") o.refine = std::stod(next());
+    else if (a == "--steps") o.steps = std::stoi(next());
+    else if (a == "--warmup") o.warmup = std::stoi(next());
+    else if (a == "--tolerance") o.tolerance = std::stod(next());
+    else if (a == "--p") o.p = next();
+    else if (a == "--reinit-every") o.reinit_every = std::stoi(next());
+    else if (a == "--csv") o.csv = true;
+    else if (a == "--help" || a == "-h") {
+      std::printf("usage: vortex_step_bench [--n 128,256] [--refine R] [--steps S] [--warmup W] [--tolerance T] "
+                  "[--p P|auto] [--reinit-every K] [--csv]\n");
+      std::exit(0);
+    } else {
+      throw std::invalid_argument("unknown option " + a);
+    }
+  }
+  for (int n : o.n)
+    if (n < 8 || n % 2) throw std::invalid_argument("--n: even sizes >= 8");
+  if (o.refine < 1 || o.refine > 8) throw std::invalid_argument("--refine: 1 ... 8");
+  if (o.steps < 1 || o.warmup < 0) throw std::invalid_argument("--steps >= 1, --warmup >= 0");
+  if (o.reinit_every < 0) throw std::invalid_argument("--reinit-every: >= 0");
+  return o;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double seconds_since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
+
+void sync() {
+  const cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) throw std::runtime_error(std::string("CUDA: ") + cudaGetErrorString(e));
+}
+
+// The per-step figures, medians over the timed steps: the step's wall time, its phases
+// (GpuStepTimes) and the FMM's stages (fmm::Timings).
+const char* const kStepFigures[] = {"time_per_step", "fmm",      "update",    "reinit_blob_sums",
+                                    "reinit_fft_steps", "reinit_rest", "fmm_tree", "fmm_lists",
+                                    "fmm_upload",    "fmm_p2p",  "fmm_m2l",   "fmm_other_far_field"};
+constexpr int kSteps = sizeof kStepFigures / sizeof kStepFigures[0];
+using StepFigures = std::array<double, kSteps>;
+
+StepFigures step_figures(double wall, const vortex::GpuStepTimes& t) {
+  const fmm::Timings& f = t.fmm_stages;
+  return {wall, t.fmm, t.update, t.blob_sums, t.fft_steps, t.rest, f.tree, f.traverse, f.upload, f.p2p, f.m2l,
+          f.p2m_m2m + f.l2l_l2p};
+}
+
+struct Row {
+  int n = 0;
+  StepFigures step{};
+  double host = 0;  // step − its phases
+  double construct = 0, set_velocity = 0, first_eval = 0;
+  double out_stats = 0, out_monitors = 0, out_velocity = 0;
+  double bytes_per_particle = 0, gpu_used_gib = 0;
+  int reinits = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  BenchOptions o;
+  try {
+    o = parse(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vortex_step_bench: %s\n", e.what());
+    return 2;
+  }
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    std::fprintf(stderr, "vortex_step_bench: no CUDA device\n");
+    return 1;
+  }
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, 0);
+  const std::string dev = prop.name;
+  std::printf("vortex_step_bench: %s, commit %s, %d CPU threads; refine %g, fmm.tolerance %g, p %s, reinit_every %d, "
+              "median of %d steps after %d\n",
+              dev.c_str(), VH_GIT_HASH, omp_get_max_threads(), o.refine, o.tolerance, o.p.c_str(), o.reinit_every,
+              o.steps, o.warmup);
+
+  std::vector<Row> rows;
+  try {
+    for (int n : o.n) {
+      Row r;
+      r.n = n;
+      const Grid g{n};
+      InitialFieldSpec spec;  // inputs/sc09_256.ini's flow
+      spec.k_p = 4;
+      spec.u_prime = 1;
+      spec.Re_lambda = 100;
+      spec.seed = 1;
+      const InitialField f = make_initial_field(spec, g);
+      vortex::Params p;
+      p.nu = f.nu;
+      p.refine = o.refine;
+      p.reinit_every = o.reinit_every;
+      p.fmm.tolerance = o.tolerance;
+      p.fmm.set("p", o.p);
+      p.fmm.periodic = true;
+      p.use_gpu = true;
+
+      std::size_t free0 = 0, total = 0;
+      cudaMemGetInfo(&free0, &total);
+      auto t0 = clock_type::now();
+      vortex::GpuSolver s(p, g);
+      sync();
+      r.construct = seconds_since(t0);
+      t0 = clock_type::now();
+      s.set_velocity(f.u, 0.0);
+      sync();
+      r.set_velocity = seconds_since(t0);
+      t0 = clock_type::now();
+      s.max_velocity();
+      r.first_eval = seconds_since(t0);
+      const double particles = double(g.points()) * o.refine * o.refine * o.refine;
+      r.bytes_per_particle = double(s.device_bytes()) / particles;
+
+      std::vector<StepFigures> samples;
+      for (int k = 0; k < o.warmup + o.steps; ++k) {
+        t0 = clock_type::now();
+        const double dt = 0.5 * g.h() / s.max_velocity();
+        s.step(dt);
+        sync();
+        const StepFigures fig = step_figures(seconds_since(t0), s.last_step_times());
+        std::printf("  n %d step %d: %.4f s (fmm %.4f, update %.4f, blob sums %.4f, fft steps %.4f, rest %.4f), dt %.3g%s\n",
+                    n, k + 1, fig[0], fig[1], fig[2], fig[3], fig[4], fig[5], dt, k < o.warmup ? " warm-up" : "");
+        std::fflush(stdout);
+        if (k >= o.warmup) samples.push_back(fig);
+      }
+      for (int c = 0; c < kSteps; ++c) {
+        std::vector<double> col;
+        for (const StepFigures& fig : samples) col.push_back(fig[c]);
+        r.step[c] = median(col);
+      }
+      r.host = r.step[0] - (r.step[1] + r.step[2] + r.step[3] + r.step[4] + r.step[5]);
+      r.reinits = int(s.reinits());
+      std::size_t free1 = 0;
+      cudaMemGetInfo(&free1, &total);
+      r.gpu_used_gib = double(free0 - free1) / double(1 << 30);
+
+      std::vector<double> stats, mon, vel;
+      for (int k = 0; k < 3; ++k) {
+        t0 = clock_type::now();
+        const void* d[3];
+        s.device_velocity(d);
+        std::vector<double> E;
+        const Statistics st = statistics_device(d, g, f.nu, E);
+        stats.push_back(seconds_since(t0));
+        if (k == 0) std::printf("  n %d: K %.6f eps %.6f Re_lambda %.2f at t %.4f\n", n, st.K, st.epsilon, st.Re_lambda, s.time());
+        t0 = clock_type::now();
+        s.monitors();
+        mon.push_back(seconds_since(t0));
+        t0 = clock_type::now();
+        SpectralVector u;
+        s.velocity(u);
+        vel.push_back(seconds_since(t0));
+      }
+      r.out_stats = median(stats);
+      r.out_monitors = median(mon);
+      r.out_velocity = median(vel);
+      rows.push_back(r);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vortex_step_bench: %s\n", e.what());
+    return 1;
+  }
+
+  std::printf("\nper step [s] (median): step = fmm + update + reinit (blob sums, fft steps, rest) + host\n");
+  std::printf("%6s %8s %8s %8s %9s %9s %8s %8s %8s\n", "N", "step", "fmm", "update", "blob sums", "fft steps", "rest",
+              "host", "reinits");
+  for (const Row& r : rows)
+    std::printf("%6d %8.4f %8.4f %8.4f %9.4f %9.4f %8.4f %8.4f %8d\n", r.n, r.step[0], r.step[1], r.step[2],
+                r.step[3], r.step[4], r.step[5], r.host, r.reinits);
+  std::printf("\nFMM stages [s] (median, fmm::Timings)\n%6s %8s %8s %8s %8s %8s %9s\n", "N", "tree", "lists", "upload",
+              "P2P", "M2L", "P2M..L2P");
+  for (const Row& r : rows)
+    std::printf("%6d %8.4f %8.4f %8.4f %8.4f %8.4f %9.4f\n", r.n, r.step[6], r.step[7], r.step[8], r.step[9],
+                r.step[10], r.step[11]);
+  std::printf("\nstart-up and output [s]; memory\n%6s %9s %9s %9s %10s %9s %9s %10s %9s\n", "N", "construct", "set_vel",
+              "1st eval", "out stats", "monitors", "vel host", "B/particle", "GPU GiB");
+  for (const Row& r : rows)
+    std::printf("%6d %9.4f %9.4f %9.4f %10.4f %9.4f %9.4f %10.1f %9.2f\n", r.n, r.construct, r.set_velocity,
+                r.first_eval, r.out_stats, r.out_monitors, r.out_velocity, r.bytes_per_particle, r.gpu_used_gib);
+
+  if (o.csv) {
+    vh::bench::CsvRows csv(std::cout, "vortex_step", dev, VH_GIT_HASH);
+    for (const Row& r : rows) {
+      char cs[160];
+      std::snprintf(cs, sizeof cs, "N=%d refine=%g sc09 flow tol=%g p=%s reinit_every=%d median of %d", r.n, o.refine,
+                    o.tolerance, o.p.c_str(), o.reinit_every, o.steps);
+      for (int c = 0; c < kSteps; ++c) csv.row(cs, kStepFigures[c], r.step[c], "s");
+      const std::pair<const char*, double> m[] = {{"host", r.host},
+                                                  {"startup_construct", r.construct},
+                                                  {"startup_set_velocity", r.set_velocity},
+                                                  {"first_evaluation", r.first_eval},
+                                                  {"output_statistics", r.out_stats},
+                                                  {"output_monitors", r.out_monitors},
+                                                  {"output_velocity_host", r.out_velocity}};
+      for (const auto& [name, v] : m) csv.row(cs, name, v, "s");
+      csv.row(cs, "solver_device_bytes_per_particle", r.bytes_per_particle, "B");
+      csv.row(cs, "gpu_memory_in_use", r.gpu_used_gib, "GiB");
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,136 @@
+// The GPU far field's downward pass: L2L level by level and L2P at the target leaves, which adds
+// the near-field sums and the periodic mean correction and writes u and grad u in the targets'
+// input order (far_gpu.h for the layout, expansions.h and expansions_kernel.h for the formulas).
+#include "fmm/far_gpu_device.h"
+
+namespace vh::fmm {
+
+namespace {
+
+// ------------------------------------------------------------------------------------ L2L
+// Block per child cell of one level: L_jk += sum_n sum_q L^parent_{n+j, k+q} conj(R_nq(d)).
+__global__ void l2l_kernel(const int* __restrict__ children, const GCell* __restrict__ cells, int p,
+                           double2* __restrict__ L) {
+  extern __shared__ double2 sh[];
+  const int nc = cidx(p + 1, 0), nf = (p + 1) * (p + 1);
+  double2* Rf = sh;
+  double2* Lf = sh + nf;
+  const int c = children[blockIdx.x];
+  const GCell C = cells[c];
+  const GCell P = cells[C.parent];
+  if (threadIdx.x <= p) regular_column(C.cx - P.cx, C.cy - P.cy, C.cz - P.cz, p, threadIdx.x, Rf);
+  stage_full(L + static_cast<long long>(C.parent) * 3 * nc, p, nc, Lf, false, threadIdx.x, blockDim.x);
+  __syncthreads();
+  const int o = threadIdx.x, a = o / nc;
+  if (a >= 3) return;
+  int j = 0, k = 0;
+  lm_of(o - a * nc, j, k);
+  const double2* La = Lf + a * nf;
+  double2 acc = make_double2(0, 0);
+  for (int n = 0; n <= p - j; ++n)
+    for (int q = -n; q <= n; ++q) {
+      const double2 t = cmul(La[fidx(n + j, k + q)], cconj(Rf[fidx(n, q)]));
+      acc.x += t.x;
+      acc.y += t.y;
+    }
+  double2& out = L[static_cast<long long>(c) * 3 * nc + o];
+  out = make_double2(out.x + acc.x, out.y + acc.y);
+}
+
+// ------------------------------------------------------------------------------------ L2P
+// Block per target leaf, thread per target: the local expansion shifted to degrees <= 2 at the
+// target (rows of R(d) by the recurrence, three at a time), then the derivatives of the three
+// potentials and u, grad u (potential_derivatives, velocity_from_potentials: the CPU's own
+// functions).  near (float or double, 12 per target) is added when given, then the mean
+// correction when mc is.
+template <class N>
+__global__ void l2p_kernel(const int* __restrict__ leaves, const GCell* __restrict__ cells,
+                           const double4_32a* __restrict__ x, int p, const double2* __restrict__ L,
+                           const N* __restrict__ near, const int* __restrict__ perm, const MeanTerms* __restrict__ mc,
+                           double* __restrict__ u_out, double* __restrict__ grad_out) {
+  extern __shared__ double2 sh[];
+  const int nc = cidx(p + 1, 0), nf = (p + 1) * (p + 1);
+  double2* Lf = sh;  // [3][nf]
+  const int cell = leaves[blockIdx.x];
+  const GCell C = cells[cell];
+  stage_full(L + static_cast<long long>(cell) * 3 * nc, p, nc, Lf, false, threadIdx.x, blockDim.x);
+  __syncthreads();
+  for (int i = C.begin + threadIdx.x; i < C.end; i += blockDim.x) {
+    const double4_32a xi = x[i];
+    const double dx = xi.x - C.cx, dy = xi.y - C.cy, dz = xi.z - C.cz, r2 = dx * dx + dy * dy + dz * dz;
+    double2 Lt[3][6];
+    for (int a = 0; a < 3; ++a)
+      for (int c = 0; c < 6; ++c) Lt[a][c] = make_double2(0, 0);
+    double2 rows[3][kMaxGpuOrder + 1];  // rows n - 2, n - 1, n of R (m >= 0), cyclic
+    for (int n = 0; n <= p; ++n) {
+      double2* Rn = rows[n % 3];
+      if (n == 0) {
+        Rn[0] = make_double2(1, 0);
+      } else {
+        const double2* R1 = rows[(n - 1) % 3];
+        const double2* R2 = rows[(n + 1) % 3];  // n - 2
+        const int l = n - 1;
+        for (int m = 0; m <= l; ++m) {
+          const double2 prev = (m <= l - 1) ? R2[m] : make_double2(0, 0);
+          double nr, ni;
+          regular_up(l, m, dz, r2, R1[m].x, R1[m].y, prev.x, prev.y, nr, ni);
+          Rn[m] = make_double2(nr, ni);
+        }
+        double dr = R1[l].x, di = R1[l].y;
+        regular_diagonal(l, dx, dy, dr, di);
+        Rn[n] = make_double2(dr, di);
+      }
+      for (int j = 0; j <= 2 && j <= p - n; ++j)
+        for (int k = 0; k <= j; ++k)
+          for (int q = -n; q <= n; ++q) {
+            const double2 Rq = q >= 0 ? Rn[q] : negm(Rn[-q], -q);
+            const int f = fidx(n + j, k + q);
+            for (int a = 0; a < 3; ++a) {
+              const double2 t = cmul(Lf[a * nf + f], cconj(Rq));
+              Lt[a][cidx(j, k)].x += t.x;
+              Lt[a][cidx(j, k)].y += t.y;
+            }
+          }
+    }
+    double dphi[3][3], h[3][3][3], r[12];
+    potential_derivatives(&Lt[0][0].x, dphi, h);
+    velocity_from_potentials(dphi, h, r);
+    if (near) {
+      const N* ni = near + 12 * static_cast<long long>(i);
+      for (int c = 0; c < 12; ++c) r[c] += double(ni[c]);
+    }
+    if (mc) {
+      const double xd[3] = {xi.x, xi.y, xi.z};
+      mean_correction(*mc, xd, r, r + 3);
+    }
+    const long long o = perm[i];
+    for (int c = 0; c < 3; ++c) u_out[3 * o + c] = r[c];
+    for (int c = 0; c < 9; ++c) grad_out[9 * o + c] = r[3 + c];
+  }
+}
+
+}  // namespace
+
+void far_l2l(const FarPlan& f, FarWork& w, cudaStream_t s) {
+  const std::size_t shm = 4 * (f.p + 1) * (f.p + 1) * sizeof(double2);
+  for (const auto& lv : f.l2l_levels) {
+    l2l_kernel<<<lv.second, coef_threads(f.p), shm, s>>>(f.children + lv.first, f.tcells, f.p, w.L.as<double2>());
+    VH_CHECK_CUDA(cudaGetLastError());
+  }
+}
+
+void far_l2p(const FarPlan& f, const FarWork& w, const void* near, bool near_double, const MeanTerms* mean,
+             double* u_out, double* grad_out, cudaStream_t s) {
+  if (f.n_tgt_leaves == 0) return;
+  const std::size_t shm = 3 * (f.p + 1) * (f.p + 1) * sizeof(double2);
+  if (near && near_double)
+    l2p_kernel<double><<<f.n_tgt_leaves, 64, shm, s>>>(f.tgt_leaves, f.tcells, f.xt, f.p, w.L.as<double2>(),
+                                                        static_cast<const double*>(near), f.perm, mean, u_out,
+                                                        grad_out);
+  else
+    l2p_kernel<float><<<f.n_tgt_leaves, 64, shm, s>>>(f.tgt_leaves, f.tcells, f.xt, f.p, w.L.as<double2>(),
+                                                       static_cast<const float*>(near), f.perm, mean, u_out, grad_out);
+  VH_CHECK_CUDA(cudaGetLastError());
+}
+
+}  // namespace vh::fmm

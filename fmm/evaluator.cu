@@ -1,0 +1,543 @@
+// GpuEvaluator (fmm/evaluator.h): the resident GPU evaluation.  The stages are the GPU back end's
+// own (particles_gpu, tree_gpu, traverse_gpu, p2p_gpu, far_gpu_device.h), driven here on device
+// arrays; fmm.cpp's use_gpu path runs the same kernels on the same trees and lists, built there
+// through the host.
+#include "fmm/evaluator.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "fmm/cuda_util.h"
+#include "fmm/far_gpu_device.h"
+#include "fmm/p2p_gpu.h"
+#include "fmm/p2p_gpu_device.h"
+#include "fmm/particles_gpu.h"
+#include "fmm/periodic.h"
+#include "fmm/profile.h"
+#include "fmm/traverse.h"
+#include "fmm/traverse_gpu.h"
+#include "fmm/traverse_gpu_device.h"
+#include "fmm/tree.h"
+#include "fmm/tree_gpu.h"
+
+namespace vh::fmm {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+double seconds(clock_type::time_point a, clock_type::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// ------------------------------------------------------------------------- input check
+// fmm.cpp's check_inputs on the device: the first bad index of each kind (positions, strengths,
+// core radii, targets), and what the host needs besides: the bounding box of the finite
+// positions and targets (free space: the cube) and the largest core radius (the periodic
+// check).  Minima and maxima are exact, so the result does not depend on the order.
+struct CheckOut {
+  int bad_x, bad_a, bad_s, bad_t;        // INT_MAX: none
+  unsigned long long lo[3], hi[3], smax;  // order-preserving images of the doubles
+};
+
+__device__ inline unsigned long long ordered(double v) {
+  const unsigned long long u = static_cast<unsigned long long>(__double_as_longlong(v));
+  return (u >> 63) ? ~u : (u | 0x8000000000000000ull);
+}
+double from_ordered(unsigned long long k) {
+  const unsigned long long u = (k >> 63) ? (k & 0x7fffffffffffffffull) : ~k;
+  double v;
+  std::memcpy(&v, &u, sizeof v);
+  return v;
+}
+
+__global__ void check_init_kernel(CheckOut* o) {
+  o->bad_x = o->bad_a = o->bad_s = o->bad_t = INT_MAX;
+  for (int d = 0; d < 3; ++d) {
+    o->lo[d] = ordered(INFINITY);
+    o->hi[d] = ordered(-INFINITY);
+  }
+  o->smax = ordered(0.0);
+}
+
+__device__ inline bool finite3(const double* v) { return isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]); }
+
+__global__ void check_kernel(int n, const double* __restrict__ x, const double* __restrict__ a,
+                             const double* __restrict__ s, int m, const double* __restrict__ t,
+                             CheckOut* __restrict__ out) {
+  int bx = INT_MAX, ba = INT_MAX, bs = INT_MAX, bt = INT_MAX;
+  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY}, smax = 0;
+  const int total = max(n, m);
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    if (i < n) {
+      const double* xi = x + 3 * static_cast<long long>(i);
+      if (!finite3(xi)) {
+        bx = min(bx, i);
+      } else {
+        for (int d = 0; d < 3; ++d) {
+          lo[d] = fmin(lo[d], xi[d]);
+          hi[d] = fmax(hi[d], xi[d]);
+        }
+      }
+      if (!finite3(a + 3 * static_cast<long long>(i))) ba = min(ba, i);
+      const double si = s[i];
+      if (!(si > 0) || !isfinite(si)) bs = min(bs, i);
+      else smax = fmax(smax, si);
+    }
+    if (i < m) {
+      const double* ti = t + 3 * static_cast<long long>(i);
+      if (!finite3(ti)) {
+        bt = min(bt, i);
+      } else {
+        for (int d = 0; d < 3; ++d) {
+          lo[d] = fmin(lo[d], ti[d]);
+          hi[d] = fmax(hi[d], ti[d]);
+        }
+      }
+    }
+  }
+  for (int off = 16; off > 0; off >>= 1) {
+    bx = min(bx, __shfl_down_sync(0xffffffffu, bx, off));
+    ba = min(ba, __shfl_down_sync(0xffffffffu, ba, off));
+    bs = min(bs, __shfl_down_sync(0xffffffffu, bs, off));
+    bt = min(bt, __shfl_down_sync(0xffffffffu, bt, off));
+    for (int d = 0; d < 3; ++d) {
+      lo[d] = fmin(lo[d], __shfl_down_sync(0xffffffffu, lo[d], off));
+      hi[d] = fmax(hi[d], __shfl_down_sync(0xffffffffu, hi[d], off));
+    }
+    smax = fmax(smax, __shfl_down_sync(0xffffffffu, smax, off));
+  }
+  if ((threadIdx.x & 31) == 0) {
+    if (bx != INT_MAX) atomicMin(&out->bad_x, bx);
+    if (ba != INT_MAX) atomicMin(&out->bad_a, ba);
+    if (bs != INT_MAX) atomicMin(&out->bad_s, bs);
+    if (bt != INT_MAX) atomicMin(&out->bad_t, bt);
+    for (int d = 0; d < 3; ++d) {
+      atomicMin(&out->lo[d], ordered(lo[d]));
+      atomicMax(&out->hi[d], ordered(hi[d]));
+    }
+    atomicMax(&out->smax, ordered(smax));
+  }
+}
+
+// What the host learns from the check.
+struct Checked {
+  Vec3 lo{}, hi{};
+  double sigma_max = 0;
+};
+
+// Runs the check and throws fmm.cpp's messages (the lowest index with any fault, position
+// before strength before core radius, then targets).
+Checked check_inputs_gpu(const double* x, const double* a, const double* s, int n, const double* t, int m,
+                         DevBuf& buf) {
+  buf.reserve(sizeof(CheckOut));
+  CheckOut* d = buf.as<CheckOut>();
+  check_init_kernel<<<1, 1>>>(d);
+  VH_CHECK_CUDA(cudaGetLastError());
+  const int total = std::max(n, m);
+  if (total > 0) {
+    const int blocks = std::min(4096, (total + 255) / 256);
+    check_kernel<<<blocks, 256>>>(n, x, a, s, m, t, d);
+    VH_CHECK_CUDA(cudaGetLastError());
+  }
+  CheckOut h;
+  VH_CHECK_CUDA(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost));
+  const int first = std::min({h.bad_x, h.bad_a, h.bad_s});
+  if (first < n) {
+    if (h.bad_x == first) throw std::invalid_argument("fmm: source position " + std::to_string(first) + " is not finite");
+    if (h.bad_a == first) throw std::invalid_argument("fmm: strength " + std::to_string(first) + " is not finite");
+    throw std::invalid_argument("fmm: core radius sigma[" + std::to_string(first) + "] must be > 0 and finite");
+  }
+  if (h.bad_t < m) throw std::invalid_argument("fmm: target position " + std::to_string(h.bad_t) + " is not finite");
+  Checked c;
+  for (int d = 0; d < 3; ++d) {
+    c.lo[d] = from_ordered(h.lo[d]);
+    c.hi[d] = from_ordered(h.hi[d]);
+  }
+  c.sigma_max = from_ordered(h.smax);
+  return c;
+}
+
+__global__ void zero_kernel(long long n, double* __restrict__ v) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x)
+    v[i] = 0;
+}
+
+// The evaluator's memory pool (cuda_util.h current_pool): created with the evaluator, kept
+// (release threshold unlimited), destroyed after every buffer (the first member of Impl).
+struct Pool {
+  cudaMemPool_t pool = nullptr;
+  Pool() {
+    int dev = 0, supported = 0;
+    VH_CHECK_CUDA(cudaGetDevice(&dev));
+    VH_CHECK_CUDA(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, dev));
+    if (!supported) return;  // plain cudaMalloc then (ScopedPool with no pool)
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = dev;
+    VH_CHECK_CUDA(cudaMemPoolCreate(&pool, &props));
+    std::uint64_t keep = UINT64_MAX;  // cuuint64_t: keep freed memory for the next call
+    VH_CHECK_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  }
+  ~Pool() {
+    if (pool) {
+      cudaDeviceSynchronize();
+      cudaMemPoolDestroy(pool);
+    }
+  }
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+};
+
+enum class Kind { self, at, fixed };
+
+}  // namespace
+
+struct GpuEvaluator::Impl {
+  Pool pool;  // first: destroyed after every buffer below
+  Params user, prm;  // as given; resolved
+  Overlap overlap = Overlap::streams;
+  int split_blocks = 4;
+  // The periodic shifts and the acceptance criterion (fixed by the parameters).
+  int r0 = 0;
+  std::vector<Vec3> shifts;
+  Acceptance mac{0, 0, 0};
+  DevBuf shifts3, shifts4;  // double x3 (the traversal), double4 (P2P, far field)
+  // Sorted particles, trees, lists: kept for same_positions.
+  SortedSourcesGpu src, tgt, fixed_tgt;
+  DeviceTree src_tree, tgt_tree, fixed_tree;
+  GpuLists lists;
+  struct Kept {
+    bool valid = false;
+    Kind kind = Kind::self;
+    int n = 0, m = 0;
+  } kept;
+  bool fixed_valid = false;
+  int fixed_m = 0;
+  // Work arrays, tables.
+  FarWork work;
+  LatticeDevice lattice;
+  DevBuf lattice_work, mean, mean_part, check, near_out, queue;
+  cudaStream_t s_far = nullptr, s_near = nullptr;
+  enum { kStart, kUp, kM2L0, kM2L1, kL2L, kJoin, kEnd, kNear0, kNear1, kDrain0, kDrain1, kEvents };
+  cudaEvent_t ev[kEvents] = {};
+  int sm_count = 1;
+
+  ~Impl() {
+    for (auto& e : ev)
+      if (e) cudaEventDestroy(e);
+    if (s_far) cudaStreamDestroy(s_far);
+    if (s_near) cudaStreamDestroy(s_near);
+  }
+  Timings run(Kind kind, const double* d_x, const double* d_alpha, const double* d_sigma, std::size_t n_in,
+              const double* d_t, std::size_t m_in, double* d_u, double* d_grad, bool same);
+};
+
+GpuEvaluator::GpuEvaluator(const Params& prm) {
+  Params p = prm;
+  p.use_gpu = true;
+  p.validate();
+  if (gpu_count() == 0) throw std::runtime_error("fmm: GpuEvaluator needs a CUDA device; none is visible");
+  impl_ = std::make_unique<Impl>();
+  Impl& m = *impl_;
+  m.user = p;
+  m.prm = p.resolved();
+  const Params& r = m.prm;
+  const double rcut_per_sigma = std::sqrt(2.0) * rho_tolerance(r.tolerance);
+  const long long p2p_max_pairs =
+      r.p2p_max_pairs >= 0 ? r.p2p_max_pairs : static_cast<long long>(std::pow(r.p + 1.0, 4) / 55);
+  m.mac = Acceptance{r.theta, rcut_per_sigma, p2p_max_pairs};
+  if (r.periodic) {
+    m.r0 = near_image_range(r.theta);
+    m.shifts = near_image_shifts(m.r0);
+  } else {
+    m.shifts = {Vec3{0, 0, 0}};
+  }
+  ScopedPool use(m.pool.pool);
+  std::vector<double> s3(3 * m.shifts.size());
+  std::vector<double4_32a> s4(m.shifts.size());
+  for (std::size_t s = 0; s < m.shifts.size(); ++s) {
+    for (int d = 0; d < 3; ++d) s3[3 * s + d] = m.shifts[s][d];
+    s4[s] = make_double4_32a(m.shifts[s][0], m.shifts[s][1], m.shifts[s][2], 0);
+  }
+  m.shifts3.upload(s3);
+  m.shifts4.upload(s4);
+  int least = 0, greatest = 0, dev = 0;
+  VH_CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  VH_CHECK_CUDA(cudaStreamCreateWithPriority(&m.s_far, cudaStreamNonBlocking, greatest));
+  VH_CHECK_CUDA(cudaStreamCreateWithPriority(&m.s_near, cudaStreamNonBlocking, least));
+  for (auto& e : m.ev) VH_CHECK_CUDA(cudaEventCreate(&e));
+  VH_CHECK_CUDA(cudaGetDevice(&dev));
+  VH_CHECK_CUDA(cudaDeviceGetAttribute(&m.sm_count, cudaDevAttrMultiProcessorCount, dev));
+}
+
+GpuEvaluator::~GpuEvaluator() = default;
+
+const Params& GpuEvaluator::params() const { return impl_->user; }
+
+void GpuEvaluator::set_overlap(Overlap mode, int p2p_blocks_per_sm) {
+  if (p2p_blocks_per_sm < 1) throw std::invalid_argument("GpuEvaluator::set_overlap: p2p_blocks_per_sm must be >= 1");
+  impl_->overlap = mode;
+  impl_->split_blocks = p2p_blocks_per_sm;
+}
+
+Timings GpuEvaluator::evaluate_self(const double* d_x, const double* d_alpha, const double* d_sigma, std::size_t n,
+                                    double* d_u, double* d_grad, bool same_positions) {
+  return impl_->run(Kind::self, d_x, d_alpha, d_sigma, n, nullptr, n, d_u, d_grad, same_positions);
+}
+
+Timings GpuEvaluator::evaluate_at(const double* d_x, const double* d_alpha, const double* d_sigma, std::size_t n,
+                                  const double* d_targets, std::size_t m, double* d_u, double* d_grad,
+                                  bool same_positions) {
+  return impl_->run(Kind::at, d_x, d_alpha, d_sigma, n, d_targets, m, d_u, d_grad, same_positions);
+}
+
+Timings GpuEvaluator::evaluate_at_fixed(const double* d_x, const double* d_alpha, const double* d_sigma, std::size_t n,
+                                        double* d_u, double* d_grad, bool same_sources) {
+  if (!impl_->fixed_valid) throw std::logic_error("GpuEvaluator::evaluate_at_fixed: fix_targets first");
+  return impl_->run(Kind::fixed, d_x, d_alpha, d_sigma, n, nullptr, impl_->fixed_m, d_u, d_grad, same_sources);
+}
+
+void GpuEvaluator::fix_targets(const double* d_targets, std::size_t m) {
+  Impl& s = *impl_;
+  if (!s.prm.periodic)
+    throw std::invalid_argument("fmm: fixed targets need periodic mode (in free space the cube depends on the sources)");
+  if (m >= (std::size_t(1) << 31)) throw std::invalid_argument("fmm: more than 2^31 - 1 targets");
+  ScopedPool use(s.pool.pool);
+  s.fixed_valid = false;
+  check_inputs_gpu(nullptr, nullptr, nullptr, 0, d_targets, static_cast<int>(m), s.check);
+  const double half = 0.5 * kBoxLength;
+  s.fixed_tgt.sort(d_targets, nullptr, nullptr, static_cast<int>(m), Vec3{half, half, half}, half, true);
+  s.fixed_tree.build(s.fixed_tgt, s.prm.ncrit);
+  s.fixed_m = static_cast<int>(m);
+  s.fixed_valid = true;
+  if (s.kept.kind == Kind::fixed) s.kept.valid = false;  // the lists were for the old targets
+}
+
+Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_alpha, const double* d_sigma,
+                                std::size_t n_in, const double* d_t, std::size_t m_in, double* d_u, double* d_grad,
+                                bool same) {
+  Impl& s = *this;
+  const Params& prm = s.prm;
+  Timings tm;
+  const auto t_start = clock_type::now();
+  StepTimer st("gpu evaluator");
+  if (n_in >= (std::size_t(1) << 31) || m_in >= (std::size_t(1) << 31))
+    throw std::invalid_argument("fmm: more than 2^31 - 1 sources or targets");
+  const int n = static_cast<int>(n_in), nt = static_cast<int>(m_in);
+  const bool self = kind == Kind::self;
+  ScopedPool use(s.pool.pool);
+
+  // --- inputs: the host API's checks, the cube, the periodic cut-off check ----------------
+  const Checked c = check_inputs_gpu(d_x, d_alpha, d_sigma, n, kind == Kind::at ? d_t : nullptr,
+                                     kind == Kind::at ? nt : 0, s.check);
+  if (n == 0 || nt == 0) {
+    if (nt > 0) {
+      zero_kernel<<<static_cast<int>(std::min(4096LL, (3LL * nt + 255) / 256)), 256>>>(3LL * nt, d_u);
+      zero_kernel<<<static_cast<int>(std::min(4096LL, (9LL * nt + 255) / 256)), 256>>>(9LL * nt, d_grad);
+      VH_CHECK_CUDA(cudaGetLastError());
+      VH_CHECK_CUDA(cudaDeviceSynchronize());
+    }
+    tm.total = seconds(t_start, clock_type::now());
+    return tm;
+  }
+  Vec3 center;
+  double half;
+  if (prm.periodic) {
+    half = 0.5 * kBoxLength;
+    center = {half, half, half};
+  } else {
+    cube_of_box(c.lo, c.hi, center, half);  // bounding_cube of the sources and targets
+  }
+  const double rcut_per_sigma = s.mac.rcut_per_sigma;
+  if (prm.periodic && s.r0 * kBoxLength < rcut_per_sigma * c.sigma_max)
+    throw std::invalid_argument("fmm: sigma too large for the periodic box at this tolerance");
+  const auto t_checked = clock_type::now();
+  tm.upload = seconds(t_start, t_checked);
+  st.mark("check");
+
+  // --- sorted particles, trees, lists: kept when the positions are those of the last call ---
+  bool reuse = same && s.kept.valid && s.kept.kind == kind && s.kept.n == n && s.kept.m == nt;
+  if (reuse) {
+    const long long moved = s.src.first_change(d_x, d_sigma, prm.periodic);
+    if (moved >= 0)
+      throw std::invalid_argument("fmm: same_positions is set, but source " + std::to_string(moved) +
+                                  " (position or core radius) changed since the previous evaluation");
+    if (kind == Kind::at) {
+      const long long tmoved = s.tgt.first_change(d_t, nullptr, prm.periodic);
+      if (tmoved >= 0)
+        throw std::invalid_argument("fmm: same_positions is set, but target " + std::to_string(tmoved) +
+                                    " changed since the previous evaluation");
+    }
+    s.src.set_strengths(d_alpha);
+  } else {
+    s.kept.valid = false;
+    s.src.sort(d_x, d_sigma, d_alpha, n, center, half, prm.periodic);
+    s.src_tree.build(s.src, prm.ncrit);
+    if (kind == Kind::at) {
+      s.tgt.sort(d_t, nullptr, nullptr, nt, center, half, prm.periodic);
+      s.tgt_tree.build(s.tgt, prm.ncrit);
+    }
+  }
+  const SortedSourcesGpu& tp = self ? s.src : kind == Kind::at ? s.tgt : s.fixed_tgt;
+  const DeviceTree& tt = self ? s.src_tree : kind == Kind::at ? s.tgt_tree : s.fixed_tree;
+  const DeviceTree& stree = s.src_tree;
+  const auto t_tree = clock_type::now();
+  tm.tree = seconds(t_checked, t_tree);
+  st.mark(reuse ? "strengths" : "sort+trees");
+  if (!reuse) {
+    ListTrees in;
+    in.S = static_cast<const TCell*>(stree.tcells());
+    in.T = static_cast<const TCell*>(tt.tcells());
+    in.ncs = stree.cells();
+    in.nct = tt.cells();
+    in.ns = n;
+    in.nt = nt;
+    in.rank = stree.rank();
+    in.rank_to_cell = stree.rank_to_cell();
+    in.leaves = tt.leaves();
+    in.leaf_of = tt.leaf_of();
+    in.nl = tt.n_leaves();
+    in.shifts = s.shifts3.as<double>();
+    build_lists_device(in, self, s.shifts, s.mac, true, s.lists);
+    s.kept = Impl::Kept{true, kind, n, nt};
+  }
+  const auto t_lists = clock_type::now();
+  tm.traverse = reuse ? 0.0 : seconds(t_tree, t_lists);
+  st.mark("lists");
+
+  // --- the evaluation: far field on s_far, near field on s_near --------------------------
+  const GpuListsDevice& L = *s.lists.dev;
+  FarPlan f;
+  f.p = prm.p;
+  f.nt = nt;
+  f.n_scells = stree.cells();
+  f.n_tcells = tt.cells();
+  f.scells = static_cast<const GCell*>(stree.gcells());
+  f.tcells = static_cast<const GCell*>(tt.gcells());
+  f.xs = static_cast<const double4_32a*>(s.src.positions_sigma());
+  f.xt = static_cast<const double4_32a*>(tp.positions_sigma());
+  f.alpha = static_cast<const double4_32a*>(s.src.alpha_double());
+  f.perm = tp.permutation();
+  f.shifts = s.shifts4.as<double4_32a>();
+  f.src_leaves = stree.leaves();
+  f.n_src_leaves = stree.n_leaves();
+  f.first_child = stree.first_child();
+  f.nchild = stree.nchild();
+  f.parents = stree.parents();
+  f.m2m_levels = stree.m2m_levels();
+  f.children = tt.children();
+  f.l2l_levels = tt.l2l_levels();
+  f.tgt_leaves = tt.leaves();
+  f.n_tgt_leaves = tt.n_leaves();
+  f.m2l_targets = L.m2l_targets.as<int>();
+  f.m2l_goffset = L.m2l_goffset.as<int>();
+  f.m2l_groups = L.m2l_groups.as<int>();
+  f.m2l_entries = L.m2l_entries.as<int2>();
+  f.n_m2l_targets = s.lists.n_m2l_targets;
+  f.side0 = 2 * half;
+  f.table_levels = std::min(stree.levels(), tt.levels());
+  f.single_m2l = prm.precision == "single";
+
+  const GpuPrecision prec = prm.precision == "double" ? GpuPrecision::fp64 : GpuPrecision::fp32;
+  P2PLaunch a;
+  a.prec = prec;
+  a.tasks = L.p2p_tasks.as<int4>();
+  a.ntask = s.lists.n_p2p_tasks;
+  a.entries = L.p2p_entries.as<int4>();
+  a.shifts = s.shifts4.as<double4_32a>();
+  a.xt = f.xt;
+  a.xs = f.xs;
+  a.as = prec == GpuPrecision::fp64 ? s.src.alpha_double() : s.src.alpha_float();
+
+  // Every buffer of the evaluation is allocated now, in stream order on the legacy stream,
+  // before the two streams start from the event kStart.
+  const int nc = cidx(prm.p + 1, 0), nf = (prm.p + 1) * (prm.p + 1), nfp = (nf + 1) & ~1;
+  s.work.M.reserve(static_cast<std::size_t>(f.n_scells) * 3 * nc * sizeof(double2));
+  s.work.L.reserve(static_cast<std::size_t>(f.n_tcells) * 3 * nc * sizeof(double2));
+  if (f.single_m2l) {
+    s.work.Mfold.reserve(static_cast<std::size_t>(f.n_scells) * 3 * nfp * sizeof(float2));
+    s.work.tables.reserve(static_cast<std::size_t>(kTablesPerLevel) * nf * sizeof(float2));
+  } else {
+    s.work.tables.reserve(static_cast<std::size_t>(std::max(f.table_levels, s.work.tables_levels)) *
+                          kTablesPerLevel * nf * sizeof(double2));
+  }
+  const bool periodic = prm.periodic, lattice = periodic && prm.images > 0;
+  if (lattice) s.lattice.set(prm.p, s.r0, prm.images);
+  s.lattice_work.reserve((12 * nc + 8 * nf) * sizeof(double));
+  s.mean.reserve(sizeof(MeanTerms));
+  s.mean_part.reserve(std::max(1, (n + 4095) / 4096) * sizeof(MeanTerms));
+  s.near_out.reserve(static_cast<std::size_t>(nt) * 12 * (prec == GpuPrecision::fp64 ? sizeof(double) : sizeof(float)));
+  s.queue.reserve(sizeof(int));
+  a.out = s.near_out.p;
+
+  const bool split = s.overlap == Overlap::split, serial = s.overlap == Overlap::serial;
+  if (split) VH_CHECK_CUDA(cudaMemsetAsync(s.queue.p, 0, sizeof(int), 0));  // before both streams start
+  VH_CHECK_CUDA(cudaEventRecord(s.ev[kStart], 0));
+  VH_CHECK_CUDA(cudaStreamWaitEvent(s.s_far, s.ev[kStart], 0));
+  VH_CHECK_CUDA(cudaStreamWaitEvent(s.s_near, s.ev[kStart], 0));
+  // The near field first: it needs nothing of the far field.  serial: on s_far, before it.
+  cudaStream_t near_stream = serial ? s.s_far : s.s_near;
+  VH_CHECK_CUDA(cudaEventRecord(s.ev[kNear0], near_stream));
+  if (split) {
+    p2p_launch_queue(a, s.queue.as<int>(), s.sm_count * std::min(s.split_blocks, p2p_blocks_per_sm(prec)), near_stream);
+  } else {
+    p2p_launch(a, near_stream);
+  }
+  VH_CHECK_CUDA(cudaEventRecord(s.ev[kNear1], near_stream));
+  // The far field.
+  cudaStream_t fs = s.s_far;
+  if (serial) VH_CHECK_CUDA(cudaEventRecord(s.ev[kStart], fs));
+  far_upward(f, s.work, fs);
+  VH_CHECK_CUDA(cudaEventRecord(s.ev[kUp], fs));
+  far_clear_locals(f, s.work, fs);
+  if (lattice) lattice_m2l_device(s.lattice, s.work.M.as<double2>(), s.work.L.as<double2>(), s.lattice_work, fs);
+  const MeanTerms* mean = nullptr;
+  if (periodic) {
+    mean_terms_device(n, f.xs, f.alpha, s.mean.as<MeanTerms>(), s.mean_part, fs);
+    mean = s.mean.as<MeanTerms>();
+  }
+  VH_CHECK_CUDA(cudaEventRecord(s.ev[kM2L0], fs));
+  far_m2l(f, s.work, fs);
+  VH_CHECK_CUDA(cudaEventRecord(s.ev[kM2L1], fs));
+  far_l2l(f, s.work, fs);
+  VH_CHECK_CUDA(cudaEventRecord(s.ev[kL2L], fs));
+  VH_CHECK_CUDA(cudaEventRecord(s.ev[kDrain0], fs));
+  if (split)  // the tasks left, on the whole GPU
+    p2p_launch_queue(a, s.queue.as<int>(), s.sm_count * p2p_blocks_per_sm(prec), fs);
+  VH_CHECK_CUDA(cudaEventRecord(s.ev[kDrain1], fs));
+  VH_CHECK_CUDA(cudaStreamWaitEvent(fs, s.ev[kNear1], 0));
+  VH_CHECK_CUDA(cudaEventRecord(s.ev[kJoin], fs));
+  far_l2p(f, s.work, s.near_out.p, prec == GpuPrecision::fp64, mean, d_u, d_grad, fs);
+  VH_CHECK_CUDA(cudaEventRecord(s.ev[kEnd], fs));
+  VH_CHECK_CUDA(cudaStreamSynchronize(fs));
+  VH_CHECK_CUDA(cudaStreamSynchronize(s.s_near));
+  st.mark("evaluation");
+
+  auto ms = [&](int a0, int a1) {
+    float v = 0;
+    VH_CHECK_CUDA(cudaEventElapsedTime(&v, s.ev[a0], s.ev[a1]));
+    return 1e-3 * v;
+  };
+  tm.p2m_m2m = ms(kStart, kUp);
+  tm.m2l = ms(kM2L0, kM2L1);
+  tm.l2l_l2p = ms(kM2L1, kL2L) + ms(kJoin, kEnd);
+  tm.p2p = ms(kNear0, kNear1) + (split ? ms(kDrain0, kDrain1) : 0.0);
+  tm.gpu_wall = serial ? ms(kNear0, kEnd) : ms(kStart, kEnd);
+  tm.n_m2l = s.lists.n_m2l;
+  tm.n_p2p_pairs = s.lists.p2p_pairs;
+  tm.total = seconds(t_start, clock_type::now());
+  return tm;
+}
+
+}  // namespace vh::fmm

@@ -1,0 +1,83 @@
+// A GPU FMM evaluator that keeps its state across calls and works on device-resident arrays
+// (CUDA builds, VH_FMM_HAVE_CUDA): the vortex solver's particles live on the GPU between steps
+// and only a few scalars cross to the host per step.
+//
+// Layouts (device memory, double): positions, strengths, u and targets are n × 3, xyz
+// interleaved (the layout of std::vector<Vec3>); sigma n; grad n × 9, row-major
+// grad[9 i + 3 m + k] = ∂u_m/∂x_k (the layout of std::vector<Mat3>). Units and the kernel as
+// fmm/fmm.h. Positions need not be wrapped (periodic mode wraps them, as evaluate_self does).
+//
+// The evaluator keeps, across calls: its device buffers (from its own memory pool, which keeps
+// freed memory for the next call: no allocation reaches the driver after the first call), the
+// M2L and lattice tables, the sorted particles, their trees and the interaction lists. When the
+// caller says the positions (and core radii) have not changed since the previous call of the
+// same kind and size (`same_positions`; checked on the device, std::invalid_argument naming the
+// first particle that moved), the trees and lists are reused: only P2M ... L2P and the P2P run.
+//
+// Work per call, all on the GPU: the input check (the host API's messages, one small download),
+// the sort (keys, CUB radix sort, gathers), the octree from the sorted keys (fmm/tree_gpu.h: a
+// few counts per level reach the host), the lists (fmm/traverse_gpu.h), then the far field
+// (fmm/far_gpu_device.h) on one stream and the near field (P2P) beside it on another, the
+// periodic lattice and mean correction on the device, and L2P writing u and ∇u straight into
+// the caller's arrays. The call returns when they are written; the inputs must be ready (work of
+// the caller on the legacy default stream or synchronized).
+//
+// Results: bit for bit those of fmm::evaluate_self / evaluate_at with use_gpu = true on the same
+// inputs (the same kernels on the same trees and lists, in the same order: the device-built
+// trees equal the host-split ones cell for cell), for every overlap mode.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "fmm/fmm.h"
+
+namespace vh::fmm {
+
+class GpuEvaluator {
+ public:
+  /// prm.use_gpu is implied. Throws std::invalid_argument on bad parameters (Params::validate)
+  /// and std::runtime_error without a CUDA build or a visible device.
+  explicit GpuEvaluator(const Params& prm);
+  ~GpuEvaluator();
+  GpuEvaluator(const GpuEvaluator&) = delete;
+  GpuEvaluator& operator=(const GpuEvaluator&) = delete;
+
+  /// u and ∇u at the n sources themselves (self pairs left out, as evaluate_self). All pointers
+  /// are device pointers; the call returns when d_u and d_grad are written.
+  Timings evaluate_self(const double* d_x, const double* d_alpha, const double* d_sigma, std::size_t n,
+                        double* d_u, double* d_grad, bool same_positions = false);
+
+  /// u and ∇u at m targets d_targets (device) induced by the n sources; same_positions refers to
+  /// both the sources and the targets.
+  Timings evaluate_at(const double* d_x, const double* d_alpha, const double* d_sigma, std::size_t n,
+                      const double* d_targets, std::size_t m, double* d_u, double* d_grad,
+                      bool same_positions = false);
+
+  /// Fixed targets (the lattice of the grid sampling): their sort and tree are built here once
+  /// and kept; evaluate_at_fixed evaluates at them. Periodic mode only (in free space the cube
+  /// depends on the sources); std::invalid_argument otherwise or on non-finite targets.
+  void fix_targets(const double* d_targets, std::size_t m);
+  /// evaluate_at at the fixed targets (results as evaluate_at with them); same_sources: the
+  /// sources' positions and core radii are those of the previous call at the fixed targets.
+  Timings evaluate_at_fixed(const double* d_x, const double* d_alpha, const double* d_sigma, std::size_t n,
+                            double* d_u, double* d_grad, bool same_sources = false);
+
+  /// How the near field (P2P) shares the GPU with the far field (the results do not depend on
+  /// it). serial: the P2P, then the far field, on one stream (the sum of the two, for
+  /// measurements). streams (the default): the whole P2P grid on a low-priority stream beside
+  /// the far field on a high-priority one, which takes SMs first as they free up. split: the
+  /// P2P on `p2p_blocks_per_sm` blocks per SM (of the 8 (fp32) or 4 (fp64) that fit one) beside
+  /// the far field, its warps taking tasks from a queue; after the L2L a whole-GPU launch takes
+  /// the tasks left.
+  enum class Overlap { serial, streams, split };
+  void set_overlap(Overlap mode, int p2p_blocks_per_sm = 4);
+
+  const Params& params() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vh::fmm

@@ -1,0 +1,127 @@
+// The GPU far field's upward pass: P2M at the source leaves, M2M level by level (far_gpu.h for
+// the layout, expansions.h for the formulas, expansions_kernel.h for the recurrences).  One
+// thread block per cell, every output coefficient one owner, fixed summation order.
+#include <algorithm>
+
+#include "fmm/far_gpu_device.h"
+
+namespace vh::fmm {
+
+namespace {
+
+// ------------------------------------------------------------------------------------ P2M
+// Block per source leaf; chunks of `chunk` particles: thread t < chunk computes R of particle t
+// into shared memory (m >= 0 storage), then thread o = (a, c) sums q_a R_c.
+__global__ void p2m_kernel(const int* __restrict__ leaves, const GCell* __restrict__ cells,
+                           const double4_32a* __restrict__ x, const double4_32a* __restrict__ alpha, int p, int chunk,
+                           double2* __restrict__ M) {
+  extern __shared__ double2 sh[];
+  const int nc = cidx(p + 1, 0);
+  double2* R = sh;                                            // [chunk][nc]
+  double* q = reinterpret_cast<double*>(R + chunk * nc);     // [chunk][3]
+  const GCell C = cells[leaves[blockIdx.x]];
+  const int o = threadIdx.x, a = o / nc, c = o - a * nc;
+  double2 acc = make_double2(0, 0);
+  for (int b = C.begin; b < C.end; b += chunk) {
+    const int n = min(chunk, C.end - b);
+    if (threadIdx.x < n) {
+      const double4_32a xi = x[b + threadIdx.x];
+      const double4_32a ai = alpha[b + threadIdx.x];
+      double2* Ri = R + threadIdx.x * nc;
+      const double dx = xi.x - C.cx, dy = xi.y - C.cy, dz = xi.z - C.cz, r2 = dx * dx + dy * dy + dz * dz;
+      Ri[0] = make_double2(1.0, 0.0);
+      for (int l = 0; l < p; ++l) {
+        double dr = Ri[cidx(l, l)].x, di = Ri[cidx(l, l)].y;
+        regular_diagonal(l, dx, dy, dr, di);
+        Ri[cidx(l + 1, l + 1)] = make_double2(dr, di);
+        for (int m = 0; m <= l; ++m) {
+          const double2 prev = (m <= l - 1) ? Ri[cidx(l - 1, m)] : make_double2(0, 0);
+          const double2 cur = Ri[cidx(l, m)];
+          double nr, ni;
+          regular_up(l, m, dz, r2, cur.x, cur.y, prev.x, prev.y, nr, ni);
+          Ri[cidx(l + 1, m)] = make_double2(nr, ni);
+        }
+      }
+      q[3 * threadIdx.x + 0] = ai.x;
+      q[3 * threadIdx.x + 1] = ai.y;
+      q[3 * threadIdx.x + 2] = ai.z;
+    }
+    __syncthreads();
+    if (a < 3)
+      for (int i = 0; i < n; ++i) {
+        const double2 r = R[i * nc + c];
+        const double qa = q[3 * i + a];
+        acc.x += qa * r.x;
+        acc.y += qa * r.y;
+      }
+    __syncthreads();
+  }
+  if (a < 3) M[static_cast<long long>(leaves[blockIdx.x]) * 3 * nc + o] = acc;
+}
+
+// ------------------------------------------------------------------------------------ M2M
+// Block per parent cell of one level: P_lm = sum over children sum_jk R_jk(d) M_{l-j, m-k}.
+__global__ void m2m_kernel(const int* __restrict__ parents, const int* __restrict__ first_child,
+                           const int* __restrict__ nchild, const GCell* __restrict__ cells, int p,
+                           double2* __restrict__ M) {
+  extern __shared__ double2 sh[];
+  const int nc = cidx(p + 1, 0), nf = (p + 1) * (p + 1);
+  double2* Rf = sh;        // [nf]
+  double2* Mf = sh + nf;   // [3][nf]
+  const int P = parents[blockIdx.x];
+  const GCell C = cells[P];
+  const int o = threadIdx.x, a = o / nc;
+  int l = 0, m = 0;
+  if (a < 3) lm_of(o - a * nc, l, m);
+  double2 acc = make_double2(0, 0);
+  for (int ch = first_child[P]; ch < first_child[P] + nchild[P]; ++ch) {
+    const GCell H = cells[ch];
+    if (threadIdx.x <= p) regular_column(H.cx - C.cx, H.cy - C.cy, H.cz - C.cz, p, threadIdx.x, Rf);
+    stage_full(M + static_cast<long long>(ch) * 3 * nc, p, nc, Mf, false, threadIdx.x, blockDim.x);
+    __syncthreads();
+    if (a < 3) {
+      const double2* Ma = Mf + a * nf;
+      for (int j = 0; j <= l; ++j) {
+        const int n = l - j;
+        for (int k = -j; k <= j; ++k) {
+          const int mm = m - k;
+          if (mm > n || mm < -n) continue;
+          const double2 t = cmul(Rf[fidx(j, k)], Ma[fidx(n, mm)]);
+          acc.x += t.x;
+          acc.y += t.y;
+        }
+      }
+    }
+    __syncthreads();
+  }
+  if (a < 3) {
+    double2& out = M[static_cast<long long>(P) * 3 * nc + o];
+    out = make_double2(out.x + acc.x, out.y + acc.y);
+  }
+}
+
+}  // namespace
+
+void far_upward(const FarPlan& f, FarWork& w, cudaStream_t s) {
+  const int nc = cidx(f.p + 1, 0), nf = (f.p + 1) * (f.p + 1);
+  const std::size_t bytes = static_cast<std::size_t>(f.n_scells) * 3 * nc * sizeof(double2);
+  w.M.reserve(bytes);
+  if (bytes) VH_CHECK_CUDA(cudaMemsetAsync(w.M.p, 0, bytes, s));
+  // P2M chunks of particles: as many as fit 40 KB of shared memory, at most 32.
+  const int chunk =
+      std::max(1, std::min(32, static_cast<int>((40 * 1024) / (nc * sizeof(double2) + 3 * sizeof(double)))));
+  if (f.n_src_leaves > 0) {
+    const std::size_t shm = chunk * (nc * sizeof(double2) + 3 * sizeof(double));
+    p2m_kernel<<<f.n_src_leaves, coef_threads(f.p), shm, s>>>(f.src_leaves, f.scells, f.xs, f.alpha, f.p, chunk,
+                                                              w.M.as<double2>());
+    VH_CHECK_CUDA(cudaGetLastError());
+  }
+  const std::size_t shm = 4 * nf * sizeof(double2);
+  for (const auto& lv : f.m2m_levels) {
+    m2m_kernel<<<lv.second, coef_threads(f.p), shm, s>>>(f.parents + lv.first, f.first_child, f.nchild, f.scells, f.p,
+                                                         w.M.as<double2>());
+    VH_CHECK_CUDA(cudaGetLastError());
+  }
+}
+
+}  // namespace vh::fmm

@@ -1,0 +1,446 @@
+// The GPU solver on R > 1 ranks (included by gpu_solver.cu, inside its anonymous namespace,
+// after the kernels it reuses): one evaluation in the pass structure of slab_kernel.h, the
+// device twin of slab_passes.cpp kernel by kernel, in one of two forms:
+//   fused  the fused cuFFTDx passes (fused.h) on the rank's part (FusedLayout: ZI and ZFP
+//          over its kept ky block, YI, XC and YF over its planes), zb → zt and back by
+//          all-to-all; where the fused passes run (sizes with kernels, sm_90).
+//   lines  cuFFT batched line transforms over slab_kernel.h's layouts, one plan per pass,
+//          and the per-element functions of slab_kernel.h as flat kernels: elsewhere, or
+//          with Params::transforms = cufft.
+// max|u| always runs as lines on the N grid (3 fields, inverse only). The all-to-all goes
+// through DeviceExchange: device buffers straight to MPI when the library is CUDA-aware
+// (asked at run time), else staged through pinned host buffers.
+// Not done yet: overlapping the exchange with the local passes (each exchange waits for the
+// pack kernel, and the unpack for the exchange), cuFFT callbacks and the pruned cuFFT path
+// on R > 1 ranks (Params::fft_callbacks and pruned_transforms are ignored there), and the
+// GPU diagnostics (the run driver computes them on the host from the state's slab).
+// Included inside gpu_solver.cu's namespace: core/comm.h, spectral/slab_kernel.h and <chrono>
+// come from there.
+#pragma once
+
+using kernel::SlabLayout;
+
+/// Grid-stride loop bounds of the flat kernels below (64-bit: 6 · (M³/R)/2 complex values
+/// exceed 2³² at 1024³ with the 3/2 rule).
+__device__ inline unsigned long long flat_first() { return blockIdx.x * (unsigned long long)kFlat + threadIdx.x; }
+__device__ inline unsigned long long flat_stride() { return (unsigned long long)gridDim.x * kFlat; }
+unsigned flat_blocks(std::size_t n) { return unsigned(std::min<std::size_t>((n + kFlat - 1) / kFlat, std::size_t(1) << 20)); }
+
+/// load and post (slab_kernel.h): over (j, kx, z) of the z lines.
+template <class T>
+__global__ void __launch_bounds__(kFlat) slab_load_kernel(SlabLayout l, int fields, StageArrays<T> arr, Cx<T>* Z) {
+  const unsigned long long n = (unsigned long long)l.njy * l.nx * l.g.m;
+  for (unsigned long long i = flat_first(); i < n; i += flat_stride()) {
+    const int z = int(i % l.g.m), kx = int(i / l.g.m % l.nx), j = int(i / l.g.m / l.nx);
+    kernel::load_z(l, fields, j, kx, z, arr, Z);
+  }
+}
+template <class T>
+__global__ void __launch_bounds__(kFlat)
+    slab_post_kernel(SlabLayout l, int s, bool expl, T nu, T dt, StageArrays<T> arr, Cx<T>* Z) {
+  const unsigned long long n = (unsigned long long)l.njy * l.nx * l.g.m;
+  for (unsigned long long i = flat_first(); i < n; i += flat_stride()) {
+    const int z = int(i % l.g.m), kx = int(i / l.g.m % l.nx), j = int(i / l.g.m / l.nx);
+    kernel::post_z(l, s, expl, nu, dt, j, kx, z, arr, Z);
+  }
+}
+
+/// The z side of an exchange over (f, j, kx, z): Z lines (lines) or zb (fused) to the
+/// message buffer (`to_msg`) or back.
+template <class T, bool Fused>
+__global__ void __launch_bounds__(kFlat)
+    z_side_kernel(SlabLayout l, kernel::FusedLayout fl, int fields, bool to_msg, Cx<T>* buf, Cx<T>* msg) {
+  const int m = l.g.m;
+  const unsigned long long n = (unsigned long long)fields * l.njy * l.nx * m;
+  for (unsigned long long i = flat_first(); i < n; i += flat_stride()) {
+    const int z = int(i % m);
+    unsigned long long r = i / m;
+    const int kx = int(r % l.nx);
+    r /= l.nx;
+    const int j = int(r % l.njy), f = int(r / l.njy);
+    const std::size_t b = Fused ? fl.zb(f, z, j, kx) : l.zi(f, j, kx, z), q = l.z_message(fields, f, j, kx, z);
+    if (to_msg)
+      msg[q] = buf[b];
+    else
+      buf[b] = msg[q];
+  }
+}
+
+/// Lines, y side: the received messages to Y (zero for |ky| > K), over (f, zl, kx, y).
+template <class T>
+__global__ void __launch_bounds__(kFlat) message_to_y_kernel(SlabLayout l, int fields, const Cx<T>* msg, Cx<T>* Y) {
+  const int m = l.g.m;
+  const unsigned long long n = (unsigned long long)fields * l.nzl * l.nx * m;
+  for (unsigned long long i = flat_first(); i < n; i += flat_stride()) {
+    const int y = int(i % m);
+    unsigned long long r = i / m;
+    const int kx = int(r % l.nx);
+    r /= l.nx;
+    const int zl = int(r % l.nzl), f = int(r / l.nzl);
+    Y[i] = kernel::y_from_message(l, fields, f, zl, kx, y, msg);
+  }
+}
+
+/// The y side of an exchange over (f, zl, jy, kx): the kept ky of Y (lines) or zt (fused)
+/// to the message buffer (`to_msg`) or back (fused only: lines fill Y by message_to_y_kernel).
+template <class T, bool Fused>
+__global__ void __launch_bounds__(kFlat)
+    y_side_kernel(SlabLayout l, kernel::FusedLayout fl, int fields, bool to_msg, Cx<T>* buf, Cx<T>* msg) {
+  const unsigned long long n = (unsigned long long)fields * l.nzl * l.nk * l.nx;
+  for (unsigned long long i = flat_first(); i < n; i += flat_stride()) {
+    const int kx = int(i % l.nx);
+    unsigned long long r = i / l.nx;
+    const int jy = int(r % l.nk);
+    r /= l.nk;
+    const int zl = int(r % l.nzl), f = int(r / l.nzl);
+    const std::size_t b = Fused ? fl.zt(f, zl, jy, kx) : l.yi(f, zl, kx, kernel::axis_index(jy - l.k, l.g.m));
+    const std::size_t q = l.y_message(fields, f, jy, kx, zl);
+    if (to_msg)
+      msg[q] = buf[b];
+    else
+      buf[b] = msg[q];
+  }
+}
+
+/// XC's rows from Y (kx ≤ K, zero above), over (f, zl, y, kx) with kx = 0 … M/2.
+template <class T>
+__global__ void __launch_bounds__(kFlat) rows_from_y_kernel(SlabLayout l, int fields, const Cx<T>* Y, Cx<T>* X) {
+  const int m = l.g.m, mxh = l.g.mxh();
+  const unsigned long long n = (unsigned long long)fields * l.nzl * m * mxh;
+  for (unsigned long long i = flat_first(); i < n; i += flat_stride()) {
+    const int kx = int(i % mxh);
+    unsigned long long r = i / mxh;
+    const int y = int(r % m);
+    r /= m;
+    const int zl = int(r % l.nzl), f = int(r / l.nzl);
+    X[i] = kernel::x_from_y(l, f, zl, y, kx, Y);
+  }
+}
+
+/// YF's input: the products' kx ≤ K from XC's rows, over (c, zl, kx, y).
+template <class T>
+__global__ void __launch_bounds__(kFlat) y_from_rows_kernel(SlabLayout l, const Cx<T>* X, Cx<T>* Y) {
+  const int m = l.g.m;
+  const unsigned long long n = 3ull * l.nzl * l.nx * m;
+  for (unsigned long long i = flat_first(); i < n; i += flat_stride()) {
+    const int y = int(i % m);
+    unsigned long long r = i / m;
+    const int kx = int(r % l.nx);
+    r /= l.nx;
+    const int zl = int(r % l.nzl), c = int(r / l.nzl);
+    Y[i] = X[l.xi(c, zl, y, kx)];
+  }
+}
+
+/// The all-to-all of device buffers (Comm::alltoallv): straight through MPI when the library
+/// is CUDA-aware (Comm::cuda_aware(), asked at run time), else staged through pinned host
+/// buffers. Exchanges in the order [rank], with counts and offsets in elements.
+template <class T>
+class DeviceExchange {
+ public:
+  /// Buffers of `elems` elements each; the device ones are `scratch` and scratch + elems
+  /// when given (a buffer free during exchanges), else allocated.
+  DeviceExchange(const Comm& comm, std::size_t elems, cudaStream_t st, Cx<T>* scratch = nullptr)
+      : comm_(comm), aware_(Comm::cuda_aware()), st_(st), bytes_(std::max<std::size_t>(elems, 1) * sizeof(Cx<T>)) {
+    if (scratch) {
+      dsend_ = scratch;
+      drecv_ = scratch + std::max<std::size_t>(elems, 1);
+    } else {
+      VH_CHECK_CUDA(cudaMalloc(&dsend_, bytes_));
+      VH_CHECK_CUDA(cudaMalloc(&drecv_, bytes_));
+      own_ = true;
+    }
+    if (!aware_) {
+      VH_CHECK_CUDA(cudaMallocHost(&hsend_, bytes_));
+      VH_CHECK_CUDA(cudaMallocHost(&hrecv_, bytes_));
+    }
+  }
+  ~DeviceExchange() {
+    if (own_) {
+      cudaFree(dsend_);
+      cudaFree(drecv_);
+    }
+    cudaFreeHost(hsend_);
+    cudaFreeHost(hrecv_);
+  }
+  DeviceExchange(const DeviceExchange&) = delete;
+  DeviceExchange& operator=(const DeviceExchange&) = delete;
+
+  Cx<T>* send() const { return dsend_; }
+  Cx<T>* recv() const { return drecv_; }
+  bool cuda_aware() const { return aware_; }
+
+  /// After the pack kernel on the stream: the all-to-all; the unpack kernel may follow.
+  /// Books MPI and the staging copies (not the pack and unpack kernels) to `stats`.
+  void run(const std::vector<std::size_t>& sc, const std::vector<std::size_t>& so, const std::vector<std::size_t>& rc,
+           const std::vector<std::size_t>& ro, ExchangeStats& stats) {
+    VH_CHECK_CUDA(cudaStreamSynchronize(st_));
+    const auto t0 = std::chrono::steady_clock::now();
+    if (aware_) {
+      comm_.alltoallv(dsend_, sc, so, drecv_, rc, ro, sizeof(Cx<T>));
+    } else {
+      const std::size_t ns = end(sc, so), nr = end(rc, ro);
+      VH_CHECK_CUDA(cudaMemcpy(hsend_, dsend_, ns * sizeof(Cx<T>), cudaMemcpyDeviceToHost));
+      comm_.alltoallv(hsend_, sc, so, hrecv_, rc, ro, sizeof(Cx<T>));
+      VH_CHECK_CUDA(cudaMemcpy(drecv_, hrecv_, nr * sizeof(Cx<T>), cudaMemcpyHostToDevice));
+    }
+    stats.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (std::size_t r = 0; r < sc.size(); ++r)
+      if (int(r) != comm_.rank()) stats.bytes += double(sc[r] * sizeof(Cx<T>));
+    ++stats.exchanges;
+  }
+
+ private:
+  static std::size_t end(const std::vector<std::size_t>& c, const std::vector<std::size_t>& o) {
+    std::size_t e = 0;
+    for (std::size_t r = 0; r < c.size(); ++r) e = std::max(e, o[r] + c[r]);
+    return e;
+  }
+  Comm comm_;
+  bool aware_;
+  cudaStream_t st_;
+  std::size_t bytes_;
+  Cx<T>*dsend_ = nullptr, *drecv_ = nullptr;
+  bool own_ = false;
+  void *hsend_ = nullptr, *hrecv_ = nullptr;
+};
+
+/// One rank's part of the GPU solver's evaluations and of max|u| (the header comment).
+template <class T>
+class GpuSlab {
+ public:
+  GpuSlab(const Geometry& g, const Slab& s, bool fused, cudaStream_t st)
+      : slab_(s), st_(st), fused_(fused) {
+    eval_.l = SlabLayout::make(g, s);
+    eval_.fields = 6;
+    Geometry gn = g;
+    gn.m = g.n;
+    maxu_.l = SlabLayout::make(gn, s);
+    maxu_.fields = 3;
+    const SlabLayout& l = eval_.l;
+    fl_ = kernel::FusedLayout::make(g, l.jy0, l.njy, l.nzl, l.slots, false);
+    VH_CHECK(!fused_ || std::size_t(l.nzl) * l.g.m % 4 == 0, "fused slab passes: rows per rank not a multiple of 4");
+    std::size_t msg = 0;  // elements of the largest message buffer
+    for (const Lines* L : {&eval_, &maxu_})
+      msg = std::max({msg, L->l.z_size(L->fields), std::size_t(L->fields) * L->l.nk * L->l.nx * L->l.nzl, std::size_t(1)});
+    std::size_t n1 = maxu_.l.z_size(3), n2 = maxu_.l.y_size(3), n3 = maxu_.l.x_size(3);
+    if (fused_) {
+      n1 = std::max(n1, fl_.zb_size()), n2 = std::max(n2, fl_.zt_size()), n3 = std::max(n3, fl_.yb_size());
+    } else {
+      n1 = std::max(n1, l.z_size(6)), n2 = std::max(n2, l.y_size(6)), n3 = std::max(n3, l.x_size(6));
+    }
+    // Lines: the rows X are free during the exchanges, so they hold the device message
+    // buffers where they are large enough (3/2 and 2/3: 0.44 of X each); this saves a third
+    // of the rank's memory at 512³ 3/2.
+    const bool msg_in_rows = !fused_ && n3 >= 2 * msg;
+    for (auto [p, n] : {std::pair<Cx<T>**, std::size_t>{&b1_, n1}, {&b2_, n2}, {&b3_, n3}}) {
+      VH_CHECK_CUDA(cudaMalloc(p, std::max<std::size_t>(n, 1) * sizeof(Cx<T>)));
+      VH_CHECK_CUDA(cudaMemset(*p, 0, std::max<std::size_t>(n, 1) * sizeof(Cx<T>)));  // zb/zt pads stay zero
+    }
+    std::size_t ws = 256;
+    make_plans(maxu_, ws);
+    if (!fused_) make_plans(eval_, ws);
+    VH_CHECK_CUDA(cudaMalloc(&ws_, ws));
+    for (cufftHandle h : plans_) VH_CHECK_CUFFT(cufftSetWorkArea(h, ws_));
+    x_ = std::make_unique<DeviceExchange<T>>(s.comm, msg, st, msg_in_rows ? b3_ : nullptr);
+  }
+  ~GpuSlab() {
+    for (cufftHandle h : plans_) cufftDestroy(h);
+    for (Cx<T>* p : {b1_, b2_, b3_}) cudaFree(p);
+    cudaFree(ws_);
+  }
+  GpuSlab(const GpuSlab&) = delete;
+  GpuSlab& operator=(const GpuSlab&) = delete;
+
+  bool fused() const { return fused_; }
+  bool cuda_aware() const { return x_->cuda_aware(); }
+  const ExchangeStats& stats() const { return stats_; }
+
+  /// The first stage input: ZI (fused), or load into the z lines.
+  void load(const StageArrays<T>& arr) {
+    if (fused_) return pass(fused::Pass::z_inverse, kernel::kRhsOnly, 0, 0, arr);
+    launch_flat(slab_load_kernel<T>, std::size_t(eval_.l.njy) * eval_.l.nx * eval_.l.g.m, eval_.l, 6, arr, b1_);
+  }
+
+  /// Everything between the stage input and post (collective).
+  void transforms() {
+    const SlabLayout& l = eval_.l;
+    if (fused_) {
+      exchange_to_planes(eval_);
+      for (fused::Pass p : {fused::Pass::y_inverse, fused::Pass::x_cross, fused::Pass::y_forward})
+        pass(p, kernel::kRhsOnly, 0, 0, StageArrays<T>{});
+      exchange_to_columns(eval_);
+      return;
+    }
+    exec_c2c(eval_.zi, b1_, CUFFT_INVERSE);
+    exchange_to_planes(eval_);
+    exec_c2c(eval_.yi, b2_, CUFFT_INVERSE);
+    to_rows(eval_, 6);
+    const std::size_t pairs = std::size_t(l.nzl) * l.g.m * l.g.mxh();  // complex (real pairs) per field
+    VH_CHECK(pairs < (std::size_t(1) << 32), "slab passes: rows of one field exceed 2^32 values");
+    cross_kernel<T><<<blocks_for(pairs, kFlat), kFlat, 0, st_>>>(unsigned(pairs),
+                                                                    reinterpret_cast<typename Vec2<T>::type*>(b3_));
+    VH_CHECK_CUDA(cudaGetLastError());
+    if (eval_.xf) VH_CHECK_CUFFT(CufftTypes<T>::fwd(eval_.xf, reinterpret_cast<T*>(b3_)));
+    launch_flat(y_from_rows_kernel<T>, 3 * std::size_t(l.nzl) * l.nx * l.g.m, l, b3_, b2_);
+    exec_c2c(eval_.yf, b2_, CUFFT_FORWARD);
+    exchange_to_columns(eval_);
+    exec_c2c(eval_.zf, b1_, CUFFT_FORWARD);
+  }
+
+  /// post of stage s (fused: ZFP) after transforms().
+  void post(int s, bool expl, T nu, T dt, const StageArrays<T>& arr) {
+    if (fused_) return pass(fused::Pass::z_forward_post, s, nu, dt, arr, expl);
+    launch_flat(slab_post_kernel<T>, std::size_t(eval_.l.njy) * eval_.l.nx * eval_.l.g.m, eval_.l, s, expl, nu, dt,
+                arr, b1_);
+  }
+
+  /// max |u_i| over the N³ points (collective); `dmax` one device T.
+  double max_velocity(const StageArrays<T>& arr, T* dmax) {
+    const SlabLayout& l = maxu_.l;
+    const int n = l.g.m, row = l.g.mrow();
+    launch_flat(slab_load_kernel<T>, std::size_t(l.njy) * l.nx * n, l, 3, arr, b1_);
+    exec_c2c(maxu_.zi, b1_, CUFFT_INVERSE);
+    exchange_to_planes(maxu_);
+    exec_c2c(maxu_.yi, b2_, CUFFT_INVERSE);
+    to_rows(maxu_, 3);
+    VH_CHECK_CUDA(cudaMemsetAsync(dmax, 0, sizeof(T), st_));
+    max_kernel<T><<<grid_for(n, n, l.nzl), dim3(kBx, kBy), 0, st_>>>(
+        n, row, (long long)l.nzl * n * row, reinterpret_cast<const T*>(b3_), dmax);
+    VH_CHECK_CUDA(cudaGetLastError());
+    T mx = 0;
+    VH_CHECK_CUDA(cudaMemcpyAsync(&mx, dmax, sizeof(T), cudaMemcpyDeviceToHost, st_));
+    VH_CHECK_CUDA(cudaStreamSynchronize(st_));
+    return slab_.comm.max(double(mx));
+  }
+
+  /// The local passes of one evaluation without the exchanges (Solver::time_transforms).
+  void local_passes(const StageArrays<T>& arr) {
+    if (fused_) {
+      for (fused::Pass p : {fused::Pass::y_inverse, fused::Pass::x_cross, fused::Pass::y_forward})
+        pass(p, kernel::kRhsOnly, 0, 0, arr);
+      return;
+    }
+    exec_c2c(eval_.zi, b1_, CUFFT_INVERSE);
+    exec_c2c(eval_.yi, b2_, CUFFT_INVERSE);
+    if (eval_.xi) VH_CHECK_CUFFT(CufftTypes<T>::inv(eval_.xi, reinterpret_cast<T*>(b3_)));
+    if (eval_.xf) VH_CHECK_CUFFT(CufftTypes<T>::fwd(eval_.xf, reinterpret_cast<T*>(b3_)));
+    exec_c2c(eval_.yf, b2_, CUFFT_FORWARD);
+    exec_c2c(eval_.zf, b1_, CUFFT_FORWARD);
+  }
+
+ private:
+  /// cuFFT plans of one transform size on b1 (z lines), b2 (y lines), b3 (x rows).
+  struct Lines {
+    SlabLayout l;
+    int fields = 6;
+    cufftHandle zi = 0, zf = 0, yi = 0, yf = 0, xi = 0, xf = 0;  // 0: none (no lines on this rank)
+  };
+
+  template <class K, class... A>
+  void launch_flat(K kernel, std::size_t n, A... args) {
+    if (n == 0) return;
+    kernel<<<flat_blocks(n), kFlat, 0, st_>>>(args...);
+    VH_CHECK_CUDA(cudaGetLastError());
+  }
+
+  void exec_c2c(cufftHandle h, Cx<T>* d, int dir) {
+    if (h) VH_CHECK_CUFFT(CufftTypes<T>::c2c_exec(h, d, dir));
+  }
+
+  void pass(fused::Pass p, int s, T nu, T dt, const StageArrays<T>& arr, bool expl = false) {
+    fused::launch<T>(p, fl_, s, expl, nu, dt, arr, b1_, b2_, b3_, st_);
+  }
+
+  cufftHandle lines(long long m, long long howmany, cufftType type, std::size_t& ws) {
+    if (howmany == 0) return 0;
+    long long n[1] = {m};
+    std::size_t w = 0;
+    const cufftHandle h = plan_layout(1, n, n, 1, m, n, 1, m, type, howmany, st_, w);
+    plans_.push_back(h);
+    ws = std::max(ws, w);
+    return h;
+  }
+  cufftHandle rows(long long m, long long howmany, bool inverse, std::size_t& ws) {
+    long long n[1] = {m}, ec[1] = {m / 2 + 1}, er[1] = {2 * (m / 2 + 1)};
+    std::size_t w = 0;
+    const cufftHandle h = inverse ? plan_layout(1, n, ec, 1, ec[0], er, 1, er[0], CufftTypes<T>::c2r, howmany, st_, w)
+                                  : plan_layout(1, n, er, 1, er[0], ec, 1, ec[0], CufftTypes<T>::r2c, howmany, st_, w);
+    plans_.push_back(h);
+    ws = std::max(ws, w);
+    return h;
+  }
+  void make_plans(Lines& L, std::size_t& ws) {
+    const SlabLayout& l = L.l;
+    const long long m = l.g.m, F = L.fields;
+    const cufftType c2c = CufftTypes<T>::c2c;
+    L.zi = lines(m, F * l.njy * l.nx, c2c, ws);
+    L.yi = lines(m, F * l.nzl * l.nx, c2c, ws);
+    L.xi = rows(m, F * l.nzl * m, true, ws);
+    if (F == 3) return;  // max|u|: inverse only
+    L.zf = lines(m, 3 * l.njy * l.nx, c2c, ws);
+    L.yf = lines(m, 3 * l.nzl * l.nx, c2c, ws);
+    L.xf = rows(m, 3 * l.nzl * m, false, ws);
+  }
+
+  void to_rows(const Lines& L, int fields) {
+    const SlabLayout& l = L.l;
+    launch_flat(rows_from_y_kernel<T>, std::size_t(fields) * l.nzl * l.g.m * l.g.mxh(), l, fields, b2_, b3_);
+    if (L.xi) VH_CHECK_CUFFT(CufftTypes<T>::inv(L.xi, reinterpret_cast<T*>(b3_)));
+  }
+
+  /// Z → Y: the z lines (or zb) of the rank's kept ky to every rank's planes.
+  void exchange_to_planes(const Lines& L) {
+    const SlabLayout& l = L.l;
+    const int F = L.fields;
+    const bool f = fused_ && &L == &eval_;
+    const std::size_t nz = std::size_t(F) * l.njy * l.nx * l.g.m;
+    if (f)
+      launch_flat(z_side_kernel<T, true>, nz, l, fl_, F, true, b1_, x_->send());
+    else
+      launch_flat(z_side_kernel<T, false>, nz, l, fl_, F, true, b1_, x_->send());
+    std::vector<std::size_t> sc, so, rc, ro;
+    for (int r = 0; r < l.ranks; ++r) {
+      sc.push_back(l.z_count(F, r)), so.push_back(l.z_offset(F, r));
+      rc.push_back(l.y_count(F, r)), ro.push_back(l.y_offset(F, r));
+    }
+    x_->run(sc, so, rc, ro, stats_);
+    if (f)
+      launch_flat(y_side_kernel<T, true>, std::size_t(F) * l.nzl * l.nk * l.nx, l, fl_, F, false, b2_, x_->recv());
+    else
+      launch_flat(message_to_y_kernel<T>, std::size_t(F) * l.nzl * l.nx * l.g.m, l, F, x_->recv(), b2_);
+  }
+
+  /// Y → Z: the products' kept ky of the rank's planes back to the ranks that hold them.
+  void exchange_to_columns(const Lines& L) {
+    const SlabLayout& l = L.l;
+    const int F = 3;
+    const std::size_t ny = std::size_t(F) * l.nzl * l.nk * l.nx;
+    if (fused_)
+      launch_flat(y_side_kernel<T, true>, ny, l, fl_, F, true, b2_, x_->send());
+    else
+      launch_flat(y_side_kernel<T, false>, ny, l, fl_, F, true, b2_, x_->send());
+    std::vector<std::size_t> sc, so, rc, ro;
+    for (int r = 0; r < l.ranks; ++r) {
+      sc.push_back(l.y_count(F, r)), so.push_back(l.y_offset(F, r));
+      rc.push_back(l.z_count(F, r)), ro.push_back(l.z_offset(F, r));
+    }
+    x_->run(sc, so, rc, ro, stats_);
+    const std::size_t nz = std::size_t(F) * l.njy * l.nx * l.g.m;
+    if (fused_)
+      launch_flat(z_side_kernel<T, true>, nz, l, fl_, F, false, b1_, x_->recv());
+    else
+      launch_flat(z_side_kernel<T, false>, nz, l, fl_, F, false, b1_, x_->recv());
+  }
+
+  Slab slab_;
+  cudaStream_t st_;
+  bool fused_;
+  Lines eval_, maxu_;
+  kernel::FusedLayout fl_{};
+  Cx<T>*b1_ = nullptr, *b2_ = nullptr, *b3_ = nullptr;  // z side (Z or zb), y side (Y or zt), rows (X or yb)
+  void* ws_ = nullptr;
+  std::vector<cufftHandle> plans_;
+  std::unique_ptr<DeviceExchange<T>> x_;
+  ExchangeStats stats_;
+};

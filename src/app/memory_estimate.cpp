@@ -1,0 +1,346 @@
+#include "app/memory_estimate.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "spectral/fused.h"
+#include "vortex/solver.h"
+
+namespace vh::app {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// Calibration of the host side against the peak RSS of CPU runs (quick.ini with one solver, to
+// t/T = 0.01 with fields at the end, 2 threads; the log's "memory" line):
+//   spectral 32³, 64³, 128³: 30.9, 110, 734 MiB, estimated 52.8, 140, 836;
+//   vortex (fmm.tolerance 1e-3: p 8, ncrit 128) 32³, 48³, 64³, 80³, 96³: 32.3, 99.0, 165, 302,
+//   727 MiB; 64³ at 1e-4 (θ 0.6, p 12) 183, at 1e-5 (θ 0.5, p 12) 204 MiB.
+// The program itself, its libraries, FFTW's and HDF5's tables and the threads' stacks (21.6 MiB
+// at 16³), with room; the CUDA context and libraries add several hundred MiB.
+constexpr double kProgramBytes = 40 * kMiB;
+constexpr double kCudaHostBytes = 512 * kMiB;
+// The vortex solver on the host, per particle: particles, AB2 history, u and ∇u (224 B), the grid
+// velocity's targets and results, the lattice fields of reinitialisation, the FMM's tree and
+// sorted copies; and per FMM cell, its interaction lists (the M2L and P2P entries of one cell)
+// plus its multipole and local expansions, 3 components of (p + 1)(p + 2)/2 complex doubles each.
+// The cells follow the lattice: leaves of (N/2^l)³ particles, the first level at or below ncrit
+// (64³: leaves of 64; 96³: of 27, hence 727 MiB against 302 at 80³, leaves of 125). Fitted to
+// 80³ and 96³ with 10 % to spare: 14 % to 24 % above the other vortex runs.
+constexpr double kVortexHostPerParticle = 400;
+constexpr double kFmmHostPerCell = 4000;
+// The GPU FMM per particle, from the allocations of fmm/*_gpu.cu (not yet measured on a GPU:
+// scripts/device-check.sh memory compares): sorted sources (keys, permutation, positions and
+// strengths in double and float: 100 B), the far and the near field's results (12 values each:
+// 192 B), the blob sums' packed particles and lattice sums (80 B); per cell the interaction
+// lists and the expansions (M, L and the folded single-precision M: 120 B per coefficient);
+// and the M2L translation tables.
+constexpr double kFmmDevicePerParticle = 400;
+constexpr double kFmmDevicePerCell = 4000;
+constexpr double kFmmDeviceTables = 256 * kMiB;
+// The GPU-resident vortex solver (vortex/solver_gpu.h, device = gpu with reinit_from = points)
+// per particle of its (refine·N)³ lattice: state 152 B, the FMM's results and the FFT work space
+// over them 96 B, the blob sums' sorted particles 100 B, cuFFT's work area (one component) ~16 B.
+constexpr double kVortexGpuPerParticle = 364;
+
+struct Sizes {
+  double R, C;  // one real grid array, one complex half spectrum (bytes)
+  explicit Sizes(int n) : R(8.0 * n * n * n), C(16.0 * n * n * (n / 2 + 1)) {}
+};
+
+bool runs_spectral(const RunConfig& c) { return c.solver == "spectral" || c.solver == "both"; }
+bool runs_vortex(const RunConfig& c) { return c.solver == "vortex" || c.solver == "both"; }
+
+/// Complex values of the transform grid (M²(M/2+1)).
+double transform_modes(const RunConfig& c) {
+  const spectral::kernel::Geometry g = spectral::kernel::make_geometry(c.n, c.spectral.dealias);
+  return double(g.m) * g.m * g.mxh();
+}
+
+int expansion_coefficients(const RunConfig& c) {
+  const int p = c.vortex.fmm.resolved().p;
+  return (p + 1) * (p + 2) / 2;
+}
+
+/// FMM cells per particle on the lattice: leaves of (N/2^l)³ particles at the first level l
+/// where that is at most ncrit, and 8/7 cells per leaf in the octree above them.
+double cells_per_particle(const RunConfig& c) {
+  const int ncrit = c.vortex.fmm.resolved().ncrit;
+  const double m = vortex::lattice_points_per_direction(c.vortex.refine, c.n);
+  double leaf = m * m * m;
+  while (leaf > ncrit) leaf /= 8;
+  return (8.0 / 7.0) / leaf;
+}
+
+}  // namespace
+
+double MemoryEstimate::host_bytes() const {
+  double s = 0;
+  for (const auto& i : host) s += i.bytes;
+  return s;
+}
+
+double MemoryEstimate::device_bytes() const {
+  double s = 0;
+  for (const auto& i : device) s += i.bytes;
+  return s;
+}
+
+bool spectral_fused_on_gpu(const RunConfig& c, Backend b) {
+  const spectral::Params& p = c.spectral;
+  if (b != Backend::gpu || !runs_spectral(c) || p.pruned_transforms) return false;
+  if (p.transforms == spectral::Transforms::cufft) return false;
+  if (p.transforms == spectral::Transforms::automatic && p.dealias == spectral::Dealias::none) return false;
+  return spectral::fused::unsupported_reason(spectral::kernel::make_geometry(c.n, p.dealias), p.single_precision)
+      .empty();
+}
+
+MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
+  MemoryEstimate e;
+  const Sizes s(c.n);
+  const double m = runs_vortex(c) ? vortex::lattice_points_per_direction(c.vortex.refine, c.n) : 0;
+  const double particles = m * m * m;  // (refine·N)³
+  const bool gpu = b == Backend::gpu;
+  const int nsolvers = int(runs_spectral(c)) + int(runs_vortex(c));
+
+  e.host.push_back({"program", kProgramBytes});
+  if (gpu) e.host.push_back({"CUDA context and libraries", kCudaHostBytes});
+  e.host.push_back({"run driver", 8 * s.C + 2 * s.R});
+  if (!c.fields_at.empty()) {
+    e.host.push_back({"field output", 7 * s.R * std::max(1, nsolvers) + 2 * s.R + s.C});
+    e.fields_file = 7 * s.R * std::max(1, nsolvers);
+  }
+  if (runs_spectral(c)) {
+    const bool expl = c.spectral.viscosity == spectral::Viscosity::explicit_rk4;
+    const double state = (expl ? 9 : 6) * s.C;
+    if (!gpu) {
+      e.host.push_back({"spectral solver", state + 6 * 16 * transform_modes(c)});
+    } else {
+      const double cx = c.spectral.single_precision ? 8 : 16;  // bytes of one complex value
+      const double nmodes = s.C / 16;
+      e.host.push_back({"spectral host copy", 3 * cx * nmodes});
+      const double work = 6 * cx * transform_modes(c);
+      e.device.push_back({"spectral state", state * cx / 16});
+      e.device.push_back({"spectral transforms", work});
+      e.device.push_back({"cuFFT work area", work});
+      if (fused) {
+        const auto l = spectral::kernel::FusedLayout::make(spectral::kernel::make_geometry(c.n, c.spectral.dealias));
+        e.device.push_back({"fused transforms", cx * double(l.zb_size() + l.yb_size())});
+      }
+      if (!c.spectral.single_precision) e.device.push_back({"GPU statistics", 2 * s.C + s.R});
+    }
+    e.checkpoint += 3 * s.C;  // u as [3][modes][2] doubles
+    // Writing a checkpoint copies the state into a flat array first.
+    e.host.push_back({"spectral checkpoint buffer", 3 * s.C});
+  }
+  if (runs_vortex(c)) {
+    const double nc = expansion_coefficients(c), cells = cells_per_particle(c) * particles;
+    // With the GPU back end the results come back through pinned staging memory (12 doubles).
+    e.host.push_back({"vortex solver and FMM",
+                      (kVortexHostPerParticle + (gpu ? 96 : 0)) * particles + (kFmmHostPerCell + 96 * nc) * cells});
+    if (gpu)
+      e.device.push_back({"FMM and blob sums",
+                          kFmmDevicePerParticle * particles + (kFmmDevicePerCell + 120 * nc) * cells + kFmmDeviceTables});
+    if (gpu && c.vortex.reinit_from == vortex::ReinitFrom::points) {
+      e.device.push_back({"vortex state and work space", kVortexGpuPerParticle * particles});
+    }
+    e.checkpoint += 152 * particles;  // x, α, γ, σ and the AB2 history (u, dα, dγ), doubles
+  }
+  return e;
+}
+
+std::string format_bytes(double b) {
+  const char* unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) b /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : b < 10 ? "%.2f %s" : b < 100 ? "%.1f %s" : "%.0f %s", b,
+                unit[u]);
+  return buf;
+}
+
+namespace {
+
+/// A number of bytes from a file holding one integer, or "max"; NaN when unreadable.
+double read_bytes(const std::string& path) {
+  std::ifstream in(path);
+  std::string s;
+  if (!(in >> s)) return std::nan("");
+  if (s == "max") return std::numeric_limits<double>::infinity();
+  try {
+    return std::stod(s);
+  } catch (const std::exception&) {
+    return std::nan("");
+  }
+}
+
+/// A "Key: value kB" line of /proc/meminfo or /proc/self/status, in bytes; NaN when absent.
+double proc_kb(const std::string& path, const std::string& key) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(key + ":", 0) == 0) return 1024.0 * std::atof(line.c_str() + key.size() + 1);
+  return std::nan("");
+}
+
+void add_limit(MemoryAvailable& a, const std::string& what, double bytes) {
+  if (std::isnan(bytes) || std::isinf(bytes)) return;
+  bytes = std::max(0.0, bytes);
+  a.limits.push_back({what, bytes});
+  if (bytes < a.bytes) {
+    a.bytes = bytes;
+    a.limited_by = what;
+  }
+}
+
+/// The cgroup limits less usage, from this process's cgroup up to the root (v2, then v1).
+void add_cgroup_limits(MemoryAvailable& a) {
+  std::ifstream in("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(in, line)) {
+    // "0::/path" (v2) or "4:memory:/path" (v1)
+    const auto c1 = line.find(':'), c2 = line.find(':', c1 + 1);
+    if (c1 == std::string::npos || c2 == std::string::npos) continue;
+    const std::string ctrl = line.substr(c1 + 1, c2 - c1 - 1);
+    std::string path = line.substr(c2 + 1);
+    const bool v2 = ctrl.empty(), v1 = ctrl.find("memory") != std::string::npos;
+    if (!v2 && !v1) continue;
+    const std::string root = v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory";
+    const std::string max_file = v2 ? "/memory.max" : "/memory.limit_in_bytes";
+    const std::string cur_file = v2 ? "/memory.current" : "/memory.usage_in_bytes";
+    // Inside a container the path may not exist under /sys: its levels up to the root do.
+    while (true) {
+      if (path == "/") path.clear();
+      const double lim = read_bytes(root + path + max_file);
+      // v1 writes "no limit" as a number near 2^63.
+      if (!std::isnan(lim) && lim < 4e18) {
+        const double cur = read_bytes(root + path + cur_file);
+        add_limit(a, std::string(v2 ? "cgroup memory.max" : "cgroup memory.limit_in_bytes") + " " +
+                         format_bytes(lim) + " less usage",
+                  lim - (std::isnan(cur) ? 0.0 : cur));
+      }
+      if (path.empty()) break;
+      path = path.substr(0, path.rfind('/'));
+    }
+  }
+}
+
+}  // namespace
+
+MemoryAvailable host_memory_available() {
+  MemoryAvailable a;
+  add_limit(a, "MemAvailable", proc_kb("/proc/meminfo", "MemAvailable"));
+  add_cgroup_limits(a);
+  rlimit r{};
+  if (getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY)
+    add_limit(a, "ulimit -v " + format_bytes(double(r.rlim_cur)) + " less the mapped address space",
+              double(r.rlim_cur) - proc_kb("/proc/self/status", "VmSize"));
+  if (getrlimit(RLIMIT_DATA, &r) == 0 && r.rlim_cur != RLIM_INFINITY)
+    add_limit(a, "ulimit -d " + format_bytes(double(r.rlim_cur)) + " less the mapped data",
+              double(r.rlim_cur) - proc_kb("/proc/self/status", "VmData"));
+  return a;
+}
+
+MemoryAvailable device_memory_available() {
+  MemoryAvailable a;
+  std::size_t free = 0, total = 0;
+  if (gpu_memory(free, total)) add_limit(a, "free GPU memory of " + format_bytes(double(total)), double(free));
+  return a;
+}
+
+namespace {
+
+/// The largest N (≤ c.n, allowed by the deck's rules) whose estimate fits; 0 when none does.
+int largest_n_that_fits(RunConfig c, Backend b, bool fused, double host, double device) {
+  const int step = runs_spectral(c) && c.spectral.dealias == spectral::Dealias::three_halves ? 4 : 2;
+  auto fits = [&](int n) {
+    c.n = n;
+    const MemoryEstimate e = estimate_memory(c, b, fused);
+    return e.host_bytes() <= host && e.device_bytes() <= device;
+  };
+  for (int n = c.n - c.n % step; n >= 8; n -= step)
+    if (fits(n)) return n;
+  return 0;
+}
+
+std::string items(const std::vector<MemoryItem>& v) {
+  std::string s;
+  std::vector<MemoryItem> sorted(v);
+  std::sort(sorted.begin(), sorted.end(), [](const MemoryItem& a, const MemoryItem& b) { return a.bytes > b.bytes; });
+  for (std::size_t i = 0; i < sorted.size() && i < 3; ++i)
+    s += (i ? ", " : "") + sorted[i].what + " " + format_bytes(sorted[i].bytes);
+  return s;
+}
+
+}  // namespace
+
+void check_memory(const RunConfig& c, Backend b, const MemoryEstimate& e, const MemoryAvailable& host,
+                  const MemoryAvailable& device) {
+  const bool host_short = e.host_bytes() > host.bytes;
+  const bool device_short = b == Backend::gpu && e.device_bytes() > device.bytes;
+  if (!host_short && !device_short) return;
+  const bool fused = spectral_fused_on_gpu(c, b);
+  const MemoryAvailable& a = host_short ? host : device;
+  std::ostringstream msg;
+  msg << c.options.where("domain.n") << " needs " << format_bytes(host_short ? e.host_bytes() : e.device_bytes())
+      << " of " << (host_short ? "host" : "GPU") << " memory (" << items(host_short ? e.host : e.device) << "), "
+      << format_bytes(a.bytes) << " available (" << a.limited_by << ")";
+  const int n = largest_n_that_fits(c, b, fused, host.bytes, b == Backend::gpu ? device.bytes
+                                                                            : std::numeric_limits<double>::infinity());
+  msg << "; allowed here: " << (n > 0 ? "domain.n <= " + std::to_string(n) : std::string("no domain.n"));
+  if (runs_spectral(c) && c.spectral.dealias == spectral::Dealias::three_halves) {
+    RunConfig d = c;
+    d.spectral.dealias = spectral::Dealias::two_thirds;
+    const MemoryEstimate e2 = estimate_memory(d, b, spectral_fused_on_gpu(d, b));
+    if (e2.host_bytes() <= host.bytes && (b != Backend::gpu || e2.device_bytes() <= device.bytes))
+      msg << ", or spectral.dealias = 2/3";
+  }
+  msg << ", or a machine with more memory";
+  throw InputError(msg.str());
+}
+
+std::vector<std::string> memory_lines(const MemoryEstimate& e, Backend b, const MemoryAvailable& host,
+                                      const MemoryAvailable& device) {
+  auto available = [](const MemoryAvailable& a) {
+    return a.limits.empty() ? std::string("unknown available") : format_bytes(a.bytes) + " available (" + a.limited_by + ")";
+  };
+  std::vector<std::string> out;
+  out.push_back("memory   host " + format_bytes(e.host_bytes()) + " needed (" + items(e.host) + "), " +
+                available(host));
+  if (b == Backend::gpu)
+    out.push_back("memory   GPU  " + format_bytes(e.device_bytes()) + " needed (" + items(e.device) + "), " +
+                  available(device));
+  return out;
+}
+
+std::string dry_run_report(const RunConfig& c, const std::string& device_name, const MemoryEstimate& e, Backend b,
+                           const MemoryAvailable& host, const MemoryAvailable& device) {
+  std::ostringstream o;
+  o << "dry run: the deck is valid; nothing was written\n";
+  o << "case " << c.name << "  solver " << c.solver << "  N " << c.n << "  device " << device_name << "  output "
+    << c.out_dir << "\n";
+  for (const std::string& l : memory_lines(e, b, host, device)) o << l << "\n";
+  if (e.fields_file > 0)
+    o << "fields   " << format_bytes(e.fields_file) << " per fields_<i>.h5, " << c.fields_at.size()
+      << " of them (output.fields_at)\n";
+  else
+    o << "fields   none (output.fields_at is empty)\n";
+  if (e.checkpoint > 0)
+    o << "checkpoint " << format_bytes(e.checkpoint)
+      << " per checkpoint.h5 (checkpoint_prev.h5 keeps the one before: twice that on disk)\n";
+  return o.str();
+}
+
+double peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return 1024.0 * double(u.ru_maxrss);  // kilobytes on Linux
+}
+
+}  // namespace vh::app

@@ -1,0 +1,108 @@
+#include "core/slab.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace vh {
+
+Slab Slab::whole_grid(const Grid& g, int kmax) {
+  Slab s;
+  s.grid = g;
+  s.kmax = kmax >= 0 ? kmax : g.n / 2 - 1;
+  s.njy = 2 * s.kmax + 1;
+  s.nnr = g.n - s.njy;
+  s.nz = g.n;
+  return s;
+}
+
+Slab Slab::make(const Grid& g, int kmax, const Comm& comm) {
+  Slab s = layout(g, kmax, comm.rank(), comm.size());
+  s.comm = comm;
+  return s;
+}
+
+Slab Slab::layout(const Grid& g, int kmax, int r, int R) {
+  VH_CHECK(kmax >= 0 && 2 * kmax + 1 <= g.n, "slab: kmax out of range");
+  VH_CHECK(R >= 1 && r >= 0 && r < R, "slab: rank out of range");
+  Slab s = whole_grid(g, kmax);
+  s.nranks = R;
+  return s.of_rank(r);
+}
+
+Slab Slab::of_rank(int r) const {
+  Slab s = *this;
+  s.rank = r;
+  const int R = nranks, n = grid.n, nk = 2 * kmax + 1;
+  if (R == 1) return s;
+  s.jy0 = block_start(nk, R, r);
+  s.njy = block_count(nk, R, r);
+  s.nr0 = block_start(n - nk, R, R - 1 - r);  // from the last rank down
+  s.nnr = block_count(n - nk, R, R - 1 - r);
+  s.z0 = block_start(n, R, r);
+  s.nz = block_count(n, R, r);
+  return s;
+}
+
+SpectralSlab SpectralSlab::whole(SpectralVector u) {
+  SpectralSlab s;
+  s.slab = Slab::whole_grid(u.grid);
+  s.c = std::move(u.c);
+  return s;
+}
+
+SpectralVector SpectralSlab::to_vector() && {
+  VH_CHECK(slab.whole(), "to_vector: the field is spread over several ranks");
+  SpectralVector u;
+  u.grid = slab.grid;
+  u.c = std::move(c);
+  return u;
+}
+
+void gather_plane(const SpectralSlab& u, int c, int iz, Complex* plane) {
+  const Slab& s = u.slab;
+  const int nxh = s.grid.n / 2 + 1;
+  const std::size_t row = std::size_t(s.slots()) * nxh;
+  const Complex* mine = u.c[c].data() + s.mode_index(0, 0, iz);
+  if (s.whole()) {
+    std::copy(mine, mine + row, plane);
+    return;
+  }
+  std::vector<std::size_t> counts;
+  for (int r = 0; r < s.ranks(); ++r) counts.push_back(std::size_t(s.of_rank(r).slots()) * nxh);
+  std::vector<Complex> all(s.comm.root() ? std::size_t(s.grid.n) * nxh : 0);
+  s.comm.gatherv(mine, row, all.data(), counts, sizeof(Complex));
+  if (!s.comm.root()) return;
+  const Complex* p = all.data();
+  for (int r = 0; r < s.ranks(); ++r) {
+    const Slab o = s.of_rank(r);
+    for (int j = 0; j < o.slots(); ++j, p += nxh) std::copy(p, p + nxh, plane + std::size_t(o.ky_index(j)) * nxh);
+  }
+}
+
+void scatter_plane(const Complex* plane, int c, int iz, SpectralSlab& u) {
+  const Slab& s = u.slab;
+  const int nxh = s.grid.n / 2 + 1;
+  const std::size_t row = std::size_t(s.slots()) * nxh;
+  Complex* mine = u.c[c].data() + s.mode_index(0, 0, iz);
+  if (s.whole()) {
+    std::copy(plane, plane + row, mine);
+    return;
+  }
+  std::vector<std::size_t> counts;
+  std::vector<Complex> all;
+  for (int r = 0; r < s.ranks(); ++r) counts.push_back(std::size_t(s.of_rank(r).slots()) * nxh);
+  if (s.comm.root()) {
+    all.resize(std::size_t(s.grid.n) * nxh);
+    Complex* p = all.data();
+    for (int r = 0; r < s.ranks(); ++r) {
+      const Slab o = s.of_rank(r);
+      for (int j = 0; j < o.slots(); ++j, p += nxh)
+        std::copy(plane + std::size_t(o.ky_index(j)) * nxh, plane + std::size_t(o.ky_index(j) + 1) * nxh, p);
+    }
+  }
+  s.comm.scatterv(all.data(), counts, mine, row, sizeof(Complex));
+}
+
+}  // namespace vh

@@ -1,0 +1,402 @@
+// The resident GPU evaluation (fmm/evaluator.h) against the host API with use_gpu (fmm/fmm.h),
+// which runs the same kernels on trees split on the host and lists built from them: the results
+// must be the same bits (evaluator.h), so every comparison here is exact and a failure names the
+// stage (the device tree against the host tree cell by cell, the periodic terms against the
+// host's, then whole evaluations) and the first particle and component that differ.  Also: the
+// same_positions reuse, a change of positions, the overlap modes, fixed targets, and bad inputs
+// (the host API's messages).  Skipped without a GPU.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common.h"
+#include "fmm/evaluator.h"
+#include "fmm/expansions.h"
+#include "fmm/far_gpu.h"
+#include "fmm/fmm.h"
+#include "fmm/p2p_gpu.h"
+#include "fmm/particles_gpu.h"
+#include "fmm/periodic.h"
+#include "fmm/tree.h"
+#include "fmm/tree_gpu.h"
+
+namespace vh::fmm {
+namespace {
+
+using testing::Blobs;
+using testing::random_blobs;
+
+#define VH_NEED_GPU() \
+  if (gpu_count() == 0) GTEST_SKIP() << "no CUDA device"
+
+// A device copy of a host array of doubles (Vec3, Mat3 or double), freed on destruction.
+struct Dev {
+  double* p = nullptr;
+  std::size_t n = 0;  // doubles
+  Dev() = default;
+  template <class T> explicit Dev(const std::vector<T>& v) { set(v); }
+  explicit Dev(std::size_t doubles) { alloc(doubles); }
+  Dev(const Dev&) = delete;
+  Dev& operator=(const Dev&) = delete;
+  ~Dev() {
+    if (p) cudaFree(p);
+  }
+  void alloc(std::size_t doubles) {
+    if (p) cudaFree(p);
+    p = nullptr;
+    n = doubles;
+    if (n) {
+      EXPECT_EQ(cudaMalloc(&p, n * sizeof(double)), cudaSuccess);
+      EXPECT_EQ(cudaMemset(p, 0xff, n * sizeof(double)), cudaSuccess);  // NaN: what is not written shows
+    }
+  }
+  template <class T> void set(const std::vector<T>& v) {
+    static_assert(sizeof(T) % sizeof(double) == 0, "arrays of doubles");
+    alloc(v.size() * sizeof(T) / sizeof(double));
+    if (n) {
+      EXPECT_EQ(cudaMemcpy(p, v.data(), n * sizeof(double), cudaMemcpyHostToDevice), cudaSuccess);
+    }
+  }
+  template <class T> std::vector<T> get() const {
+    std::vector<T> v(n * sizeof(double) / sizeof(T));
+    if (n) {
+      EXPECT_EQ(cudaMemcpy(v.data(), p, n * sizeof(double), cudaMemcpyDeviceToHost), cudaSuccess);
+    }
+    return v;
+  }
+};
+
+Blobs lattice(int n, double jitter, unsigned seed) { return testing::lattice_blobs(n, jitter, seed); }
+
+// The first (particle, component) where two arrays differ in any bit, for the failure message.
+template <class T> std::string first_difference(const std::vector<T>& a, const std::vector<T>& b) {
+  if (a.size() != b.size()) return "sizes " + std::to_string(a.size()) + " and " + std::to_string(b.size());
+  constexpr int k = sizeof(T) / sizeof(double);
+  long long count = 0, first = -1;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double* x = reinterpret_cast<const double*>(&a[i]);
+    const double* y = reinterpret_cast<const double*>(&b[i]);
+    for (int c = 0; c < k; ++c)
+      if (std::memcmp(x + c, y + c, sizeof(double)) != 0) {
+        if (first < 0) first = static_cast<long long>(i) * k + c;
+        ++count;
+      }
+  }
+  if (first < 0) return "";
+  char buf[200];
+  const double* x = reinterpret_cast<const double*>(a.data());
+  const double* y = reinterpret_cast<const double*>(b.data());
+  std::snprintf(buf, sizeof buf, "%lld values differ; first: particle %lld component %lld: %.17g vs %.17g", count,
+                first / k, first % k, x[first], y[first]);
+  return buf;
+}
+
+#define VH_EXPECT_BITS(a, b, what)                          \
+  do {                                                      \
+    const std::string d_ = first_difference(a, b);          \
+    EXPECT_TRUE(d_.empty()) << (what) << ": " << d_;        \
+  } while (0)
+
+// The host API on the GPU.
+void host_api(const Params& prm, const Blobs& b, const std::vector<Vec3>* targets, std::vector<Vec3>& u,
+              std::vector<Mat3>& g) {
+  Params p = prm;
+  p.use_gpu = true;
+  if (targets) evaluate_at(p, b.x, b.alpha, b.sigma, *targets, u, g);
+  else evaluate_self(p, b.x, b.alpha, b.sigma, u, g);
+}
+
+// The evaluator on device copies of the same inputs.
+Timings resident(GpuEvaluator& ev, const Blobs& b, const std::vector<Vec3>* targets, std::vector<Vec3>& u,
+                 std::vector<Mat3>& g, bool same = false) {
+  Dev x(b.x), a(b.alpha), s(b.sigma);
+  const std::size_t m = targets ? targets->size() : b.x.size();
+  Dev du(3 * m), dg(9 * m);
+  Timings t;
+  if (targets) {
+    Dev dt(*targets);
+    t = ev.evaluate_at(x.p, a.p, s.p, b.x.size(), dt.p, m, du.p, dg.p, same);
+  } else {
+    t = ev.evaluate_self(x.p, a.p, s.p, b.x.size(), du.p, dg.p, same);
+  }
+  u = du.get<Vec3>();
+  g = dg.get<Mat3>();
+  return t;
+}
+
+// ------------------------------------------------------------------------- stages
+// The device tree (fmm/tree_gpu.h) against build_tree: every cell field, the ranks, leaves and
+// level lists.
+void expect_same_tree(const std::vector<Vec3>& x, const std::vector<double>& sigma, bool periodic, int ncrit,
+                      const char* what) {
+  Vec3 centre;
+  double half;
+  if (periodic) {
+    half = 0.5 * kBoxLength;
+    centre = {half, half, half};
+  } else {
+    bounding_cube(x, nullptr, centre, half);
+  }
+  const Tree host = build_tree(x, sigma, centre, half, ncrit, TreeBuild{periodic, false});
+  Dev dx(x), ds(sigma);
+  SortedSourcesGpu pts;
+  pts.sort(dx.p, sigma.empty() ? nullptr : ds.p, nullptr, static_cast<int>(x.size()), centre, half, periodic);
+  DeviceTree dt;
+  dt.build(pts, ncrit);
+  const std::vector<Cell> dev = dt.download_cells();
+  ASSERT_EQ(dev.size(), host.cells.size()) << what << ": cell count";
+  EXPECT_EQ(dt.levels(), static_cast<int>(host.levels.size())) << what;
+  for (std::size_t c = 0; c < dev.size(); ++c) {
+    const Cell &a = dev[c], &h = host.cells[c];
+    const bool same = a.center == h.center && a.half == h.half && a.radius == h.radius && a.bmin == h.bmin &&
+                      a.bmax == h.bmax && a.sigma_max == h.sigma_max && a.begin == h.begin && a.end == h.end &&
+                      a.child == h.child && a.nchild == h.nchild && a.level == h.level && a.parent == h.parent;
+    ASSERT_TRUE(same) << what << ": cell " << c << " (level " << h.level << ", points [" << h.begin << ", "
+                      << h.end << ")) differs: device radius " << a.radius << " host " << h.radius
+                      << ", device range [" << a.begin << ", " << a.end << "), children " << a.nchild << " vs "
+                      << h.nchild << ", sigma_max " << a.sigma_max << " vs " << h.sigma_max;
+  }
+  std::vector<int> perm;
+  std::vector<Vec3> xs;
+  std::vector<double> ss;
+  pts.download_sorted(perm, xs, ss);
+  EXPECT_EQ(perm, host.perm) << what << ": permutation";
+  EXPECT_EQ(xs, host.x) << what << ": sorted, wrapped positions";
+  std::printf("[ device tree %s ] %zu points, %zu cells, %d levels, %d leaves\n", what, x.size(), dev.size(),
+              dt.levels(), dt.n_leaves());
+}
+
+TEST(EvaluatorGpuStages, DeviceTreeEqualsHostTree) {
+  VH_NEED_GPU();
+  std::vector<Vec3> x;
+  std::vector<double> s;
+  testing::clustered(30000, 5, -0.1 * kBoxLength, 1.2 * kBoxLength, x, s);  // deep, uneven; some outside the box
+  expect_same_tree(x, s, true, 16, "clustered periodic ncrit 16");
+  expect_same_tree(x, s, false, 8, "clustered free ncrit 8");
+  expect_same_tree(x, {}, false, 64, "clustered free targets ncrit 64");
+  const Blobs l = lattice(16, 0, 3);  // points on leaf faces
+  expect_same_tree(l.x, l.sigma, true, 64, "lattice periodic ncrit 64");
+  expect_same_tree(l.x, l.sigma, true, 4096, "lattice periodic, one leaf");
+  const Blobs one = random_blobs(1, 0.0, 1.0, 9, false);
+  expect_same_tree(one.x, one.sigma, false, 8, "one point");
+}
+
+// The far lattice and the mean terms on the device: the host's operations, the host's bits.
+TEST(EvaluatorGpuStages, PeriodicTermsEqualHost) {
+  VH_NEED_GPU();
+  for (int p : {4, 10, 17}) {
+    const int nc = ncoef(p);
+    std::mt19937_64 gen(p);
+    std::uniform_real_distribution<double> U(-1, 1);
+    std::vector<cplx> M(3 * nc), Lh(3 * nc), Ld(3 * nc);
+    for (auto& v : M) v = cplx(U(gen), U(gen));
+    for (int a = 0; a < 3; ++a) M[a * nc] = cplx(M[a * nc].real(), 0.0);  // M_00 is real
+    for (int k = 0; k < 3 * nc; ++k) Lh[k] = Ld[k] = cplx(U(gen), U(gen));  // added to
+    lattice_m2l(p, 2, 4, M.data(), Lh.data());
+    lattice_m2l_gpu(p, 2, 4, M.data(), Ld.data());
+    VH_EXPECT_BITS(Ld, Lh, "lattice_m2l p = " + std::to_string(p));
+  }
+  const Blobs b = lattice(12, 0.3, 4);
+  std::vector<Vec3> xw = b.x;
+  wrap_into_box(xw);
+  const MeanTerms h = mean_terms(xw, b.alpha), d = mean_terms_gpu(xw, b.alpha);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(d.Q[k], h.Q[k]) << "Q[" << k << "]";
+    EXPECT_EQ(d.D[k], h.D[k]) << "D[" << k << "]";
+  }
+}
+
+// ------------------------------------------------------------------------- evaluations
+struct EvalCase {
+  const char* name;
+  bool periodic;
+  const char* precision;
+  int kind;  // 0: lattice self, 1: jittered lattice self, 2: random free self, 3: lattice at targets,
+             // 4: clustered free at targets
+};
+
+class EvaluatorGpu : public ::testing::TestWithParam<EvalCase> {};
+
+TEST_P(EvaluatorGpu, EqualsTheHostApi) {
+  VH_NEED_GPU();
+  const EvalCase& c = GetParam();
+  Params prm;
+  prm.periodic = c.periodic;
+  prm.precision = c.precision;
+  prm.tolerance = 1e-4;  // theta 0.6, p 12, ncrit 128 (the lattice leaves of 64 stay whole)
+  prm.ncrit = 32;        // deeper trees at these sizes: M2M/L2L over several levels
+  Blobs b;
+  std::vector<Vec3> t;
+  switch (c.kind) {
+    case 0: b = lattice(16, 0, 1); break;
+    case 1: b = lattice(16, 0.5, 2); break;
+    case 2: b = random_blobs(6000, -1.0, 2.0, 3, false); break;
+    case 3: b = lattice(12, 0.05, 4); break;
+    default: {
+      testing::clustered(8000, 6, -1.0, 2.0, b.x, b.sigma);
+      b.alpha = random_blobs(8000, 0.0, 1.0, 7, true).alpha;
+    }
+  }
+  const bool at = c.kind >= 3;
+  if (at) {
+    // Targets: half the sources moved by a quarter spacing, and some exactly on sources.
+    t.assign(b.x.begin(), b.x.begin() + b.x.size() / 2);
+    for (std::size_t i = 0; i < t.size(); i += 2) t[i][0] += 0.25 * b.sigma[0];
+  }
+  std::vector<Vec3> uh, ud;
+  std::vector<Mat3> gh, gd;
+  host_api(prm, b, at ? &t : nullptr, uh, gh);
+  GpuEvaluator ev(prm);
+  const Timings tm = resident(ev, b, at ? &t : nullptr, ud, gd);
+  VH_EXPECT_BITS(ud, uh, std::string(c.name) + " u");
+  VH_EXPECT_BITS(gd, gh, std::string(c.name) + " grad");
+  double norm = 0;
+  for (const auto& v : uh) norm += v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
+  EXPECT_GT(norm, 0.0);
+  std::printf("[ %s ] N %zu, M2L %lld, P2P pairs %lld; tree %.4f lists %.4f | p2m/m2m %.4f m2l %.4f l2l/l2p %.4f "
+              "p2p %.4f, GPU wall %.4f s\n",
+              c.name, b.x.size(), tm.n_m2l, tm.n_p2p_pairs, tm.tree, tm.traverse, tm.p2m_m2m, tm.m2l, tm.l2l_l2p,
+              tm.p2p, tm.gpu_wall);
+  // The overlap modes change nothing; fixed targets give evaluate_at's bits.
+  for (auto mode : {GpuEvaluator::Overlap::serial, GpuEvaluator::Overlap::split}) {
+    ev.set_overlap(mode, 2);
+    std::vector<Vec3> u2;
+    std::vector<Mat3> g2;
+    resident(ev, b, at ? &t : nullptr, u2, g2);
+    const std::string m = mode == GpuEvaluator::Overlap::serial ? " serial" : " split";
+    VH_EXPECT_BITS(u2, uh, std::string(c.name) + m + " u");
+    VH_EXPECT_BITS(g2, gh, std::string(c.name) + m + " grad");
+  }
+  if (at && c.periodic) {
+    Dev dt(t), x(b.x), a(b.alpha), s(b.sigma), du(3 * t.size()), dg(9 * t.size());
+    ev.fix_targets(dt.p, t.size());
+    ev.evaluate_at_fixed(x.p, a.p, s.p, b.x.size(), du.p, dg.p);
+    VH_EXPECT_BITS(du.get<Vec3>(), uh, std::string(c.name) + " fixed targets u");
+    VH_EXPECT_BITS(dg.get<Mat3>(), gh, std::string(c.name) + " fixed targets grad");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, EvaluatorGpu,
+                         ::testing::Values(EvalCase{"lattice_single", true, "single", 0},
+                                           EvalCase{"jittered_single", true, "single", 1},
+                                           EvalCase{"jittered_double", true, "double", 1},
+                                           EvalCase{"free_random_double", false, "double", 2},
+                                           EvalCase{"lattice_at_targets", true, "single", 3},
+                                           EvalCase{"free_clustered_at_targets", false, "double", 4}),
+                         [](const ::testing::TestParamInfo<EvalCase>& i) { return std::string(i.param.name); });
+
+// same_positions: the trees and lists are reused; the result equals a fresh evaluation with the
+// new strengths, and repeating the first call gives its bits again.
+TEST(EvaluatorGpuReuse, SamePositionsNewStrengths) {
+  VH_NEED_GPU();
+  Params prm;
+  prm.periodic = true;
+  prm.tolerance = 1e-4;
+  Blobs b = lattice(16, 0.2, 8);
+  GpuEvaluator ev(prm);
+  std::vector<Vec3> u1, u2, u3, uh;
+  std::vector<Mat3> g1, g2, g3, gh;
+  resident(ev, b, nullptr, u1, g1);
+  const Timings t2 = resident(ev, b, nullptr, u2, g2, true);
+  VH_EXPECT_BITS(u2, u1, "second call, same positions, u");
+  VH_EXPECT_BITS(g2, g1, "second call, same positions, grad");
+  EXPECT_EQ(t2.traverse, 0.0) << "the lists were rebuilt";
+  for (auto& a : b.alpha) a = {-a[1], 0.5 * a[0], a[2]};
+  resident(ev, b, nullptr, u3, g3, true);
+  host_api(prm, b, nullptr, uh, gh);
+  VH_EXPECT_BITS(u3, uh, "same positions, new strengths, u");
+  VH_EXPECT_BITS(g3, gh, "same positions, new strengths, grad");
+}
+
+// New positions after a call: a fresh evaluator's bits; same_positions with moved particles is
+// refused, naming the first one.
+TEST(EvaluatorGpuReuse, NewPositions) {
+  VH_NEED_GPU();
+  Params prm;
+  prm.periodic = true;
+  prm.tolerance = 1e-4;
+  const Blobs b1 = lattice(16, 0.2, 9);
+  Blobs b2 = b1;
+  for (std::size_t i = 0; i < b2.x.size(); ++i) b2.x[i][1] += 0.3 * b2.sigma[i] * std::sin(double(i));
+  GpuEvaluator ev(prm), fresh(prm);
+  std::vector<Vec3> u, uf;
+  std::vector<Mat3> g, gf;
+  resident(ev, b1, nullptr, u, g);
+  resident(ev, b2, nullptr, u, g);
+  resident(fresh, b2, nullptr, uf, gf);
+  VH_EXPECT_BITS(u, uf, "after new positions, u");
+  VH_EXPECT_BITS(g, gf, "after new positions, grad");
+  Blobs b3 = b2;
+  b3.x[123][2] += 1e-9;
+  try {
+    resident(ev, b3, nullptr, u, g, true);
+    ADD_FAILURE() << "same_positions with a moved particle was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("source 123 "), std::string::npos) << e.what();
+  }
+}
+
+// Bad inputs: the host API's exceptions and messages.
+TEST(EvaluatorGpuInputs, SameErrorsAsTheHostApi) {
+  VH_NEED_GPU();
+  Params prm;
+  prm.periodic = true;
+  const Blobs good = lattice(8, 0.2, 10);
+  auto message = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    } catch (const std::exception& e) {
+      return std::string("other exception: ") + e.what();
+    }
+    return "no exception";
+  };
+  GpuEvaluator ev(prm);
+  std::vector<Vec3> u;
+  std::vector<Mat3> g;
+  std::vector<Blobs> bad(5, good);
+  bad[0].x[77][1] = std::nan("");
+  bad[1].alpha[5][0] = INFINITY;
+  bad[2].sigma[300] = 0;
+  bad[3].sigma[12] = -1;
+  bad[4].x[40][0] = INFINITY;
+  bad[4].alpha[20][2] = std::nan("");  // the lower index wins
+  for (std::size_t k = 0; k < bad.size(); ++k) {
+    const std::string h = message([&] { host_api(prm, bad[k], nullptr, u, g); });
+    const std::string d = message([&] { resident(ev, bad[k], nullptr, u, g); });
+    EXPECT_EQ(d, h) << "case " << k;
+    EXPECT_EQ(h.rfind("fmm: ", 0), 0u) << h;
+  }
+  std::vector<Vec3> t(good.x.begin(), good.x.begin() + 10);
+  t[3][2] = std::nan("");
+  const std::string h = message([&] { host_api(prm, good, &t, u, g); });
+  const std::string d = message([&] { resident(ev, good, &t, u, g); });
+  EXPECT_EQ(d, h) << "bad target";
+  // A core radius too large for the periodic box at this tolerance (r0 = 4 boxes at theta 0.4
+  // against sqrt(2) rho_tol sigma = 7.8 sigma at 1e-6).
+  Blobs wide = good;
+  wide.sigma[0] = 5.0;
+  const std::string hw = message([&] { host_api(prm, wide, nullptr, u, g); });
+  EXPECT_EQ(message([&] { resident(ev, wide, nullptr, u, g); }), hw);
+  EXPECT_NE(hw.find("sigma too large"), std::string::npos) << hw;
+  // Empty sources: zero field at the targets.
+  Blobs none;
+  std::vector<Vec3> uz;
+  std::vector<Mat3> gz;
+  t[3][2] = 0.5;
+  resident(ev, none, &t, uz, gz);
+  ASSERT_EQ(uz.size(), t.size());
+  for (const auto& v : uz) EXPECT_EQ(v, (Vec3{0, 0, 0}));
+}
+
+}  // namespace
+}  // namespace vh::fmm

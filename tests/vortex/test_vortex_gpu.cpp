@@ -1,0 +1,283 @@
+// The vortex solver with its state on the GPU (vortex/solver_gpu.h) against the CPU Solver, the
+// reference, one mechanism at a time so that a failure names its place:
+//   - the initial particles (set_velocity: resampling, spectral curl, the lattice values) and the
+//     grid velocity of lattice particles: the same per-mode functions (remesh_kernel.h, rounded
+//     alike: solver_gpu.cu has no fused multiply-adds), so they differ by the FFTs' rounding only;
+//   - the reinitialisation from the same moved particles with an AB2 history, and the grid
+//     velocity of moved particles (blob sums, FFTs, per-mode steps, new lattice values): the
+//     blob sums differ by ≤ 1e-13 (test_blobs_gpu), the ÷ s and ÷ S of the modes the filter keeps
+//     amplify that at most 81× (s ≥ exp(−(2π/3)²/2) = 0.11 at |k| = N/3, σ₀ = h): 1e-12;
+//   - five steps at 32³, where the two FMMs (CPU and GPU, both to fmm.tolerance 1e-6) differ: the
+//     state and the grid velocity within the FMM's error;
+//   - a GPU restart (state → set_state on a fresh solver) against the run in one go: bit for bit.
+// Skipped without a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "core/device.h"
+#include "core/initial_field.h"
+#include "vortex/solver.h"
+#include "vortex/solver_gpu.h"
+
+namespace vh::vortex {
+namespace {
+
+double rel_l2(const std::vector<Vec3>& a, const std::vector<Vec3>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    for (int d = 0; d < 3; ++d) {
+      num += (a[i][d] - b[i][d]) * (a[i][d] - b[i][d]);
+      den += b[i][d] * b[i][d];
+    }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+/// Relative L2 difference of two coefficient sets (Parseval: the same as on the grid).
+double rel_l2(const SpectralVector& a, const SpectralVector& b) {
+  double num = 0, den = 0;
+  for (int d = 0; d < 3; ++d)
+    for (std::size_t m = 0; m < b.c[d].size(); ++m) {
+      num += std::norm(a.c[d][m] - b.c[d][m]);
+      den += std::norm(b.c[d][m]);
+    }
+  return std::sqrt(num / den);
+}
+
+/// A turbulence-like initial velocity (k⁴ exp spectrum peaking at k_p, core/initial_field.h).
+InitialField initial(int n, double k_p, unsigned seed) {
+  InitialFieldSpec spec;
+  spec.k_p = k_p;
+  spec.nu = 0.02;
+  spec.seed = seed;
+  return make_initial_field(spec, Grid{n});
+}
+
+Params params(double nu) {
+  Params p;
+  p.nu = nu;
+  p.fmm.tolerance = 1e-6;
+  p.fmm.periodic = true;
+  return p;
+}
+
+/// The two states, array by array within `tol` (relative L2), positions and cores bit for bit
+/// where `exact_positions`, and the scalars equal.
+void expect_states_near(const State& gpu, const State& cpu, double tol, bool exact_positions, const std::string& what) {
+  const Particles &g = gpu.particles, &c = cpu.particles;
+  if (exact_positions) {
+    EXPECT_TRUE(g.x == c.x) << what << ": positions";
+    EXPECT_TRUE(g.sigma == c.sigma) << what << ": cores";
+  } else {
+    EXPECT_LE(rel_l2(g.x, c.x), tol) << what << ": positions";
+  }
+  const struct {
+    const char* name;
+    const std::vector<Vec3>&a, &b;
+  } arrays[] = {{"alpha", g.alpha, c.alpha},        {"gamma", g.gamma, c.gamma},
+                {"u_prev", gpu.u_prev, cpu.u_prev}, {"dalpha_prev", gpu.dalpha_prev, cpu.dalpha_prev},
+                {"dgamma_prev", gpu.dgamma_prev, cpu.dgamma_prev}};
+  for (const auto& a : arrays) {
+    ASSERT_EQ(a.a.size(), a.b.size()) << what << ": " << a.name;
+    if (a.b.empty()) continue;
+    const double e = rel_l2(a.a, a.b);
+    EXPECT_LE(e, tol) << what << ": " << a.name;
+    std::printf("%s: %s relative L2 GPU - CPU %.2e\n", what.c_str(), a.name, e);
+  }
+  EXPECT_EQ(gpu.t, cpu.t) << what;
+  EXPECT_EQ(gpu.t_reinit, cpu.t_reinit) << what;
+  EXPECT_EQ(gpu.dt_prev, cpu.dt_prev) << what;
+  EXPECT_EQ(gpu.steps, cpu.steps) << what;
+  EXPECT_EQ(gpu.since_reinit, cpu.since_reinit) << what;
+  EXPECT_EQ(gpu.reinits, cpu.reinits) << what;
+}
+
+void expect_states_equal(const State& a, const State& b, const std::string& what) {
+  EXPECT_TRUE(a.particles.x == b.particles.x) << what << ": positions";
+  EXPECT_TRUE(a.particles.alpha == b.particles.alpha) << what << ": alpha";
+  EXPECT_TRUE(a.particles.gamma == b.particles.gamma) << what << ": gamma";
+  EXPECT_TRUE(a.particles.sigma == b.particles.sigma) << what << ": sigma";
+  EXPECT_TRUE(a.u_prev == b.u_prev) << what << ": u_prev";
+  EXPECT_TRUE(a.dalpha_prev == b.dalpha_prev) << what << ": dalpha_prev";
+  EXPECT_TRUE(a.dgamma_prev == b.dgamma_prev) << what << ": dgamma_prev";
+  EXPECT_EQ(a.t, b.t) << what;
+  EXPECT_EQ(a.steps, b.steps) << what;
+  EXPECT_EQ(a.reinits, b.reinits) << what;
+}
+
+/// The monitors of both: Σγ (0 up to its sum's round-off) and the maxima within `tol` of the
+/// vorticity's scale (∇·ω_σ of a projected field is a small difference of O(|ω|) terms), and the
+/// projection's share ‖k·ω̂‖/‖|k|ω̂‖ (dimensionless, O(1e-3)) within `tol`.
+void expect_monitors_near(const Monitors& g, const Monitors& c, double tol, const std::string& what) {
+  const double w = c.max_omega;
+  for (int d = 0; d < 3; ++d) EXPECT_NEAR(g.total_strength[d], c.total_strength[d], tol * w) << what;
+  EXPECT_NEAR(g.max_div_omega, c.max_div_omega, tol * w) << what;
+  EXPECT_NEAR(g.max_omega, c.max_omega, tol * w) << what;
+  EXPECT_NEAR(g.div_removed, c.div_removed, tol) << what;
+  EXPECT_EQ(g.core_ratio, c.core_ratio) << what;
+  EXPECT_EQ(g.reinits, c.reinits) << what;
+  std::printf("%s: monitors GPU/CPU: max|w| %.17g / %.17g, max|div w| %.6e / %.6e, projected %.6e / %.6e\n",
+              what.c_str(), g.max_omega, c.max_omega, g.max_div_omega, c.max_div_omega, g.div_removed, c.div_removed);
+}
+
+// The initial particles, on the grid's lattice and on one twice as fine, RBF and direct strengths,
+// and the grid velocity of lattice particles (Biot–Savart of the lattice field, truncated).
+TEST(VortexGpu, InitialParticlesEqualTheCpu) {
+  if (!gpu_available()) GTEST_SKIP() << "no CUDA device";
+  for (double refine : {1.0, 1.5, 2.0})
+    for (Init init : {Init::rbf, Init::direct}) {
+      const int n = refine == 2 ? 12 : 16;
+      const InitialField f = initial(n, 3, 5);
+      Params p = params(f.nu);
+      p.refine = refine;
+      p.init = init;
+      Solver cpu(p, Grid{n});
+      GpuSolver gpu(p, Grid{n});
+      cpu.set_velocity(f.u, 0.25);
+      gpu.set_velocity(f.u, 0.25);
+      const std::string what = "n " + std::to_string(n) + " refine " + std::to_string(refine).substr(0, 3) +
+                               (init == Init::rbf ? " rbf" : " direct");
+      expect_states_near(gpu.state(), cpu.state(), 1e-12, true, what);
+      SpectralVector uc, ug;
+      cpu.velocity(uc);
+      gpu.velocity(ug);
+      const double e = rel_l2(ug, uc);
+      EXPECT_LE(e, 1e-12) << what << ": grid velocity";
+      std::printf("%s: grid velocity relative L2 GPU - CPU %.2e\n", what.c_str(), e);
+      expect_monitors_near(gpu.monitors(), cpu.monitors(), 1e-12, what);
+    }
+}
+
+// A state with moved particles and an AB2 history (two CPU steps without reinitialisation) set on
+// both: the grid velocity of the moved particles (blob sums, pending diffusion), then one
+// reinitialisation, then the new lattice's velocity and monitors.
+TEST(VortexGpu, ReinitialisationEqualsTheCpu) {
+  if (!gpu_available()) GTEST_SKIP() << "no CUDA device";
+  struct Case {
+    const char* name;
+    int n;
+    double refine;
+    Diffusion diffusion;
+    bool project;
+  };
+  for (const Case& c : {Case{"defaults (lattice diffusion, projection, filter)", 16, 1, Diffusion::lattice, true},
+                        Case{"core spreading, no projection", 16, 1, Diffusion::core_spreading, false},
+                        Case{"refine 1.5", 12, 1.5, Diffusion::lattice, true},
+                        Case{"refine 2", 8, 2, Diffusion::lattice, true}}) {
+    const InitialField f = initial(c.n, 2.5, 9);
+    Params p = params(0.05);  // a visible viscous factor over the two steps
+    p.refine = c.refine;
+    p.diffusion = c.diffusion;
+    p.project = c.project;
+    p.reinit_every = 0;
+    p.max_core_ratio = 10;
+    Solver run(p, Grid{c.n});
+    run.set_velocity(f.u, 0.0);
+    const double dt = 0.4 * Grid{lattice_points_per_direction(c.refine, c.n)}.h() / run.max_velocity();
+    run.step(dt);
+    run.step(1.2 * dt);
+    const State moved = run.state();
+    ASSERT_FALSE(moved.u_prev.empty());
+
+    Solver cpu(p, Grid{c.n});
+    GpuSolver gpu(p, Grid{c.n});
+    cpu.set_state(moved);
+    gpu.set_state(moved);
+    expect_states_equal(gpu.state(), moved, std::string(c.name) + ": set_state then state");
+    SpectralVector uc, ug;
+    cpu.velocity(uc);
+    gpu.velocity(ug);
+    EXPECT_LE(rel_l2(ug, uc), 1e-12) << c.name << ": grid velocity of the moved particles";
+    std::printf("%s: moved particles' grid velocity relative L2 GPU - CPU %.2e\n", c.name, rel_l2(ug, uc));
+
+    cpu.reinitialise();
+    gpu.reinitialise();
+    expect_states_near(gpu.state(), cpu.state(), 1e-12, true, c.name);
+    EXPECT_NEAR(gpu.last_div_removed(), cpu.last_div_removed(), 1e-12) << c.name;
+    cpu.velocity(uc);
+    gpu.velocity(ug);
+    EXPECT_LE(rel_l2(ug, uc), 1e-12) << c.name << ": grid velocity after the reinitialisation";
+    expect_monitors_near(gpu.monitors(), cpu.monitors(), 1e-12, c.name);
+  }
+}
+
+// Five steps of the default method at 32³ with steps of varying length (the variable AB2
+// weights), each solver with its own FMM to fmm.tolerance 1e-6 (θ 0.4, p 14, double; measured
+// error of u 6e-8). An FMM error enters u_prev as it is and the rates and strengths about 3×
+// larger (measured here on the CPU, p 8 against p 20 at θ 0.4: u_prev 1.8e-6, dα_prev 5.8e-6,
+// α 3.6e-6, γ 1.5e-6, grid velocity 9.6e-7): 1e-5 is 10× the tolerance of u at its 3× for the
+// rates, and 1e-5 of max |ω| for the monitors' maxima.
+TEST(VortexGpu, FiveStepsEqualTheCpuWithinTheFmmTolerance) {
+  if (!gpu_available()) GTEST_SKIP() << "no CUDA device";
+  const int n = 32;
+  const InitialField f = initial(n, 3, 11);
+  const Params p = params(f.nu);
+  Solver cpu(p, Grid{n});
+  GpuSolver gpu(p, Grid{n});
+  cpu.set_velocity(f.u, 0.0);
+  gpu.set_velocity(f.u, 0.0);
+  const double uc = cpu.max_velocity(), ug = gpu.max_velocity();
+  EXPECT_NEAR(ug, uc, 1e-5 * uc) << "max |u| of the initial particles";
+  const double dt = 0.5 * Grid{n}.h() / uc;
+  for (int i = 0; i < 5; ++i) {
+    cpu.step(dt * (1 + 0.1 * i));
+    gpu.step(dt * (1 + 0.1 * i));
+  }
+  expect_states_near(gpu.state(), cpu.state(), 1e-5, true, "32^3, 5 steps");
+  SpectralVector vc, vg;
+  cpu.velocity(vc);
+  gpu.velocity(vg);
+  EXPECT_LE(rel_l2(vg, vc), 1e-5) << "grid velocity after 5 steps";
+  std::printf("32^3, 5 steps: grid velocity relative L2 GPU - CPU %.2e\n", rel_l2(vg, vc));
+  EXPECT_NEAR(gpu.max_velocity(), cpu.max_velocity(), 1e-5 * uc);
+  expect_monitors_near(gpu.monitors(), cpu.monitors(), 1e-5, "32^3, 5 steps");
+}
+
+// The GPU run is deterministic (the blob sums and reductions add in a fixed order; the FMM
+// evaluator's results are its own), and a restart from its state on a fresh solver continues it
+// bit for bit: the state holds everything the step needs. With reinit_every 1 the one-go run's
+// evaluations reuse the evaluator's tree (same_positions) where the restarted one builds it, with
+// 2 the restart falls between reinitialisations. Also across the checkpoint's other reader: the
+// GPU state continues on the CPU Solver (within the FMMs' difference).
+TEST(VortexGpu, RestartContinuesBitForBit) {
+  if (!gpu_available()) GTEST_SKIP() << "no CUDA device";
+  const int n = 16;
+  const InitialField f = initial(n, 3, 13);
+  for (int every : {1, 2}) {
+    Params p = params(f.nu);
+    p.reinit_every = every;
+    const std::string what = "reinit_every " + std::to_string(every) + ": ";
+    auto run = [&](SolverInterface& s, int steps, double dt) {
+      for (int i = 0; i < steps; ++i) s.step(dt * (1 + 0.05 * s.steps()));
+    };
+    GpuSolver a(p, Grid{n}), b(p, Grid{n});
+    a.set_velocity(f.u, 0.0);
+    b.set_velocity(f.u, 0.0);
+    const double dt = 0.5 * Grid{n}.h() / a.max_velocity();
+    run(a, 5, dt);
+    run(b, 5, dt);
+    expect_states_equal(a.state(), b.state(), what + "two runs of 5 steps (a failure here is the evaluation's)");
+
+    GpuSolver c(p, Grid{n});
+    c.set_velocity(f.u, 0.0);
+    run(c, 3, dt);
+    const State mid = c.state();
+    EXPECT_EQ(mid.since_reinit, every == 1 ? 0 : 1) << what;
+    GpuSolver d(p, Grid{n});
+    d.set_state(mid);
+    run(d, 2, dt);
+    expect_states_equal(d.state(), a.state(), what + "restarted after 3 steps, 2 more");
+
+    Solver e(p, Grid{n});
+    e.set_state(mid);
+    run(e, 2, dt);
+    expect_states_near(a.state(), e.state(), 1e-5, every == 1, what + "GPU state continued on the CPU");
+  }
+}
+
+}  // namespace
+}  // namespace vh::vortex

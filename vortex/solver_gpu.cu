@@ -1,0 +1,883 @@
+// GpuSolver (solver_gpu.h). Each kernel is the device twin of a loop of the CPU solver and calls
+// the same per-particle or per-mode function:
+//   advance_kernel     ↔ Solver::evaluate_rhs's stretch_all and Solver::step's loops and wrap()
+//                        (update_kernel.h)
+//   mode_steps_kernel  ↔ Fft3d's 1/n³, Lattice::field's ÷ s, Lattice::diffuse, project, filter
+//                        (remesh_kernel.h)
+//   blob_scale_kernel  ↔ Lattice::values(blob = true)'s × V/s
+//   biot_savart_kernel ↔ Lattice::biot_savart;  resample_kernel ↔ resample (remesh.cpp)
+//   init_modes_kernel  ↔ Solver::set_velocity's resample and spectral curl (core/diagnostics)
+//   split_kernel, join_kernel ↔ Lattice::modes and Lattice::values' copies between the particles'
+//                        layout (n × 3) and the fields' (3 × n); lattice_kernel ↔ lattice_particles
+//   the reductions     ↔ max_velocity, total_strength, the monitors' maxima, project's sums
+// This file is compiled without fused multiply-adds (vortex/CMakeLists.txt), so these functions
+// round as on the CPU; what differs is exp, the FFTs and the order of the blob sums and of the
+// reductions. Everything runs on the default stream, in order; the host waits only where a
+// scalar comes back.
+#include "vortex/solver_gpu.h"
+
+#include <cuda_runtime.h>
+#include <cufft.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/diagnostics_kernel.h"
+#include "core/error.h"
+#include "fmm/evaluator.h"
+#include "vortex/blobs.h"
+#include "vortex/blobs_gpu.h"
+#include "vortex/rbf.h"
+#include "vortex/remesh_kernel.h"
+#include "vortex/update_kernel.h"
+
+namespace vh::vortex {
+namespace {
+
+using kernel::Cx;
+
+constexpr int kThreads = 256;
+// Grid-stride kernels and reductions run this many blocks, whatever the size: every reduction
+// then adds its terms in one order on every run (restarts continue bit for bit).
+constexpr int kBlocks = 1024;
+
+unsigned blocks_for(long long n) {
+  return static_cast<unsigned>(std::max<long long>(1, std::min<long long>((n + kThreads - 1) / kThreads, kBlocks)));
+}
+
+__device__ inline long long thread_index() { return blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; }
+__device__ inline long long thread_stride() { return static_cast<long long>(gridDim.x) * blockDim.x; }
+
+/// Half-layout mode m of an n³ lattice → (ix, iy, iz).
+__device__ inline void decode(long long m, int n, int& ix, int& iy, int& iz) {
+  const int nxh = n / 2 + 1;
+  ix = static_cast<int>(m % nxh);
+  const long long r = m / nxh;
+  iy = static_cast<int>(r % n);
+  iz = static_cast<int>(r / n);
+}
+
+// ---- the step --------------------------------------------------------------------------------
+
+struct Advance {
+  double dt, nu, L;
+  Ab2Weights w;
+  bool history, classical, spread;
+};
+
+// Solver::evaluate_rhs's rates and Solver::step's update for particle i: ds/dt = stretching(∇u, s)
+// at the current α and γ, y ← y + Δt (c0 fⁿ + c1 fⁿ⁻¹) for x, α, γ (fⁿ⁻¹ = 0 without history),
+// fⁿ kept as the next step's history, core spreading, the wrap.
+__global__ void advance_kernel(long long np, Advance a, double* __restrict__ x, double* __restrict__ alpha,
+                               double* __restrict__ gamma, double* __restrict__ sigma, const double* __restrict__ u,
+                               const double* __restrict__ grad, double* __restrict__ u_prev,
+                               double* __restrict__ da_prev, double* __restrict__ dg_prev) {
+  for (long long i = thread_index(); i < np; i += thread_stride()) {
+    const double* G = grad + 9 * i;
+    double da[3], dg[3], ui[3];
+    stretching(G, alpha + 3 * i, a.classical, da);
+    stretching(G, gamma + 3 * i, a.classical, dg);
+    double up[3] = {0, 0, 0}, dap[3] = {0, 0, 0}, dgp[3] = {0, 0, 0};
+    for (int d = 0; d < 3; ++d) {
+      ui[d] = u[3 * i + d];
+      if (a.history) {
+        up[d] = u_prev[3 * i + d];
+        dap[d] = da_prev[3 * i + d];
+        dgp[d] = dg_prev[3 * i + d];
+      }
+    }
+    ab2_update(x + 3 * i, ui, up, a.dt, a.w);
+    ab2_update(alpha + 3 * i, da, dap, a.dt, a.w);
+    ab2_update(gamma + 3 * i, dg, dgp, a.dt, a.w);
+    for (int d = 0; d < 3; ++d) {
+      u_prev[3 * i + d] = ui[d];
+      da_prev[3 * i + d] = da[d];
+      dg_prev[3 * i + d] = dg[d];
+      x[3 * i + d] = wrap_coordinate(x[3 * i + d], a.L);
+    }
+    if (a.spread) sigma[i] = spread_core(sigma[i], a.nu, a.dt);
+  }
+}
+
+// The lattice particles (lattice_particles): x_i = h (ix, iy, iz) in [z][y][x] order, σ = σ₀.
+__global__ void lattice_kernel(int n, double h, double sigma0, double* __restrict__ x, double* __restrict__ sigma) {
+  const long long np = static_cast<long long>(n) * n * n;
+  for (long long i = thread_index(); i < np; i += thread_stride()) {
+    const int ix = static_cast<int>(i % n), iy = static_cast<int>(i / n % n), iz = static_cast<int>(i / n / n);
+    x[3 * i] = ix * h;
+    x[3 * i + 1] = iy * h;
+    x[3 * i + 2] = iz * h;
+    sigma[i] = sigma0;
+  }
+}
+
+// v (n × 3) times scale → f (3 × n): Lattice::modes' copy.
+__global__ void split_kernel(long long np, const double* __restrict__ v, double scale, double* __restrict__ f) {
+  for (long long i = thread_index(); i < np; i += thread_stride())
+    for (int d = 0; d < 3; ++d) f[d * np + i] = v[3 * i + d] * scale;
+}
+
+// f (3 × n) times scale → v (n × 3): Lattice::values' copy.
+__global__ void join_kernel(long long np, const double* __restrict__ f, double scale, double* __restrict__ v) {
+  for (long long i = thread_index(); i < np; i += thread_stride())
+    for (int d = 0; d < 3; ++d) v[3 * i + d] = f[d * np + i] * scale;
+}
+
+// ---- per-mode steps --------------------------------------------------------------------------
+
+/// What mode_steps_kernel does to each mode, in this order (the CPU's).
+struct ModeSteps {
+  double scale = 1;         ///< the forward transform's 1/n³ (Fft3d::forward)
+  bool deconvolve = false;  ///< ÷ s(k) with the floor (Lattice::field)
+  double floor = 0;
+  double nu_tau = 0;        ///< ≠ 0: × exp(−ντ|k|²) (Lattice::diffuse)
+  bool project = false;     ///< Lattice::project, its sums per block into `partial`
+  bool filter = false;      ///< Lattice::filter (spherical): zero where |k|² > kmax2
+  double kmax2 = 0;
+};
+
+__global__ void mode_steps_kernel(long long nm, int n, ModeSteps s, const double* __restrict__ s1, Cx* c0, Cx* c1,
+                                  Cx* c2, double* __restrict__ partial) {
+  __shared__ double red[2][kThreads];
+  double removed = 0, total = 0;
+  for (long long m = thread_index(); m < nm; m += thread_stride()) {
+    int ix, iy, iz;
+    decode(m, n, ix, iy, iz);
+    const int ky = kernel::wavenumber(iy, n), kz = kernel::wavenumber(iz, n);
+    Cx c[3] = {c0[m], c1[m], c2[m]};
+    for (int d = 0; d < 3; ++d) kernel::scale(c[d], s.scale);
+    if (s.deconvolve) {
+      const double sy = kernel::symbol(s1, ix, iy, iz, s.floor);
+      for (int d = 0; d < 3; ++d) kernel::deconvolve(c[d], sy);
+    }
+    if (s.nu_tau != 0) {
+      const double f = kernel::diffusion_factor(s.nu_tau, ix, ky, kz);
+      for (int d = 0; d < 3; ++d) kernel::scale(c[d], f);
+    }
+    if (s.project) kernel::project(ix, ky, kz, diag::weight(n, ix), c, removed, total);
+    if (s.filter && !kernel::kept(ix, ky, kz, s.kmax2))
+      for (int d = 0; d < 3; ++d) c[d] = Cx{0, 0};
+    c0[m] = c[0];
+    c1[m] = c[1];
+    c2[m] = c[2];
+  }
+  if (!s.project) return;  // uniform over the grid: no thread leaves the reduction below alone
+  red[0][threadIdx.x] = removed;
+  red[1][threadIdx.x] = total;
+  __syncthreads();
+  for (int w = kThreads / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) {
+      red[0][threadIdx.x] += red[0][threadIdx.x + w];
+      red[1][threadIdx.x] += red[1][threadIdx.x + w];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    partial[2 * blockIdx.x] = red[0][0];
+    partial[2 * blockIdx.x + 1] = red[1][0];
+  }
+}
+
+// dst = src × V/s(k), 3 components: the blob strengths' coefficients (Lattice::values, blob).
+__global__ void blob_scale_kernel(long long nm, int n, double vol, double floor, const double* __restrict__ s1,
+                                  const Cx* __restrict__ src, Cx* __restrict__ dst) {
+  for (long long m = thread_index(); m < nm; m += thread_stride()) {
+    int ix, iy, iz;
+    decode(m, n, ix, iy, iz);
+    const double f = vol / kernel::symbol(s1, ix, iy, iz, floor);
+    for (int d = 0; d < 3; ++d) {
+      Cx c = src[d * nm + m];
+      kernel::scale(c, f);
+      dst[d * nm + m] = c;
+    }
+  }
+}
+
+// u = i k × w / |k|² (Lattice::biot_savart), 3 components each.
+__global__ void biot_savart_kernel(long long nm, int n, const Cx* __restrict__ w, Cx* __restrict__ u) {
+  for (long long m = thread_index(); m < nm; m += thread_stride()) {
+    int ix, iy, iz;
+    decode(m, n, ix, iy, iz);
+    const Cx wm[3] = {w[m], w[nm + m], w[2 * nm + m]};
+    Cx um[3];
+    kernel::biot_savart(ix, kernel::wavenumber(iy, n), kernel::wavenumber(iz, n), wm, um);
+    for (int d = 0; d < 3; ++d) u[d * nm + m] = um[d];
+  }
+}
+
+// to (n_to lattice, nm_to modes a component) from `from` (n_from, nm_from): resample (remesh.cpp).
+__global__ void resample_kernel(long long nm_to, int n_to, long long nm_from, int n_from,
+                                const Cx* __restrict__ from, Cx* __restrict__ to) {
+  for (long long m = thread_index(); m < nm_to; m += thread_stride()) {
+    int ix, iy, iz;
+    decode(m, n_to, ix, iy, iz);
+    const long long src = kernel::resample_source(ix, iy, iz, n_to, n_from);
+    for (int d = 0; d < 3; ++d) to[d * nm_to + m] = src < 0 ? Cx{0, 0} : from[d * nm_from + src];
+  }
+}
+
+// The vorticity coefficients on the lattice (n, nm modes) of the velocity u given on the grid
+// (n_grid, nm_grid): resampled to the lattice, then the spectral curl (Solver::set_velocity).
+__global__ void init_modes_kernel(long long nm, int n, long long nm_grid, int n_grid, const Cx* __restrict__ u,
+                                  Cx* __restrict__ w) {
+  for (long long m = thread_index(); m < nm; m += thread_stride()) {
+    int ix, iy, iz;
+    decode(m, n, ix, iy, iz);
+    // The same lattice: every mode as it is (Solver::set_velocity takes u itself there).
+    const long long src = n == n_grid ? m : kernel::resample_source(ix, iy, iz, n, n_grid);
+    Cx um[3], wm[3];
+    for (int d = 0; d < 3; ++d) um[d] = src < 0 ? Cx{0, 0} : u[d * nm_grid + src];
+    kernel::curl(ix, kernel::wavenumber(iy, n), kernel::wavenumber(iz, n), n, um, wm);
+    for (int d = 0; d < 3; ++d) w[d * nm + m] = wm[d];
+  }
+}
+
+// ---- reductions (per block into `partial`, finished on the host in block order) ---------------
+
+enum class Reduce { max_abs, max_norm3, sum3, nonfinite };
+
+/// max that keeps a NaN (fmax drops it): a blow-up reaches the run's "not finite" guard.
+__host__ __device__ inline double max_nan(double a, double b) { return (b > a || b != b) ? b : a; }
+
+// max_abs: max |v_i| over count values; max_norm3: max √(a² + b² + c²) over the 3 × count field
+// v (max_norm in solver.cpp); sum3: the sums of the three components of the count × 3 array v;
+// nonfinite: how many of the count values are not finite.
+__global__ void reduce_kernel(Reduce op, long long count, const double* __restrict__ v, double* __restrict__ partial) {
+  __shared__ double red[3][kThreads];
+  double a[3] = {0, 0, 0};
+  for (long long i = thread_index(); i < count; i += thread_stride()) {
+    if (op == Reduce::max_abs) {
+      a[0] = max_nan(a[0], fabs(v[i]));
+    } else if (op == Reduce::max_norm3) {
+      const double x = v[i], y = v[count + i], z = v[2 * count + i];
+      a[0] = max_nan(a[0], sqrt(x * x + y * y + z * z));
+    } else if (op == Reduce::sum3) {
+      for (int d = 0; d < 3; ++d) a[d] += v[3 * i + d];
+    } else {
+      a[0] += isfinite(v[i]) ? 0.0 : 1.0;
+    }
+  }
+  for (int d = 0; d < 3; ++d) red[d][threadIdx.x] = a[d];
+  __syncthreads();
+  for (int w = kThreads / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w)
+      for (int d = 0; d < 3; ++d)
+        red[d][threadIdx.x] =
+            op == Reduce::sum3 || op == Reduce::nonfinite ? red[d][threadIdx.x] + red[d][threadIdx.x + w]
+                                                          : max_nan(red[d][threadIdx.x], red[d][threadIdx.x + w]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    for (int d = 0; d < 3; ++d) partial[3 * blockIdx.x + d] = red[d][0];
+}
+
+// ---- host helpers ----------------------------------------------------------------------------
+
+/// Device memory, freed on destruction.
+template <class T>
+struct DeviceArray {
+  T* p = nullptr;
+  std::size_t count = 0;
+  DeviceArray() = default;
+  explicit DeviceArray(std::size_t n) { allocate(n); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  ~DeviceArray() { cudaFree(p); }
+  void allocate(std::size_t n) {
+    VH_CHECK_CUDA(cudaMalloc(&p, std::max<std::size_t>(n, 1) * sizeof(T)));
+    count = n;
+  }
+  std::size_t bytes() const { return count * sizeof(T); }
+};
+
+/// A cuFFT plan, destroyed with it.
+struct FftPlan {
+  cufftHandle h = 0;
+  bool made = false;
+  FftPlan() = default;
+  FftPlan(const FftPlan&) = delete;
+  FftPlan& operator=(const FftPlan&) = delete;
+  ~FftPlan() {
+    if (made) cufftDestroy(h);
+  }
+};
+
+/// CUDA events around the phases of a step (between start_step and finish_step; none are
+/// recorded elsewhere): begin/end pairs per phase, resolved when asked.
+class PhaseEvents {
+ public:
+  enum Phase { update, blob_sums, fft_steps, rest, kPhases };
+  PhaseEvents() = default;
+  PhaseEvents(const PhaseEvents&) = delete;
+  PhaseEvents& operator=(const PhaseEvents&) = delete;
+  ~PhaseEvents() {
+    for (auto* v : {&cur_, &done_})
+      for (const Entry& e : *v) cudaEventDestroy(e.a), cudaEventDestroy(e.b);
+    for (cudaEvent_t e : free_) cudaEventDestroy(e);
+  }
+  void start_step() { on_ = true; }
+  void begin(Phase p) {
+    if (!on_) return;
+    cur_.push_back({p, take(), take()});
+    VH_CHECK_CUDA(cudaEventRecord(cur_.back().a));
+  }
+  void end() {
+    if (on_) VH_CHECK_CUDA(cudaEventRecord(cur_.back().b));
+  }
+  /// The step's phases are recorded; the previous step's events go back to the pool.
+  void finish_step() {
+    for (const Entry& e : done_) free_.push_back(e.a), free_.push_back(e.b);
+    done_.swap(cur_);
+    cur_.clear();
+    on_ = false;
+  }
+  /// Seconds per phase of the last finished step (waits for its events).
+  void times(double out[kPhases]) const {
+    for (int p = 0; p < kPhases; ++p) out[p] = 0;
+    for (const Entry& e : done_) {
+      VH_CHECK_CUDA(cudaEventSynchronize(e.b));
+      float ms = 0;
+      VH_CHECK_CUDA(cudaEventElapsedTime(&ms, e.a, e.b));
+      out[e.phase] += 1e-3 * ms;
+    }
+  }
+
+ private:
+  struct Entry {
+    Phase phase;
+    cudaEvent_t a, b;
+  };
+  cudaEvent_t take() {
+    if (!free_.empty()) {
+      cudaEvent_t e = free_.back();
+      free_.pop_back();
+      return e;
+    }
+    cudaEvent_t e;
+    VH_CHECK_CUDA(cudaEventCreate(&e));
+    return e;
+  }
+  std::vector<Entry> cur_, done_;
+  std::vector<cudaEvent_t> free_;
+  bool on_ = false;
+};
+
+/// Bytes rounded up to 256 (cudaMalloc's alignment), so that sub-buffers of one allocation stay
+/// aligned for cuFFT and vector loads.
+std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+}  // namespace
+
+struct GpuSolver::Impl {
+  Params prm;
+  Grid g, gp;         // the diagnostics' grid and the particle lattice
+  long long np = 0;   // particles = lattice points
+  long long nm = 0;   // lattice modes per component
+  long long nmg = 0;  // grid modes per component
+  double sigma0 = 0, vol = 0, kmax2 = 0, box = 2.0 * kPi;
+
+  // The state (solver_gpu.h: bytes per particle).
+  DeviceArray<double> x, alpha, gamma, sigma, u_prev, da_prev, dg_prev;
+  // u (3 np) and ∇u (9 np) of the last evaluation, and over them the FFT work space: two lattice
+  // spectra W and H (3 nm complex each), the real fields R (3 np), cuFFT's work area.
+  DeviceArray<char> work;
+  double *u = nullptr, *grad = nullptr, *R = nullptr;
+  Cx *W = nullptr, *H = nullptr;
+  DeviceArray<double> s1;       // symbol_factors(gp, σ₀)
+  DeviceArray<double> partial;  // reductions' per-block values
+  DeviceArray<double> proj;     // the last projection's per-block sums
+  FftPlan fwd, inv;
+  detail::DeviceBlobSums sums;
+  fmm::GpuEvaluator fmm;
+  PhaseEvents events;
+  std::vector<double> host_partial;
+
+  // Host scalars of the state (Solver's).
+  double t = 0, t_reinit = 0, dt_prev = 0, sigma_max = 0, ratio_at_reinit = 0, last_residual = 0;
+  long steps = 0, since_reinit = 0, reinits = 0;
+  bool have_history = false, rhs_valid = false, umax_valid = false, sorted = false;
+  bool last_eval_on_lattice = false;  // the last evaluation saw the particles on the lattice
+  double umax = 0;
+  mutable bool proj_pending = false;
+  mutable double div_removed = 0;
+  fmm::Timings timings;
+  GpuStepTimes cur, last;
+
+  Impl(const Params& p, const Grid& grid)
+      : prm(p), g(grid), gp{lattice_points_per_direction(p.refine, grid.n)}, fmm(fmm_params(p)) {
+    if (prm.reinit_from != ReinitFrom::points)
+      throw std::invalid_argument(
+          "vortex::GpuSolver runs reinit_from = points; reinit_from = blobs runs on vortex::Solver (make_solver)");
+    np = static_cast<long long>(gp.points());
+    nm = static_cast<long long>(gp.modes());
+    nmg = static_cast<long long>(g.modes());
+    sigma0 = prm.overlap * gp.h();
+    vol = gp.h() * gp.h() * gp.h();
+    const double kmax = prm.filter_fraction * 0.5 * gp.n;
+    kmax2 = kmax * kmax;
+    sigma_max = sigma0;
+
+    for (auto* a : {&x, &alpha, &gamma, &u_prev, &da_prev, &dg_prev}) a->allocate(3 * np);
+    sigma.allocate(np);
+
+    // cuFFT plans on the lattice, one component at a time, sharing a work area in `work`.
+    std::size_t wf = 0, wi = 0;
+    VH_CHECK_CUFFT(cufftCreate(&fwd.h));
+    fwd.made = true;
+    VH_CHECK_CUFFT(cufftCreate(&inv.h));
+    inv.made = true;
+    VH_CHECK_CUFFT(cufftSetAutoAllocation(fwd.h, 0));
+    VH_CHECK_CUFFT(cufftSetAutoAllocation(inv.h, 0));
+    VH_CHECK_CUFFT(cufftMakePlan3d(fwd.h, gp.n, gp.n, gp.n, CUFFT_D2Z, &wf));
+    VH_CHECK_CUFFT(cufftMakePlan3d(inv.h, gp.n, gp.n, gp.n, CUFFT_Z2D, &wi));
+    const std::size_t spectrum = aligned(3 * nm * sizeof(Cx)), field = aligned(3 * np * sizeof(double));
+    const std::size_t fft_work = aligned(std::max(wf, wi));
+    const std::size_t rhs = aligned(3 * np * sizeof(double)) + aligned(9 * np * sizeof(double));
+    work.allocate(std::max(rhs, 2 * spectrum + field + fft_work));
+    char* base = work.p;
+    u = reinterpret_cast<double*>(base);
+    grad = reinterpret_cast<double*>(base + aligned(3 * np * sizeof(double)));
+    W = reinterpret_cast<Cx*>(base);
+    H = reinterpret_cast<Cx*>(base + spectrum);
+    R = reinterpret_cast<double*>(base + 2 * spectrum);
+    VH_CHECK_CUFFT(cufftSetWorkArea(fwd.h, base + 2 * spectrum + field));
+    VH_CHECK_CUFFT(cufftSetWorkArea(inv.h, base + 2 * spectrum + field));
+
+    const std::vector<double> f = symbol_factors(gp, sigma0);
+    s1.allocate(f.size());
+    VH_CHECK_CUDA(cudaMemcpy(s1.p, f.data(), f.size() * sizeof(double), cudaMemcpyHostToDevice));
+    partial.allocate(3 * kBlocks);
+    proj.allocate(2 * kBlocks);
+    host_partial.resize(3 * kBlocks);
+  }
+
+  static fmm::Params fmm_params(const Params& p) {
+    fmm::Params f = p.fmm;
+    f.periodic = true;
+    f.use_gpu = true;
+    return f;
+  }
+
+  // ---- transforms and layouts ----
+
+  /// W = the coefficients of the real fields R (3 components), before the 1/n³ (mode_steps).
+  void forward_R_to_W() {
+    for (int d = 0; d < 3; ++d)
+      VH_CHECK_CUFFT(cufftExecD2Z(fwd.h, R + d * np, reinterpret_cast<cufftDoubleComplex*>(W + d * nm)));
+  }
+  /// R = the fields of the coefficients c (3 components; c is overwritten: cuFFT's C2R).
+  void inverse_to_R(Cx* c) {
+    for (int d = 0; d < 3; ++d)
+      VH_CHECK_CUFFT(cufftExecZ2D(inv.h, reinterpret_cast<cufftDoubleComplex*>(c + d * nm), R + d * np));
+  }
+  void mode_steps(const ModeSteps& s, Cx* c) {
+    mode_steps_kernel<<<blocks_for(nm), kThreads>>>(nm, gp.n, s, s1.p, c, c + nm, c + 2 * nm, proj.p);
+    VH_CHECK_CUDA(cudaGetLastError());
+  }
+  /// The steps of a field from its blob sums (Lattice::field: 1/n³, ÷ s) and those given.
+  ModeSteps field_steps(double nu_tau, bool project, bool filter) const {
+    ModeSteps s;
+    s.scale = 1.0 / static_cast<double>(np);
+    s.deconvolve = true;
+    s.floor = prm.rbf.symbol_floor;
+    s.nu_tau = nu_tau;
+    s.project = project;
+    s.filter = filter && prm.filter == Filter::spherical;
+    s.kmax2 = kmax2;
+    return s;
+  }
+  /// Lattice::values of the coefficients W: the point values × `point_scale` into `points`
+  /// (if not null) and the blob strengths (÷ S) × `blob_scale` into `blobs` (if not null).
+  /// W is overwritten.
+  void values(double* points, double point_scale, double* blobs, double blob_scale) {
+    if (blobs) {
+      events.begin(PhaseEvents::fft_steps);
+      blob_scale_kernel<<<blocks_for(nm), kThreads>>>(nm, gp.n, vol, prm.rbf.symbol_floor, s1.p, W, H);
+      VH_CHECK_CUDA(cudaGetLastError());
+      inverse_to_R(H);
+      events.end();
+      join(R, blob_scale, blobs);
+    }
+    if (points) {
+      events.begin(PhaseEvents::fft_steps);
+      inverse_to_R(W);
+      events.end();
+      join(R, point_scale, points);
+    }
+  }
+  void join(const double* f, double scale, double* v) {
+    events.begin(PhaseEvents::rest);
+    join_kernel<<<blocks_for(np), kThreads>>>(np, f, scale, v);
+    VH_CHECK_CUDA(cudaGetLastError());
+    events.end();
+  }
+
+  // ---- blob sums ----
+
+  void sort() {
+    if (sorted) return;
+    sums.sort(x.p, sigma.p, static_cast<std::size_t>(np), gp, prm.blob_cutoff,
+              stencil_points(sigma_max, gp.h(), prm.blob_cutoff));
+    sorted = true;
+  }
+  /// W = the coefficients (after mode_steps s) of the field whose values × V the particles
+  /// carry as scale · q (Lattice::field and the steps after it).
+  void field(const double* q, double scale, const ModeSteps& s) {
+    events.begin(PhaseEvents::blob_sums);
+    sort();
+    sums.sum(q, scale, false, R);
+    events.end();
+    events.begin(PhaseEvents::fft_steps);
+    forward_R_to_W();
+    mode_steps(s, W);
+    events.end();
+  }
+
+  // ---- reductions ----
+
+  /// The per-block values of reduce_kernel, finished here in block order.
+  std::vector<double> reduce(Reduce op, long long count, const double* v) {
+    const unsigned nb = blocks_for(count);
+    reduce_kernel<<<nb, kThreads>>>(op, count, v, partial.p);
+    VH_CHECK_CUDA(cudaGetLastError());
+    VH_CHECK_CUDA(cudaMemcpy(host_partial.data(), partial.p, 3 * nb * sizeof(double), cudaMemcpyDeviceToHost));
+    std::vector<double> r(3, 0.0);
+    for (unsigned b = 0; b < nb; ++b)
+      for (int d = 0; d < 3; ++d)
+        r[d] = op == Reduce::sum3 || op == Reduce::nonfinite ? r[d] + host_partial[3 * b + d]
+                                                             : max_nan(r[d], host_partial[3 * b + d]);
+    return r;
+  }
+
+  void resolve_projection() const {
+    if (!proj_pending) return;
+    const unsigned nb = blocks_for(nm);
+    std::vector<double> h(2 * nb);
+    VH_CHECK_CUDA(cudaMemcpy(h.data(), proj.p, h.size() * sizeof(double), cudaMemcpyDeviceToHost));
+    double removed = 0, total = 0;
+    for (unsigned b = 0; b < nb; ++b) removed += h[2 * b], total += h[2 * b + 1];
+    div_removed = total > 0 ? std::sqrt(removed / total) : 0.0;
+    proj_pending = false;
+  }
+
+  // ---- the method ----
+
+  double pending_nu_tau() const { return prm.diffusion == Diffusion::lattice ? prm.nu * (t - t_reinit) : 0.0; }
+
+  void to_lattice() {
+    events.begin(PhaseEvents::rest);
+    lattice_kernel<<<blocks_for(np), kThreads>>>(gp.n, gp.h(), sigma0, x.p, sigma.p);
+    VH_CHECK_CUDA(cudaGetLastError());
+    events.end();
+    sigma_max = sigma0;
+    sorted = false;
+  }
+
+  void evaluate_rhs() {
+    // A state that has overflowed is the driver's to report (max |u| not finite: exit 3 with a
+    // checkpoint), not the FMM's bad input (Solver::evaluate_rhs): u = NaN (all bits set).
+    if (reduce(Reduce::nonfinite, 3 * np, x.p)[0] + reduce(Reduce::nonfinite, 3 * np, alpha.p)[0] > 0) {
+      VH_CHECK_CUDA(cudaMemset(u, 0xff, 3 * np * sizeof(double)));
+      rhs_valid = true;
+      umax_valid = false;
+      return;
+    }
+    const bool same = since_reinit == 0 && last_eval_on_lattice;
+    // The evaluator may work on streams of its own: what this solver wrote is complete first
+    // (the reductions above waited for it).
+    const auto t0 = std::chrono::steady_clock::now();
+    timings = fmm.evaluate_self(x.p, alpha.p, sigma.p, static_cast<std::size_t>(np), u, grad, same);
+    cur.fmm += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    cur.fmm_stages = timings;
+    last_eval_on_lattice = since_reinit == 0;
+    rhs_valid = true;
+    umax_valid = false;
+  }
+
+  /// The work space is about to be overwritten: u and ∇u are gone.
+  void use_work() { rhs_valid = umax_valid = false; }
+
+  /// W = the lattice vorticity now (Solver::points_field).
+  void points_field() {
+    use_work();
+    if (since_reinit == 0) {  // on the lattice: exact, no sums (Lattice::modes(γ, 1/V))
+      events.begin(PhaseEvents::rest);
+      split_kernel<<<blocks_for(np), kThreads>>>(np, gamma.p, 1.0 / vol, R);
+      VH_CHECK_CUDA(cudaGetLastError());
+      events.end();
+      events.begin(PhaseEvents::fft_steps);
+      forward_R_to_W();
+      ModeSteps s;
+      s.scale = 1.0 / static_cast<double>(np);
+      mode_steps(s, W);
+      events.end();
+      return;
+    }
+    field(gamma.p, 1.0, field_steps(pending_nu_tau(), false, false));
+  }
+
+  void reinitialise() {
+    use_work();
+    ratio_at_reinit = sigma_max / sigma0;
+    const double nu_tau = pending_nu_tau();
+    if (have_history) {
+      // The history along the paths that end at the new lattice points (Solver::reinitialise):
+      // the γ rate with the step's viscous factor; u_prev·V not projected nor diffused.
+      field(dg_prev.p, 1.0, field_steps(nu_tau, false, true));
+      values(dg_prev.p, vol, da_prev.p, 1.0);
+      field(u_prev.p, vol, field_steps(0.0, false, true));
+      values(u_prev.p, 1.0, nullptr, 0.0);
+    }
+    field(gamma.p, 1.0, field_steps(nu_tau, prm.project, true));
+    if (prm.project) proj_pending = true;
+    values(gamma.p, vol, alpha.p, 1.0);
+    to_lattice();
+    since_reinit = 0;
+    t_reinit = t;
+    ++reinits;
+    last_residual = 0;
+  }
+
+  void step(double dt) {
+    events.start_step();
+    if (!rhs_valid) evaluate_rhs();
+    Advance a;
+    a.dt = dt;
+    a.nu = prm.nu;
+    a.L = box;
+    a.w = ab2_weights(dt, dt_prev, have_history);
+    a.history = have_history;
+    a.classical = prm.stretching == Stretching::classical;
+    a.spread = prm.diffusion == Diffusion::core_spreading;
+    events.begin(PhaseEvents::update);
+    advance_kernel<<<blocks_for(np), kThreads>>>(np, a, x.p, alpha.p, gamma.p, sigma.p, u, grad, u_prev.p, da_prev.p,
+                                                 dg_prev.p);
+    VH_CHECK_CUDA(cudaGetLastError());
+    events.end();
+    have_history = true;
+    rhs_valid = umax_valid = sorted = false;
+    dt_prev = dt;
+    // Every particle has the same core (σ₀ at the last reinitialisation, spread alike since), so
+    // the host follows the largest one with the device's formula.
+    if (a.spread) sigma_max = spread_core(sigma_max, prm.nu, dt);
+    t += dt;
+    ++steps;
+    ++since_reinit;
+    const double ratio = std::max(sigma_max, sigma0) / sigma0;
+    cur.reinitialised = false;
+    if ((prm.reinit_every > 0 && since_reinit >= prm.reinit_every) || ratio > prm.max_core_ratio) {
+      reinitialise();
+      cur.reinitialised = true;
+    }
+    events.finish_step();
+    last = cur;
+    cur = GpuStepTimes{};
+  }
+
+  double max_velocity() {
+    if (!rhs_valid) evaluate_rhs();
+    if (!umax_valid) {
+      umax = reduce(Reduce::max_abs, 3 * np, u)[0];
+      umax_valid = true;
+    }
+    return umax;
+  }
+
+  /// The grid velocity's coefficients on the device (Solver::velocity): into H (grid = lattice)
+  /// or R (refine > 1: the truncation to the grid).
+  const Cx* grid_velocity() {
+    points_field();
+    biot_savart_kernel<<<blocks_for(nm), kThreads>>>(nm, gp.n, W, H);
+    VH_CHECK_CUDA(cudaGetLastError());
+    if (gp.n == g.n) return H;
+    Cx* out = reinterpret_cast<Cx*>(R);  // 3 nmg complex ≤ 3 np doubles: np ≥ (N + 2)³
+    resample_kernel<<<blocks_for(nmg), kThreads>>>(nmg, g.n, nm, gp.n, H, out);
+    VH_CHECK_CUDA(cudaGetLastError());
+    return out;
+  }
+
+  template <class V>
+  void download(std::vector<V>& h, const double* d) const {
+    h.resize(static_cast<std::size_t>(np));
+    VH_CHECK_CUDA(cudaMemcpy(h.data(), d, np * sizeof(V), cudaMemcpyDeviceToHost));
+  }
+  template <class V>
+  void upload(double* d, const std::vector<V>& h) {
+    VH_CHECK_CUDA(cudaMemcpy(d, h.data(), np * sizeof(V), cudaMemcpyHostToDevice));
+  }
+};
+
+GpuSolver::GpuSolver(const Params& p, const Grid& g) {
+  if (!gpu_available())
+    throw InputError("vortex: the GPU solver needs a visible CUDA device (--device cpu runs the CPU solver)");
+  impl_ = std::make_unique<Impl>(p, g);
+}
+
+GpuSolver::~GpuSolver() = default;
+
+RbfResult GpuSolver::set_velocity(const SpectralVector& u, double t) {
+  Impl& s = *impl_;
+  VH_CHECK(u.grid.n == s.g.n, "GpuSolver::set_velocity: coefficients of another grid");
+  s.use_work();
+  // The grid's coefficients into H (3 nmg ≤ 3 nm complex), the lattice vorticity into W.
+  for (int d = 0; d < 3; ++d)
+    VH_CHECK_CUDA(cudaMemcpy(s.H + d * s.nmg, u.c[d].data(), s.nmg * sizeof(Cx), cudaMemcpyHostToDevice));
+  init_modes_kernel<<<blocks_for(s.nm), kThreads>>>(s.nm, s.gp.n, s.nmg, s.g.n, s.H, s.W);
+  VH_CHECK_CUDA(cudaGetLastError());
+  // Solver::set_velocity: γ = ω V; α the RBF strengths of ω (init = rbf) or α = γ (direct).
+  if (s.prm.init == Init::rbf) {
+    s.values(s.gamma.p, s.vol, s.alpha.p, 1.0);
+  } else {
+    s.values(s.gamma.p, s.vol, nullptr, 0.0);
+    VH_CHECK_CUDA(cudaMemcpy(s.alpha.p, s.gamma.p, s.alpha.bytes(), cudaMemcpyDeviceToDevice));
+  }
+  s.to_lattice();
+  s.t = s.t_reinit = t;
+  s.have_history = false;
+  s.since_reinit = 0;
+  s.last_residual = 0;
+  return RbfResult{};
+}
+
+void GpuSolver::step(double dt) { impl_->step(dt); }
+double GpuSolver::max_velocity() { return impl_->max_velocity(); }
+
+void GpuSolver::velocity(SpectralVector& u) {
+  Impl& s = *impl_;
+  const Cx* d = s.grid_velocity();
+  u = SpectralVector(s.g);
+  for (int c = 0; c < 3; ++c)
+    VH_CHECK_CUDA(cudaMemcpy(u.c[c].data(), d + c * s.nmg, s.nmg * sizeof(Cx), cudaMemcpyDeviceToHost));
+}
+
+bool GpuSolver::device_velocity(const void* d[3]) {
+  Impl& s = *impl_;
+  const Cx* v = s.grid_velocity();
+  for (int c = 0; c < 3; ++c) d[c] = v + c * s.nmg;
+  return true;
+}
+
+double GpuSolver::time() const { return impl_->t; }
+long GpuSolver::steps() const { return impl_->steps; }
+long GpuSolver::reinits() const { return impl_->reinits; }
+double GpuSolver::core_ratio_at_reinit() const { return impl_->ratio_at_reinit; }
+double GpuSolver::last_rbf_residual() const { return impl_->last_residual; }
+double GpuSolver::last_div_removed() const {
+  impl_->resolve_projection();
+  return impl_->div_removed;
+}
+const fmm::Timings& GpuSolver::last_timings() const { return impl_->timings; }
+
+RbfResult GpuSolver::reinitialise() {
+  impl_->reinitialise();
+  return RbfResult{};
+}
+
+Monitors GpuSolver::monitors() {
+  Impl& s = *impl_;
+  Monitors m;
+  const std::vector<double> sg = s.reduce(Reduce::sum3, s.np, s.gamma.p);
+  m.total_strength = {sg[0], sg[1], sg[2]};
+  // ∇·ω_σ of the blob field the FMM sees, at the lattice points.
+  s.use_work();
+  s.sort();
+  s.sums.sum(s.alpha.p, 1.0, true, s.R);
+  m.max_div_omega = s.reduce(Reduce::max_abs, s.np, s.R)[0];
+  s.points_field();
+  s.inverse_to_R(s.W);
+  m.max_omega = s.reduce(Reduce::max_norm3, s.np, s.R)[0];
+  m.div_removed = last_div_removed();
+  m.core_ratio = s.sigma_max / s.sigma0;
+  m.reinits = s.reinits;
+  m.last_rbf_residual = s.last_residual;
+  m.core_ratio_at_reinit = s.ratio_at_reinit;
+  return m;
+}
+
+State GpuSolver::state() const {
+  const Impl& s = *impl_;
+  State st;
+  s.download(st.particles.x, s.x.p);
+  s.download(st.particles.alpha, s.alpha.p);
+  s.download(st.particles.gamma, s.gamma.p);
+  s.download(st.particles.sigma, s.sigma.p);
+  if (s.have_history) {
+    s.download(st.u_prev, s.u_prev.p);
+    s.download(st.dalpha_prev, s.da_prev.p);
+    s.download(st.dgamma_prev, s.dg_prev.p);
+  }
+  st.t = s.t;
+  st.t_reinit = s.t_reinit;
+  st.dt_prev = s.dt_prev;
+  st.last_residual = s.last_residual;
+  st.ratio_at_reinit = s.ratio_at_reinit;
+  st.div_removed = last_div_removed();
+  st.steps = s.steps;
+  st.since_reinit = s.since_reinit;
+  st.reinits = s.reinits;
+  return st;
+}
+
+void GpuSolver::set_state(const State& st) {
+  Impl& s = *impl_;
+  const std::size_t n = static_cast<std::size_t>(s.np);
+  const Particles& p = st.particles;
+  if (p.size() != n || p.alpha.size() != n || p.sigma.size() != n)
+    throw InputError("vortex state: " + std::to_string(p.size()) + " particles, the lattice of this run has " +
+                     std::to_string(n) + " (allowed: one per lattice point, (refine N)^3)");
+  const bool history = !st.u_prev.empty();
+  if (history && (st.u_prev.size() != n || st.dalpha_prev.size() != n))
+    throw InputError("vortex state: the AB2 history has " + std::to_string(st.u_prev.size()) + " entries, not " +
+                     std::to_string(n));
+  s.use_work();
+  s.upload(s.x.p, p.x);
+  s.upload(s.alpha.p, p.alpha);
+  s.upload(s.sigma.p, p.sigma);
+  if (p.gamma.size() == n) s.upload(s.gamma.p, p.gamma);
+  else VH_CHECK_CUDA(cudaMemset(s.gamma.p, 0, s.gamma.bytes()));
+  if (history) {
+    s.upload(s.u_prev.p, st.u_prev);
+    s.upload(s.da_prev.p, st.dalpha_prev);
+    if (st.dgamma_prev.size() == n) s.upload(s.dg_prev.p, st.dgamma_prev);
+    else VH_CHECK_CUDA(cudaMemset(s.dg_prev.p, 0, s.dg_prev.bytes()));
+  }
+  s.have_history = history;
+  s.sigma_max = *std::max_element(p.sigma.begin(), p.sigma.end());
+  s.t = st.t;
+  s.t_reinit = st.t_reinit;
+  s.dt_prev = st.dt_prev;
+  s.last_residual = st.last_residual;
+  s.ratio_at_reinit = st.ratio_at_reinit;
+  s.div_removed = st.div_removed;
+  s.proj_pending = false;
+  s.steps = st.steps;
+  s.since_reinit = st.since_reinit;
+  s.reinits = st.reinits;
+  s.sorted = s.last_eval_on_lattice = false;
+}
+
+GpuStepTimes GpuSolver::last_step_times() {
+  Impl& s = *impl_;
+  double ph[PhaseEvents::kPhases];
+  s.events.times(ph);
+  GpuStepTimes t = s.last;
+  t.update = ph[PhaseEvents::update];
+  t.blob_sums = ph[PhaseEvents::blob_sums];
+  t.fft_steps = ph[PhaseEvents::fft_steps];
+  t.rest = ph[PhaseEvents::rest];
+  return t;
+}
+
+std::size_t GpuSolver::device_bytes() const {
+  const Impl& s = *impl_;
+  std::size_t b = s.work.bytes() + s.s1.bytes() + s.partial.bytes() + s.proj.bytes() + s.sums.device_bytes();
+  for (const auto* a : {&s.x, &s.alpha, &s.gamma, &s.sigma, &s.u_prev, &s.da_prev, &s.dg_prev}) b += a->bytes();
+  return b;
+}
+
+}  // namespace vh::vortex

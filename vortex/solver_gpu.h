@@ -1,0 +1,94 @@
+// The vortex solver with its state on the GPU (CUDA builds): the method of vortex/solver.h with
+// vortex.reinit_from = points (the default), step for step the CPU Solver's, whose tests it is
+// compared against (tests/vortex/test_vortex_gpu.cpp). reinit_from = blobs (the seeds' scheme)
+// stays with vortex::Solver, whose FMM and blob sums run on the GPU with use_gpu while its
+// particles live on the host; make_solver() (solver.h) picks.
+//
+// A step, all on the device:
+//   1. u and ∇u at the particles: fmm::GpuEvaluator::evaluate_self on the device arrays
+//      (same_positions when the particles sit on the lattice and the last evaluation saw them
+//      there: the tree and lists are kept);
+//   2. one kernel per particle (vortex/update_kernel.h, the CPU's functions): the stretching
+//      rates of α and γ, the variable-step AB2 update of x, α and γ, the history kept, core
+//      spreading, the wrap into the box;
+//   3. the reinitialisation from the points when due (vortex/remesh.h): blob sums of γ (and of
+//      the history u_prev·V and dγ_prev) at the lattice from the device arrays
+//      (blobs_gpu.h, DeviceBlobSums: one cell sort for the three), cuFFT D2Z (scaled by 1/n³,
+//      grid.h) and Z2D in fp64, the per-mode steps of vortex/remesh_kernel.h (÷ symbol, viscous
+//      factor, projection, filter, ÷ S for the blob strengths), the new lattice particles.
+// Only scalars cross to the host per step: max |u| for the CFL step, and the count of non-finite
+// positions and strengths (an overflowed state is reported as max |u| = NaN, as Solver does).
+// At outputs the grid velocity is the Biot–Savart velocity of the lattice field, truncated to
+// the N³ grid, as device coefficients (device_velocity: the diagnostics read them there) or
+// copied to the host (velocity); the monitors cost one more sort and blob sum (∇·ω_σ).
+//
+// Device memory, bytes per particle (N_p³ = (refine·N)³ particles):
+//   state: x, α, γ (24 each), σ (8), the AB2 history u_prev, dα_prev, dγ_prev (24 each)   152
+//   u and ∇u of the last evaluation (96), which the reinitialisation, the grid velocity and
+//     the monitors reuse as their FFT work space (two lattice spectra of 3 components and
+//     the blob sums' real field: 72, and cuFFT's work area)                               96+
+//   blob sums (DeviceBlobSums): the sorted particles' constants and stencil runs, the
+//     permutation (96), and one int per lattice point (4)                                 100
+//   in all about 350 B, 47 GB at 512³ (2^27 particles), besides the FMM evaluator's own
+//   buffers (fmm/evaluator.h) and the CUDA context.
+#pragma once
+
+#include <memory>
+
+#include "vortex/solver.h"
+
+namespace vh::vortex {
+
+/// Device time of the last step's phases, seconds (CUDA events; the FMM by the host clock, as
+/// the evaluation returns when its results are written). The evaluation is counted in the step
+/// that uses it, whichever call (max_velocity or step) made it; 0 for a phase that did not run.
+struct GpuStepTimes {
+  double fmm = 0;        ///< evaluate_self (wall)
+  double update = 0;     ///< stretching, AB2, core spreading, wrap
+  double blob_sums = 0;  ///< cell sort and blob sums of the reinitialisation
+  double fft_steps = 0;  ///< FFTs and per-mode kernels of the reinitialisation
+  double rest = 0;       ///< the reinitialisation's other kernels (layouts, new lattice)
+  bool reinitialised = false;
+  fmm::Timings fmm_stages;  ///< the evaluator's own split
+};
+
+class GpuSolver : public SolverInterface {
+ public:
+  /// As Solver. Throws std::invalid_argument for reinit_from = blobs and vh::InputError
+  /// without a visible GPU; allocates the device state for (refine·N)³ particles.
+  GpuSolver(const Params& p, const Grid& g);
+  ~GpuSolver() override;
+  GpuSolver(const GpuSolver&) = delete;
+  GpuSolver& operator=(const GpuSolver&) = delete;
+
+  RbfResult set_velocity(const SpectralVector& u, double t) override;
+  void step(double dt) override;
+  double max_velocity() override;
+  void velocity(SpectralVector& u) override;
+  double time() const override;
+  long steps() const override;
+  Monitors monitors() override;
+  long reinits() const override;
+  double core_ratio_at_reinit() const override;
+  double last_rbf_residual() const override;
+  double last_div_removed() const override;
+  RbfResult reinitialise() override;
+  /// Copies the device state to the host (checkpoints), and back; the same State as Solver's,
+  /// so a checkpoint of either restarts on the other.
+  State state() const override;
+  void set_state(const State& s) override;
+  const fmm::Timings& last_timings() const override;
+  bool device_velocity(const void* d[3]) override;
+
+  /// The phases of the last step (waits for the device).
+  GpuStepTimes last_step_times();
+  /// Device memory this solver holds (its state and work space; not the FMM evaluator's).
+  std::size_t device_bytes() const;
+
+  struct Impl;  ///< solver_gpu.cu
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vh::vortex
