@@ -11,7 +11,7 @@
 #   vortex    vortexhit, the blob and GPU-solver tests, blobs_bench and vortex_step_bench
 #             (device-check.sh vortex, vstep, study, sc09, memory, bench)
 #   mpi       test_spectral_mpi, spectral_bench (device-check.sh mpi: the spectral solver on 2 ranks)
-#   all       every one of them (more than the device tool carries)
+#   all       every one of them, packed into .gpu.tar.xz (below)
 #
 # Sets, because the device tool carries at most 64 MiB and every program that links the spectral
 # solver holds its fused transforms' device code (about 26 MB each).
@@ -27,7 +27,7 @@ case "$set_name" in
   mpi) progs="test_spectral_mpi spectral_bench" ;;
   all) progs="fmm_gpu_test test_fmm_gpu test_traverse_gpu test_blobs_gpu test_initial_field test_diagnostics
               fmm_bench p2p_gpu_bench p2p_cpu_bench test_spectral_gpu spectral_bench tgv_check vortexhit blobs_bench
-              test_vortex_gpu vortex_step_bench" ;;
+              test_vortex_gpu vortex_step_bench test_spectral_mpi" ;;
   *) echo "build-gpu.sh: unknown set '$set_name' (allowed: fmm, spectral, tgv, vortex, mpi, all)" >&2; exit 2 ;;
 esac
 [ -f build-gpu/CMakeCache.txt ] ||
@@ -44,4 +44,13 @@ cp /usr/lib/x86_64-linux-gnu/libboost_program_options.so.1.74.0 .gpu/
 # points the carried programs at them with VH_DATA_DIR.
 size=$(du -sm .gpu | cut -f1)
 echo ".gpu: set $set_name, ${size} MiB"
-[ "$size" -le 64 ] || echo "build-gpu.sh: .gpu is ${size} MiB, more than the device tool carries (64 MiB); use a smaller set" >&2
+if [ "$size" -gt 64 ]; then
+  # More than the device tool carries (64 MiB): xz's 64 MiB window stores the fused transforms'
+  # device code, which every spectral program holds, once (set all: 180 MiB travel as 10 MiB).
+  # device-check.sh unpacks .gpu.tar.xz into .gpu/ on the GPU machine.
+  strip .gpu/* 2>/dev/null || true
+  rm -f .gpu.tar.xz
+  tar -C .gpu -cf - . | xz -9 -T1 >.gpu.tar.xz
+  rm -rf .gpu
+  echo ".gpu.tar.xz: set $set_name, $(du -sm .gpu.tar.xz | cut -f1) MiB; carry [\".gpu.tar.xz\"]"
+fi

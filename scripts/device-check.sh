@@ -5,6 +5,7 @@
 #   scripts/build-gpu.sh [SET]           # here: build with CUDA for sm_90, fill .gpu/ with a set
 #                                        # (fmm, spectral, vortex: what the modes below run)
 #   device run, carry [".gpu"]:  export LD_LIBRARY_PATH=$PWD/.gpu; scripts/device-check.sh [MODE]
+#                                        # (set all: carry [".gpu.tar.xz"], unpacked here)
 # MODE: tests | bench | all (tests and bench) | vortex (GPU vs CPU vortex solver at 32^3, quick.ini
 # at 32^3 on the GPU) | vstep (the GPU-resident vortex solver: test_vortex_gpu, test_blobs_gpu,
 # vortex_step_bench at 128^3 and 256^3, the memory of 512^3, a 128^3 run to t/T = 1 restarted on the
@@ -20,6 +21,8 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-device-out}
 mkdir -p "$OUT"
 what=${1:-all}
+# A set too large to carry as it is travels packed (build-gpu.sh): unpack it.
+if [ -f .gpu.tar.xz ] && [ ! -d .gpu ]; then mkdir .gpu && tar -xJf .gpu.tar.xz -C .gpu; fi
 export LD_LIBRARY_PATH=$PWD/.gpu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/device.txt"
 status=0
