@@ -64,14 +64,18 @@ void write_checkpoint(const std::string& dir, const std::string& deck, long fiel
   }
 }
 
-CheckpointHeader read_checkpoint_header(const std::string& where) {
+CheckpointHeader read_checkpoint_header(const std::string& where, const Comm& comm) {
   CheckpointHeader h;
   std::error_code ec;
   h.path = fs::is_directory(where, ec) ? (fs::path(where) / "checkpoint.h5").string() : where;
   h.dir = fs::path(h.path).parent_path().string();
   if (h.dir.empty()) h.dir = ".";
   if (!fs::is_regular_file(h.path, ec)) throw InputError(h.path + ": no checkpoint file there (--restart)");
-  h5::Handle f = h5::open_file(h.path, h5::Seal::required);
+  // The seal (a pass over the whole file) once, on rank 0; its verdict reaches every rank.
+  RootErrors err;
+  err.run(comm, [&] { h5::check_file_seal(h.path, h5::Seal::required); });
+  err.rethrow(comm);
+  h5::Handle f = h5::open_file(h.path, h5::Seal::checked);
   if (!h5::has_attribute(f, "format") || h5::read_string_attribute(f, "format") != kFormat)
     throw InputError(h.path + ":/ is not a vortexhit checkpoint (attribute format is not '" +
                      std::string(kFormat) + "')");
@@ -92,7 +96,7 @@ void check_checkpoint_grid(const CheckpointHeader& h, int n) {
 }
 
 void load_checkpoint(const CheckpointHeader& h, const std::vector<std::unique_ptr<Stepper>>& solvers) {
-  h5::Handle f = h5::open_file(h.path, h5::Seal::required);
+  h5::Handle f = h5::open_file(h.path, h5::Seal::checked);  // read_checkpoint_header checked it
   for (const auto& st : solvers) {
     h5::Handle g = h5::open_group(f, st->name());
     st->load(g);

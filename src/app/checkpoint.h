@@ -16,8 +16,8 @@
 // every rank; the previous one stays.
 //
 // R ranks: rank 0 writes the file, the spectral state arriving plane by plane from the
-// ranks (global arrays, so any rank count restarts from it); on restart every rank reads
-// the header and its own part of the state.
+// ranks (global arrays, so any rank count restarts from it), and seals it; on restart rank 0
+// checks the seal, then every rank reads the header and its own part of the state.
 #pragma once
 
 #include <memory>
@@ -40,12 +40,14 @@ struct CheckpointHeader {
 void write_checkpoint(const std::string& dir, const std::string& deck, long field_index,
                       const std::vector<std::unique_ptr<Stepper>>& solvers, const Comm& comm = Comm());
 
-/// Resolves `where` (a checkpoint file, or a run folder holding checkpoint.h5) and reads the
-/// header; vh::InputError naming file and dataset for a missing, truncated or foreign file.
-CheckpointHeader read_checkpoint_header(const std::string& where);
+/// Resolves `where` (a checkpoint file, or a run folder holding checkpoint.h5), checks its seal
+/// (on rank 0 of `comm`, for every rank) and reads the header; vh::InputError naming file and
+/// dataset for a missing, damaged, unsealed or foreign file. Collective over `comm`.
+CheckpointHeader read_checkpoint_header(const std::string& where, const Comm& comm = Comm());
 
-/// Loads every solver's state (its group must exist); on R ranks every rank its part.
-/// vh::InputError naming the file and dataset when a state fails its checks.
+/// Loads every solver's state (its group must exist) from the checkpoint whose seal
+/// read_checkpoint_header() checked; on R ranks every rank its part. vh::InputError naming
+/// the file and dataset when a state fails its checks.
 void load_checkpoint(const CheckpointHeader& h, const std::vector<std::unique_ptr<Stepper>>& solvers);
 
 /// vh::InputError (one line) when the checkpoint was written at another domain.n than `n`

@@ -259,7 +259,7 @@ static int run_case(const std::string& deck_path, const std::vector<std::string>
   std::signal(SIGXFSZ, SIG_IGN);
   const Comm world = Comm::world();
   std::optional<CheckpointHeader> ckpt;
-  if (!restart.empty()) ckpt = read_checkpoint_header(restart);  // every rank reads it: the same errors
+  if (!restart.empty()) ckpt = read_checkpoint_header(restart, world);  // rank 0 checks the seal, every rank reads
   const Options opts = ckpt ? parse_deck(ckpt->deck, ckpt->path + ":/deck", overrides)
                             : read_deck(deck_path, overrides);
   RunConfig cfg = make_config(deck_path, opts);

@@ -71,8 +71,13 @@ Handle create_file(const std::string& path, bool sealed = false);
 /// integrity seal. Handle::close() ignores errors: files written for keeps end with this.
 void close_file(Handle& file, bool seal = false);
 
-/// Whether open_file() requires an integrity seal (core/seal.h) or checks one when present.
-enum class Seal { if_present, required };
+/// Whether open_file() requires an integrity seal (core/seal.h), checks one when present, or
+/// leaves it to a check_file_seal() made before (`checked`: a pass over the whole file once,
+/// not at every open; a restart's ranks open the checkpoint that rank 0 checked).
+enum class Seal { if_present, required, checked };
+/// The seal check of open_file(): InputError naming `path` when it is missing, when its seal
+/// is broken, or (Seal::required) when it has none.
+void check_file_seal(const std::string& path, Seal seal);
 /// Opens an existing file read-only; InputError naming `path` when missing, not HDF5, or when
 /// its seal is broken (or missing, with Seal::required). The seal is checked before HDF5
 /// parses anything.
