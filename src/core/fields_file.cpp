@@ -203,7 +203,10 @@ std::string write_fields(const std::string& dir, int index, double t, const std:
       f = h5::create_file(tmp);
       h5::write_attribute(f, "t", t);
     });
-    for (const auto& [solver, fields] : solvers) {
+    for (const auto& entry : solvers) {
+      // Not a structured binding: C++17 lambdas cannot capture one (Clang refuses it).
+      const std::string& solver = entry.first;
+      const FieldSet& fields = entry.second;
       h5::Handle g;
       err.run(comm, [&] {
         g = h5::create_group(f, solver);
