@@ -89,7 +89,8 @@ for h in "${harnesses[@]}"; do
       -artifact_prefix="$work/artifacts/" >>"$work/log.txt" 2>&1 && rc=0 || rc=$?
     # A failure before libFuzzer has read the whole corpus in (its INITED line) is a seed's or a
     # regression input's: fuzzing again would fail on it again.
-    if [ "$rc" -ne 0 ] && ! tail -c +"$from" "$work/log.txt" | grep -q INITED; then
+    # (grep -c, not -q: an early exit of grep fails tail with SIGPIPE, and the pipeline with it)
+    if [ "$rc" -ne 0 ] && [ "$(tail -c +"$from" "$work/log.txt" | grep -c INITED || true)" -eq 0 ]; then
       echo "fuzz_$h fails on a seed or regression input: see $work/log.txt"; break
     fi
   done
