@@ -10,11 +10,12 @@
 # at 32^3 on the GPU) | vstep (the GPU-resident vortex solver: test_vortex_gpu, test_blobs_gpu,
 # vortex_step_bench at 128^3 and 256^3, the memory of 512^3, a 128^3 run to t/T = 1 restarted on the
 # CPU) | study (parametric study at 64^3) | sc09 (the first steps of sc09_256.ini)
-# | sanitize (compute-sanitizer memcheck and racecheck on the FMM GPU tests) | memory (the memory
-# estimate against what GPU runs use) | mpi (the spectral solver on 2 ranks sharing the GPU:
-# test_spectral_mpi and spectral_bench on 1 and 2 ranks). Each mode runs what of it was carried:
-# tests and bench with the fmm or the spectral set, sanitize with fmm, the vortex modes and memory
-# with vortex, mpi with mpi.
+# | sanitize [TOOLS] [PARTS] (compute-sanitizer memcheck, racecheck and synccheck over every GPU
+# test, in units that fit a call: see below) | memory (the memory estimate against what GPU runs
+# use) | mpi (the spectral solver on 2 ranks sharing the GPU: test_spectral_mpi and spectral_bench
+# on 1 and 2 ranks). Each mode runs what of it was carried: tests and bench with the fmm or the
+# spectral set, sanitize with fmm, spectral or vortex, the vortex modes and memory with vortex,
+# mpi with mpi.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-device-out}
@@ -85,14 +86,67 @@ if [ "$what" = vortex ]; then
   tail -n 3 "$OUT/quick32/log.txt" >>"$OUT/vortex.log" 2>/dev/null
 fi
 if [ "$what" = sanitize ]; then
-  for tool in memcheck racecheck; do
-    for t in .gpu/fmm_gpu_test ".gpu/test_fmm_gpu --gtest_filter=*Lattice*:*FreeSpace*:*SeparateTargets*:*FarField*:EvaluatorGpuStages*:EvaluatorGpuReuse*"; do
-      echo "== $tool $t" | tee -a "$OUT/sanitize.log"
-      # shellcheck disable=SC2086
-      compute-sanitizer --tool $tool --error-exitcode 1 $t >>"$OUT/sanitize.log" 2>&1 || status=1
-      tail -n 1 "$OUT/sanitize.log"
+  # compute-sanitizer over every GPU test, one unit (a binary and a gtest filter) at a time:
+  #   device-check.sh sanitize [TOOL[,TOOL...]] [PART[,PART...]]
+  # TOOL: memcheck, racecheck, synccheck (default all three); PART: the units below (default
+  # all whose binary was carried: the fmm set has p2p … field, the spectral set spectral, the
+  # vortex set blobs, vortex and vortex_steps; a gtest filter matches parameterised tests
+  # under their prefix, Cases/Name.Test: hence */EvaluatorGpu.*).
+  # The call ends within SANITIZE_BUDGET_S seconds (default 540: inside the device tool's 10
+  # minutes): each unit gets at most SANITIZE_UNIT_S (default 300) and no more than what is left
+  # of the budget, and none starts with less than 20 s left; units left out are listed as "not
+  # run" for the next call. One line per unit in $OUT/sanitize_summary.txt, the tool's output in
+  # $OUT/sanitize.log.
+  tools=${2:-memcheck,racecheck,synccheck}
+  parts=${3:-all}
+  units=(  # part|binary|gtest filter
+    "p2p|fmm_gpu_test|*"
+    "far|test_fmm_gpu|FmmGpu.*FarField*:FmmGpu.*AutoSettings*"
+    "periodic|test_fmm_gpu|FmmGpu.*Periodic*"
+    "free|test_fmm_gpu|FmmGpu.*FreeSpace*:FmmGpu.SeparateTargets:FmmGpu.Repeatable:FmmGpuLists.*"
+    "evaluator|test_fmm_gpu|EvaluatorGpuStages.*:EvaluatorGpuReuse.*:EvaluatorGpuInputs.*"
+    "evaluator_cases|test_fmm_gpu|*/EvaluatorGpu.*"
+    "traverse|test_traverse_gpu|*-*Timing*"
+    "traverse_timing|test_traverse_gpu|*Timing*"
+    "blobs|test_blobs_gpu|*"
+    "field|test_initial_field|*Gpu*"
+    "spectral|test_spectral_gpu|*"
+    "vortex|test_vortex_gpu|*InitialParticles*:*Reinitialisation*"
+    "vortex_steps|test_vortex_gpu|*-*InitialParticles*:*Reinitialisation*"
+  )
+  t_start=$(date +%s)
+  for tool in ${tools//,/ }; do
+    for u in "${units[@]}"; do
+      IFS='|' read -r part bin filter <<<"$u"
+      [ "$parts" = all ] || [[ ",$parts," == *",$part,"* ]] || continue
+      [ -x ".gpu/$bin" ] || continue
+      label="$tool $part ($bin --gtest_filter=$filter)"
+      left=$(( ${SANITIZE_BUDGET_S:-540} - ($(date +%s) - t_start) ))
+      if (( left < 20 )); then
+        echo "$label: not run (call budget spent)" | tee -a "$OUT/sanitize_summary.txt"
+        continue
+      fi
+      limit=$(( left < ${SANITIZE_UNIT_S:-300} ? left : ${SANITIZE_UNIT_S:-300} ))
+      echo "== $label" >>"$OUT/sanitize.log"
+      t0=$(date +%s)
+      timeout -k 5 "$limit" compute-sanitizer --tool "$tool" --error-exitcode 1 --print-limit 50 \
+        ".gpu/$bin" --gtest_brief=1 "--gtest_filter=$filter" >"$OUT/sanitize_unit.log" 2>&1
+      rc=$?
+      cat "$OUT/sanitize_unit.log" >>"$OUT/sanitize.log"
+      verdict=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize_unit.log" | tail -n 1 | sed "s/^=* *//")
+      tests=$(grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$OUT/sanitize_unit.log" | tr '\n' ' ')
+      case $rc in
+        0) result="ok: ${verdict:-no summary}" ;;
+        124|137)
+          if (( limit < ${SANITIZE_UNIT_S:-300} )); then result="TIMEOUT after $limit s (the call's budget ran out): run it in a call of its own"
+          else result="TIMEOUT after $limit s: split the filter"; fi
+          status=1 ;;
+        *) result="FAILED (exit $rc): ${verdict:-see sanitize.log}"; status=1 ;;
+      esac
+      echo "$label: $result; ${tests:-no gtest summary, }$(( $(date +%s) - t0 )) s" | tee -a "$OUT/sanitize_summary.txt"
     done
   done
+  rm -f "$OUT/sanitize_unit.log"
 fi
 if [ "$what" = memory ]; then
   # src/app/memory_estimate.h against real runs on the GPU: the dry run's estimate, then a few

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs what vortexhit needs on Debian 12 (as root, or with sudo), then configures and
 # builds into build/ (incrementally on later calls). Used by scripts/run.sh and scripts/test.sh.
-#   VH_BUILD_DIR   build folder (default build)
-#   VH_CMAKE_ARGS  extra arguments to cmake's configure step (e.g. -DVH_ENABLE_CUDA=OFF)
+#   VH_BUILD_DIR      build folder (default build)
+#   VH_CMAKE_ARGS     extra arguments to cmake's configure step (e.g. -DVH_ENABLE_CUDA=OFF)
+#   VH_BUILD_TARGETS  targets to build (default: all)
+#   VH_EXTRA_PACKAGES Debian packages a caller needs besides these (scripts/fuzz.sh: Clang)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config git libhdf5-dev libboost-program-options-dev
-          libfftw3-dev libopenmpi-dev openmpi-bin libgtest-dev libxml2-utils python3 python3-pip)
+          libfftw3-dev libopenmpi-dev openmpi-bin libgtest-dev libxml2-utils libxxhash-dev
+          python3 python3-pip ${VH_EXTRA_PACKAGES:-})
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -52,4 +55,5 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
   # shellcheck disable=SC2086
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release ${VH_CMAKE_ARGS:-} >/dev/null
 fi
-cmake --build "$build" -j "$(nproc)"
+# shellcheck disable=SC2086
+cmake --build "$build" -j "$(nproc)" ${VH_BUILD_TARGETS:+--target $VH_BUILD_TARGETS}

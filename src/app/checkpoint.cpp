@@ -11,7 +11,8 @@ namespace fs = std::filesystem;
 
 namespace vh::app {
 namespace {
-const char* kFormat = "vortexhit checkpoint 1";
+// 2: sealed (core/seal.h), and the state is checked on load.
+const char* kFormat = "vortexhit checkpoint 2";
 }
 
 void write_checkpoint(const std::string& dir, const std::string& deck, long field_index,
@@ -21,7 +22,7 @@ void write_checkpoint(const std::string& dir, const std::string& deck, long fiel
   auto write = [&](const std::string& tmp) {  // every rank: the solvers' saves are collective
     h5::Handle f;
     err.run(comm, [&] {
-      f = h5::create_file(tmp);
+      f = h5::create_file(tmp, /*sealed=*/true);
       h5::write_attribute(f, "format", std::string(kFormat));
       h5::write_attribute(f, "git_hash", std::string(VH_GIT_HASH));
       h5::write_attribute(f, "precision", std::string("double"));
@@ -33,43 +34,57 @@ void write_checkpoint(const std::string& dir, const std::string& deck, long fiel
       err.run(comm, [&] { g = h5::create_group(f, st->name()); });
       st->save(g, err, comm);
     }
-    err.run(comm, [&] {
-      f.close();
-      if (err.failed()) throw std::runtime_error("checkpoint abandoned");  // atomic_path drops tmp
-    });
+    err.run(comm, [&] { h5::close_file(f, /*seal=*/true); });
+    // err.run skips its work once an error was caught: abandon the file here, so that
+    // atomic_path removes it instead of putting it under the final name.
+    if (comm.root() && err.failed()) throw std::runtime_error("checkpoint abandoned");
   };
-  if (!comm.root()) {
+  if (comm.root()) {
+    err.run(comm, [&] {
+      std::error_code ec;
+      // Keep the previous checkpoint under its own name (a hard link: no copy, and the rename
+      // below replaces checkpoint.h5 atomically; where links are not allowed, a copy written
+      // as atomically, so a full disk cannot leave half a checkpoint_prev.h5).
+      if (fs::exists(path, ec)) {
+        fs::remove(prev, ec);
+        fs::create_hard_link(path, prev, ec);
+        if (ec) h5::atomic_path(prev.string(), [&](const std::string& tmp) { fs::copy_file(path, tmp); });
+      }
+      h5::atomic_path(path.string(), write);
+    });
+  } else {
     write("");
-    err.rethrow(comm);
-    return;
   }
-  err.run(comm, [&] {
-    std::error_code ec;
-    // Keep the previous checkpoint under its own name (a hard link: no copy, and the rename
-    // below replaces checkpoint.h5 atomically).
-    if (fs::exists(path, ec)) {
-      fs::remove(prev, ec);
-      fs::create_hard_link(path, prev, ec);
-      if (ec) fs::copy_file(path, prev, fs::copy_options::overwrite_existing, ec);
-    }
-    h5::atomic_path(path.string(), write);
-  });
-  err.rethrow(comm);
+  // A failure on rank 0 (a full disk, a file-size limit: caught inside `write` as it
+  // happened) reaches every rank as what it is, a checkpoint that could not be written.
+  try {
+    err.rethrow(comm);
+  } catch (const SharedError& e) {
+    throw WriteError(path.string(), h5::write_failure(e));
+  }
 }
 
-CheckpointHeader read_checkpoint_header(const std::string& where) {
+CheckpointHeader read_checkpoint_header(const std::string& where, const Comm& comm) {
   CheckpointHeader h;
   std::error_code ec;
   h.path = fs::is_directory(where, ec) ? (fs::path(where) / "checkpoint.h5").string() : where;
   h.dir = fs::path(h.path).parent_path().string();
   if (h.dir.empty()) h.dir = ".";
   if (!fs::is_regular_file(h.path, ec)) throw InputError(h.path + ": no checkpoint file there (--restart)");
-  h5::Handle f = h5::open_file(h.path);
+  // The seal (a pass over the whole file) once, on rank 0; its verdict reaches every rank.
+  RootErrors err;
+  err.run(comm, [&] { h5::check_file_seal(h.path, h5::Seal::required); });
+  err.rethrow(comm);
+  h5::Handle f = h5::open_file(h.path, h5::Seal::checked);
   if (!h5::has_attribute(f, "format") || h5::read_string_attribute(f, "format") != kFormat)
     throw InputError(h.path + ":/ is not a vortexhit checkpoint (attribute format is not '" +
                      std::string(kFormat) + "')");
   h.deck = h5::read_string(f, "deck");
   h.field_index = long(h5::read_int64_attribute(f, "field_index"));
+  // The next fields file's index: a restart removes the fields files from it on.
+  if (h.field_index < 0 || h.field_index > 9999999)
+    throw InputError(h.path + ":/ attribute field_index = " + std::to_string(h.field_index) +
+                     " is out of range (0 … 9999999)");
   return h;
 }
 
@@ -81,7 +96,7 @@ void check_checkpoint_grid(const CheckpointHeader& h, int n) {
 }
 
 void load_checkpoint(const CheckpointHeader& h, const std::vector<std::unique_ptr<Stepper>>& solvers) {
-  h5::Handle f = h5::open_file(h.path);
+  h5::Handle f = h5::open_file(h.path, h5::Seal::checked);  // read_checkpoint_header checked it
   for (const auto& st : solvers) {
     h5::Handle g = h5::open_group(f, st->name());
     st->load(g);

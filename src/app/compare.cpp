@@ -500,7 +500,8 @@ int compare(const std::vector<std::string>& args) {
   out << line;
   std::ostringstream js_series;
   for (std::size_t p = 0; p < pairs.size(); ++p) {
-    const auto [i, j] = pairs[p];
+    // Not a structured binding: C++17 lambdas cannot capture one (Clang refuses it).
+    const std::size_t i = pairs[p].first, j = pairs[p].second;
     auto va = [&](const std::string& s) { return series(a, s).at(i); };
     auto vb = [&](const std::string& s) { return series(b, s).at(j); };
     for (const auto& s : kCompared) {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "core/error.h"
@@ -170,7 +171,9 @@ Options parse_deck(const std::string& text, const std::string& name, const std::
       throw InputError("command line: key '" + a.substr(2, a.find('=') - 2) + "' given twice");
   args.erase(std::remove_if(args.begin(), args.end(),
                             [&](const std::string& a) {
-                              if (a.back() != '=') return false;
+                              // Only "--key=": "--key=a=" sets key to "a=" (found by fuzzing:
+                              // it was taken for the unset of a key "key=a", i.e. ignored).
+                              if (a.find('=') != a.size() - 1) return false;
                               unset.push_back(a.substr(2, a.size() - 3));
                               return true;
                             }),
@@ -215,9 +218,10 @@ Options parse_deck(const std::string& text, const std::string& name, const std::
 namespace {
 
 /// Writes the table as an INI deck: a [section] header where the section changes, then per
-/// key what `comment` says (may be empty) and `key = value`, or `# key =` for an empty value.
+/// key what `comment` says (may be empty) and `key = value`; `# key =` (left out) for no value
+/// (std::nullopt) or an empty one where the default is empty too.
 std::string write_ini(const std::function<std::string(const OptionSpec&)>& comment,
-                      const std::function<std::string(const OptionSpec&)>& value) {
+                      const std::function<std::optional<std::string>(const OptionSpec&)>& value) {
   std::ostringstream out;
   std::string section = "\x01";
   for (const auto& s : option_table()) {
@@ -229,8 +233,16 @@ std::string write_ini(const std::function<std::string(const OptionSpec&)>& comme
       section = sec;
     }
     out << comment(s);
-    const std::string v = value(s);
-    out << (v.empty() ? "# " + name + " =\n" : name + " = " + v + "\n");
+    const std::optional<std::string> v = value(s);
+    // "# key =" leaves a key out, i.e. at its default: for no value, and for an empty one only
+    // when the default is empty too. An emptied key with a default (output.fields_at =: no
+    // fields) must stay "key =", or a restart reads the default back (found by fuzzing the deck).
+    if (!v || (v->empty() && s.fallback.empty()))
+      out << "# " << name << " =\n";
+    else if (v->empty())
+      out << name << " =\n";
+    else
+      out << name << " = " << *v << "\n";
   }
   return out.str();
 }
@@ -252,8 +264,13 @@ std::string deck_text(const Options& o) {
       if ((k == a && set(b) && !set(a)) || (k == b && set(a) && !set(b))) return true;
     return false;
   };
+  // A shadowed default is left out (std::nullopt), not emptied: its partner decides (found by
+  // fuzzing the deck: "t_end_over_T =" beside t_end = 20 read back as an emptied key).
   return write_ini([](const OptionSpec&) { return std::string(); },
-                   [&](const OptionSpec& s) { return shadowed(s.key) ? std::string() : o.value.at(s.key); });
+                   [&](const OptionSpec& s) -> std::optional<std::string> {
+                     if (shadowed(s.key)) return std::nullopt;
+                     return o.value.at(s.key);
+                   });
 }
 
 std::string help_text() {
@@ -264,7 +281,7 @@ std::string help_text() {
              [](const OptionSpec& s) {
                return "# " + s.help + "\n#   type: " + s.type + (s.unit.empty() ? "" : ", unit: " + s.unit) + "\n";
              },
-             [](const OptionSpec& s) { return s.fallback; });
+             [](const OptionSpec& s) -> std::optional<std::string> { return s.fallback; });
 }
 
 }  // namespace vh::app

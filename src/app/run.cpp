@@ -11,11 +11,16 @@
 // planes sent to it), its errors passed to every rank (RootErrors).
 #include "app/run.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iomanip>
@@ -59,6 +64,17 @@ std::string now_iso() {
   return buf;
 }
 
+/// Refuses a run folder this process cannot write (read-only file system, permissions) before
+/// anything is written in it: creates and removes a probe file.
+void require_writable(const std::string& dir, const std::string& what) {
+  const std::string probe = (fs::path(dir) / (".vortexhit-probe-" + std::to_string(::getpid()))).string();
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw InputError(what + " is not writable: " + std::strerror(errno) + " (allowed: a folder this user can write)");
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
 /// Refuses an existing run folder unless output.overwrite; creates it otherwise (unless
 /// !create: --dry-run). Called only after the whole configuration and the memory have been
 /// checked, so bad input never creates anything.
@@ -74,6 +90,7 @@ void prepare_output_dir(const RunConfig& c, bool create = true) {
   if (!create) return;
   fs::create_directories(c.out_dir, ec);
   if (ec) throw InputError(c.options.where("output.dir") + " cannot be created: " + ec.message());
+  require_writable(c.out_dir, c.options.where("output.dir"));
   // An overwritten run must not inherit the old run's fields in its fields.xdmf collection.
   for (const auto& e : fs::directory_iterator(c.out_dir))
     if (e.path().filename().string().rfind("fields", 0) == 0) fs::remove(e.path());
@@ -228,8 +245,8 @@ std::string decomposition_line(const Slab& s) {
 
 }  // namespace
 
-int run(const std::string& deck_path, const std::vector<std::string>& overrides, bool quiet,
-        const std::string& restart, const std::vector<std::string>& argv, bool dry_run) {
+static int run_case(const std::string& deck_path, const std::vector<std::string>& overrides, bool quiet,
+                    const std::string& restart, const std::vector<std::string>& argv, bool dry_run) {
   const auto wall0 = std::chrono::steady_clock::now();
   // Guards: a signal or a STOP file in the run folder ends the run after the current step
   // with a checkpoint (exit 3), as do a non-finite velocity and a CFL number above max_cfl.
@@ -237,9 +254,12 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::signal(SIGUSR1, on_signal);  // mpirun passes SIGUSR1 on to the ranks (SIGINT/SIGTERM kill the job)
+  // Past a file-size limit (ulimit -f) write(2) then fails with EFBIG, a WriteError like a
+  // full disk, instead of the signal killing the process mid-file.
+  std::signal(SIGXFSZ, SIG_IGN);
   const Comm world = Comm::world();
   std::optional<CheckpointHeader> ckpt;
-  if (!restart.empty()) ckpt = read_checkpoint_header(restart);  // every rank reads it: the same errors
+  if (!restart.empty()) ckpt = read_checkpoint_header(restart, world);  // rank 0 checks the seal, every rank reads
   const Options opts = ckpt ? parse_deck(ckpt->deck, ckpt->path + ":/deck", overrides)
                             : read_deck(deck_path, overrides);
   RunConfig cfg = make_config(deck_path, opts);
@@ -271,7 +291,10 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
   } else if (dry_run) {
     throw InputError("--dry-run: runs on one rank only (the memory estimate is that of one rank)");
   }
-  if (!ckpt) on_root(world, [&] { prepare_output_dir(cfg); });
+  if (!ckpt)
+    on_root(world, [&] { prepare_output_dir(cfg); });
+  else
+    on_root(world, [&] { require_writable(cfg.out_dir, "the run folder " + cfg.out_dir + " of " + ckpt->path); });
 
   Console con(quiet || !world.root());
   if (world.root()) con.open_log((fs::path(cfg.out_dir) / "log.txt").string());
@@ -334,8 +357,9 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
     // Continue: the solvers' states from the checkpoint, the series from run.h5 trimmed to
     // each solver's checkpoint time, fields files numbered on from the checkpoint's.
     load_checkpoint(*ckpt, solvers);
-    RunData data = RunFile::read(run_h5);
+    RunData data = RunFile::read(run_h5, /*require_seal=*/true);
     for (auto& st : solvers) {
+      check_restart_record(data, run_h5, st->name(), st->time());
       trim_after(data.solvers.at(st->name()), st->time() * (1 + 1e-12));
       const auto& se = data.solvers.at(st->name()).series;
       const auto& K = se.at("K");
@@ -444,6 +468,10 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
           if (world.root()) fs::remove(stop_file, ec);
           stop_run(name + ": STOP file found, stopped after step " + std::to_string(st->steps()) + ", t = " + fmt(t));
         }
+        if (world.any(world.root() && !fs::is_directory(cfg.out_dir, ec)))
+          throw RunStopped(name + ": the run folder " + cfg.out_dir + " was deleted or moved away during the run "
+                           "(found after step " + std::to_string(st->steps()) + ", t = " + fmt(t) +
+                           "); stopped without writing anything (its checkpoint, if any, went with it)");
       }
       // Diagnostics where the state lives when the solver can (no host copy), else on the
       // host from the velocity on the grid; the host copy is made anyway for fields.
@@ -554,6 +582,30 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
   con.line("done in " + format_duration(wall) + " (" + fmt(wall, 3) + " s): " + cfg.out_dir +
            "/{run.h5, summary.txt, fields*.h5, fields.xdmf, checkpoint.h5, log.txt}");
   return 0;
+}
+
+int run(const std::string& deck_path, const std::vector<std::string>& overrides, bool quiet,
+        const std::string& restart, const std::vector<std::string>& argv, bool dry_run) {
+  try {
+    return run_case(deck_path, overrides, quiet, restart, argv, dry_run);
+  } catch (const WriteError& e) {
+    // A full disk, a file-size limit, a folder gone (on every rank: RootErrors): stop (exit 3)
+    // and say what is left. Every file is written under a temporary name and renamed
+    // (h5::atomic_path), so the folder holds only complete files, and its checkpoint, if any,
+    // is the last one written.
+    fs::path dir = fs::path(e.path()).parent_path();
+    if (dir.empty()) dir = ".";
+    std::error_code ec;
+    std::string left;
+    if (!fs::is_directory(dir, ec))
+      left = "the run folder " + dir.string() + " is gone (deleted or moved away during the run)";
+    else if (fs::exists(dir / "checkpoint.h5", ec))
+      left = "the last checkpoint " + (dir / "checkpoint.h5").string() +
+             " is intact: make room and continue with `vortexhit run --restart " + dir.string() + "`";
+    else
+      left = "no checkpoint had been written yet";
+    throw RunStopped(std::string(e.what()) + "; nothing was left half-written; " + left);
+  }
 }
 
 }  // namespace vh::app

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/h5.h"
+#include "vortex/validate.h"
 
 namespace vh::app {
 namespace {
@@ -56,6 +57,12 @@ void load_coefficients(h5::Id grp, SpectralSlab& u) {
                        2 * std::size_t(j0) * nxh, std::size_t(sl) * nxh * 2, len * 2);
     j0 = j1;
   }
+  // Every rank checks its part; all refuse together (one rank alone would leave the others
+  // waiting in the next collective).
+  bool finite = true;
+  for (const auto& c : u.c)
+    for (const Complex& z : c) finite = finite && std::isfinite(z.real()) && std::isfinite(z.imag());
+  if (s.comm.any(!finite)) throw InputError(h5::where(grp, "u") + ": holds values that are not finite");
 }
 
 std::vector<double> flatten(const std::vector<Vec3>& v) {
@@ -114,8 +121,14 @@ class SpectralStepper : public Stepper {
   void load(h5::Id grp) override {
     SpectralSlab u(slab_);
     load_coefficients(grp, u);
-    solver_->set_velocity(u, h5::read_double_attribute(grp, "t"));
-    steps_ = long(h5::read_int64_attribute(grp, "steps"));
+    const double t = h5::read_double_attribute(grp, "t");
+    const long steps = long(h5::read_int64_attribute(grp, "steps"));
+    if (!(std::isfinite(t) && t >= 0 && steps >= 0 && (steps == 0) == (t == 0)))
+      throw InputError(h5::where(grp, ".") + ": attributes t = " + std::to_string(t) + ", steps = " +
+                       std::to_string(steps) + " are out of range (allowed: t >= 0 finite, steps >= 0, t = 0 "
+                       "exactly when steps = 0)");
+    solver_->set_velocity(u, t);
+    steps_ = steps;
   }
 
  private:
@@ -129,7 +142,10 @@ class SpectralStepper : public Stepper {
 class VortexStepper : public Stepper {
  public:
   VortexStepper(const vortex::Params& p, const Grid& g)
-      : grid_(g), solver_(vortex::make_solver(p, g)), max_core_ratio_(p.max_core_ratio) {}
+      : grid_(g),
+        lattice_{vortex::lattice_points_per_direction(p.refine, g.n)},
+        solver_(vortex::make_solver(p, g)),
+        max_core_ratio_(p.max_core_ratio) {}
   std::string name() const override { return "vortex"; }
   void start(const SpectralSlab& u, double t) override { init_ = solver_->set_velocity(SpectralSlab(u).to_vector(), t); }
   void step(double dt) override {
@@ -202,11 +218,8 @@ class VortexStepper : public Stepper {
   }
   void load(h5::Id grp) override {
     vortex::State st;
-    h5::Shape shape;
-    st.particles.x = unflatten(h5::read_doubles(grp, "x", &shape));
-    if (shape.size() != 2 || shape[1] != 3)
-      throw InputError(h5::where(grp, "x") + ": expected shape [n][3]");
-    const std::size_t n = shape[0];
+    const std::size_t n = lattice_.points();  // lattice particles (vortex/validate.h)
+    st.particles.x = unflatten(h5::read_doubles(grp, "x", h5::Shape{n, 3}));
     st.particles.alpha = unflatten(h5::read_doubles(grp, "alpha", h5::Shape{n, 3}));
     st.particles.gamma = unflatten(h5::read_doubles(grp, "gamma", h5::Shape{n, 3}));
     st.particles.sigma = h5::read_doubles(grp, "sigma", h5::Shape{n});
@@ -224,6 +237,11 @@ class VortexStepper : public Stepper {
     st.steps = long(h5::read_int64_attribute(grp, "steps"));
     st.since_reinit = long(h5::read_int64_attribute(grp, "since_reinit"));
     st.reinits = long(h5::read_int64_attribute(grp, "reinits"));
+    try {
+      vortex::validate(st, lattice_);
+    } catch (const InputError& e) {
+      throw InputError(h5::where(grp, ".") + ": " + e.what());
+    }
     solver_->set_state(st);
   }
   std::string log_line() override {
@@ -239,6 +257,7 @@ class VortexStepper : public Stepper {
 
  private:
   Grid grid_;
+  Grid lattice_;  ///< the particle lattice, refine·N per direction: a checkpoint's particle count
   std::unique_ptr<vortex::SolverInterface> solver_;
   vortex::RbfResult init_;
   vortex::Monitors m_;

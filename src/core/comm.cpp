@@ -267,9 +267,9 @@ void Comm::bcast(std::string& s, int root) const {
 }
 
 void RootErrors::rethrow(const Comm& comm) {
-  // kind: 0 none, 1 InputError, 2 RunStopped, 3 anything else
+  // kind: 0 none, 1 InputError, 2 RunStopped, 3 anything else, 4 WriteError (msg: its reason)
   int kind = 0;
-  std::string msg;
+  std::string msg, path;
   if (comm.root() && error_) {
     try {
       std::rethrow_exception(error_);
@@ -277,6 +277,8 @@ void RootErrors::rethrow(const Comm& comm) {
       kind = 1, msg = e.what();
     } catch (const RunStopped& e) {
       kind = 2, msg = e.what();
+    } catch (const WriteError& e) {
+      kind = 4, msg = e.reason(), path = e.path();
     } catch (const std::exception& e) {
       kind = 3, msg = e.what();
     } catch (...) {
@@ -286,12 +288,14 @@ void RootErrors::rethrow(const Comm& comm) {
   if (comm.size() > 1) {
     comm.bcast(&kind, sizeof kind);
     comm.bcast(msg);
+    if (kind == 4) comm.bcast(path);
   }
   const std::exception_ptr mine = error_;
   error_ = nullptr;
   if (mine && kind != 3) std::rethrow_exception(mine);  // the original, with its type (rank 0)
   if (kind == 1) throw InputError(msg);
   if (kind == 2) throw RunStopped(msg);
+  if (kind == 4) throw WriteError(path, msg);
   if (kind == 3) throw SharedError(msg);
 }
 

@@ -103,7 +103,7 @@ class SharedError : public std::runtime_error {
 /// Errors of work done on rank 0 only (file output) while every rank takes part in the
 /// collectives around it: run() catches an exception on rank 0 (the loop of collectives
 /// goes on without the I/O), and rethrow() passes it to every rank, keeping its kind
-/// (InputError, RunStopped; anything else becomes a SharedError) and message.
+/// (InputError, RunStopped, WriteError; anything else becomes a SharedError) and message.
 class RootErrors {
  public:
   /// Runs f() on rank 0 unless an error was caught before; no-op elsewhere.

@@ -2,7 +2,8 @@
 //
 // The top level (src/app/main.cpp) maps them to exit statuses:
 //   InputError  -> 2  (bad deck, option or file: the message is one line naming file/key)
-//   RunStopped  -> 3  (the run stopped itself after writing a checkpoint)
+//   RunStopped  -> 3  (the run stopped itself after writing a checkpoint, or could not write
+//                      one: see the message; a WriteError mid-run becomes one)
 //   anything else -> 1
 #pragma once
 
@@ -23,6 +24,20 @@ class InputError : public std::runtime_error {
 class RunStopped : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+/// A file that could not be written (no space, file too large, permission, folder removed).
+/// Thrown by h5::atomic_path after it removed its temporary: the file under `path()` is the
+/// previous complete one, or none. The run driver turns it into RunStopped (exit 3).
+class WriteError : public std::runtime_error {
+ public:
+  WriteError(const std::string& path, const std::string& reason)
+      : std::runtime_error("cannot write " + path + " (" + reason + ")"), path_(path), reason_(reason) {}
+  const std::string& path() const { return path_; }
+  const std::string& reason() const { return reason_; }
+
+ private:
+  std::string path_, reason_;
 };
 
 }  // namespace vh

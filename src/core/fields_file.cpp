@@ -203,7 +203,10 @@ std::string write_fields(const std::string& dir, int index, double t, const std:
       f = h5::create_file(tmp);
       h5::write_attribute(f, "t", t);
     });
-    for (const auto& [solver, fields] : solvers) {
+    for (const auto& entry : solvers) {
+      // Not a structured binding: C++17 lambdas cannot capture one (Clang refuses it).
+      const std::string& solver = entry.first;
+      const FieldSet& fields = entry.second;
       h5::Handle g;
       err.run(comm, [&] {
         g = h5::create_group(f, solver);
@@ -214,10 +217,10 @@ std::string write_fields(const std::string& dir, int index, double t, const std:
       if (fields.vorticity) write_planes(g, "vorticity", {&fields.vorticity->c[0], &fields.vorticity->c[1], &fields.vorticity->c[2]}, slab, err);
       if (fields.q) write_planes(g, "Q", {&fields.q->v}, slab, err);
     }
-    err.run(comm, [&] {
-      f.close();
-      if (err.failed()) throw std::runtime_error("fields file abandoned");  // atomic_path drops tmp
-    });
+    err.run(comm, [&] { h5::close_file(f); });
+    // err.run skips its work once an error was caught: abandon the file here, so that
+    // atomic_path removes it instead of putting it under the final name.
+    if (comm.root() && err.failed()) throw std::runtime_error("fields file abandoned");
   };
   if (comm.root())
     err.run(comm, [&] {
@@ -227,7 +230,13 @@ std::string write_fields(const std::string& dir, int index, double t, const std:
     });
   else
     write_all("");
-  err.rethrow(comm);
+  // A failure on rank 0 (a full disk, a file-size limit: caught inside write_all as it
+  // happened) reaches every rank as what it is, a fields file that could not be written.
+  try {
+    err.rethrow(comm);
+  } catch (const SharedError& e) {
+    throw WriteError(h5_path, h5::write_failure(e));
+  }
   return h5_path;
 }
 

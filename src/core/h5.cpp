@@ -4,14 +4,17 @@
 #include <hdf5.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <system_error>
 #include <type_traits>
 
 #include "core/error.h"
+#include "core/seal.h"
 
 namespace vh::h5 {
 
@@ -33,9 +36,29 @@ std::string hdf5_message() {
   return msg.empty() ? std::string("no HDF5 message") : msg;
 }
 
+// Set while a reading helper runs (the outermost one): a failing HDF5 call there means a
+// damaged or foreign input file, so it becomes an InputError naming the file and object.
+struct ReadScope {
+  Id loc;
+  std::string path;
+  const ReadScope* outer;
+  ReadScope(Id l, std::string p);
+  ~ReadScope();
+  ReadScope(const ReadScope&) = delete;
+  ReadScope& operator=(const ReadScope&) = delete;
+};
+thread_local const ReadScope* t_reading = nullptr;
+ReadScope::ReadScope(Id l, std::string p) : loc(l), path(std::move(p)), outer(t_reading) {
+  if (!outer) t_reading = this;
+}
+ReadScope::~ReadScope() {
+  if (!outer) t_reading = nullptr;
+}
+
 [[noreturn]] void fail(const char* call, const char* file, int line) {
-  throw LibraryError(std::string("HDF5 call failed: ") + call + " (" + hdf5_message() + ")", file,
-                     line);
+  const std::string msg = hdf5_message();
+  if (t_reading) throw InputError(where(t_reading->loc, t_reading->path) + ": unreadable (" + msg + ")");
+  throw LibraryError(std::string("HDF5 call failed: ") + call + " (" + msg + ")", file, line);
 }
 
 Id check_id(Id id, const char* call, const char* file, int line) {
@@ -80,7 +103,15 @@ void Handle::close() noexcept {
 
 void silence_errors() {
   static std::once_flag once;
-  std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+  std::call_once(once, [] {
+    // A file whose close failed (disk full) stays half-open inside HDF5 1.10, and the
+    // library's exit handler then crashes on it (SIGSEGV in H5F__close_cb, seen under a
+    // file-size limit). Every file written is closed explicitly (close_file), so the end of
+    // the process is left to the OS. Must precede the library's initialisation; where
+    // something opened HDF5 earlier it fails harmlessly.
+    H5dont_atexit();
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  });
 }
 
 namespace {
@@ -101,6 +132,11 @@ Handle file_access() {
   Handle fapl = H5_ID(H5Pcreate(H5P_FILE_ACCESS));
   // Close everything with the file so the bytes are on disk before atomic_path's fsync.
   H5_CHECK(H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG));
+  // No sieve buffer: raw data goes to the file inside H5Dwrite, whose status then says
+  // whether it got there. Buffered, it is written when the dataset closes, where a full disk
+  // is only seen by a destructor that cannot report it. Writes here are whole datasets or
+  // whole planes, so the buffer saves nothing.
+  H5_CHECK(H5Pset_sieve_buf_size(fapl, 0));
 #if H5_VERSION_GE(1, 10, 7)
   // Files are written once under a temporary name and never updated in place, so locking
   // buys nothing and fails on file systems without flock (some NFS and Lustre mounts).
@@ -116,11 +152,26 @@ Handle link_create() {
   return lcpl;
 }
 
-Handle utf8_vlen_string() {
+// A fixed-length UTF-8 string type for `s` (at least one byte: HDF5 has no empty type), padded
+// with NULs. Not variable-length: those live in HDF5's global heap, which no checksum covers
+// and whose reader (H5HG_read, HDF5 1.10) overruns buffers on a crafted file (found by
+// fuzz_checkpoint); the readers refuse them in sealed files (read_string_from).
+Handle utf8_string(const std::string& s) {
   Handle t = H5_ID(H5Tcopy(H5T_C_S1));
-  H5_CHECK(H5Tset_size(t, H5T_VARIABLE));
+  H5_CHECK(H5Tset_size(t, std::max<std::size_t>(1, s.size())));
+  H5_CHECK(H5Tset_strpad(t, H5T_STR_NULLPAD));
   H5_CHECK(H5Tset_cset(t, H5T_CSET_UTF8));
   return t;
+}
+
+// Whether `loc`'s file has the user block of a seal (core/seal.h): written by this version,
+// which writes no variable-length strings (open_file() has checked the seal itself).
+bool sealed_file(Id loc) {
+  Handle file = H5_ID(H5Iget_file_id(loc));
+  Handle fcpl = H5_ID(H5Fget_create_plist(file));
+  hsize_t block = 0;
+  H5_CHECK(H5Pget_userblock(fcpl, &block));
+  return block == kSealSize;
 }
 
 Handle simple_space(const Shape& s) {
@@ -140,12 +191,38 @@ Shape space_shape(Id space) {
   throw InputError(where(loc, path) + ": " + problem);
 }
 
-// Reads a string from a dataset or attribute: `read(memtype, buffer)` does the H5?read.
+// Size of `loc`'s file in bytes.
+hsize_t file_bytes(Id loc) {
+  Handle file = H5_ID(H5Iget_file_id(loc));
+  hsize_t bytes = 0;
+  H5_CHECK(H5Fget_filesize(file, &bytes));
+  return bytes;
+}
+
+// Refuses a shape of more values (of `value_size` bytes) than the file has bytes: these files
+// are written uncompressed, so such a shape is damage, and reading it would allocate for it.
+void check_fits(Id loc, const std::string& path, const Shape& s, std::size_t value_size) {
+  const hsize_t bytes = file_bytes(loc);
+  std::size_t n = 1;
+  bool overflow = false;
+  for (auto d : s) {
+    if (d != 0 && n > SIZE_MAX / d) overflow = true;
+    n *= d;
+  }
+  if (overflow || value_size == 0 || n > bytes / value_size)
+    bad(loc, path, "shape " + shape_text(s) + " holds more values than the file has bytes (damaged)");
+}
+
+// Reads a string from a dataset or attribute of `loc`'s file: `read(memtype, buffer)` does
+// the H5?read; `bad(problem)` throws naming the object.
 template <class Read>
-std::string read_string_from(Id file_type, Id space, Read read, const std::function<void()>& bad_shape) {
-  if (H5Sget_simple_extent_npoints(space) != 1) bad_shape();
+std::string read_string_from(Id loc, Id file_type, Id space, Read read,
+                             const std::function<void(const std::string&)>& bad) {
+  if (H5Sget_simple_extent_npoints(space) != 1) bad("expected one string");
   const H5T_cset_t cset = H5Tget_cset(file_type);
   if (H5Tis_variable_str(file_type) > 0) {
+    // Never written so: refused before HDF5 reads its global heap.
+    if (sealed_file(loc)) bad("a variable-length string in a sealed file (vortexhit writes fixed-length ones)");
     Handle mem = H5_ID(H5Tcopy(H5T_C_S1));
     H5_CHECK(H5Tset_size(mem, H5T_VARIABLE));
     H5_CHECK(H5Tset_cset(mem, cset));
@@ -156,6 +233,7 @@ std::string read_string_from(Id file_type, Id space, Read read, const std::funct
     return s;
   }
   const std::size_t n = H5Tget_size(file_type);
+  if (n == 0 || n > file_bytes(loc)) bad("a string longer than its file (damaged)");
   Handle mem = H5_ID(H5Tcopy(H5T_C_S1));
   H5_CHECK(H5Tset_size(mem, n + 1));  // room for the terminator HDF5 adds
   H5_CHECK(H5Tset_cset(mem, cset));
@@ -169,20 +247,50 @@ std::string read_string_from(Id file_type, Id space, Read read, const std::funct
 
 // ---- files -------------------------------------------------------------------------------
 
-Handle create_file(const std::string& path) {
+Handle create_file(const std::string& path, bool sealed) {
   silence_errors();
   Handle fapl = file_access();
-  const Id f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+  Handle fcpl = H5_ID(H5Pcreate(H5P_FILE_CREATE));
+  if (sealed) H5_CHECK(H5Pset_userblock(fcpl, kSealSize));
+  const Id f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl, fapl);
   if (f < 0) throw LibraryError("cannot create HDF5 file " + path + " (" + hdf5_message() + ")",
                                 __FILE__, __LINE__);
   return Handle(f);
 }
 
-Handle open_file(const std::string& path) {
-  silence_errors();
+namespace {
+// The name `loc`'s file was opened or created under ("?" when HDF5 cannot say).
+std::string file_name(Id loc) {
+  const ssize_t n = H5Fget_name(loc, nullptr, 0);
+  if (n <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return "?";
+  }
+  std::vector<char> b(std::size_t(n) + 1);
+  H5Fget_name(loc, b.data(), b.size());
+  return b.data();
+}
+}  // namespace
+
+void close_file(Handle& file, bool seal) {
+  const std::string name = file_name(file);
+  if (H5Fclose(file.release()) < 0) fail("H5Fclose", __FILE__, __LINE__);
+  if (seal) seal_file(name);
+}
+
+void check_file_seal(const std::string& path, Seal seal) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     throw InputError(path + ": no such file");
+  if (seal != Seal::checked && !check_seal(path) && seal == Seal::required)
+    throw InputError(path + ": no integrity seal (its first 512 bytes; written by another program or an "
+                            "older vortexhit, or damaged there)");
+}
+
+Handle open_file(const std::string& path, Seal seal) {
+  silence_errors();
+  // Before HDF5 parses a byte: a damaged file never reaches it.
+  check_file_seal(path, seal);
   if (H5Fis_hdf5(path.c_str()) <= 0) {
     H5Eclear2(H5E_DEFAULT);
     throw InputError(path + ": not an HDF5 file (or unreadable)");
@@ -195,19 +303,32 @@ Handle open_file(const std::string& path) {
 
 namespace {
 
+[[noreturn]] void throw_errno(int err, const std::string& what) {
+  throw std::system_error(err, std::generic_category(), what);
+}
+
 void fsync_path(const std::string& path, bool directory) {
   const int fd = ::open(path.c_str(), O_RDONLY | (directory ? O_DIRECTORY : 0));
-  if (fd < 0) throw LibraryError("cannot open " + path + " to fsync: " + std::strerror(errno),
-                                 __FILE__, __LINE__);
+  if (fd < 0) throw_errno(errno, "cannot open " + path + " to fsync");
   const int rc = ::fsync(fd);
   const int err = errno;
   ::close(fd);
   // Some file systems cannot fsync a directory (EINVAL); the rename is still atomic there.
-  if (rc != 0 && !(directory && (err == EINVAL || err == EBADF)))
-    throw LibraryError("fsync " + path + ": " + std::strerror(err), __FILE__, __LINE__);
+  if (rc != 0 && !(directory && (err == EINVAL || err == EBADF))) throw_errno(err, "fsync " + path);
 }
 
 }  // namespace
+
+std::string write_failure(const std::exception& e) {
+  if (const auto* se = dynamic_cast<const std::system_error*>(&e)) return se->code().message();
+  const std::string m = e.what();
+  const auto at = m.find("errno = ");
+  if (at != std::string::npos) {
+    const int err = std::atoi(m.c_str() + at + 8);
+    if (err > 0) return std::strerror(err);
+  }
+  return m;
+}
 
 void atomic_path(const std::string& path, const std::function<void(const std::string&)>& write) {
   namespace fs = std::filesystem;
@@ -218,22 +339,30 @@ void atomic_path(const std::string& path, const std::function<void(const std::st
     write(tmp);
     fsync_path(tmp, false);
     fs::rename(tmp, path);  // rename(2): atomic replacement on one file system
+    fs::path dir = fs::path(path).parent_path();
+    fsync_path(dir.empty() ? std::string(".") : dir.string(), true);
+  } catch (const WriteError&) {
+    fs::remove(tmp, ec);
+    throw;
+  } catch (const std::system_error& e) {  // file system calls, including std::filesystem's
+    fs::remove(tmp, ec);
+    throw WriteError(path, write_failure(e));
+  } catch (const LibraryError& e) {  // HDF5 could not write, flush or close the file
+    fs::remove(tmp, ec);
+    throw WriteError(path, write_failure(e));
   } catch (...) {
     fs::remove(tmp, ec);
     throw;
   }
-  fs::path dir = fs::path(path).parent_path();
-  fsync_path(dir.empty() ? std::string(".") : dir.string(), true);
 }
 
 void atomic_write_text(const std::string& path, const std::string& text) {
   atomic_path(path, [&](const std::string& tmp) {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw LibraryError("cannot create " + tmp + ": " + std::strerror(errno), __FILE__,
-                                 __LINE__);
+    if (!out) throw_errno(errno, "cannot create " + tmp);
     out << text;
     out.close();
-    if (!out) throw LibraryError("cannot write " + tmp, __FILE__, __LINE__);
+    if (!out) throw_errno(errno ? errno : EIO, "cannot write " + tmp);
   });
 }
 
@@ -293,6 +422,7 @@ herr_t collect_name(hid_t, const char* name, const H5L_info_t*, void* out) {
 }  // namespace
 
 std::vector<std::string> children(Id loc, const std::string& path) {
+  const ReadScope scope(loc, path);
   Handle g = open_group(loc, path);
   Handle gcpl = H5_ID(H5Gget_create_plist(g));
   unsigned flags = 0;
@@ -306,13 +436,8 @@ std::vector<std::string> children(Id loc, const std::string& path) {
 }
 
 std::string where(Id loc, const std::string& path) {
-  std::string file = "?", obj = "/";
-  const ssize_t nf = H5Fget_name(loc, nullptr, 0);
-  if (nf > 0) {
-    std::vector<char> b(std::size_t(nf) + 1);
-    H5Fget_name(loc, b.data(), b.size());
-    file = b.data();
-  }
+  const std::string file = file_name(loc);
+  std::string obj = "/";
   const ssize_t no = H5Iget_name(loc, nullptr, 0);
   if (no > 0) {
     std::vector<char> b(std::size_t(no) + 1);
@@ -357,12 +482,11 @@ void write_int64s(Id loc, const std::string& path, const std::vector<std::int64_
 
 void write_string(Id loc, const std::string& path, const std::string& s) {
   silence_errors();
-  Handle type = utf8_vlen_string();
+  Handle type = utf8_string(s);
   Handle space = H5_ID(H5Screate(H5S_SCALAR));
   Handle lcpl = link_create();
   Handle d = H5_ID(H5Dcreate2(loc, path.c_str(), type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT));
-  const char* p = s.c_str();
-  H5_CHECK(H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p));
+  H5_CHECK(H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, s.empty() ? "" : s.data()));
 }
 
 Handle create_doubles(Id loc, const std::string& path, const Shape& shape) {
@@ -409,11 +533,10 @@ Handle replace_attribute(Id obj, const std::string& name, Id type, Id space) {
 
 void write_attribute(Id obj, const std::string& name, const std::string& value) {
   silence_errors();
-  Handle type = utf8_vlen_string();
+  Handle type = utf8_string(value);
   Handle space = H5_ID(H5Screate(H5S_SCALAR));
   Handle a = replace_attribute(obj, name, type, space);
-  const char* p = value.c_str();
-  H5_CHECK(H5Awrite(a, type, &p));
+  H5_CHECK(H5Awrite(a, type, value.empty() ? "" : value.data()));
 }
 
 void write_attribute(Id obj, const std::string& name, double value) {
@@ -433,12 +556,14 @@ void write_attribute(Id obj, const std::string& name, std::int64_t value) {
 // ---- reading -------------------------------------------------------------------------------
 
 Shape shape(Id loc, const std::string& path) {
+  const ReadScope scope(loc, path);
   Handle d = open_dataset(loc, path);
   Handle space = H5_ID(H5Dget_space(d));
   return space_shape(space);
 }
 
 std::vector<double> read_doubles(Id loc, const std::string& path, Shape* shape_out) {
+  const ReadScope scope(loc, path);
   Handle d = open_dataset(loc, path);
   Handle type = H5_ID(H5Dget_type(d));
   const H5T_class_t cls = H5Tget_class(type);
@@ -447,6 +572,7 @@ std::vector<double> read_doubles(Id loc, const std::string& path, Shape* shape_o
   if (H5Sget_simple_extent_type(space) != H5S_SIMPLE && H5Sget_simple_extent_type(space) != H5S_SCALAR)
     bad(loc, path, "has no data");
   Shape s = space_shape(space);
+  check_fits(loc, path, s, H5Tget_size(type));
   std::vector<double> v(product(s));
   if (!v.empty())
     H5_CHECK(H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()));
@@ -455,6 +581,7 @@ std::vector<double> read_doubles(Id loc, const std::string& path, Shape* shape_o
 }
 
 std::vector<double> read_doubles(Id loc, const std::string& path, const Shape& expected) {
+  const ReadScope scope(loc, path);
   Shape s;
   // Check the shape before reading the data (cheap refusal of a wrong large field).
   s = shape(loc, path);
@@ -464,12 +591,14 @@ std::vector<double> read_doubles(Id loc, const std::string& path, const Shape& e
 }
 
 std::vector<std::int64_t> read_int64s(Id loc, const std::string& path) {
+  const ReadScope scope(loc, path);
   Handle d = open_dataset(loc, path);
   Handle type = H5_ID(H5Dget_type(d));
   if (H5Tget_class(type) != H5T_INTEGER) bad(loc, path, "not an integer dataset");
   Handle space = H5_ID(H5Dget_space(d));
   Shape s = space_shape(space);
   if (s.size() != 1) bad(loc, path, "shape " + shape_text(s) + ", expected 1-D");
+  check_fits(loc, path, s, H5Tget_size(type));
   std::vector<std::int64_t> v(s[0]);
   if (!v.empty())
     H5_CHECK(H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()));
@@ -478,6 +607,7 @@ std::vector<std::int64_t> read_int64s(Id loc, const std::string& path) {
 
 void read_rows(Id dataset, std::size_t first, std::size_t count, double* data) {
   if (count == 0) return;
+  const ReadScope scope(dataset, ".");
   auto [file_space, mem_space] = row_spaces(dataset, first, count);
   H5_CHECK(H5Dread(dataset, H5T_NATIVE_DOUBLE, mem_space, file_space, H5P_DEFAULT, data));
 }
@@ -496,6 +626,7 @@ void read_strided(Id dataset, const Shape& start, const Shape& stride, const Sha
                   std::size_t mem_block) {
   const std::size_t blocks = product(count);
   if (blocks == 0 || product(block) == 0) return;
+  const ReadScope scope(dataset, ".");
   VH_CHECK(mem_block == product(block) && mem_first + (blocks - 1) * mem_stride + mem_block <= mem_size,
            "read_strided: memory selection does not match the file's");
   Handle file_space = H5_ID(H5Dget_space(dataset));
@@ -509,14 +640,15 @@ void read_strided(Id dataset, const Shape& start, const Shape& stride, const Sha
 }
 
 std::string read_string(Id loc, const std::string& path) {
+  const ReadScope scope(loc, path);
   Handle d = open_dataset(loc, path);
   Handle type = H5_ID(H5Dget_type(d));
   if (H5Tget_class(type) != H5T_STRING) bad(loc, path, "not a string dataset");
   Handle space = H5_ID(H5Dget_space(d));
   return read_string_from(
-      type, space,
+      loc, type, space,
       [&](Id mem, void* buf) { return H5Dread(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf); },
-      [&] { bad(loc, path, "expected one string"); });
+      [&](const std::string& problem) { bad(loc, path, problem); });
 }
 
 bool has_attribute(Id obj, const std::string& name) {
@@ -534,6 +666,7 @@ Handle open_attribute(Id obj, const std::string& name) {
 
 template <class T>
 T read_numeric_attribute(Id obj, const std::string& name, Id mem_type) {
+  const ReadScope scope(obj, ".");
   Handle a = open_attribute(obj, name);
   Handle type = H5_ID(H5Aget_type(a));
   const H5T_class_t cls = H5Tget_class(type);
@@ -547,13 +680,14 @@ T read_numeric_attribute(Id obj, const std::string& name, Id mem_type) {
 }  // namespace
 
 std::string read_string_attribute(Id obj, const std::string& name) {
+  const ReadScope scope(obj, ".");
   Handle a = open_attribute(obj, name);
   Handle type = H5_ID(H5Aget_type(a));
   if (H5Tget_class(type) != H5T_STRING) bad(obj, ".", "attribute '" + name + "' is not a string");
   Handle space = H5_ID(H5Aget_space(a));
   return read_string_from(
-      type, space, [&](Id mem, void* buf) { return H5Aread(a, mem, buf); },
-      [&] { bad(obj, ".", "attribute '" + name + "' is not one string"); });
+      obj, type, space, [&](Id mem, void* buf) { return H5Aread(a, mem, buf); },
+      [&](const std::string& problem) { bad(obj, ".", "attribute '" + name + "': " + problem); });
 }
 
 double read_double_attribute(Id obj, const std::string& name) {
@@ -573,6 +707,7 @@ herr_t collect_attr(hid_t, const char* name, const H5A_info_t*, void* out) {
 
 std::map<std::string, std::string> read_string_attributes(Id obj) {
   silence_errors();
+  const ReadScope scope(obj, ".");
   std::vector<std::string> names;
   hsize_t idx = 0;
   H5_CHECK(H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &idx, collect_attr, &names));

@@ -4,20 +4,23 @@
 // see HDF5's include path: an `Id` is an hid_t (int64_t since HDF5 1.10; checked in h5.cpp).
 //
 // Errors: HDF5's automatic error printing is switched off the first time any function here
-// runs. A failing library call throws vh::LibraryError (file:line plus HDF5's own message);
-// a reading helper that finds a dataset, group or attribute missing, of the wrong type or
-// the wrong shape throws vh::InputError naming the file and the object ("run.h5:/deck"), as
-// bad input files are user errors (exit status 2).
+// runs. A failing library call throws vh::LibraryError (file:line plus HDF5's own message),
+// except in the reading helpers: whatever fails there (a dataset, group or attribute missing,
+// of the wrong type or shape, more values than the file can hold, or an HDF5 call refusing a
+// damaged file) throws vh::InputError naming the file and the object ("run.h5:/deck"), as bad
+// input files are user errors (exit status 2).
 //
 // Shapes are listed slowest index first, as HDF5 (and numpy/h5py) do: a field stored
 // [z][y][x] has shape {N, N, N} with x varying fastest in memory.
 //
-// Strings are written as variable-length UTF-8 scalars (what h5py writes for `str`); the
-// readers also accept fixed-length strings.
+// Strings are written as fixed-length UTF-8 scalars, NUL-padded (h5py: `.asstr()[()]`), not
+// variable-length ones, whose global heap no checksum covers and HDF5 1.10 reads unsafely;
+// the readers accept both, except variable-length ones in a sealed file (core/seal.h).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <map>
 #include <string>
@@ -44,6 +47,12 @@ class Handle {
   operator Id() const { return id_; }  // NOLINT: lets a Handle go straight into H5 calls
   bool valid() const { return id_ >= 0; }
   void close() noexcept;  ///< closes now (errors ignored: nothing to do about them here)
+  /// Gives up ownership: returns the identifier, which the caller must close.
+  Id release() noexcept {
+    const Id id = id_;
+    id_ = -1;
+    return id;
+  }
 
  private:
   Id id_ = -1;
@@ -54,16 +63,37 @@ void silence_errors();
 
 // ---- files -------------------------------------------------------------------------------
 
-/// Creates (truncates) `path` for writing.
-Handle create_file(const std::string& path);
-/// Opens an existing file read-only; InputError naming `path` when missing or not HDF5.
-Handle open_file(const std::string& path);
+/// Creates (truncates) `path` for writing; `sealed` reserves the user block for an integrity
+/// seal (core/seal.h), to be written by close_file(…, true).
+Handle create_file(const std::string& path, bool sealed = false);
+/// Closes a file being written, throwing vh::LibraryError if HDF5 cannot flush it (it writes
+/// its metadata at close: a full disk often shows here first), then with `seal` writes its
+/// integrity seal. Handle::close() ignores errors: files written for keeps end with this.
+void close_file(Handle& file, bool seal = false);
+
+/// Whether open_file() requires an integrity seal (core/seal.h), checks one when present, or
+/// leaves it to a check_file_seal() made before (`checked`: a pass over the whole file once,
+/// not at every open; a restart's ranks open the checkpoint that rank 0 checked).
+enum class Seal { if_present, required, checked };
+/// The seal check of open_file(): InputError naming `path` when it is missing, when its seal
+/// is broken, or (Seal::required) when it has none.
+void check_file_seal(const std::string& path, Seal seal);
+/// Opens an existing file read-only; InputError naming `path` when missing, not HDF5, or when
+/// its seal is broken (or missing, with Seal::required). The seal is checked before HDF5
+/// parses anything.
+Handle open_file(const std::string& path, Seal seal = Seal::if_present);
 
 /// Writes a file under `path` crash-safely: `write(tmp)` produces `<path>.tmp` (and must
 /// close it), which is fsync'ed and renamed over `path`, then the folder is fsync'ed. If
-/// `write` throws, the temporary is removed, `path` is left as it was and the error
-/// propagates. rename(2) replaces atomically, so readers see the old or the new file.
+/// anything fails, the temporary is removed, `path` is left as it was and vh::WriteError
+/// names `path` and the reason (no space, file too large, permission, folder gone); a logic
+/// error of `write` (std::invalid_argument, ...) propagates as it is. rename(2) replaces
+/// atomically, so readers see the old or the new file, never a part.
 void atomic_path(const std::string& path, const std::function<void(const std::string& tmp)>& write);
+/// Why a write failed, in words a user can act on: the system's text for the error ("No space
+/// left on device", "File too large", "Permission denied"), which HDF5 puts in its message as
+/// "errno = 28"; else the message itself.
+std::string write_failure(const std::exception& e);
 /// atomic_path() for a text file.
 void atomic_write_text(const std::string& path, const std::string& text);
 

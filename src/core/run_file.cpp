@@ -1,6 +1,7 @@
 #include "core/run_file.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <set>
 #include <stdexcept>
@@ -88,7 +89,7 @@ void RunFile::append_spectrum(const std::string& solver, double t, const std::ve
 
 void RunFile::write() const {
   h5::atomic_path(path_, [&](const std::string& tmp) {
-    h5::Handle f = h5::create_file(tmp);
+    h5::Handle f = h5::create_file(tmp, /*sealed=*/true);
     h5::write_string(f, "/deck", data_.deck);
     h5::Handle meta = h5::create_group(f, "/meta");
     for (const auto& [key, value] : data_.meta) h5::write_attribute(meta, key, value);
@@ -108,12 +109,12 @@ void RunFile::write() const {
         h5::write_doubles_2d(f, s + "E", flat, r.E.size(), r.k.size());
       }
     }
-    f.close();
+    h5::close_file(f, /*seal=*/true);
   });
 }
 
-RunData RunFile::read(const std::string& path) {
-  h5::Handle f = h5::open_file(path);
+RunData RunFile::read(const std::string& path, bool require_seal) {
+  h5::Handle f = h5::open_file(path, require_seal ? h5::Seal::required : h5::Seal::if_present);
   RunData d;
   d.deck = h5::read_string(f, "/deck");
   d.meta = h5::read_string_attributes(h5::open_group(f, "/meta"));
@@ -153,6 +154,27 @@ RunData RunFile::read(const std::string& path) {
     d.solvers[solver] = std::move(r);
   }
   return d;
+}
+
+void check_restart_record(const RunData& d, const std::string& path, const std::string& solver, double t) {
+  const std::string group = path + ":/" + solver;
+  const auto it = d.solvers.find(solver);
+  if (it == d.solvers.end())
+    throw InputError(group + ": missing (the checkpoint holds this solver's state, the run file no record of it)");
+  const SolverRecord& r = it->second;
+  for (const auto& name : kSeriesNames)
+    if (!r.series.count(name)) throw InputError(group + "/series/" + name + ": dataset missing");
+  const std::vector<double>& ts = r.series.at("t");
+  std::size_t upto = 0;
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    if (!std::isfinite(ts[i]) || (i > 0 && ts[i] < ts[i - 1]))
+      throw InputError(group + "/series/t: entry " + std::to_string(i) + " is " + std::to_string(ts[i]) +
+                       " (allowed: finite, not below the one before)");
+    if (ts[i] <= t * (1 + 1e-12)) ++upto;
+  }
+  if (upto == 0)
+    throw InputError(group + "/series/t: no output at or before the checkpoint's t = " + std::to_string(t) +
+                     " (run file and checkpoint are not of one run)");
 }
 
 }  // namespace vh

@@ -14,7 +14,8 @@
 // (box 2π, time as integrated), not normalised by T or K0.
 //
 // The file is small, so RunFile keeps everything in memory and rewrites the whole file on
-// each write(), atomically (h5::atomic_path): a crash leaves the previous complete file.
+// each write(), atomically (h5::atomic_path): a crash leaves the previous complete file. It
+// carries an integrity seal (core/seal.h), which a restart requires and every read checks.
 #pragma once
 
 #include <map>
@@ -80,13 +81,19 @@ class RunFile {
   const RunData& data() const { return data_; }
 
   /// Reads a run file back. Throws vh::InputError naming the file and dataset when it is
-  /// missing, not HDF5, or malformed (missing /deck, series of unequal length, spectra whose
-  /// t, k and E do not match). Unknown top-level groups are ignored.
-  static RunData read(const std::string& path);
+  /// missing, not HDF5, damaged (its seal does not match; with `require_seal` also when it has
+  /// none), or malformed (missing /deck, series of unequal length, spectra whose t, k and E do
+  /// not match). Unknown top-level groups are ignored.
+  static RunData read(const std::string& path, bool require_seal = false);
 
  private:
   std::string path_;
   RunData data_;
 };
+
+/// Whether `d`, read from `path`, can continue `solver` from its checkpoint time `t`: its
+/// record exists with every standard series, finite times in non-decreasing order, and at
+/// least one output at or before t. vh::InputError naming the file and dataset otherwise.
+void check_restart_record(const RunData& d, const std::string& path, const std::string& solver, double t);
 
 }  // namespace vh

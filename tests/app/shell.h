@@ -25,6 +25,22 @@ inline Result shell(const std::string& cmd) {
   return r;
 }
 
+/// Whether the programs under test carry AddressSanitizer (the sanitizer build, VH_SANITIZE):
+/// its shadow memory reserves terabytes of address space (under ulimit -v it cannot start) and
+/// its redzones and quarantine inflate the resident set, so limits on memory and peak RSS have
+/// nothing to measure there.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+
 /// The vortexhit program (VH_EXE, set by tests/app/CMakeLists.txt) with `args`.
 inline Result vortexhit(const std::string& args) { return shell(std::string(VH_EXE) + " " + args); }
 

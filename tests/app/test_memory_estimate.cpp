@@ -117,6 +117,7 @@ std::pair<double, double> logged_memory(const fs::path& log) {
 // small N, where the lists of a shallow tree are short and the program itself weighs most
 // (48³: 99 MiB against 137; 32³: 31–33 against 62), so at most 60 % above at 48³.
 TEST(MemoryEstimate, HostEstimateBoundsThePeakOfRealRuns) {
+  if (vh::test::kAddressSanitizer) GTEST_SKIP() << "AddressSanitizer's shadow and quarantine are not the program's memory";
   const fs::path dir = fs::temp_directory_path() / ("vh_memory_estimate_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   for (const auto& [args, factor] : {std::pair<std::string, double>{"--case.solver=spectral --domain.n=64", 1.4},

@@ -50,9 +50,11 @@ void expect_same_records(const vh::RunData& a, const vh::RunData& b) {
 
 TEST_F(Restart, OneGoEqualsHalfPlusRestartPlusHalfBitForBit) {
   const fs::path a = dir / "a", b = dir / "b";
-  ASSERT_EQ(sh(kExe + " run" + kCase + " --output.dir=" + a.string() + " --time.t_end_over_T=0.4").status, 0);
-  ASSERT_EQ(sh(kExe + " run" + kCase + " --output.dir=" + b.string() + " --time.t_end_over_T=0.2").status, 0);
-  const Result r = sh(kExe + " run --restart " + b.string() + " --time.t_end_over_T=0.4 --quiet");
+  Result r = sh(kExe + " run" + kCase + " --output.dir=" + a.string() + " --time.t_end_over_T=0.4");
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = sh(kExe + " run" + kCase + " --output.dir=" + b.string() + " --time.t_end_over_T=0.2");
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = sh(kExe + " run --restart " + b.string() + " --time.t_end_over_T=0.4 --quiet");
   ASSERT_EQ(r.status, 0) << r.output;
   const auto da = vh::RunFile::read((a / "run.h5").string()), db = vh::RunFile::read((b / "run.h5").string());
   EXPECT_EQ(da.solvers.at("vortex").outputs(), 5u);
@@ -154,6 +156,20 @@ TEST_F(Restart, NonFiniteVelocityStopsWithExit3) {
   EXPECT_EQ(r.status, 3) << r.output;
   EXPECT_NE(r.output.find("not finite"), std::string::npos) << r.output;
   EXPECT_TRUE(fs::exists(b / "checkpoint.h5"));
+}
+
+TEST_F(Restart, KeysEmptiedOnTheCommandLineStayEmpty) {
+  // The stored deck once wrote an emptied key as "# key =", which reads back as its default:
+  // a run with --output.fields_at= (no fields) wrote fields at t/T = 1 after a restart (found
+  // by fuzzing the deck parser).
+  const fs::path b = dir / "b";
+  Result r = sh(kExe + " run --case.solver=spectral --domain.n=12 --flow.Re_lambda=20 --flow.k_p=2 --device=cpu --quiet"
+                " --output.fields_at= --time.t_end_over_T=0.1 --output.dir=" + b.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = sh(kExe + " run --restart " + b.string() + " --time.t_end_over_T=1.1 --quiet");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const auto& e : fs::directory_iterator(b))
+    EXPECT_NE(e.path().filename().string().rfind("fields_", 0), 0u) << e.path();
 }
 
 TEST_F(Restart, ForeignOrTruncatedCheckpointIsBadInput) {

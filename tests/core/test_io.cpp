@@ -1,5 +1,6 @@
 // HDF5 I/O: run.h5 round trip and layout (docs/design.md "Files a run writes"), atomic writes,
-// fields files' index order and their XDMF sidecars (docs/style.md "Fields for ParaView/VisIt").
+// the integrity seal (core/seal.h), fields files' index order and their XDMF sidecars
+// (docs/style.md "Fields for ParaView/VisIt").
 // Layout checks open the files with the raw HDF5 C API, not through our own readers, so a
 // bug shared by writer and reader cannot hide.
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -18,6 +20,7 @@
 #include "core/fields_file.h"
 #include "core/h5.h"
 #include "core/run_file.h"
+#include "core/seal.h"
 
 namespace fs = std::filesystem;
 using namespace vh;
@@ -301,9 +304,15 @@ TEST(AtomicPath, ReplacesOnlyOnSuccessAndLeavesNoTemporary) {
   EXPECT_FALSE(has_tmp(dir.path()));
   EXPECT_TRUE(RunFile::read(path) == second.data());
 
-  // Writing into a folder that does not exist fails and creates nothing.
+  // Writing into a folder that does not exist fails, names the file and why, creates nothing.
   RunFile nowhere((dir.path() / "no" / "run.h5").string());
-  EXPECT_THROW(nowhere.write(), LibraryError);
+  try {
+    nowhere.write();
+    ADD_FAILURE() << "no WriteError";
+  } catch (const WriteError& e) {
+    EXPECT_EQ(e.path(), nowhere.path());
+    EXPECT_NE(std::string(e.what()).find("No such file or directory"), std::string::npos) << e.what();
+  }
   EXPECT_FALSE(fs::exists(dir.path() / "no"));
 
   h5::atomic_write_text(dir / "a.txt", "one");
@@ -312,7 +321,115 @@ TEST(AtomicPath, ReplacesOnlyOnSuccessAndLeavesNoTemporary) {
   EXPECT_FALSE(has_tmp(dir.path()));
 }
 
+// ---- integrity seal ------------------------------------------------------------------------
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(Seal, HashIsXxh3AndSealedRunFilesReadAsPlainHdf5) {
+  TempDir dir;
+  // XXH3-64 as the xxHash reference program computes it (xxhsum -H3 of the same bytes, Debian
+  // package xxhash 0.8.1): an independent check that the seal is the published hash.
+  write_bytes(dir / "a", "ab");  // offset 2: the empty string
+  EXPECT_EQ(file_hash(dir / "a", 2), 0x2d06800538d394c2ull);
+  write_bytes(dir / "b", "..vortexhit");
+  EXPECT_EQ(file_hash(dir / "b", 2), 0x912cef098c441445ull);
+
+  const std::string path = dir / "run.h5";
+  sample_run(path).write();
+  EXPECT_TRUE(check_seal(path));
+  const std::string bytes = read_bytes(path);
+  char head[80];
+  std::snprintf(head, sizeof head, "vortexhit seal 1\nxxh3-64 %016llx\nbytes %zu\n",
+                static_cast<unsigned long long>(file_hash(path, kSealSize)), bytes.size());
+  EXPECT_EQ(bytes.substr(0, std::strlen(head)), head);
+  // Any HDF5 reader skips the seal: it is the user block.
+  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  hid_t fcpl = H5Fget_create_plist(f);
+  hsize_t ub = 0;
+  H5Pget_userblock(fcpl, &ub);
+  EXPECT_EQ(ub, kSealSize);
+  EXPECT_EQ(raw_dims(f, "/spectral/series/t"), (std::vector<hsize_t>{3}));
+  H5Pclose(fcpl);
+  H5Fclose(f);
+}
+
+TEST(Seal, EveryDamageIsRefusedNamingTheFile) {
+  TempDir dir;
+  const std::string good = dir / "good.h5";
+  sample_run(good).write();
+  const std::string bytes = read_bytes(good);
+  ASSERT_GT(bytes.size(), 8192u);
+  auto refused = [&](const std::string& damaged, const std::string& what) {
+    const std::string path = dir / "damaged.h5";
+    write_bytes(path, damaged);
+    try {
+      RunFile::read(path);
+      ADD_FAILURE() << what << ": read without complaint";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(path + ": damaged"), std::string::npos) << what << ": " << e.what();
+    }
+  };
+  std::string b = bytes;
+  b[bytes.size() / 2] ^= 0x01;
+  refused(b, "one bit flipped in the HDF5 part");
+  b = bytes;
+  b[30] = b[30] == 'f' ? 'e' : 'f';  // a digit of the stored hash
+  refused(b, "the stored hash altered");
+  b = bytes;
+  b[kSealSize - 1] = 'x';
+  refused(b, "the seal's padding altered");
+  refused(bytes.substr(0, bytes.size() - 1), "one byte cut off");
+  refused(bytes + '\0', "one byte appended");
+  b = bytes;
+  std::fill(b.begin() + 4096, b.begin() + 8192, '\0');
+  refused(b, "a 4 KiB block zeroed");
+  refused(bytes.substr(0, 600), "cut after the seal");
+
+  // No seal: read as any HDF5 file, unless the reader requires one (a restart does).
+  const std::string plain = dir / "plain.h5";
+  {
+    h5::Handle f = h5::create_file(plain);
+    h5::write_string(f, "/deck", "");
+    h5::create_group(f, "/meta");
+  }
+  EXPECT_FALSE(check_seal(plain));
+  EXPECT_NO_THROW(RunFile::read(plain));
+  try {
+    RunFile::read(plain, /*require_seal=*/true);
+    ADD_FAILURE() << "an unsealed file passed a required seal";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(plain + ": no integrity seal"), std::string::npos) << e.what();
+  }
+}
+
 // ---- h5 helpers ----------------------------------------------------------------------------
+
+TEST(H5, ShapesLargerThanTheFileAreRefusedBeforeReading) {
+  TempDir dir;
+  const std::string path = dir / "huge.h5";
+  {
+    // A contiguous dataset's storage is allocated when written: declared, never written, it
+    // claims 2^40 values in a file of a few KiB, as a damaged dataspace would.
+    h5::Handle f = h5::create_file(path);
+    h5::create_doubles(f, "/x", {std::size_t(1) << 20, std::size_t(1) << 20});
+  }
+  h5::Handle f = h5::open_file(path);
+  try {
+    h5::read_doubles(f, "/x");
+    ADD_FAILURE() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("huge.h5:/x: shape [1048576 1048576] holds more values than the file"),
+              std::string::npos) << e.what();
+  }
+}
 
 TEST(H5, HelpersRoundTripAndCheckShapes) {
   TempDir dir;

@@ -1,0 +1,88 @@
+#include "vortex/validate.h"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace vh::vortex {
+namespace {
+
+std::string num(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.17g", v);
+  return b;
+}
+
+[[noreturn]] void refuse(const std::string& what) { throw InputError(what); }
+
+/// Every component finite and, with `lo < hi`, in [lo, hi).
+void check_vectors(const std::vector<Vec3>& v, const char* name, double lo = 0, double hi = 0) {
+  for (std::size_t i = 0; i < v.size(); ++i)
+    for (int d = 0; d < 3; ++d) {
+      const double x = v[i][d];
+      const std::string at = std::string(name) + "[" + std::to_string(i) + "][" + std::to_string(d) + "] = " + num(x);
+      if (!std::isfinite(x)) refuse(at + " is not finite");
+      if (lo < hi && !(x >= lo && x < hi))
+        refuse(at + " is outside the box (allowed: 0 <= x < 2 pi)");
+    }
+}
+
+void check_count(std::size_t got, std::size_t want, const char* name, const Grid& lattice) {
+  if (got != want)
+    refuse(std::string(name) + " has " + std::to_string(got) + " particles; the deck's particle lattice (" +
+           std::to_string(lattice.n) + " points per direction: vortex.refine * domain.n) has " +
+           std::to_string(want));
+}
+
+void check_attribute(bool ok, const char* name, double value, const char* allowed) {
+  if (!ok) refuse(std::string("attribute ") + name + " = " + num(value) + " is out of range (allowed: " + allowed + ")");
+}
+
+}  // namespace
+
+void validate(const State& s, const Grid& g) {
+  const std::size_t n = g.points();
+  const Particles& p = s.particles;
+  check_count(p.x.size(), n, "x", g);
+  check_count(p.alpha.size(), n, "alpha", g);
+  check_count(p.gamma.size(), n, "gamma", g);
+  check_count(p.sigma.size(), n, "sigma", g);
+  const double box = 2.0 * kPi, slack = 1e-12 * box;
+  check_vectors(p.x, "x", -slack, box + slack);
+  check_vectors(p.alpha, "alpha");
+  check_vectors(p.gamma, "gamma");
+  for (std::size_t i = 0; i < n; ++i)
+    if (!(p.sigma[i] > 0 && p.sigma[i] < box))
+      refuse("sigma[" + std::to_string(i) + "] = " + num(p.sigma[i]) +
+             " is not a core radius (allowed: 0 < sigma < 2 pi)");
+  const bool history = !s.u_prev.empty() || !s.dalpha_prev.empty() || !s.dgamma_prev.empty();
+  if (history) {
+    check_count(s.u_prev.size(), n, "u_prev", g);
+    check_count(s.dalpha_prev.size(), n, "dalpha_prev", g);
+    check_count(s.dgamma_prev.size(), n, "dgamma_prev", g);
+    check_vectors(s.u_prev, "u_prev");
+    check_vectors(s.dalpha_prev, "dalpha_prev");
+    check_vectors(s.dgamma_prev, "dgamma_prev");
+  }
+  check_attribute(std::isfinite(s.t) && s.t >= 0, "t", s.t, "finite, >= 0");
+  check_attribute(s.steps >= 0, "steps", double(s.steps), ">= 0");
+  check_attribute((s.steps == 0) == (s.t == 0), "t", s.t, "0 exactly when steps = 0");
+  check_attribute(std::isfinite(s.t_reinit) && s.t_reinit >= 0 && s.t_reinit <= s.t, "t_reinit", s.t_reinit,
+                  "0 ... t");
+  check_attribute(s.since_reinit >= 0 && s.since_reinit <= s.steps, "since_reinit", double(s.since_reinit),
+                  "0 ... steps");
+  check_attribute(s.reinits >= 0 && s.reinits <= s.steps, "reinits", double(s.reinits), "0 ... steps");
+  check_attribute(std::isfinite(s.dt_prev) && (history ? s.dt_prev > 0 : s.dt_prev >= 0), "dt_prev", s.dt_prev,
+                  history ? "finite, > 0 with an AB2 history" : "finite, >= 0");
+  check_attribute(std::isfinite(s.last_residual) && s.last_residual >= 0, "last_residual", s.last_residual,
+                  "finite, >= 0");
+  check_attribute(std::isfinite(s.ratio_at_reinit) && s.ratio_at_reinit >= 0, "ratio_at_reinit",
+                  s.ratio_at_reinit, "finite, >= 0");
+  check_attribute(std::isfinite(s.div_removed) && s.div_removed >= 0, "div_removed", s.div_removed,
+                  "finite, >= 0");
+}
+
+}  // namespace vh::vortex
