@@ -80,19 +80,25 @@ for h in "${harnesses[@]}"; do
   # speed here); -timeout: an input that takes 10 s is a hang; -rss_limit_mb: one that needs
   # 4 GB is a finding.
   : >"$work/log.txt"
-  deadline=$(( $(date +%s) + seconds ))
+  t_start=$(date +%s)
+  deadline=$(( t_start + seconds ))
   while left=$(( deadline - $(date +%s) )); (( left > 0 )); do
-    t0=$(date +%s)
+    from=$(( $(stat -c %s "$work/log.txt") + 1 ))
     nice -n "${VH_FUZZ_NICE:-5}" build-fuzz/tests/fuzz/fuzz_"$h" "$work/corpus" "${seeds[@]}" -max_total_time="$left" \
       -timeout=10 -rss_limit_mb=4096 -malloc_limit_mb=1048576 -print_final_stats=1 \
       -artifact_prefix="$work/artifacts/" >>"$work/log.txt" 2>&1 && rc=0 || rc=$?
-    if [ "$rc" -ne 0 ] && (( $(date +%s) - t0 < 2 )); then
-      echo "fuzz_$h fails at once (a seed or regression input?): see $work/log.txt"; break
+    # A failure before libFuzzer has read the whole corpus in (its INITED line) is a seed's or a
+    # regression input's: fuzzing again would fail on it again.
+    # (grep -c, not -q: an early exit of grep fails tail with SIGPIPE, and the pipeline with it)
+    if [ "$rc" -ne 0 ] && [ "$(tail -c +"$from" "$work/log.txt" | grep -c INITED || true)" -eq 0 ]; then
+      echo "fuzz_$h fails on a seed or regression input: see $work/log.txt"; break
     fi
   done
+  spent=$(( $(date +%s) - t_start ))
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log.txt" | awk '{ s += $1 } END { print s + 0 }')
   new=$(( $(find "$work/artifacts" -type f | wc -l) - before ))
-  line="fuzz_$h: $execs executions in $seconds s, $new new finding(s), corpus $(find "$work/corpus" -type f | wc -l) inputs"
+  restarts=$(grep -c INITED "$work/log.txt" || true)
+  line="fuzz_$h: $execs executions in $spent s ($restarts start(s)), $new new finding(s), corpus $(find "$work/corpus" -type f | wc -l) inputs"
   if [ "$new" -gt 0 ]; then
     found=1
     line+=" — see $work/artifacts/ and $work/triage.txt"
