@@ -1,6 +1,13 @@
-// The error type of a failed library call and the CUDA check that throws it: one definition for
-// src/core/ (which adds the other typed errors, src/core/error.h) and fmm/ (which may not include
-// src/core/; base/CMakeLists.txt).
+// The project's typed errors and the checks that throw them: one definition for every module
+// (base/CMakeLists.txt says why it lives below all of them).
+//
+// The top level (src/app/main.cpp) maps them to exit statuses:
+//   InputError    -> 2  (bad deck, option or input file: the message is one line naming it)
+//   RunStopped    -> 3  (the run stopped itself after writing a checkpoint, or could not write
+//                        one: see the message; a WriteError mid-run becomes one)
+//   anything else -> 1  (LibraryError: a failed library call, with the file:line it was seen at)
+// CUDA and cuFFT calls are checked by base/cuda_check.h, MPI calls inside base/comm.cpp and
+// HDF5 calls by src/io/h5.h.
 #pragma once
 
 #include <stdexcept>
@@ -8,22 +15,43 @@
 
 namespace vh {
 
-/// A failure of a library call (HDF5, FFTW, CUDA, MPI) with the file:line where it was seen.
+/// A failure of a library call (HDF5, FFTW, CUDA, MPI, NCCL) with the file:line where it was seen.
 class LibraryError : public std::runtime_error {
  public:
   LibraryError(const std::string& what, const char* file, int line)
       : std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + what) {}
 };
 
+/// Bad user input: deck, command-line option or input file. Exit status 2.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A run that stopped itself (NaN, CFL, signal) after writing a checkpoint. Exit status 3.
+class RunStopped : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A file that could not be written (no space, file too large, permission, folder removed).
+/// Thrown by h5::atomic_path after it removed its temporary: the file under `path()` is the
+/// previous complete one, or none. The run driver turns it into RunStopped (exit 3).
+class WriteError : public std::runtime_error {
+ public:
+  WriteError(const std::string& path, const std::string& reason)
+      : std::runtime_error("cannot write " + path + " (" + reason + ")"), path_(path), reason_(reason) {}
+  const std::string& path() const { return path_; }
+  const std::string& reason() const { return reason_; }
+
+ private:
+  std::string path_, reason_;
+};
+
 }  // namespace vh
 
-#ifdef __CUDACC__
-/// Throws vh::LibraryError when a CUDA runtime call fails.
-#define VH_CHECK_CUDA(call)                                                              \
-  do {                                                                                   \
-    cudaError_t e_ = (call);                                                             \
-    if (e_ != cudaSuccess)                                                               \
-      throw ::vh::LibraryError(std::string("CUDA: ") + cudaGetErrorString(e_) + " in " #call, \
-                               __FILE__, __LINE__);                                      \
+/// Throws vh::LibraryError when `cond` is false.
+#define VH_CHECK(cond, msg)                                                                          \
+  do {                                                                                               \
+    if (!(cond)) throw ::vh::LibraryError(std::string(msg) + " (" #cond ")", __FILE__, __LINE__); \
   } while (0)
-#endif

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "base/error.h"
+#include "base/cuda_check.h"
 
 // The former spelling of VH_CHECK_CUDA, kept for vortex/blobs_gpu.cu until it moves over.
 #define VH_FMM_CUDA(call) VH_CHECK_CUDA(call)

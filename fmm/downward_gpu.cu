@@ -1,6 +1,7 @@
 // The GPU far field's downward pass: L2L level by level and L2P at the target leaves, which adds
 // the near-field sums and the periodic mean correction and writes u and grad u in the targets'
 // input order (far_gpu.h for the layout, expansions.h and expansions_kernel.h for the formulas).
+#include "base/cuda_check.h"
 #include "fmm/far_gpu_device.h"
 
 namespace vh::fmm {

@@ -2,6 +2,7 @@
 // own (particles_gpu, tree_gpu, traverse_gpu, p2p_gpu, far_gpu_device.h), driven here on device
 // arrays; fmm.cpp's use_gpu path runs the same kernels on the same trees and lists, built there
 // through the host.
+#include "base/cuda_check.h"
 #include "fmm/evaluator.h"
 
 #include <cuda_runtime.h>

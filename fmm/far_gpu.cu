@@ -1,6 +1,7 @@
 // FarGpu: the GPU far field over host-built trees (far_gpu.h).  Its stages are the launches of
 // far_gpu_device.h (upward_gpu.cu, m2l_gpu.cu, downward_gpu.cu, periodic_gpu.cu) over a FarPlan
 // of the buffers uploaded here.
+#include "base/cuda_check.h"
 #include "fmm/far_gpu.h"
 
 #include <cuda_runtime.h>

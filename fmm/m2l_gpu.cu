@@ -4,6 +4,7 @@
 // groups).
 #include <algorithm>
 
+#include "base/cuda_check.h"
 #include "fmm/far_gpu_device.h"
 
 namespace vh::fmm {

@@ -1,4 +1,5 @@
 // GPU P2P over the CPU-built lists and the O(N^2) GPU direct sum; see p2p_gpu.h for the layout.
+#include "base/cuda_check.h"
 #include "fmm/p2p_gpu.h"
 
 #include <cuda_runtime.h>

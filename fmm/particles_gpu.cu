@@ -1,3 +1,4 @@
+#include "base/cuda_check.h"
 #include "fmm/particles_gpu.h"
 
 #include <cstring>

@@ -6,6 +6,7 @@
 // microseconds each: one block for the lattice, one thread per chunk for the sums.
 #include <vector>
 
+#include "base/cuda_check.h"
 #include "fmm/far_gpu.h"
 #include "fmm/far_gpu_device.h"
 #include "fmm/periodic.h"

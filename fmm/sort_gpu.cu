@@ -1,3 +1,4 @@
+#include "base/cuda_check.h"
 #include "fmm/sort_gpu.h"
 
 #include <cub/device/device_radix_sort.cuh>

@@ -1,6 +1,7 @@
 // The dual tree traversal on the GPU, breadth first, and the lists in FarGpu's and P2PGpu's
 // device formats; see traverse_gpu.h for the method and traverse.cpp for the serial recursion
 // whose lists this reproduces entry for entry.
+#include "base/cuda_check.h"
 #include "fmm/traverse_gpu.h"
 
 #include <cub/device/device_radix_sort.cuh>

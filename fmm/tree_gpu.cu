@@ -1,5 +1,6 @@
 // The octree built on the device from sorted keys (tree_gpu.h), and the cells' extents measured
 // on the device (also for SortedSourcesGpu::tree's host-split cells).
+#include "base/cuda_check.h"
 #include "fmm/tree_gpu.h"
 
 #include <cub/device/device_scan.cuh>

@@ -3,6 +3,7 @@
 // thread block per cell, every output coefficient one owner, fixed summation order.
 #include <algorithm>
 
+#include "base/cuda_check.h"
 #include "fmm/far_gpu_device.h"
 
 namespace vh::fmm {

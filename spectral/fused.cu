@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "base/cuda_check.h"
+#include "base/device_buffer.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "spectral/fused.h"
@@ -125,10 +127,11 @@ void run_pass_gpu(Pass p, const kernel::Geometry& g, const StageArgs& s, HostArr
   if (h.acc.empty()) h.acc.assign(3 * nm, Cx<double>{0, 0});
   if (h.a.empty()) h.a.assign(3 * nm, Cx<double>{0, 0});
   std::vector<Cx<double>>* host[5] = {&h.u0, &h.acc, &h.a, &h.zb, &h.yb};
+  vh::DeviceArray<Cx<double>> mem[5];
   Cx<double>* dev[5] = {};
   for (int i = 0; i < 5; ++i) {
-    VH_CHECK_CUDA(cudaMalloc(&dev[i], host[i]->size() * sizeof(Cx<double>)));
-    VH_CHECK_CUDA(cudaMemcpy(dev[i], host[i]->data(), host[i]->size() * sizeof(Cx<double>), cudaMemcpyHostToDevice));
+    mem[i].upload(*host[i]);
+    dev[i] = mem[i].data();
   }
   kernel::StageArrays<double> arr{};
   for (int c = 0; c < 3; ++c) {
@@ -138,10 +141,7 @@ void run_pass_gpu(Pass p, const kernel::Geometry& g, const StageArgs& s, HostArr
   }
   launch<double>(p, l, s.stage, s.explicit_visc, s.nu, s.dt, arr, dev[3], dev[3], dev[4], nullptr);
   VH_CHECK_CUDA(cudaDeviceSynchronize());
-  for (int i = 0; i < 5; ++i) {
-    VH_CHECK_CUDA(cudaMemcpy(host[i]->data(), dev[i], host[i]->size() * sizeof(Cx<double>), cudaMemcpyDeviceToHost));
-    cudaFree(dev[i]);
-  }
+  for (int i = 0; i < 5; ++i) mem[i].download(host[i]->data(), host[i]->size());
 }
 
 }  // namespace vh::spectral::fused

@@ -15,6 +15,7 @@
 
 #include <cstdlib>
 
+#include "base/cuda_check.h"
 #include "core/error.h"
 #include "spectral/fused.h"
 
@@ -400,7 +401,7 @@ struct Passes {
           xc_launch<xc_kernel<T, M, row_ept<T, M>(), 1>, typename Fs::RowInv, typename Fs::RowFwd>(l, yb, st);
         break;
     }
-    VH_CHECK_CUDA(cudaGetLastError());
+    VH_CHECK_LAUNCH();
   }
   /// Dynamic shared memory the largest kernel of this size needs for layout l.
   static std::size_t max_smem(const FusedLayout& l) {

@@ -8,14 +8,14 @@
 //          and the per-element functions of slab_kernel.h as flat kernels: elsewhere, or
 //          with Params::transforms = cufft.
 // max|u| always runs as lines on the N grid (3 fields, inverse only). The all-to-all goes
-// through DeviceExchange: device buffers straight to MPI when the library is CUDA-aware
-// (asked at run time), else staged through pinned host buffers.
+// through base/device_comm.h's DeviceComm (its transport: device buffers straight to a
+// CUDA-aware MPI, else staged through pinned host buffers).
 // Not done yet: overlapping the exchange with the local passes (each exchange waits for the
 // pack kernel, and the unpack for the exchange), cuFFT callbacks and the pruned cuFFT path
 // on R > 1 ranks (Params::fft_callbacks and pruned_transforms are ignored there), and the
 // GPU diagnostics (the run driver computes them on the host from the state's slab).
-// Included inside gpu_solver.cu's namespace: core/comm.h, spectral/slab_kernel.h and <chrono>
-// come from there.
+// Included inside gpu_solver.cu's namespace: base/device_buffer.h, base/device_comm.h and
+// spectral/slab_kernel.h come from there.
 #pragma once
 
 using kernel::SlabLayout;
@@ -132,85 +132,12 @@ __global__ void __launch_bounds__(kFlat) y_from_rows_kernel(SlabLayout l, const 
   }
 }
 
-/// The all-to-all of device buffers (Comm::alltoallv): straight through MPI when the library
-/// is CUDA-aware (Comm::cuda_aware(), asked at run time), else staged through pinned host
-/// buffers. Exchanges in the order [rank], with counts and offsets in elements.
-template <class T>
-class DeviceExchange {
- public:
-  /// Buffers of `elems` elements each; the device ones are `scratch` and scratch + elems
-  /// when given (a buffer free during exchanges), else allocated.
-  DeviceExchange(const Comm& comm, std::size_t elems, cudaStream_t st, Cx<T>* scratch = nullptr)
-      : comm_(comm), aware_(Comm::cuda_aware()), st_(st), bytes_(std::max<std::size_t>(elems, 1) * sizeof(Cx<T>)) {
-    if (scratch) {
-      dsend_ = scratch;
-      drecv_ = scratch + std::max<std::size_t>(elems, 1);
-    } else {
-      VH_CHECK_CUDA(cudaMalloc(&dsend_, bytes_));
-      VH_CHECK_CUDA(cudaMalloc(&drecv_, bytes_));
-      own_ = true;
-    }
-    if (!aware_) {
-      VH_CHECK_CUDA(cudaMallocHost(&hsend_, bytes_));
-      VH_CHECK_CUDA(cudaMallocHost(&hrecv_, bytes_));
-    }
-  }
-  ~DeviceExchange() {
-    if (own_) {
-      cudaFree(dsend_);
-      cudaFree(drecv_);
-    }
-    cudaFreeHost(hsend_);
-    cudaFreeHost(hrecv_);
-  }
-  DeviceExchange(const DeviceExchange&) = delete;
-  DeviceExchange& operator=(const DeviceExchange&) = delete;
-
-  Cx<T>* send() const { return dsend_; }
-  Cx<T>* recv() const { return drecv_; }
-  bool cuda_aware() const { return aware_; }
-
-  /// After the pack kernel on the stream: the all-to-all; the unpack kernel may follow.
-  /// Books MPI and the staging copies (not the pack and unpack kernels) to `stats`.
-  void run(const std::vector<std::size_t>& sc, const std::vector<std::size_t>& so, const std::vector<std::size_t>& rc,
-           const std::vector<std::size_t>& ro, ExchangeStats& stats) {
-    VH_CHECK_CUDA(cudaStreamSynchronize(st_));
-    const auto t0 = std::chrono::steady_clock::now();
-    if (aware_) {
-      comm_.alltoallv(dsend_, sc, so, drecv_, rc, ro, sizeof(Cx<T>));
-    } else {
-      const std::size_t ns = end(sc, so), nr = end(rc, ro);
-      VH_CHECK_CUDA(cudaMemcpy(hsend_, dsend_, ns * sizeof(Cx<T>), cudaMemcpyDeviceToHost));
-      comm_.alltoallv(hsend_, sc, so, hrecv_, rc, ro, sizeof(Cx<T>));
-      VH_CHECK_CUDA(cudaMemcpy(drecv_, hrecv_, nr * sizeof(Cx<T>), cudaMemcpyHostToDevice));
-    }
-    stats.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    for (std::size_t r = 0; r < sc.size(); ++r)
-      if (int(r) != comm_.rank()) stats.bytes += double(sc[r] * sizeof(Cx<T>));
-    ++stats.exchanges;
-  }
-
- private:
-  static std::size_t end(const std::vector<std::size_t>& c, const std::vector<std::size_t>& o) {
-    std::size_t e = 0;
-    for (std::size_t r = 0; r < c.size(); ++r) e = std::max(e, o[r] + c[r]);
-    return e;
-  }
-  Comm comm_;
-  bool aware_;
-  cudaStream_t st_;
-  std::size_t bytes_;
-  Cx<T>*dsend_ = nullptr, *drecv_ = nullptr;
-  bool own_ = false;
-  void *hsend_ = nullptr, *hrecv_ = nullptr;
-};
-
 /// One rank's part of the GPU solver's evaluations and of max|u| (the header comment).
 template <class T>
 class GpuSlab {
  public:
   GpuSlab(const Geometry& g, const Slab& s, bool fused, cudaStream_t st)
-      : slab_(s), st_(st), fused_(fused) {
+      : slab_(s), st_(st), fused_(fused), comm_(s.comm, st) {
     eval_.l = SlabLayout::make(g, s);
     eval_.fields = 6;
     Geometry gn = g;
@@ -233,28 +160,31 @@ class GpuSlab {
     // buffers where they are large enough (3/2 and 2/3: 0.44 of X each); this saves a third
     // of the rank's memory at 512³ 3/2.
     const bool msg_in_rows = !fused_ && n3 >= 2 * msg;
-    for (auto [p, n] : {std::pair<Cx<T>**, std::size_t>{&b1_, n1}, {&b2_, n2}, {&b3_, n3}}) {
-      VH_CHECK_CUDA(cudaMalloc(p, std::max<std::size_t>(n, 1) * sizeof(Cx<T>)));
-      VH_CHECK_CUDA(cudaMemset(*p, 0, std::max<std::size_t>(n, 1) * sizeof(Cx<T>)));  // zb/zt pads stay zero
+    const std::size_t sizes[3] = {n1, n2, n3};
+    for (int i = 0; i < 3; ++i) {
+      mem_[i].resize(std::max<std::size_t>(sizes[i], 1));
+      mem_[i].zero(st_);  // zb/zt pads stay zero
     }
+    b1_ = mem_[0].data(), b2_ = mem_[1].data(), b3_ = mem_[2].data();
+    if (!msg_in_rows) msg_.resize(2 * msg);
+    send_ = msg_in_rows ? b3_ : msg_.data();
+    recv_ = send_ + msg;
     std::size_t ws = 256;
     make_plans(maxu_, ws);
     if (!fused_) make_plans(eval_, ws);
-    VH_CHECK_CUDA(cudaMalloc(&ws_, ws));
-    for (cufftHandle h : plans_) VH_CHECK_CUFFT(cufftSetWorkArea(h, ws_));
-    x_ = std::make_unique<DeviceExchange<T>>(s.comm, msg, st, msg_in_rows ? b3_ : nullptr);
+    ws_.resize(ws);
+    for (cufftHandle h : plans_) VH_CHECK_CUFFT(cufftSetWorkArea(h, ws_.data()));
   }
   ~GpuSlab() {
     for (cufftHandle h : plans_) cufftDestroy(h);
-    for (Cx<T>* p : {b1_, b2_, b3_}) cudaFree(p);
-    cudaFree(ws_);
   }
   GpuSlab(const GpuSlab&) = delete;
   GpuSlab& operator=(const GpuSlab&) = delete;
 
   bool fused() const { return fused_; }
-  bool cuda_aware() const { return x_->cuda_aware(); }
-  const ExchangeStats& stats() const { return stats_; }
+  /// How the exchanges travel (DeviceComm::name).
+  const char* transport() const { return DeviceComm::name(comm_.transport()); }
+  const ExchangeStats& stats() const { return comm_.stats(); }
 
   /// The first stage input: ZI (fused), or load into the z lines.
   void load(const StageArrays<T>& arr) {
@@ -280,7 +210,7 @@ class GpuSlab {
     VH_CHECK(pairs < (std::size_t(1) << 32), "slab passes: rows of one field exceed 2^32 values");
     cross_kernel<T><<<blocks_for(pairs, kFlat), kFlat, 0, st_>>>(unsigned(pairs),
                                                                     reinterpret_cast<typename Vec2<T>::type*>(b3_));
-    VH_CHECK_CUDA(cudaGetLastError());
+    VH_CHECK_LAUNCH();
     if (eval_.xf) VH_CHECK_CUFFT(CufftTypes<T>::fwd(eval_.xf, reinterpret_cast<T*>(b3_)));
     launch_flat(y_from_rows_kernel<T>, 3 * std::size_t(l.nzl) * l.nx * l.g.m, l, b3_, b2_);
     exec_c2c(eval_.yf, b2_, CUFFT_FORWARD);
@@ -307,7 +237,7 @@ class GpuSlab {
     VH_CHECK_CUDA(cudaMemsetAsync(dmax, 0, sizeof(T), st_));
     max_kernel<T><<<grid_for(n, n, l.nzl), dim3(kBx, kBy), 0, st_>>>(
         n, row, (long long)l.nzl * n * row, reinterpret_cast<const T*>(b3_), dmax);
-    VH_CHECK_CUDA(cudaGetLastError());
+    VH_CHECK_LAUNCH();
     T mx = 0;
     VH_CHECK_CUDA(cudaMemcpyAsync(&mx, dmax, sizeof(T), cudaMemcpyDeviceToHost, st_));
     VH_CHECK_CUDA(cudaStreamSynchronize(st_));
@@ -341,7 +271,7 @@ class GpuSlab {
   void launch_flat(K kernel, std::size_t n, A... args) {
     if (n == 0) return;
     kernel<<<flat_blocks(n), kFlat, 0, st_>>>(args...);
-    VH_CHECK_CUDA(cudaGetLastError());
+    VH_CHECK_LAUNCH();
   }
 
   void exec_c2c(cufftHandle h, Cx<T>* d, int dir) {
@@ -396,19 +326,19 @@ class GpuSlab {
     const bool f = fused_ && &L == &eval_;
     const std::size_t nz = std::size_t(F) * l.njy * l.nx * l.g.m;
     if (f)
-      launch_flat(z_side_kernel<T, true>, nz, l, fl_, F, true, b1_, x_->send());
+      launch_flat(z_side_kernel<T, true>, nz, l, fl_, F, true, b1_, send_);
     else
-      launch_flat(z_side_kernel<T, false>, nz, l, fl_, F, true, b1_, x_->send());
+      launch_flat(z_side_kernel<T, false>, nz, l, fl_, F, true, b1_, send_);
     std::vector<std::size_t> sc, so, rc, ro;
     for (int r = 0; r < l.ranks; ++r) {
       sc.push_back(l.z_count(F, r)), so.push_back(l.z_offset(F, r));
       rc.push_back(l.y_count(F, r)), ro.push_back(l.y_offset(F, r));
     }
-    x_->run(sc, so, rc, ro, stats_);
+    comm_.alltoallv(send_, sc, so, recv_, rc, ro, sizeof(Cx<T>));
     if (f)
-      launch_flat(y_side_kernel<T, true>, std::size_t(F) * l.nzl * l.nk * l.nx, l, fl_, F, false, b2_, x_->recv());
+      launch_flat(y_side_kernel<T, true>, std::size_t(F) * l.nzl * l.nk * l.nx, l, fl_, F, false, b2_, recv_);
     else
-      launch_flat(message_to_y_kernel<T>, std::size_t(F) * l.nzl * l.nx * l.g.m, l, F, x_->recv(), b2_);
+      launch_flat(message_to_y_kernel<T>, std::size_t(F) * l.nzl * l.nx * l.g.m, l, F, recv_, b2_);
   }
 
   /// Y → Z: the products' kept ky of the rank's planes back to the ranks that hold them.
@@ -417,20 +347,20 @@ class GpuSlab {
     const int F = 3;
     const std::size_t ny = std::size_t(F) * l.nzl * l.nk * l.nx;
     if (fused_)
-      launch_flat(y_side_kernel<T, true>, ny, l, fl_, F, true, b2_, x_->send());
+      launch_flat(y_side_kernel<T, true>, ny, l, fl_, F, true, b2_, send_);
     else
-      launch_flat(y_side_kernel<T, false>, ny, l, fl_, F, true, b2_, x_->send());
+      launch_flat(y_side_kernel<T, false>, ny, l, fl_, F, true, b2_, send_);
     std::vector<std::size_t> sc, so, rc, ro;
     for (int r = 0; r < l.ranks; ++r) {
       sc.push_back(l.y_count(F, r)), so.push_back(l.y_offset(F, r));
       rc.push_back(l.z_count(F, r)), ro.push_back(l.z_offset(F, r));
     }
-    x_->run(sc, so, rc, ro, stats_);
+    comm_.alltoallv(send_, sc, so, recv_, rc, ro, sizeof(Cx<T>));
     const std::size_t nz = std::size_t(F) * l.njy * l.nx * l.g.m;
     if (fused_)
-      launch_flat(z_side_kernel<T, true>, nz, l, fl_, F, false, b1_, x_->recv());
+      launch_flat(z_side_kernel<T, true>, nz, l, fl_, F, false, b1_, recv_);
     else
-      launch_flat(z_side_kernel<T, false>, nz, l, fl_, F, false, b1_, x_->recv());
+      launch_flat(z_side_kernel<T, false>, nz, l, fl_, F, false, b1_, recv_);
   }
 
   Slab slab_;
@@ -438,9 +368,11 @@ class GpuSlab {
   bool fused_;
   Lines eval_, maxu_;
   kernel::FusedLayout fl_{};
-  Cx<T>*b1_ = nullptr, *b2_ = nullptr, *b3_ = nullptr;  // z side (Z or zb), y side (Y or zt), rows (X or yb)
-  void* ws_ = nullptr;
+  DeviceComm comm_;
+  DeviceArray<Cx<T>> mem_[3];
+  Cx<T>*b1_ = nullptr, *b2_ = nullptr, *b3_ = nullptr;  // mem_: z side (Z or zb), y side (Y or zt), rows (X or yb)
+  DeviceArray<Cx<T>> msg_;                 // the message buffers, unless they live in the rows
+  Cx<T>*send_ = nullptr, *recv_ = nullptr;  // the all-to-all's device buffers (msg_ or b3_)
+  DeviceBytes ws_;
   std::vector<cufftHandle> plans_;
-  std::unique_ptr<DeviceExchange<T>> x_;
-  ExchangeStats stats_;
 };

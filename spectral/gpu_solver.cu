@@ -39,7 +39,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/comm.h"
+#include "base/cuda_check.h"
+#include "base/comm.h"
+#include "base/device_buffer.h"
+#include "base/device_comm.h"
 #include "core/error.h"
 #include "spectral/fft_callbacks.h"
 #include "spectral/fft_callbacks_fatbin.h"  // vh_fft_callbacks_fatbin (generated, LTO-IR)
@@ -317,13 +320,13 @@ class GpuSolver final : public Rk4Solver {
     VH_CHECK_CUDA(cudaStreamCreate(&st_));
     const bool expl = p.viscosity == Viscosity::explicit_rk4;
     const std::size_t nstate = (expl ? 9 : 6) * nmodes_;
-    VH_CHECK_CUDA(cudaMalloc(&state_, nstate * sizeof(Cx<T>)));
-    VH_CHECK_CUDA(cudaMemset(state_, 0, nstate * sizeof(Cx<T>)));
-    VH_CHECK_CUDA(cudaMalloc(&dmax_, sizeof(T)));
+    state_.resize(nstate);
+    state_.zero();
+    dmax_.resize(1);
     for (int c = 0; c < 3; ++c) {
-      arr_.u0[c] = state_ + c * nmodes_;
-      arr_.acc[c] = state_ + (3 + c) * nmodes_;
-      arr_.a[c] = expl ? state_ + (6 + c) * nmodes_ : nullptr;
+      arr_.u0[c] = state_.data() + c * nmodes_;
+      arr_.acc[c] = state_.data() + (3 + c) * nmodes_;
+      arr_.a[c] = expl ? state_.data() + (6 + c) * nmodes_ : nullptr;
     }
     VH_CHECK_CUDA(cudaEventCreate(&e0_));
     VH_CHECK_CUDA(cudaEventCreate(&e1_));
@@ -331,9 +334,9 @@ class GpuSolver final : public Rk4Solver {
       make_slab(p, s);
       return;
     }
-    VH_CHECK_CUDA(cudaMalloc(&work_, 6 * pmodes_ * sizeof(Cx<T>)));
-    VH_CHECK_CUDA(cudaMemset(work_, 0, 6 * pmodes_ * sizeof(Cx<T>)));
-    for (int c = 0; c < 6; ++c) arr_.buf[c] = work_ + c * pmodes_;
+    work_.resize(6 * pmodes_);
+    work_.zero();
+    for (int c = 0; c < 6; ++c) arr_.buf[c] = work_.data() + c * pmodes_;
     std::size_t w1 = 0, w2 = 0, w3 = 0, w4 = 0, w5 = 0, w6 = 0;
     invn_ = plan_many<T>(n, 3, true, st_, w3);
     plans_.push_back(invn_);
@@ -360,10 +363,10 @@ class GpuSolver final : public Rk4Solver {
       const std::string why = fused::unsupported_reason(g_, p.single_precision);
       if (why.empty()) {
         const kernel::FusedLayout l = kernel::FusedLayout::make(g_);
-        VH_CHECK_CUDA(cudaMalloc(&zb_, l.zb_size() * sizeof(Cx<T>)));
-        VH_CHECK_CUDA(cudaMalloc(&yb_, l.yb_size() * sizeof(Cx<T>)));
-        VH_CHECK_CUDA(cudaMemset(zb_, 0, l.zb_size() * sizeof(Cx<T>)));
-        VH_CHECK_CUDA(cudaMemset(yb_, 0, l.yb_size() * sizeof(Cx<T>)));
+        zb_.resize(l.zb_size());
+        yb_.resize(l.yb_size());
+        zb_.zero();
+        yb_.zero();
         fused_ = true;
       } else if (p.transforms == Transforms::fused) {
         std::fprintf(stderr, "spectral: fused transforms unavailable (%s); cuFFT instead\n", why.c_str());
@@ -375,21 +378,12 @@ class GpuSolver final : public Rk4Solver {
     if (cb_) make_callback_plans(wc);
     arr_.transforms_load_retained = (cb_ & kLoads) != 0;
     const std::size_t ws = std::max({w1, w2, w3, w4, w5, w6, wc, std::size_t(256)});
-    VH_CHECK_CUDA(cudaMalloc(&fftws_, ws));
-    for (cufftHandle h : plans_) VH_CHECK_CUFFT(cufftSetWorkArea(h, fftws_));
+    fftws_.resize(ws);
+    for (cufftHandle h : plans_) VH_CHECK_CUFFT(cufftSetWorkArea(h, fftws_.data()));
   }
   ~GpuSolver() override {
     slab_passes_.reset();
-    cudaFree(ky_of_slot_);
     for (cufftHandle h : plans_) cufftDestroy(h);
-    cudaFree(state_);
-    cudaFree(work_);
-    cudaFree(dmax_);
-    cudaFree(part_);
-    cudaFree(fftws_);
-    cudaFree(cbinfo_);
-    cudaFree(zb_);
-    cudaFree(yb_);
     cudaEventDestroy(e0_);
     cudaEventDestroy(e1_);
     cudaStreamDestroy(st_);
@@ -408,7 +402,7 @@ class GpuSolver final : public Rk4Solver {
             h[c * nmodes_ + m] = keep ? Cx<T>{T(u.c[c][m].real()), T(u.c[c][m].imag())}
                                       : Cx<T>{T(0), T(0)};
         }
-    VH_CHECK_CUDA(cudaMemcpyAsync(state_, h.data(), h.size() * sizeof(Cx<T>),
+    VH_CHECK_CUDA(cudaMemcpyAsync(state_.data(), h.data(), h.size() * sizeof(Cx<T>),
                                   cudaMemcpyHostToDevice, st_));
     VH_CHECK_CUDA(cudaStreamSynchronize(st_));
     t_ = t;
@@ -416,27 +410,27 @@ class GpuSolver final : public Rk4Solver {
     max_valid_ = false;
   }
 
-  void velocity(SpectralSlab& u) override { download(state_, u); }
+  void velocity(SpectralSlab& u) override { download(state_.data(), u); }
 
   double max_velocity() override {
     if (max_valid_) return max_cache_;
     if (slab_passes_) {
       inputs_ready_ = false;
       max_valid_ = true;
-      return max_cache_ = slab_passes_->max_velocity(arr_, dmax_);
+      return max_cache_ = slab_passes_->max_velocity(arr_, dmax_.data());
     }
     const int n = g_.n;
     const std::size_t cd = std::size_t(n) * n * g_.nxh();
     for (int c = 0; c < 3; ++c)
-      VH_CHECK_CUDA(cudaMemcpyAsync(work_ + c * cd, arr_.u0[c], nmodes_ * sizeof(Cx<T>),
+      VH_CHECK_CUDA(cudaMemcpyAsync(work_.data() + c * cd, arr_.u0[c], nmodes_ * sizeof(Cx<T>),
                                     cudaMemcpyDeviceToDevice, st_));
-    VH_CHECK_CUFFT(CufftTypes<T>::inv(invn_, reinterpret_cast<T*>(work_)));
-    VH_CHECK_CUDA(cudaMemsetAsync(dmax_, 0, sizeof(T), st_));
+    VH_CHECK_CUFFT(CufftTypes<T>::inv(invn_, work_.template as<T>()));
+    dmax_.zero(st_);
     max_kernel<T><<<grid_for(n, n, n), dim3(kBx, kBy), 0, st_>>>(
-        n, 2 * g_.nxh(), 2 * (long long)cd, reinterpret_cast<const T*>(work_), dmax_);
-    VH_CHECK_CUDA(cudaGetLastError());
+        n, 2 * g_.nxh(), 2 * (long long)cd, work_.template as<const T>(), dmax_.data());
+    VH_CHECK_LAUNCH();
     T mx = 0;
-    VH_CHECK_CUDA(cudaMemcpyAsync(&mx, dmax_, sizeof(T), cudaMemcpyDeviceToHost, st_));
+    VH_CHECK_CUDA(cudaMemcpyAsync(&mx, dmax_.data(), sizeof(T), cudaMemcpyDeviceToHost, st_));
     VH_CHECK_CUDA(cudaStreamSynchronize(st_));
     inputs_ready_ = false;
     max_valid_ = true;
@@ -446,11 +440,11 @@ class GpuSolver final : public Rk4Solver {
   Energies energies() override {
     const dim3 grid = grid_for(g_.nxh(), slab_.slots(), g_.n);
     const std::size_t nb = std::size_t(grid.x) * grid.y * grid.z;
-    if (!part_) VH_CHECK_CUDA(cudaMalloc(&part_, 2 * nb * sizeof(double)));
-    energy_kernel<T><<<grid, dim3(kBx, kBy), 0, st_>>>(g_, slab_.slots(), ky_of_slot_, arr_, part_);
-    VH_CHECK_CUDA(cudaGetLastError());
+    part_.reserve(2 * nb);
+    energy_kernel<T><<<grid, dim3(kBx, kBy), 0, st_>>>(g_, slab_.slots(), ky_of_slot_.data(), arr_, part_.data());
+    VH_CHECK_LAUNCH();
     std::vector<double> h(2 * nb);
-    VH_CHECK_CUDA(cudaMemcpyAsync(h.data(), part_, h.size() * sizeof(double), cudaMemcpyDeviceToHost, st_));
+    VH_CHECK_CUDA(cudaMemcpyAsync(h.data(), part_.data(), h.size() * sizeof(double), cudaMemcpyDeviceToHost, st_));
     VH_CHECK_CUDA(cudaStreamSynchronize(st_));
     Energies r;
     for (std::size_t b = 0; b < nb; ++b) {
@@ -499,7 +493,7 @@ class GpuSolver final : public Rk4Solver {
   const void* device_velocity(int c) override {
     if (!std::is_same<T, double>::value || !slab_.whole()) return nullptr;
     synchronize();
-    return state_ + std::size_t(c) * nmodes_;
+    return state_.data() + std::size_t(c) * nmodes_;
   }
   int transform_size() const override { return g_.m; }
   bool uses_fft_callbacks() const override { return cb_ != 0; }
@@ -508,7 +502,7 @@ class GpuSolver final : public Rk4Solver {
   std::string path() const override {
     if (slab_passes_)
       return std::string(slab_passes_->fused() ? "slab: fused cuFFTDx passes" : "slab: cuFFT lines") +
-             (slab_passes_->cuda_aware() ? ", CUDA-aware MPI" : ", MPI staged through host memory");
+             ", exchange " + slab_passes_->transport();
     return fused_ ? "fused cuFFTDx passes" : cb_ ? "cuFFT 3-D, callbacks" : pruned_ ? "cuFFT pruned" : "cuFFT 3-D";
   }
 
@@ -521,7 +515,7 @@ class GpuSolver final : public Rk4Solver {
     }
     const std::size_t nm = mode_count(g_, arr_.transforms_load_retained);
     load_kernel<T><<<blocks_for(nm, kFlat), kFlat, 0, st_>>>(g_, arr_);
-    VH_CHECK_CUDA(cudaGetLastError());
+    VH_CHECK_LAUNCH();
   }
 
   void nonlinear_transforms() override {
@@ -531,7 +525,7 @@ class GpuSolver final : public Rk4Solver {
         fused_pass(p, kernel::kRhsOnly, 0.0, arr_);
       return;
     }
-    T* r = reinterpret_cast<T*>(work_);
+    T* r = work_.template as<T>();
     if (cb_) {  // ω first: its load callback reads û from buffers 0–2, which u's overwrite
       VH_CHECK_CUFFT(CufftTypes<T>::inv(invW_, reinterpret_cast<T*>(arr_.buf[3])));
       VH_CHECK_CUFFT(CufftTypes<T>::inv(invU2_, r));
@@ -542,7 +536,7 @@ class GpuSolver final : public Rk4Solver {
     if (!(cb_ & kCross)) {
       cross_kernel<T><<<blocks_for(pmodes_, kFlat), kFlat, 0, st_>>>(
           unsigned(pmodes_), reinterpret_cast<typename Vec2<T>::type*>(r));
-      VH_CHECK_CUDA(cudaGetLastError());
+      VH_CHECK_LAUNCH();
     }
     if (cb_)
       VH_CHECK_CUFFT(CufftTypes<T>::fwd(fwdS_, r));
@@ -556,19 +550,19 @@ class GpuSolver final : public Rk4Solver {
   /// The 6 inverse transforms of u and ω on the M grid (in place).
   void inverse_transforms() {
     if (!pruned_) {
-      VH_CHECK_CUFFT(CufftTypes<T>::inv(inv6_, reinterpret_cast<T*>(work_)));
+      VH_CHECK_CUFFT(CufftTypes<T>::inv(inv6_, work_.template as<T>()));
       return;
     }
     for (int c = 0; c < 6; ++c) VH_CHECK_CUFFT(CufftTypes<T>::c2c_exec(colsA_, arr_.buf[c], CUFFT_INVERSE));
-    VH_CHECK_CUFFT(CufftTypes<T>::inv(rowsInv_, reinterpret_cast<T*>(work_)));
+    VH_CHECK_CUFFT(CufftTypes<T>::inv(rowsInv_, work_.template as<T>()));
   }
   /// The 3 forward transforms of u × ω (in place; pruned: only kx ≤ kxmax is complete).
   void forward_transforms() {
     if (!pruned_) {
-      VH_CHECK_CUFFT(CufftTypes<T>::fwd(fwd3_, reinterpret_cast<T*>(work_)));
+      VH_CHECK_CUFFT(CufftTypes<T>::fwd(fwd3_, work_.template as<T>()));
       return;
     }
-    VH_CHECK_CUFFT(CufftTypes<T>::fwd(rowsFwd_, reinterpret_cast<T*>(work_)));
+    VH_CHECK_CUFFT(CufftTypes<T>::fwd(rowsFwd_, work_.template as<T>()));
     for (int c = 0; c < 3; ++c) VH_CHECK_CUFFT(CufftTypes<T>::c2c_exec(colsA_, arr_.buf[c], CUFFT_FORWARD));
   }
 
@@ -581,11 +575,10 @@ class GpuSolver final : public Rk4Solver {
       cb_ = 0;
       return;
     }
-    const kernel::CallbackInfo info{g_, work_, pmodes_, kernel::FastDiv::make(unsigned(pmodes_)),
+    const kernel::CallbackInfo info{g_, work_.data(), pmodes_, kernel::FastDiv::make(unsigned(pmodes_)),
                                     kernel::FastDiv::make(unsigned(g_.mxh())), kernel::FastDiv::make(unsigned(m))};
-    VH_CHECK_CUDA(cudaMalloc(&cbinfo_, sizeof info));
-    VH_CHECK_CUDA(cudaMemcpy(cbinfo_, &info, sizeof info, cudaMemcpyHostToDevice));
-    cbinfo_slot_ = cbinfo_;
+    cbinfo_.upload(&info, 1);
+    cbinfo_slot_ = cbinfo_.data();
     const bool ld = cb_ & kLoads, cross = cb_ & kCross, st = cb_ & kStore;
     const Callback curl{kernel::kLoadCurlName[i], CT::ld_complex};
     const Callback keep{kernel::kLoadRetainedName[i], CT::ld_complex};
@@ -616,7 +609,7 @@ class GpuSolver final : public Rk4Solver {
 
   void fused_pass(fused::Pass p, int s, double dt, const StageArrays<T>& arr) {
     fused::launch<T>(p, kernel::FusedLayout::make(g_), s, p_.viscosity == Viscosity::explicit_rk4, T(p_.nu), T(dt),
-                     arr, zb_, zb_, yb_, st_);
+                     arr, zb_.data(), zb_.data(), yb_.data(), st_);
   }
 
   /// R > 1 ranks: the slab passes (gpu_slab.cuh), fused where they run, and the slot → ky
@@ -634,8 +627,7 @@ class GpuSolver final : public Rk4Solver {
     slab_passes_ = std::make_unique<GpuSlab<T>>(g_, s, fused, st_);
     std::vector<int> ky(std::size_t(s.slots()));
     for (int j = 0; j < s.slots(); ++j) ky[j] = s.ky_index(j);
-    VH_CHECK_CUDA(cudaMalloc(&ky_of_slot_, ky.size() * sizeof(int)));
-    VH_CHECK_CUDA(cudaMemcpy(ky_of_slot_, ky.data(), ky.size() * sizeof(int), cudaMemcpyHostToDevice));
+    ky_of_slot_.upload(ky);
   }
 
   void post(int s, double dt, const StageArrays<T>& arr) {
@@ -647,7 +639,7 @@ class GpuSolver final : public Rk4Solver {
     }
     post_kernel<T><<<blocks_for(mode_count(g_, arr.transforms_load_retained), kFlat), kFlat, 0, st_>>>(
         g_, s, p_.viscosity == Viscosity::explicit_rk4, T(p_.nu), T(dt), arr);
-    VH_CHECK_CUDA(cudaGetLastError());
+    VH_CHECK_LAUNCH();
   }
 
   void download(const Cx<T>* d, SpectralSlab& u) {
@@ -666,11 +658,11 @@ class GpuSolver final : public Rk4Solver {
   Geometry g_{};
   std::size_t nmodes_ = 0, pmodes_ = 0;
   cudaStream_t st_ = nullptr;
-  Cx<T>* state_ = nullptr;  // u0 (3), acc (3), stage input a (3, explicit viscosity only)
-  Cx<T>* work_ = nullptr;   // 6 transform buffers of pmodes_ complex each
-  T* dmax_ = nullptr;
-  double* part_ = nullptr;  // per-block partial sums of energies()
-  void* fftws_ = nullptr;   // cuFFT work area shared by the three plans
+  DeviceArray<Cx<T>> state_;  // u0 (3), acc (3), stage input a (3, explicit viscosity only)
+  DeviceArray<Cx<T>> work_;   // 6 transform buffers of pmodes_ complex each
+  DeviceArray<T> dmax_;
+  DeviceArray<double> part_;  // per-block partial sums of energies()
+  DeviceBytes fftws_;         // cuFFT work area shared by the three plans
   cufftHandle inv6_ = 0, fwd3_ = 0, invn_ = 0;       // full 3-D plans
   cufftHandle colsA_ = 0, rowsInv_ = 0, rowsFwd_ = 0;  // pruned: (z, y) columns, x rows
   std::vector<cufftHandle> plans_;  // every plan created (they share fftws_)
@@ -679,14 +671,14 @@ class GpuSolver final : public Rk4Solver {
   enum : int { kLoads = 1, kCross = 4, kStore = 8, kAllCallbacks = kLoads | kCross | kStore };
   int cb_ = 0;
   cufftHandle invW_ = 0, invU2_ = 0, invU1_ = 0, fwdS_ = 0;  // callback plans: ω, u_x u_y, u_z, fwd
-  kernel::CallbackInfo* cbinfo_ = nullptr;  // device copy of the callbacks' caller info
+  DeviceArray<kernel::CallbackInfo> cbinfo_;  // device copy of the callbacks' caller info
   void* cbinfo_slot_ = nullptr;  // = cbinfo_; its address is the plans' caller_info (lives as long)
   cudaEvent_t e0_ = nullptr, e1_ = nullptr;
   StageArrays<T> arr_{};
   bool fused_ = false;                        // evaluation through the fused passes (fused.h)
-  Cx<T>* zb_ = nullptr, * yb_ = nullptr;      // their buffers (fused_kernel.h layouts)
+  DeviceArray<Cx<T>> zb_, yb_;                // their buffers (fused_kernel.h layouts)
   std::unique_ptr<GpuSlab<T>> slab_passes_;   // R > 1 ranks (gpu_slab.cuh)
-  int* ky_of_slot_ = nullptr;                 // R > 1: device slot → ky index, for energies()
+  DeviceArray<int> ky_of_slot_;               // R > 1: device slot → ky index, for energies()
 };
 
 }  // namespace

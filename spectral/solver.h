@@ -85,11 +85,7 @@ const char* to_string(Dealias d);
 int kept_kmax(Dealias d, int n);
 
 /// Time and volume of the all-to-all exchanges a solver made (R > 1; zero on one rank).
-struct ExchangeStats {
-  double seconds = 0;  ///< wall time in the exchanges (packing, staging copies, MPI)
-  double bytes = 0;    ///< bytes this rank sent to other ranks
-  long exchanges = 0;  ///< all-to-all calls
-};
+using vh::ExchangeStats;  // base/comm.h
 
 /// Energy and enstrophy of a state: K = Σ_k ½|û|², enstrophy = ½⟨ω·ω⟩ = Σ_k |k|² ½|û|²
 /// (full-spectrum sums, core/grid.h mode_weight), so ε = 2ν · enstrophy.

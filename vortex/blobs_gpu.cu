@@ -2,6 +2,7 @@
 // (the same stencil start i0 and test, no fused multiply-adds), so the GPU sums differ from the
 // CPU's only in rounding: of exp and 1/σ², of the Gaussian's ratio recurrence along a run of
 // points (a few ulps), and of the order of the additions.
+#include "base/cuda_check.h"
 #include "vortex/blobs_gpu.h"
 
 #include <cuda_runtime.h>

@@ -14,6 +14,7 @@
 // round as on the CPU; what differs is exp, the FFTs and the order of the blob sums and of the
 // reductions. Everything runs on the default stream, in order; the host waits only where a
 // scalar comes back.
+#include "base/cuda_check.h"
 #include "vortex/solver_gpu.h"
 
 #include <cuda_runtime.h>

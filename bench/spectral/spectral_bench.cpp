@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "bench/csv_rows.h"
-#include "core/comm.h"
+#include "base/comm.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/initial_field.h"

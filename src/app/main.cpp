@@ -19,7 +19,7 @@
 #include "app/compare.h"
 #include "app/deck.h"
 #include "app/run.h"
-#include "core/comm.h"
+#include "base/comm.h"
 #include "core/error.h"
 
 namespace {

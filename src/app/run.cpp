@@ -34,7 +34,7 @@
 #include "app/deck.h"
 #include "app/memory_estimate.h"
 #include "app/steppers.h"
-#include "core/comm.h"
+#include "base/comm.h"
 #include "core/console.h"
 #include "core/device.h"
 #include "core/diagnostics.h"

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/comm.h"
+#include "base/comm.h"
 #include "core/device.h"
 #include "core/diagnostics.h"
 #include "core/grid.h"

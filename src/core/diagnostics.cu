@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "base/cuda_check.h"
 #include "core/diagnostics.h"
 #include "core/diagnostics_kernel.h"
 #include "core/error.h"

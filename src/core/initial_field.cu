@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "base/cuda_check.h"
 #include "core/error.h"
 #include "core/initial_field.h"
 #include "core/initial_field_kernel.h"

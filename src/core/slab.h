@@ -24,7 +24,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "core/comm.h"
+#include "base/comm.h"
 #include "core/grid.h"
 #include "core/hd.h"
 

@@ -6,7 +6,7 @@
 
 #include <cstdio>
 
-#include "core/comm.h"
+#include "base/comm.h"
 
 namespace {
 

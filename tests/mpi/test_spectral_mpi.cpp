@@ -15,7 +15,7 @@
 #include <cstdio>
 #include <string>
 
-#include "core/comm.h"
+#include "base/comm.h"
 #include "core/device.h"
 #include "core/diagnostics.h"
 #include "core/fft.h"

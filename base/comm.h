@@ -1,6 +1,7 @@
-// The ranks a run is spread over: a thin layer over MPI (Open MPI on Debian 12) that the
-// rest of the code calls instead of MPI itself, so that one rank needs neither mpirun nor
-// MPI_Init, and a build without MPI (-DVH_ENABLE_MPI=OFF) still runs on one rank.
+// The ranks a run is spread over: a thin layer over MPI (Open MPI on Debian 12) that every
+// module calls instead of MPI itself, so that one rank needs neither mpirun nor MPI_Init, and
+// a build without MPI (-DVH_ENABLE_MPI=OFF) still runs on one rank. Host memory only; device
+// buffers travel through base/device_comm.h.
 //
 // A Comm is a value (it does not own the MPI communicator). Comm() is the one-rank world:
 // every collective below is then a local copy or the identity. Comm::world() is
@@ -19,7 +20,16 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
+
 namespace vh {
+
+/// What the exchanges of one object cost so far.
+struct ExchangeStats {
+  double seconds = 0;  ///< wall time in the exchanges (staging copies and transport)
+  double bytes = 0;    ///< bytes this rank sent to other ranks (its own part not counted)
+  long exchanges = 0;  ///< exchange calls
+};
 
 class Comm {
  public:
@@ -54,8 +64,42 @@ class Comm {
   /// The inverse of gatherv(): rank 0 sends each rank its part of `send`.
   void scatterv(const void* send, const std::vector<std::size_t>& counts, void* recv, std::size_t count,
                 std::size_t elem_bytes) const;
+  /// Every rank receives every rank's `bytes` bytes one after the other in rank order
+  /// (size() · bytes in all). One rank: a copy.
+  void allgather(const void* send, std::size_t bytes, void* recv) const;
+  /// Every rank receives each rank's `count` elements (per-rank counts in `counts`, in
+  /// elements; every rank passes the same counts) one after the other in rank order.
+  void allgatherv(const void* send, std::size_t count, void* recv, const std::vector<std::size_t>& counts,
+                  std::size_t elem_bytes) const;
+  /// Every rank's count (allgather of one std::size_t): the counts allgatherv() wants.
+  std::vector<std::size_t> counts(std::size_t count) const;
+
   void send(const void* data, std::size_t bytes, int dest, int tag) const;
   void recv(void* data, std::size_t bytes, int source, int tag) const;
+
+  /// A pending non-blocking send or receive; wait() or wait_all() completes it. A Request that
+  /// is destroyed unfinished is waited for (its buffer must outlive it).
+  class Request {
+   public:
+    Request() = default;
+    ~Request();
+    Request(Request&& o) noexcept : h_(o.h_) { o.h_ = 0; }
+    Request& operator=(Request&& o) noexcept;
+    Request(const Request&) = delete;
+    Request& operator=(const Request&) = delete;
+    bool pending() const { return h_ != 0; }
+
+   private:
+    friend class Comm;
+    std::intptr_t h_ = 0;  // MPI_Request, 0 when done or none
+  };
+  /// Starts sending `bytes` bytes to rank `dest` (MPI_Isend); the buffer must stay untouched
+  /// until the request completes.
+  Request isend(const void* data, std::size_t bytes, int dest, int tag) const;
+  /// Starts receiving `bytes` bytes from rank `source` (MPI_Irecv).
+  Request irecv(void* data, std::size_t bytes, int source, int tag) const;
+  static void wait(Request& r);
+  static void wait_all(std::vector<Request>& rs);
   void bcast(void* data, std::size_t bytes, int root = 0) const;
   void bcast(std::string& s, int root = 0) const;
   void barrier() const;

@@ -1,11 +1,11 @@
-#include "core/comm.h"
+#include "base/comm.h"
 
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <utility>
 
-#include "core/error.h"
 
 #ifdef VH_HAVE_MPI
 #include <mpi.h>
@@ -172,6 +172,84 @@ void Comm::recv(void* data, std::size_t bytes, int source, int tag) const {
   VH_MPI(MPI_Recv(data, int(bytes), MPI_BYTE, source, tag, to_mpi(handle_), MPI_STATUS_IGNORE));
 }
 
+void Comm::allgather(const void* send, std::size_t bytes, void* recv) const {
+  if (size_ == 1) {
+    if (bytes > 0) std::memcpy(recv, send, bytes);
+    return;
+  }
+  VH_CHECK(bytes <= std::size_t(INT_MAX), "MPI allgather above 2^31 bytes a rank");
+  VH_MPI(MPI_Allgather(send, int(bytes), MPI_BYTE, recv, int(bytes), MPI_BYTE, to_mpi(handle_)));
+}
+
+void Comm::allgatherv(const void* send, std::size_t count, void* recv, const std::vector<std::size_t>& counts,
+                      std::size_t elem_bytes) const {
+  if (size_ == 1) {
+    if (count > 0) std::memcpy(recv, send, count * elem_bytes);
+    return;
+  }
+  const auto ic = to_int(counts, "allgather count"), id = to_int(displacements(counts), "allgather displacement");
+  const MPI_Datatype t = element_type(elem_bytes);
+  VH_MPI(MPI_Allgatherv(send, int(count), t, recv, ic.data(), id.data(), t, to_mpi(handle_)));
+}
+
+namespace {
+
+MPI_Request to_request(std::intptr_t h) {
+  MPI_Request r;
+  static_assert(sizeof(r) <= sizeof(h), "MPI_Request must fit an intptr_t");
+  std::memcpy(&r, &h, sizeof r);
+  return r;
+}
+std::intptr_t from_request(MPI_Request r) {
+  std::intptr_t h = 0;
+  std::memcpy(&h, &r, sizeof r);
+  return h;
+}
+
+}  // namespace
+
+Comm::Request Comm::isend(const void* data, std::size_t bytes, int dest, int tag) const {
+  VH_CHECK(bytes <= std::size_t(INT_MAX), "MPI message above 2^31 bytes");
+  VH_CHECK(mpi(), "isend without MPI");
+  MPI_Request r;
+  VH_MPI(MPI_Isend(data, int(bytes), MPI_BYTE, dest, tag, to_mpi(handle_), &r));
+  Request q;
+  q.h_ = from_request(r);
+  return q;
+}
+
+Comm::Request Comm::irecv(void* data, std::size_t bytes, int source, int tag) const {
+  VH_CHECK(bytes <= std::size_t(INT_MAX), "MPI message above 2^31 bytes");
+  VH_CHECK(mpi(), "irecv without MPI");
+  MPI_Request r;
+  VH_MPI(MPI_Irecv(data, int(bytes), MPI_BYTE, source, tag, to_mpi(handle_), &r));
+  Request q;
+  q.h_ = from_request(r);
+  return q;
+}
+
+void Comm::wait(Request& q) {
+  if (!q.h_) return;
+  MPI_Request r = to_request(q.h_);
+  q.h_ = 0;
+  VH_MPI(MPI_Wait(&r, MPI_STATUS_IGNORE));
+}
+
+void Comm::wait_all(std::vector<Request>& qs) {
+  std::vector<MPI_Request> rs;
+  rs.reserve(qs.size());
+  for (Request& q : qs)
+    if (q.h_) rs.push_back(to_request(q.h_)), q.h_ = 0;
+  if (!rs.empty()) VH_MPI(MPI_Waitall(int(rs.size()), rs.data(), MPI_STATUSES_IGNORE));
+}
+
+Comm::Request::~Request() {
+  if (h_) {
+    MPI_Request r = to_request(h_);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);  // no throw from a destructor
+  }
+}
+
 void Comm::bcast(void* data, std::size_t bytes, int root) const {
   if (size_ == 1 || bytes == 0) return;
   VH_CHECK(bytes <= std::size_t(INT_MAX), "MPI broadcast above 2^31 bytes");
@@ -246,6 +324,18 @@ void Comm::scatterv(const void* send, const std::vector<std::size_t>&, void* rec
                     std::size_t elem_bytes) const {
   if (count > 0) std::memcpy(recv, send, count * elem_bytes);
 }
+void Comm::allgather(const void* send, std::size_t bytes, void* recv) const {
+  if (bytes > 0) std::memcpy(recv, send, bytes);
+}
+void Comm::allgatherv(const void* send, std::size_t count, void* recv, const std::vector<std::size_t>&,
+                      std::size_t elem_bytes) const {
+  if (count > 0) std::memcpy(recv, send, count * elem_bytes);
+}
+Comm::Request Comm::isend(const void*, std::size_t, int, int) const { VH_CHECK(false, "no MPI in this build"); }
+Comm::Request Comm::irecv(void*, std::size_t, int, int) const { VH_CHECK(false, "no MPI in this build"); }
+void Comm::wait(Request&) {}
+void Comm::wait_all(std::vector<Request>&) {}
+Comm::Request::~Request() = default;
 void Comm::send(const void*, std::size_t, int, int) const { VH_CHECK(false, "no MPI in this build"); }
 void Comm::recv(void*, std::size_t, int, int) const { VH_CHECK(false, "no MPI in this build"); }
 void Comm::bcast(void*, std::size_t, int) const {}
@@ -264,6 +354,21 @@ void Comm::bcast(std::string& s, int root) const {
   bcast(&n, sizeof n, root);
   s.resize(n);
   bcast(s.data(), n, root);
+}
+
+std::vector<std::size_t> Comm::counts(std::size_t count) const {
+  std::vector<std::size_t> c(static_cast<std::size_t>(size_));
+  allgather(&count, sizeof count, c.data());
+  return c;
+}
+
+Comm::Request& Comm::Request::operator=(Request&& o) noexcept {
+  if (this != &o) {
+    Request done(std::move(*this));  // waits for a pending one as it goes
+    h_ = o.h_;
+    o.h_ = 0;
+  }
+  return *this;
 }
 
 void RootErrors::rethrow(const Comm& comm) {

@@ -1,0 +1,47 @@
+// The checks of CUDA runtime and cuFFT calls and of kernel launches, for every module's CUDA
+// sources: each throws vh::LibraryError (base/error.h) with the call and its file:line.
+//
+//   VH_CHECK_CUDA(cudaMemcpy(...));        a runtime call
+//   VH_CHECK_CUFFT(cufftExecZ2Z(...));     a cuFFT call (the header of cufft.h need not be seen)
+//   kernel<<<grid, block, 0, st>>>(...);
+//   VH_CHECK_LAUNCH();                      the launch itself (bad configuration, no image for
+//                                           this GPU); errors of the running kernel show at the
+//                                           next synchronising call
+//
+// With VH_SYNC_LAUNCHES defined (a debugging build: -DVH_SYNC_LAUNCHES), VH_CHECK_LAUNCH also
+// waits for the kernel, so a fault is reported at the launch that made it.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "base/error.h"
+
+/// Throws vh::LibraryError when a CUDA runtime call fails.
+#define VH_CHECK_CUDA(call)                                                                       \
+  do {                                                                                            \
+    const cudaError_t e_ = (call);                                                                \
+    if (e_ != cudaSuccess)                                                                        \
+      throw ::vh::LibraryError(std::string("CUDA: ") + cudaGetErrorString(e_) + " in " #call,     \
+                               __FILE__, __LINE__);                                               \
+  } while (0)
+
+/// Throws vh::LibraryError when a cuFFT call returns anything but CUFFT_SUCCESS (0).
+#define VH_CHECK_CUFFT(call)                                                                      \
+  do {                                                                                            \
+    const int e_ = int(call);                                                                     \
+    if (e_ != 0)                                                                                  \
+      throw ::vh::LibraryError("cuFFT error " + std::to_string(e_) + " in " #call, __FILE__, __LINE__); \
+  } while (0)
+
+#ifdef VH_SYNC_LAUNCHES
+#define VH_CHECK_LAUNCH()                                  \
+  do {                                                     \
+    VH_CHECK_CUDA(cudaGetLastError());                     \
+    VH_CHECK_CUDA(cudaDeviceSynchronize());                \
+  } while (0)
+#else
+/// Throws vh::LibraryError when the last kernel launch failed (call right after it).
+#define VH_CHECK_LAUNCH() VH_CHECK_CUDA(cudaGetLastError())
+#endif
