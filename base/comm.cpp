@@ -93,6 +93,7 @@ Comm Comm::world() {
     MPI_Comm node;
     VH_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c.rank_, MPI_INFO_NULL, &node));
     MPI_Comm_rank(node, &c.local_rank_);
+    MPI_Comm_size(node, &c.local_size_);
     MPI_Comm_free(&node);
     return c;
   }();

@@ -106,6 +106,8 @@ class Comm {
 
   /// This rank's index among the ranks on its node (for the choice of GPU).
   int local_rank() const { return local_rank_; }
+  /// How many ranks of this Comm share this rank's node.
+  int local_size() const { return local_size_; }
   /// Whether the MPI library accepts device pointers, asked at run time (Open MPI's
   /// MPIX_Query_cuda_support, MPICH's MPIX_GPU_query_support); the environment variable
   /// VH_MPI_CUDA_AWARE=0|1 overrides. False without MPI.
@@ -118,7 +120,7 @@ class Comm {
 
  private:
   std::intptr_t handle_ = 0;  // MPI_Comm (an integer or a pointer, depending on the library)
-  int rank_ = 0, size_ = 1, local_rank_ = 0;
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
 };
 
 /// Initialises MPI (MPI_THREAD_FUNNELED: only the main thread calls MPI) when the program

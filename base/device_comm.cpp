@@ -2,8 +2,24 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
 
 #include "base/cuda_check.h"
+
+#ifdef VH_HAVE_NCCL
+#include <nccl.h>
+
+/// Throws vh::LibraryError when an NCCL call fails.
+#define VH_CHECK_NCCL(call)                                                                          \
+  do {                                                                                               \
+    const ncclResult_t e_ = (call);                                                                  \
+    if (e_ != ncclSuccess)                                                                           \
+      throw ::vh::LibraryError(std::string("NCCL: ") + ncclGetErrorString(e_) + " in " #call, __FILE__, \
+                               __LINE__);                                                            \
+  } while (0)
+#endif
 
 namespace vh {
 
@@ -21,22 +37,136 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+/// The rank of another rank on this rank's GPU, or −1 (every rank's GPU UUID, allgathered).
+int rank_sharing_gpu(const Comm& comm) {
+  int dev = 0;
+  VH_CHECK_CUDA(cudaGetDevice(&dev));
+  cudaDeviceProp prop{};
+  VH_CHECK_CUDA(cudaGetDeviceProperties(&prop, dev));
+  std::vector<char> all(std::size_t(comm.size()) * sizeof prop.uuid.bytes);
+  comm.allgather(prop.uuid.bytes, sizeof prop.uuid.bytes, all.data());
+  for (int r = 0; r < comm.size(); ++r)
+    if (r != comm.rank() && std::memcmp(all.data() + std::size_t(r) * sizeof prop.uuid.bytes, prop.uuid.bytes,
+                                        sizeof prop.uuid.bytes) == 0)
+      return r;
+  return -1;
+}
+
+struct Configured {
+  bool set = false;
+  DeviceComm::Transport transport = DeviceComm::Transport::mpi_staged;
+};
+Configured& configured_state() {
+  static Configured c;
+  return c;
+}
+
 }  // namespace
 
+// ---- the run's NCCL communicator ------------------------------------------------------------
+
+#ifdef VH_HAVE_NCCL
+struct DeviceComm::Nccl {
+  ncclComm_t comm = nullptr;
+  int size = 0, rank = 0;
+  explicit Nccl(const Comm& c) : size(c.size()), rank(c.rank()) {
+    ncclUniqueId id{};
+    if (c.root()) VH_CHECK_NCCL(ncclGetUniqueId(&id));
+    c.bcast(&id, sizeof id);
+    VH_CHECK_NCCL(ncclCommInitRank(&comm, c.size(), id, c.rank()));
+  }
+  ~Nccl() {
+    if (comm) ncclCommDestroy(comm);
+  }
+  /// The process's communicator for these ranks, made (collectively) when none is alive.
+  static std::shared_ptr<Nccl> of(const Comm& c) {
+    static std::mutex m;
+    static std::weak_ptr<Nccl> current;
+    std::lock_guard<std::mutex> lock(m);
+    std::shared_ptr<Nccl> p = current.lock();
+    if (!p || p->size != c.size() || p->rank != c.rank()) {
+      p = std::make_shared<Nccl>(c);
+      current = p;
+    }
+    return p;
+  }
+};
+#else
+struct DeviceComm::Nccl {};
+#endif
+
+// ---- choice of the transport ----------------------------------------------------------------
+
+const char* DeviceComm::name(Transport t) {
+  switch (t) {
+    case Transport::nccl: return "nccl";
+    case Transport::mpi_cuda: return "mpi-cuda";
+    case Transport::mpi_staged: return "mpi-staged";
+  }
+  return "?";
+}
+
+bool DeviceComm::nccl_built() {
+#ifdef VH_HAVE_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string DeviceComm::nccl_version() {
+#ifdef VH_HAVE_NCCL
+  int v = 0;
+  if (ncclGetVersion(&v) != ncclSuccess) return "unknown";
+  // NCCL_VERSION(X, Y, Z) = X·10000 + Y·100 + Z since 2.9.
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+#else
+  return "none";
+#endif
+}
+
+DeviceComm::Transport DeviceComm::choose(const Comm& comm, const std::string& request) {
+  std::string req = request;
+  if (const char* e = std::getenv("VH_COMM")) req = e;
+  if (req != "auto" && req != "mpi" && req != "nccl")
+    throw InputError("comm = '" + req + "' (from " + (std::getenv("VH_COMM") ? "VH_COMM" : "the deck") +
+                     "): allowed: auto, mpi, nccl");
+  const Transport mpi = Comm::cuda_aware() ? Transport::mpi_cuda : Transport::mpi_staged;
+  if (req == "mpi") return mpi;
+  if (req == "nccl" && !nccl_built())
+    throw InputError("comm = nccl, but this build has no NCCL (build with -DVH_NCCL_DIR=<NCCL prefix>; allowed: auto, mpi)");
+  if (!nccl_built() || comm.size() == 1) return mpi;
+  const int other = rank_sharing_gpu(comm);
+  const bool shared = comm.any(other >= 0);
+  if (shared && req == "nccl")
+    throw InputError("comm = nccl needs one GPU per rank, but rank " + std::to_string(comm.rank()) + " shares its GPU" +
+                     (other >= 0 ? " with rank " + std::to_string(other) : std::string(" (another rank's)")) +
+                     " (allowed: auto, mpi)");
+  return shared ? mpi : Transport::nccl;
+}
+
+void DeviceComm::configure(const Comm& comm, const std::string& request) {
+  const Transport t = choose(comm, request);
+  configured_state() = {true, t};
+}
+
+DeviceComm::Transport DeviceComm::configured(const Comm& comm) {
+  const Configured& c = configured_state();
+  return c.set ? c.transport : choose(comm, "auto");
+}
+
+// ---- the collectives ------------------------------------------------------------------------
+
 DeviceComm::DeviceComm(const Comm& comm, cudaStream_t stream)
-    : comm_(comm), stream_(stream), transport_(Comm::cuda_aware() ? Transport::mpi_cuda : Transport::mpi_staged) {}
+    : comm_(comm), stream_(stream), transport_(comm.size() == 1 ? Transport::mpi_staged : configured(comm)) {
+#ifdef VH_HAVE_NCCL
+  if (transport_ == Transport::nccl) nccl_ = Nccl::of(comm_);
+#endif
+}
 
 DeviceComm::~DeviceComm() {
   for (void* h : host_)
     if (h) cudaFreeHost(h);
-}
-
-const char* DeviceComm::name(Transport t) {
-  switch (t) {
-    case Transport::mpi_staged: return "mpi-staged";
-    case Transport::mpi_cuda: return "mpi-cuda";
-  }
-  return "?";
 }
 
 void* DeviceComm::host(int which, std::size_t bytes) {
@@ -53,17 +183,33 @@ void* DeviceComm::host(int which, std::size_t bytes) {
 void DeviceComm::alltoallv(const void* send, const std::vector<std::size_t>& sc, const std::vector<std::size_t>& sd,
                            void* recv, const std::vector<std::size_t>& rc, const std::vector<std::size_t>& rd,
                            std::size_t elem_bytes) {
-  VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
   const auto t0 = std::chrono::steady_clock::now();
-  if (comm_.size() == 1) {
-    if (sc[0])
-      VH_CHECK_CUDA(cudaMemcpyAsync(static_cast<char*>(recv) + rd[0] * elem_bytes,
-                                    static_cast<const char*>(send) + sd[0] * elem_bytes, sc[0] * elem_bytes,
+  const char* s = static_cast<const char*>(send);
+  char* d = static_cast<char*>(recv);
+  const int me = comm_.rank();
+  if (comm_.size() == 1 || transport_ == Transport::nccl) {
+    // The rank's own part as a device copy, in order on the stream.
+    if (sc[me])
+      VH_CHECK_CUDA(cudaMemcpyAsync(d + rd[me] * elem_bytes, s + sd[me] * elem_bytes, sc[me] * elem_bytes,
                                     cudaMemcpyDeviceToDevice, stream_));
+#ifdef VH_HAVE_NCCL
+    if (transport_ == Transport::nccl) {
+      // Grouped point-to-point: NCCL runs the pairs concurrently over the links it has.
+      VH_CHECK_NCCL(ncclGroupStart());
+      for (int r = 0; r < comm_.size(); ++r) {
+        if (r == me) continue;
+        if (sc[r]) VH_CHECK_NCCL(ncclSend(s + sd[r] * elem_bytes, sc[r] * elem_bytes, ncclChar, r, nccl_->comm, stream_));
+        if (rc[r]) VH_CHECK_NCCL(ncclRecv(d + rd[r] * elem_bytes, rc[r] * elem_bytes, ncclChar, r, nccl_->comm, stream_));
+      }
+      VH_CHECK_NCCL(ncclGroupEnd());
+    }
+#endif
     VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
   } else if (transport_ == Transport::mpi_cuda) {
+    VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
     comm_.alltoallv(send, sc, sd, recv, rc, rd, elem_bytes);
   } else {
+    VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
     const std::size_t ns = extent(sc, sd) * elem_bytes, nr = extent(rc, rd) * elem_bytes;
     void* hs = host(0, std::max<std::size_t>(ns, 1));
     void* hr = host(1, std::max<std::size_t>(nr, 1));
@@ -73,23 +219,41 @@ void DeviceComm::alltoallv(const void* send, const std::vector<std::size_t>& sc,
   }
   stats_.seconds += seconds_since(t0);
   for (std::size_t r = 0; r < sc.size(); ++r)
-    if (int(r) != comm_.rank()) stats_.bytes += double(sc[r] * elem_bytes);
+    if (int(r) != me) stats_.bytes += double(sc[r] * elem_bytes);
   ++stats_.exchanges;
 }
 
 void DeviceComm::allgatherv(const void* send, std::size_t count, void* recv, const std::vector<std::size_t>& counts,
                             std::size_t elem_bytes) {
-  VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
   const auto t0 = std::chrono::steady_clock::now();
   std::size_t total = 0;
   for (std::size_t c : counts) total += c;
-  if (comm_.size() == 1) {
+  if (comm_.size() == 1 || transport_ == Transport::nccl) {
+    std::vector<std::size_t> off(counts.size(), 0);
+    for (std::size_t r = 1; r < counts.size(); ++r) off[r] = off[r - 1] + counts[r - 1];
+    char* d = static_cast<char*>(recv);
+    const int me = comm_.rank();
     if (count)
-      VH_CHECK_CUDA(cudaMemcpyAsync(recv, send, count * elem_bytes, cudaMemcpyDeviceToDevice, stream_));
+      VH_CHECK_CUDA(cudaMemcpyAsync(d + off[me] * elem_bytes, send, count * elem_bytes, cudaMemcpyDeviceToDevice,
+                                    stream_));
+#ifdef VH_HAVE_NCCL
+    if (transport_ == Transport::nccl) {
+      VH_CHECK_NCCL(ncclGroupStart());
+      for (int r = 0; r < comm_.size(); ++r) {
+        if (r == me) continue;
+        if (count) VH_CHECK_NCCL(ncclSend(send, count * elem_bytes, ncclChar, r, nccl_->comm, stream_));
+        if (counts[r])
+          VH_CHECK_NCCL(ncclRecv(d + off[r] * elem_bytes, counts[r] * elem_bytes, ncclChar, r, nccl_->comm, stream_));
+      }
+      VH_CHECK_NCCL(ncclGroupEnd());
+    }
+#endif
     VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
   } else if (transport_ == Transport::mpi_cuda) {
+    VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
     comm_.allgatherv(send, count, recv, counts, elem_bytes);
   } else {
+    VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
     void* hs = host(0, std::max<std::size_t>(count * elem_bytes, 1));
     void* hr = host(1, std::max<std::size_t>(total * elem_bytes, 1));
     if (count) VH_CHECK_CUDA(cudaMemcpy(hs, send, count * elem_bytes, cudaMemcpyDeviceToHost));
@@ -102,14 +266,25 @@ void DeviceComm::allgatherv(const void* send, std::size_t count, void* recv, con
 }
 
 void DeviceComm::sum(double* data, std::size_t n) {
-  VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
-  if (comm_.size() == 1 || n == 0) return;
+  if (comm_.size() == 1 || n == 0) {
+    VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
+    return;
+  }
   const auto t0 = std::chrono::steady_clock::now();
-  // A few values (reductions of diagnostics): through the host whatever the transport.
-  std::vector<double> h(n);
-  VH_CHECK_CUDA(cudaMemcpy(h.data(), data, n * sizeof(double), cudaMemcpyDeviceToHost));
-  comm_.sum(h);
-  VH_CHECK_CUDA(cudaMemcpy(data, h.data(), n * sizeof(double), cudaMemcpyHostToDevice));
+#ifdef VH_HAVE_NCCL
+  if (transport_ == Transport::nccl) {
+    VH_CHECK_NCCL(ncclAllReduce(data, data, n, ncclDouble, ncclSum, nccl_->comm, stream_));
+    VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
+  } else
+#endif
+  {
+    // MPI: a few values (reductions of diagnostics) through the host whatever the library.
+    VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
+    std::vector<double> h(n);
+    VH_CHECK_CUDA(cudaMemcpy(h.data(), data, n * sizeof(double), cudaMemcpyDeviceToHost));
+    comm_.sum(h);
+    VH_CHECK_CUDA(cudaMemcpy(data, h.data(), n * sizeof(double), cudaMemcpyHostToDevice));
+  }
   stats_.seconds += seconds_since(t0);
   stats_.bytes += double(n * sizeof(double));
   ++stats_.exchanges;

@@ -1,19 +1,29 @@
 // Collectives of device buffers between the ranks of a Comm (CUDA builds): what the GPU
 // solvers exchange. The host side of every call is plain C++ (no CUDA syntax); buffers are
-// device pointers, and the work of the caller on `stream` that writes them must be enqueued
-// before the call, which returns when the received data are in place.
+// device pointers. The caller's work on `stream` that writes a send buffer must be enqueued on
+// that stream before the call; every call returns when the received data are in place (the
+// stream synchronised), so the caller may read them from any stream or the host.
 //
-// Transports (transport()):
+// Transports (DeviceComm::Transport; the banner and run.h5 /meta name the one a run used):
+//   nccl        NCCL (grouped ncclSend/ncclRecv, ncclAllReduce) over NVLink, PCIe or the
+//               network between the GPUs, one communicator per run bootstrapped over MPI
+//               (ncclGetUniqueId on rank 0, broadcast). Needs a build with NCCL (VH_HAVE_NCCL)
+//               and one GPU per rank.
+//   mpi-cuda    device pointers straight to a CUDA-aware MPI (asked at run time:
+//               Comm::cuda_aware(); VH_MPI_CUDA_AWARE=0|1 overrides).
 //   mpi-staged  device → pinned host → MPI → pinned host → device: any MPI library (Debian
 //               12's Open MPI is not CUDA-aware), at the speed of the host copies.
-//   mpi-cuda    device pointers straight to a CUDA-aware MPI (asked at run time:
-//               Comm::cuda_aware(), VH_MPI_CUDA_AWARE=0|1 overrides).
-// One rank needs no MPI: alltoallv is a device copy.
+// choose() picks one from a request: "auto" (NCCL where it can run, else MPI), "mpi" (CUDA-aware
+// MPI if the library is, else staged) or "nccl"; the environment variable VH_COMM=auto|mpi|nccl
+// overrides the request. configure() makes the choice for the process (the run driver calls it
+// once, collectively, after selecting the GPU); a DeviceComm made before that uses "auto".
+// One rank needs no MPI: every call is a device copy or nothing.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,9 +33,25 @@ namespace vh {
 
 class DeviceComm {
  public:
-  enum class Transport { mpi_staged, mpi_cuda };
+  enum class Transport { mpi_staged, mpi_cuda, nccl };
 
-  /// The transport for `comm`: mpi-cuda when the MPI library is CUDA-aware, else mpi-staged.
+  /// "nccl", "mpi-cuda" or "mpi-staged".
+  static const char* name(Transport t);
+  /// Whether this build has NCCL (and its version as "2.28.9", or "none").
+  static bool nccl_built();
+  static std::string nccl_version();
+  /// Collective: the transport that `request` ("auto", "mpi", "nccl"; VH_COMM overrides) gives
+  /// on these ranks, whose GPUs must already be selected. Throws InputError when the request
+  /// cannot be met (no NCCL in the build, two ranks on one GPU for nccl) or is not one of the
+  /// three, naming what is allowed.
+  static Transport choose(const Comm& comm, const std::string& request);
+  /// choose(), kept as the transport of every DeviceComm made afterwards in this process.
+  static void configure(const Comm& comm, const std::string& request);
+  /// The configured transport (choose(comm, "auto") until configure() is called).
+  static Transport configured(const Comm& comm);
+
+  /// Collectives on `stream` over the configured transport (NCCL: the run's communicator,
+  /// made by the first DeviceComm of the process; collective then).
   DeviceComm(const Comm& comm, cudaStream_t stream);
   ~DeviceComm();
   DeviceComm(const DeviceComm&) = delete;
@@ -33,8 +59,6 @@ class DeviceComm {
 
   const Comm& comm() const { return comm_; }
   Transport transport() const { return transport_; }
-  /// "mpi-staged" or "mpi-cuda" (banner, run.h5 /meta).
-  static const char* name(Transport t);
   /// The costs so far of the calls below (bytes to other ranks, wall seconds, calls).
   const ExchangeStats& stats() const { return stats_; }
 
@@ -51,11 +75,14 @@ class DeviceComm {
   /// Element-wise sum of n doubles over the ranks, in place.
   void sum(double* data, std::size_t n);
 
+  struct Nccl;  // the run's NCCL communicator (device_comm.cpp)
+
  private:
   void* host(int which, std::size_t bytes);  // pinned staging buffer 0 or 1, grown as needed
   Comm comm_;
   cudaStream_t stream_;
   Transport transport_;
+  std::shared_ptr<Nccl> nccl_;
   void* host_[2] = {nullptr, nullptr};
   std::size_t host_bytes_[2] = {0, 0};
   ExchangeStats stats_;

@@ -50,6 +50,25 @@ if command -v nvcc >/dev/null 2>&1 && [ ! -f third_party/mathdx/include/cufftdx.
   rm -rf "$tmp"
 fi
 
+# NCCL (headers and libnccl.so.2) for the device-to-device exchanges of GPU runs on several
+# ranks (base/device_comm.h): the PyPI wheel nvidia-nccl-cu13, unpacked into third_party/nccl
+# (git-ignored), where CMake's VH_NCCL_DIR looks by default. 2.28 is the oldest NCCL this
+# project was run with; a newer libnccl.so.2 at run time is fine. Only with nvcc; without it the
+# GPU build exchanges through MPI and says so. A cluster's own NCCL: -DVH_NCCL_DIR=<prefix>.
+nccl_version=2.28.9
+if command -v nvcc >/dev/null 2>&1 && [ ! -f third_party/nccl/include/nccl.h ]; then
+  tmp=$(mktemp -d)
+  if python3 -m pip download -q --no-deps "nvidia-nccl-cu13==$nccl_version" -d "$tmp" >/dev/null 2>&1 &&
+     python3 -m zipfile -e "$tmp"/nvidia_nccl_cu13-*.whl "$tmp/x" &&
+     [ -f "$tmp/x/nvidia/nccl/include/nccl.h" ]; then
+    mkdir -p third_party && rm -rf third_party/nccl && mv "$tmp/x/nvidia/nccl" third_party/nccl
+    echo "setup: NCCL (nvidia-nccl-cu13 $nccl_version) in third_party/nccl"
+  else
+    echo "setup: nvidia-nccl-cu13 not fetched; GPU runs on several ranks exchange through MPI" >&2
+  fi
+  rm -rf "$tmp"
+fi
+
 build=${VH_BUILD_DIR:-build}
 if [ ! -f "$build/CMakeCache.txt" ]; then
   # shellcheck disable=SC2086

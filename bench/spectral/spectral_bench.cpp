@@ -7,6 +7,8 @@
 //                  [--callbacks]  (GPU: cuFFT LTO callbacks, Params::fft_callbacks;
 //                                  --no-callbacks: separate per-point passes, the default)
 //                  [--transforms auto|cufft|fused]  (GPU: Params::transforms; default auto)
+//                  [--comm auto|mpi|nccl]  (GPU, R > 1: how device buffers travel, DeviceComm)
+//                  [--share-gpus]  (GPU, R > 1: let ranks share a GPU, transport MPI)
 // Rows name the path that ran: "... fp64 fused" (cuFFTDx passes, spectral/fused.h),
 // "... fp64 callbacks", "... fp64 pruned", or "... fp64" for cuFFT with separate passes (a
 // request that cannot be served falls back to those). The FFT floor is always cuFFT's bare
@@ -21,8 +23,12 @@
 // GPU the ranks share it) and the table gains what the ranks cost: the time per step is the
 // slowest rank's, "exchange" the time per step in the all-to-all transposes (MPI and, with a
 // library that is not CUDA-aware, the staging copies; the slowest rank's), "MB/step" the
-// bytes all ranks send to other ranks per step. One rank prints; CSV cases get " ranks=R".
-//   mpirun -np 2 spectral_bench --device gpu --n 256,512 --dealias 3/2,2/3 --csv
+// bytes all ranks send to other ranks per step, "GB/s" what one rank moved per second of
+// exchange (its bytes to the others over its exchange time), and on the GPU "a2a GB/s" the same
+// for a bare all-to-all of the transport (DeviceComm::alltoallv of the solver's message size,
+// equal blocks): the ceiling of the exchange on that machine. One rank prints; CSV cases get
+// " ranks=R comm=<transport>".
+//   mpirun -np 2 spectral_bench --device gpu --n 256,512 --dealias 3/2,2/3 --comm nccl --csv
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -35,6 +41,12 @@
 
 #include "bench/csv_rows.h"
 #include "base/comm.h"
+#ifdef VH_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "base/device_buffer.h"
+#include "base/device_comm.h"
+#endif
 #include "core/device.h"
 #include "core/error.h"
 #include "core/initial_field.h"
@@ -64,13 +76,42 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+/// GB/s per rank of a bare all-to-all of `bytes` bytes a rank sends to the others in equal
+/// blocks over the configured transport (median of `reps`); 0 on the CPU or one rank.
+double alltoall_rate(const Comm& world, bool gpu, double bytes, int reps) {
+#ifdef VH_HAVE_CUDA
+  if (!gpu || world.size() == 1 || bytes <= 0) return 0;
+  const int R = world.size();
+  const std::size_t block = std::size_t(bytes / (R - 1));
+  DeviceArray<unsigned char> send(block * R), recv(block * R);
+  std::vector<std::size_t> c(R, block), o(R);
+  for (int r = 0; r < R; ++r) o[r] = std::size_t(r) * block;
+  c[world.rank()] = 0;
+  DeviceComm dc(world, nullptr);
+  dc.alltoallv(send.data(), c, o, recv.data(), c, o, 1);  // warm-up (NCCL connects lazily)
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    world.barrier();
+    const auto t0 = std::chrono::steady_clock::now();
+    dc.alltoallv(send.data(), c, o, recv.data(), c, o, 1);
+    t.push_back(world.max(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
+  }
+  return double(block) * (R - 1) / median(t) / 1e9;
+#else
+  (void)world, (void)gpu, (void)bytes, (void)reps;
+  return 0;
+#endif
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   MpiSession mpi(&argc, &argv);
   const Comm world = Comm::world();
   const int ranks = world.size();
-  std::string device = "gpu", ns = "", dealias = "3/2,2/3,none", precision = "double", transforms = "auto";
+  std::string device = "gpu", ns = "", dealias = "3/2,2/3,none", precision = "double", transforms = "auto",
+              comm = "auto";
+  bool share_gpus = false;
   int steps = 20, warmup = 3;
   bool csv = false, pruned = false, callbacks = false;
   for (int i = 1; i < argc; ++i) {
@@ -93,6 +134,8 @@ int main(int argc, char** argv) {
     else if (a == "--callbacks") callbacks = true;
     else if (a == "--no-callbacks") callbacks = false;
     else if (a == "--transforms") transforms = next();
+    else if (a == "--comm") comm = next();
+    else if (a == "--share-gpus") share_gpus = true;
     else {
       std::fprintf(stderr, "spectral_bench: unknown argument %s\n", a.c_str());
       return 2;
@@ -102,19 +145,24 @@ int main(int argc, char** argv) {
   if (!world.root() && !std::freopen("/dev/null", "w", stdout)) return 1;
   try {
     const Backend b = resolve_backend(device);
-    if (b == Backend::gpu && ranks > 1) select_gpu(world.local_rank());
+    std::string transport = "mpi";
+    if (b == Backend::gpu && ranks > 1) {
+      select_gpus(world, share_gpus);
+#ifdef VH_HAVE_CUDA
+      DeviceComm::configure(world, comm);
+      transport = DeviceComm::name(DeviceComm::configured(world));
+#endif
+    }
     if (ns.empty()) ns = b == Backend::gpu ? "128,256,512" : "64,128";
     const std::string dev = device_name(b);
     const std::string prec = precision == "single" ? "fp32" : "fp64";
     const std::string asked = pruned ? ", pruned transforms" : b == Backend::gpu && callbacks ? ", cuFFT callbacks asked" : "";
     std::string mpi_note;
-    if (ranks > 1)
-      mpi_note = " (" + Comm::library() +
-                 (b != Backend::gpu ? ")" : Comm::cuda_aware() ? ", CUDA-aware)" : ", staged through host memory)");
+    if (ranks > 1) mpi_note = " (" + Comm::library() + (b != Backend::gpu ? ")" : ", exchange " + transport + ")");
     std::printf("# spectral_bench on %s, %s%s, median of %d steps after %d warm-up steps, %d rank%s%s\n",
                 dev.c_str(), prec.c_str(), asked.c_str(), steps, warmup, ranks, ranks > 1 ? "s" : "", mpi_note.c_str());
-    std::printf("%6s %8s %6s %5s %14s %14s %8s %14s %9s  %s\n", "N", "dealias", "M", "ranks", "step [ms]",
-                "FFT floor [ms]", "ratio", "exchange [ms]", "MB/step", "path");
+    std::printf("%6s %8s %6s %5s %14s %14s %8s %14s %9s %7s %9s  %s\n", "N", "dealias", "M", "ranks", "step [ms]",
+                "FFT floor [ms]", "ratio", "exchange [ms]", "MB/step", "GB/s", "a2a GB/s", "path");
     struct Row {
       std::string cs, metric, value, unit;
     };
@@ -153,22 +201,26 @@ int main(int argc, char** argv) {
         const double exchange = world.max(x1.seconds - x0.seconds) / steps;
         const double bytes = world.sum(x1.bytes - x0.bytes) / steps;
         const double floor = world.max(s->time_transforms(steps));
+        // Per rank: its bytes to the others per exchange call, and the rate it achieved.
+        const double calls = double(x1.exchanges - x0.exchanges) / steps;
+        const double rate = exchange > 0 ? bytes / ranks / exchange / 1e9 : 0;
+        const double a2a = calls > 0 ? alltoall_rate(world, b == Backend::gpu, bytes / ranks / calls, 5) : 0;
         // The path that ran (a callback request falls back to separate passes when cuFFT
         // cannot build the callback plans): rows of one label always mean one code path.
         const std::string path = s->uses_fused_transforms() ? "fused"
                                  : pruned                   ? "pruned"
                                  : s->uses_fft_callbacks()  ? "callbacks"
                                                             : "separate passes";
-        std::printf("%6d %8s %6d %5d %14.3f %14.3f %8.3f %14.3f %9.1f  %s\n", g.n, d.c_str(), s->transform_size(),
-                    ranks, 1e3 * step, 1e3 * floor, step / floor, 1e3 * exchange, bytes / 1e6,
-                    ranks > 1 ? s->path().c_str() : path.c_str());
+        std::printf("%6d %8s %6d %5d %14.3f %14.3f %8.3f %14.3f %9.1f %7.1f %9.1f  %s\n", g.n, d.c_str(),
+                    s->transform_size(), ranks, 1e3 * step, 1e3 * floor, step / floor, 1e3 * exchange, bytes / 1e6,
+                    rate, a2a, ranks > 1 ? s->path().c_str() : path.c_str());
         std::fflush(stdout);
         const std::string variant = s->uses_fused_transforms() ? " fused"
                                     : pruned                   ? " pruned"
                                     : s->uses_fft_callbacks()  ? " callbacks"
                                                                : "";
         const std::string cs = "N=" + nstr + " dealias=" + d + " " + prec + variant +
-                               (ranks > 1 ? " ranks=" + std::to_string(ranks) : "");
+                               (ranks > 1 ? " ranks=" + std::to_string(ranks) + " comm=" + transport : "");
         char buf[3][64];
         std::snprintf(buf[0], sizeof buf[0], "%.6g", step);
         std::snprintf(buf[1], sizeof buf[1], "%.6g", floor);
@@ -177,11 +229,15 @@ int main(int argc, char** argv) {
         rows.push_back({cs, "fft_floor_per_step", buf[1], "s"});
         rows.push_back({cs, "ratio_to_fft_bound", buf[2], "1"});
         if (ranks > 1) {
-          char xb[2][64];
+          char xb[4][64];
           std::snprintf(xb[0], sizeof xb[0], "%.6g", exchange);
           std::snprintf(xb[1], sizeof xb[1], "%.6g", bytes);
+          std::snprintf(xb[2], sizeof xb[2], "%.4g", rate);
+          std::snprintf(xb[3], sizeof xb[3], "%.4g", a2a);
           rows.push_back({cs, "exchange_per_step", xb[0], "s"});
           rows.push_back({cs, "bytes_exchanged_per_step", xb[1], "B"});
+          rows.push_back({cs, "exchange_rate_per_rank", xb[2], "GB/s"});
+          if (a2a > 0) rows.push_back({cs, "alltoall_rate_per_rank", xb[3], "GB/s"});
         }
       }
     }

@@ -273,7 +273,7 @@ static int run_case(const std::string& deck_path, const std::vector<std::string>
                      " ranks; each holds whole z-planes)");
   if (ckpt) check_checkpoint_grid(*ckpt, cfg.n);
   const Backend backend = resolve_backend(cfg.device);
-  if (backend == Backend::gpu && ranks > 1) select_gpu(world.local_rank());  // one GPU per rank of a node
+  if (backend == Backend::gpu && ranks > 1) select_gpus(world, true);  // one GPU per rank of a node
   if (ckpt) cfg.out_dir = ckpt->dir;  // a restart continues in the checkpoint's folder
   // Memory, estimated from the deck and checked before anything is written (memory_estimate.h).
   // The estimate is that of one rank holding the whole grid: on R > 1 ranks it is not checked.

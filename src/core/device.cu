@@ -2,6 +2,12 @@
 #include <cuda_runtime.h>
 #include <omp.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "base/cuda_check.h"
 #include "core/device.h"
 #include "core/error.h"
 
@@ -45,9 +51,39 @@ bool gpu_memory(std::size_t& free, std::size_t& total) {
   return true;
 }
 
-void select_gpu(int local_rank) {
+void select_gpus(const Comm& comm, bool share_gpus) {
   int count = 0;
-  if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0) cudaSetDevice(local_rank % count);
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    count = 0;
+  }
+  // Every rank decides on the same facts (allgathered), so every rank throws the same line.
+  struct Facts {
+    int gpus, local_rank, local_size;
+    char name[256];
+  } mine{count, comm.local_rank(), comm.local_size(), {}};
+  cudaDeviceProp prop{};
+  if (count > 0) {
+    VH_CHECK_CUDA(cudaSetDevice(share_gpus ? comm.local_rank() % count : std::min(comm.local_rank(), count - 1)));
+    int dev = 0;
+    VH_CHECK_CUDA(cudaGetDevice(&dev));
+    VH_CHECK_CUDA(cudaGetDeviceProperties(&prop, dev));
+    std::snprintf(mine.name, sizeof mine.name, "%s", prop.name);
+  }
+  std::vector<Facts> all(std::size_t(comm.size()));
+  comm.allgather(&mine, sizeof mine, all.data());
+  for (int r = 0; r < comm.size(); ++r) {
+    const Facts& f = all[std::size_t(r)];
+    if (f.gpus == 0)
+      throw InputError("device = gpu, but rank " + std::to_string(r) + " sees no GPU");
+    if (f.local_size > f.gpus && !share_gpus)
+      throw InputError(std::to_string(f.local_size) + " ranks on the node of rank " + std::to_string(r) + " but " +
+                       std::to_string(f.gpus) + " GPU" + (f.gpus > 1 ? "s" : "") +
+                       ": one rank per GPU (mpirun -np <= GPUs per node), or parallel.share_gpus = true");
+    if (std::strcmp(f.name, all[0].name) != 0)
+      throw InputError(std::string("the ranks' GPUs differ (rank 0: ") + all[0].name + ", rank " + std::to_string(r) +
+                       ": " + f.name + "): run on GPUs of one kind");
+  }
 }
 
 }  // namespace vh

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <string>
 
+#include "base/comm.h"
+
 namespace vh {
 
 enum class Backend { cpu, gpu };
@@ -17,7 +19,11 @@ std::string device_name(Backend b);
 /// Free and total memory of the current GPU in bytes (cudaMemGetInfo); false when this build
 /// has no CUDA or no GPU is visible.
 bool gpu_memory(std::size_t& free, std::size_t& total);
-/// Selects the GPU of this MPI rank on its node (local rank modulo the device count).
-void select_gpu(int local_rank);
+/// Collective over `comm` (R > 1 ranks of a GPU run): gives each rank the GPU of index
+/// local_rank on its node, or local_rank modulo the node's GPU count when `share_gpus`.
+/// Throws InputError, the same one line on every rank, when a node runs more ranks than it has
+/// GPUs and sharing is not allowed, or when the ranks' GPUs are not all of one kind (a run
+/// goes at the pace of its slowest GPU, and its memory check assumes one size).
+void select_gpus(const Comm& comm, bool share_gpus);
 
 }  // namespace vh

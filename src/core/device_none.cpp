@@ -20,6 +20,6 @@ std::string device_name(Backend) {
 
 bool gpu_memory(std::size_t&, std::size_t&) { return false; }
 
-void select_gpu(int) {}
+void select_gpus(const Comm&, bool) {}
 
 }  // namespace vh

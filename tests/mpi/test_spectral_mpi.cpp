@@ -16,6 +16,9 @@
 #include <string>
 
 #include "base/comm.h"
+#ifdef VH_HAVE_CUDA
+#include "base/device_comm.h"
+#endif
 #include "core/device.h"
 #include "core/diagnostics.h"
 #include "core/fft.h"
@@ -311,24 +314,40 @@ TEST(Mpi, PlanesGatherAndScatterExactly) {
   for (int c = 0; c < 3; ++c) EXPECT_TRUE(back.c[c] == us.c[c]) << c;
 }
 
-// On one GPU with 2 ranks sharing it (device-check.sh mpi): the GPU solver on R ranks equals
-// the one-rank GPU run after 20 steps, for the fused passes and the cuFFT slab path, 3/2
-// and 2/3. Skips without a GPU.
+// On the GPUs of one machine, one rank per GPU (or ranks sharing one GPU: device-check.sh mpi):
+// the GPU solver on R ranks equals the one-rank GPU run after 20 steps, for the fused passes
+// and the cuFFT slab path, 3/2 and 2/3, through every transport the ranks can use (NCCL where
+// the build has it and no two ranks share a GPU; MPI, staged or CUDA-aware, always). Skips
+// without a GPU.
+#ifdef VH_HAVE_CUDA
 TEST(MpiGpu, TwentyStepsEqualOneRankGpu) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU visible";
-  for (Transforms t : {Transforms::fused, Transforms::cufft})
-    for (Dealias d : {Dealias::three_halves, Dealias::two_thirds}) {
-      Params p = params(d);
-      p.transforms = t;
-      const Comparison c = twenty_steps(p, 32, Backend::gpu);
-      expect_equal(c);
-      // the path asked for is the path taken (the fused passes where they run)
-      const bool fused = t == Transforms::fused && fused::unsupported_reason(kernel::make_geometry(32, d), false).empty();
-      if (world().size() > 1) {
-        EXPECT_NE(c.path.find(fused ? "slab: fused cuFFTDx" : "slab: cuFFT lines"), std::string::npos) << c.path;
+  select_gpus(world(), true);
+  std::vector<std::string> transports{"mpi"};
+  if (world().size() > 1 && DeviceComm::choose(world(), "auto") == DeviceComm::Transport::nccl)
+    transports.push_back("nccl");
+  for (const std::string& transport : transports) {
+    DeviceComm::configure(world(), transport);
+    const std::string name = DeviceComm::name(DeviceComm::configured(world()));
+    for (Transforms t : {Transforms::fused, Transforms::cufft})
+      for (Dealias d : {Dealias::three_halves, Dealias::two_thirds}) {
+        Params p = params(d);
+        p.transforms = t;
+        const Comparison c = twenty_steps(p, 32, Backend::gpu);
+        expect_equal(c);
+        // the path asked for is the path taken (the fused passes where they run), and the
+        // transport asked for is the one that ran
+        const bool fused =
+            t == Transforms::fused && fused::unsupported_reason(kernel::make_geometry(32, d), false).empty();
+        if (world().size() > 1) {
+          EXPECT_NE(c.path.find(fused ? "slab: fused cuFFTDx" : "slab: cuFFT lines"), std::string::npos) << c.path;
+          EXPECT_NE(c.path.find("exchange " + name), std::string::npos) << c.path;
+        }
       }
-    }
+  }
+  DeviceComm::configure(world(), "auto");
 }
+#endif
 
 }  // namespace
 }  // namespace vh::spectral
