@@ -10,7 +10,8 @@
 #   tgv       tgv_check (the Taylor-Green check against the 512^3 reference)
 #   vortex    vortexhit, the blob and GPU-solver tests, blobs_bench and vortex_step_bench
 #             (device-check.sh vortex, vstep, study, sc09, memory, bench)
-#   mpi       test_spectral_mpi, spectral_bench (device-check.sh mpi: the spectral solver on 2 ranks)
+#   mpi       test_spectral_mpi, spectral_bench, vortexhit (device-check.sh mpi and gpus: the spectral
+#             solver on several ranks and GPUs)
 #   all       every one of them, packed into .gpu.tar.xz (below)
 #
 # Sets, because the device tool carries at most 64 MiB and every program that links the spectral
@@ -24,14 +25,21 @@ case "$set_name" in
   spectral) progs="test_spectral_gpu spectral_bench" ;;
   tgv) progs="tgv_check" ;;
   vortex) progs="vortexhit test_blobs_gpu test_vortex_gpu blobs_bench vortex_step_bench" ;;
-  mpi) progs="test_spectral_mpi spectral_bench" ;;
+  mpi) progs="test_spectral_mpi spectral_bench vortexhit" ;;
   all) progs="fmm_gpu_test test_fmm_gpu test_traverse_gpu test_blobs_gpu test_initial_field test_diagnostics
               fmm_bench p2p_gpu_bench p2p_cpu_bench test_spectral_gpu spectral_bench tgv_check vortexhit blobs_bench
               test_vortex_gpu vortex_step_bench test_spectral_mpi" ;;
   *) echo "build-gpu.sh: unknown set '$set_name' (allowed: fmm, spectral, tgv, vortex, mpi, all)" >&2; exit 2 ;;
 esac
+# ccache, where installed, shares objects with the other build folders of this checkout.
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+fi
 [ -f build-gpu/CMakeCache.txt ] ||
-  cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DVH_ENABLE_CUDA=ON >/dev/null
+  cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DVH_ENABLE_CUDA=ON \
+    "${launcher[@]}" >/dev/null
 cmake --build build-gpu -j "$(nproc)"
 rm -rf .gpu && mkdir -p .gpu
 for p in $progs; do

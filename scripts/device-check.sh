@@ -13,9 +13,11 @@
 # | sanitize [TOOLS] [PARTS] (compute-sanitizer memcheck, racecheck and synccheck over every GPU
 # test, in units that fit a call: see below) | memory (the memory estimate against what GPU runs
 # use) | mpi (the spectral solver on 2 ranks sharing the GPU: test_spectral_mpi and spectral_bench
-# on 1 and 2 ranks). Each mode runs what of it was carried: tests and bench with the fmm or the
-# spectral set, sanitize with fmm, spectral or vortex, the vortex modes and memory with vortex,
-# mpi with mpi.
+# on 1 and 2 ranks) | gpus (one rank per GPU on every GPU of the machine: test_spectral_mpi on
+# 2 … G ranks through NCCL and MPI, spectral_bench on 1, 2, 4 … G GPUs, the memory check of
+# 1024^3, the sc09 case at 512^3 with the spectral solver; see below). Each mode runs what of it
+# was carried: tests and bench with the fmm or the spectral set, sanitize with fmm, spectral or
+# vortex, the vortex modes and memory with vortex, mpi and gpus with mpi (gpus: vortexhit too).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-device-out}
@@ -185,6 +187,52 @@ if [ "$what" = mpi ]; then
     VH_MPI_CUDA_AWARE=$aware $np2 .gpu/spectral_bench --device gpu --n 256,512 --dealias 3/2,2/3 --csv 2>&1 |
       tee "$OUT/mpi_bench_2${aware:+_staged}.out" || status=1
   done
+fi
+if [ "$what" = gpus ]; then
+  # Issue 24: the spectral solver on the GPUs of one machine, one rank per GPU (mpirun -np R,
+  # the node-local rank picks the GPU). GPUS_N (default "256,512") and GPUS_DEALIAS (default
+  # "2/3,3/2") pick the spectral_bench cases, GPUS_BIG (default 1024: 2/3 only, on G GPUs) the
+  # largest, GPUS_SC09_T (default 0.1) how far the sc09 case at 512^3 runs on G GPUs.
+  G=$(nvidia-smi -L | wc -l)
+  mpi="mpirun --allow-run-as-root --bind-to none -x LD_LIBRARY_PATH -x VH_DATA_DIR -x NCCL_NVLS_ENABLE"
+  export NCCL_NVLS_ENABLE=0  # never NVLink multicast on a shared host (KINDS.md of the lender)
+  ranks_list=""; for r in 2 4 8; do (( r <= G )) && ranks_list="$ranks_list $r"; done
+  for r in $ranks_list; do
+    echo "== $r ranks, one per GPU: test_spectral_mpi (MPI and NCCL)" | tee -a "$OUT/gpus.log"
+    $mpi -np "$r" .gpu/test_spectral_mpi >>"$OUT/gpus.log" 2>&1 || { status=1; echo "FAILED" | tee -a "$OUT/gpus.log"; }
+    grep -E "^\[[0-9]+ ranks .*slab: |FAILED|PASSED" "$OUT/gpus.log" | tail -n 10
+  done
+  bench="--device gpu --n ${GPUS_N:-256,512} --dealias ${GPUS_DEALIAS:-2/3,3/2} --steps 10 --warmup 3 --csv"
+  # shellcheck disable=SC2086
+  .gpu/spectral_bench $bench >"$OUT/gpus_bench_1.out" 2>&1 || status=1
+  for r in $ranks_list; do
+    for comm in nccl mpi; do
+      # the staged MPI path only at 2 ranks and the smaller size: it is the old baseline
+      if [ $comm = mpi ] && (( r > 2 )); then continue; fi
+      args=$bench; [ $comm = mpi ] && args="--device gpu --n 256 --dealias 2/3 --steps 5 --warmup 1 --csv"
+      # shellcheck disable=SC2086
+      $mpi -np "$r" .gpu/spectral_bench $args --comm $comm >"$OUT/gpus_bench_${r}_$comm.out" 2>&1 || status=1
+    done
+  done
+  cat "$OUT"/gpus_bench_*.out | grep -vE "^date,commit|^20[0-9][0-9]-" | tee -a "$OUT/gpus.log"
+  cat "$OUT"/gpus_bench_*.out | grep -E "^20[0-9][0-9]-" >"$OUT/gpus_bench.csv"
+  if [ -n "${GPUS_BIG:-1024}" ] && (( G >= 4 )); then
+    big=${GPUS_BIG:-1024}
+    echo "== ${big}^3 2/3: the memory check on 1 rank, then $G ranks" | tee -a "$OUT/gpus.log"
+    $vh run inputs/sc09_256.ini --case.solver=spectral --domain.n="$big" --spectral.dealias=2/3 --dry-run 2>&1 |
+      tail -n 2 | tee -a "$OUT/gpus.log"
+    $mpi -np "$G" $vh run inputs/sc09_256.ini --case.solver=spectral --domain.n="$big" --spectral.dealias=2/3 \
+      --dry-run 2>&1 | grep -E "^memory|needs|allowed" | tee -a "$OUT/gpus.log"
+    $mpi -np "$G" .gpu/spectral_bench --device gpu --n "$big" --dealias 2/3 --steps 5 --warmup 2 --csv \
+      >"$OUT/gpus_bench_big.out" 2>&1 || status=1
+    grep -vE "^date,commit" "$OUT/gpus_bench_big.out" | tee -a "$OUT/gpus.log"
+  fi
+  # The sc09 case at 512^3, spectral solver, on every GPU, as far as GPUS_SC09_T.
+  r="$OUT/gpus_sc09_512"
+  timed "sc09 at 512^3, spectral, $G GPUs, to t/T = ${GPUS_SC09_T:-0.1}" $mpi -np "$G" $vh run inputs/sc09_256.ini \
+    --case.solver=spectral --domain.n=512 --time.t_end_over_T="${GPUS_SC09_T:-0.1}" --output.fields_at= \
+    --output.dir="$r" --output.overwrite=true --quiet 2>&1 | tail -n 5 | tee -a "$OUT/gpus.log" || status=1
+  grep -E "^time |steps|comm|transport" "$r/log.txt" | tail -n 12 | tee -a "$OUT/gpus.log"
 fi
 if [ "$what" = vstep ]; then
   # Issue 15, the vortex/ part: the GPU-resident solver against the CPU one (test_vortex_gpu), the

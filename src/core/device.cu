@@ -57,32 +57,36 @@ void select_gpus(const Comm& comm, bool share_gpus) {
     cudaGetLastError();
     count = 0;
   }
-  // Every rank decides on the same facts (allgathered), so every rank throws the same line.
+  // The node-local rank picks among the GPUs this rank sees (all of the node's, or the one a
+  // scheduler bound to it). Every rank then decides on the same facts (allgathered), so every
+  // rank throws the same line.
   struct Facts {
-    int gpus, local_rank, local_size;
+    int gpus;
+    char uuid[16];
     char name[256];
-  } mine{count, comm.local_rank(), comm.local_size(), {}};
-  cudaDeviceProp prop{};
+  } mine{count, {}, {}};
   if (count > 0) {
-    VH_CHECK_CUDA(cudaSetDevice(share_gpus ? comm.local_rank() % count : std::min(comm.local_rank(), count - 1)));
+    VH_CHECK_CUDA(cudaSetDevice(comm.local_rank() % count));
     int dev = 0;
+    cudaDeviceProp prop{};
     VH_CHECK_CUDA(cudaGetDevice(&dev));
     VH_CHECK_CUDA(cudaGetDeviceProperties(&prop, dev));
+    std::memcpy(mine.uuid, prop.uuid.bytes, sizeof mine.uuid);
     std::snprintf(mine.name, sizeof mine.name, "%s", prop.name);
   }
   std::vector<Facts> all(std::size_t(comm.size()));
   comm.allgather(&mine, sizeof mine, all.data());
   for (int r = 0; r < comm.size(); ++r) {
     const Facts& f = all[std::size_t(r)];
-    if (f.gpus == 0)
-      throw InputError("device = gpu, but rank " + std::to_string(r) + " sees no GPU");
-    if (f.local_size > f.gpus && !share_gpus)
-      throw InputError(std::to_string(f.local_size) + " ranks on the node of rank " + std::to_string(r) + " but " +
-                       std::to_string(f.gpus) + " GPU" + (f.gpus > 1 ? "s" : "") +
-                       ": one rank per GPU (mpirun -np <= GPUs per node), or parallel.share_gpus = true");
+    if (f.gpus == 0) throw InputError("device = gpu, but rank " + std::to_string(r) + " sees no GPU");
     if (std::strcmp(f.name, all[0].name) != 0)
       throw InputError(std::string("the ranks' GPUs differ (rank 0: ") + all[0].name + ", rank " + std::to_string(r) +
                        ": " + f.name + "): run on GPUs of one kind");
+    for (int q = 0; q < r && !share_gpus; ++q)
+      if (std::memcmp(all[std::size_t(q)].uuid, f.uuid, sizeof f.uuid) == 0)
+        throw InputError("ranks " + std::to_string(q) + " and " + std::to_string(r) + " would share one GPU (" +
+                         std::to_string(f.gpus) + " visible to a rank): one rank per GPU (mpirun -np <= GPUs per " +
+                         "node), or parallel.share_gpus = true");
   }
 }
 

@@ -20,10 +20,10 @@ std::string device_name(Backend b);
 /// has no CUDA or no GPU is visible.
 bool gpu_memory(std::size_t& free, std::size_t& total);
 /// Collective over `comm` (R > 1 ranks of a GPU run): gives each rank the GPU of index
-/// local_rank on its node, or local_rank modulo the node's GPU count when `share_gpus`.
-/// Throws InputError, the same one line on every rank, when a node runs more ranks than it has
-/// GPUs and sharing is not allowed, or when the ranks' GPUs are not all of one kind (a run
-/// goes at the pace of its slowest GPU, and its memory check assumes one size).
+/// local_rank modulo the GPUs it sees (all of its node's, or the one a scheduler bound to it).
+/// Throws InputError, the same one line on every rank, when two ranks would share a GPU and
+/// `share_gpus` is false, or when the ranks' GPUs are not all of one kind (a run goes at the
+/// pace of its slowest GPU, and its memory check assumes one size).
 void select_gpus(const Comm& comm, bool share_gpus);
 
 }  // namespace vh
