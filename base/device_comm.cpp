@@ -167,6 +167,8 @@ DeviceComm::DeviceComm(const Comm& comm, cudaStream_t stream)
 DeviceComm::~DeviceComm() {
   for (void* h : host_)
     if (h) cudaFreeHost(h);
+  for (const auto* v : {&pending_, &spare_})
+    for (const Timed& t : *v) cudaEventDestroy(t.begin), cudaEventDestroy(t.end);
 }
 
 void* DeviceComm::host(int which, std::size_t bytes) {
@@ -183,6 +185,7 @@ void* DeviceComm::host(int which, std::size_t bytes) {
 void DeviceComm::alltoallv(const void* send, const std::vector<std::size_t>& sc, const std::vector<std::size_t>& sd,
                            void* recv, const std::vector<std::size_t>& rc, const std::vector<std::size_t>& rd,
                            std::size_t elem_bytes) {
+  VH_CHECK_CUDA(cudaStreamSynchronize(stream_));  // the stream's earlier work is not the exchange's
   const auto t0 = std::chrono::steady_clock::now();
   const char* s = static_cast<const char*>(send);
   char* d = static_cast<char*>(recv);
@@ -206,10 +209,8 @@ void DeviceComm::alltoallv(const void* send, const std::vector<std::size_t>& sc,
 #endif
     VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
   } else if (transport_ == Transport::mpi_cuda) {
-    VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
     comm_.alltoallv(send, sc, sd, recv, rc, rd, elem_bytes);
   } else {
-    VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
     const std::size_t ns = extent(sc, sd) * elem_bytes, nr = extent(rc, rd) * elem_bytes;
     void* hs = host(0, std::max<std::size_t>(ns, 1));
     void* hr = host(1, std::max<std::size_t>(nr, 1));
@@ -223,8 +224,142 @@ void DeviceComm::alltoallv(const void* send, const std::vector<std::size_t>& sc,
   ++stats_.exchanges;
 }
 
+void DeviceComm::self_copies(cudaStream_t stream, const std::vector<Send>& sends, const std::vector<Recv>& recvs) {
+  // This rank's own pieces: the i-th send to itself lands in the i-th receive from itself.
+  const int me = comm_.rank();
+  std::vector<const Send*> self_send;
+  std::vector<const Recv*> self_recv;
+  for (const Send& x : sends)
+    if (x.rank == me) self_send.push_back(&x);
+  for (const Recv& x : recvs)
+    if (x.rank == me) self_recv.push_back(&x);
+  VH_CHECK(self_send.size() == self_recv.size(), "DeviceComm::exchange: a rank's pieces to itself do not match");
+  for (std::size_t i = 0; i < self_send.size(); ++i) {
+    VH_CHECK(self_send[i]->bytes == self_recv[i]->bytes, "DeviceComm::exchange: a piece to itself changes size");
+    if (self_send[i]->bytes)
+      VH_CHECK_CUDA(cudaMemcpyAsync(self_recv[i]->data, self_send[i]->data, self_send[i]->bytes,
+                                    cudaMemcpyDeviceToDevice, stream));
+  }
+}
+
+void DeviceComm::nccl_group(cudaStream_t stream, const std::vector<Send>& sends, const std::vector<Recv>& recvs) {
+#ifdef VH_HAVE_NCCL
+  const int me = comm_.rank();
+  VH_CHECK_NCCL(ncclGroupStart());
+  for (const Send& x : sends)
+    if (x.rank != me && x.bytes) VH_CHECK_NCCL(ncclSend(x.data, x.bytes, ncclChar, x.rank, nccl_->comm, stream));
+  for (const Recv& x : recvs)
+    if (x.rank != me && x.bytes) VH_CHECK_NCCL(ncclRecv(x.data, x.bytes, ncclChar, x.rank, nccl_->comm, stream));
+  VH_CHECK_NCCL(ncclGroupEnd());
+#else
+  (void)stream, (void)sends, (void)recvs;
+#endif
+}
+
+void DeviceComm::exchange_on(cudaStream_t stream, const std::vector<Send>& sends, const std::vector<Recv>& recvs) {
+  VH_CHECK(stream_ordered(), "DeviceComm::exchange_on needs the NCCL transport");
+  settle(false);
+  Timed t{};
+  if (!spare_.empty()) {
+    t = spare_.back();
+    spare_.pop_back();
+  } else {
+    VH_CHECK_CUDA(cudaEventCreate(&t.begin));
+    VH_CHECK_CUDA(cudaEventCreate(&t.end));
+  }
+  VH_CHECK_CUDA(cudaEventRecord(t.begin, stream));
+  self_copies(stream, sends, recvs);
+  if (comm_.size() > 1) nccl_group(stream, sends, recvs);
+  VH_CHECK_CUDA(cudaEventRecord(t.end, stream));
+  pending_.push_back(t);
+  for (const Send& x : sends)
+    if (x.rank != comm_.rank()) stats_.bytes += double(x.bytes);
+  ++stats_.exchanges;
+}
+
+void DeviceComm::settle(bool wait) const {
+  std::size_t done = 0;
+  for (; done < pending_.size(); ++done) {
+    const Timed& t = pending_[done];
+    if (wait) VH_CHECK_CUDA(cudaEventSynchronize(t.end));
+    else if (cudaEventQuery(t.end) != cudaSuccess) break;
+    float ms = 0;
+    VH_CHECK_CUDA(cudaEventElapsedTime(&ms, t.begin, t.end));
+    stats_.seconds += 1e-3 * ms;
+    spare_.push_back(t);
+  }
+  pending_.erase(pending_.begin(), pending_.begin() + std::ptrdiff_t(done));
+  cudaGetLastError();  // cudaEventQuery's cudaErrorNotReady is not an error
+}
+
+const ExchangeStats& DeviceComm::stats() const {
+  settle(true);
+  return stats_;
+}
+
+void DeviceComm::exchange(const std::vector<Send>& sends, const std::vector<Recv>& recvs) {
+  VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
+  const auto t0 = std::chrono::steady_clock::now();
+  const int me = comm_.rank();
+  self_copies(stream_, sends, recvs);
+  double sent = 0;
+  for (const Send& x : sends)
+    if (x.rank != me) sent += double(x.bytes);
+  if (transport_ == Transport::nccl) {
+    nccl_group(stream_, sends, recvs);
+    VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
+  } else {
+    VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
+    // MPI: one message per piece, tagged by its place among the pieces of its pair (MPI keeps
+    // the order of equal tags too, but distinct tags say what matches what). CUDA-aware: the
+    // device pointers; staged: through pinned host memory, one buffer for all sends and one for
+    // all receives.
+    const bool staged = transport_ == Transport::mpi_staged;
+    std::size_t send_total = 0, recv_total = 0;
+    for (const Send& x : sends)
+      if (x.rank != me) send_total += x.bytes;
+    for (const Recv& x : recvs)
+      if (x.rank != me) recv_total += x.bytes;
+    char* hs = staged ? static_cast<char*>(host(0, std::max<std::size_t>(send_total, 1))) : nullptr;
+    char* hr = staged ? static_cast<char*>(host(1, std::max<std::size_t>(recv_total, 1))) : nullptr;
+    std::vector<Comm::Request> reqs;
+    std::vector<int> tag(std::size_t(comm_.size()), 0);
+    std::size_t off = 0;
+    for (const Send& x : sends) {
+      if (x.rank == me) continue;
+      const void* from = x.data;
+      if (staged) {
+        if (x.bytes) VH_CHECK_CUDA(cudaMemcpy(hs + off, x.data, x.bytes, cudaMemcpyDeviceToHost));
+        from = hs + off;
+        off += x.bytes;
+      }
+      reqs.push_back(comm_.isend(from, x.bytes, x.rank, tag[std::size_t(x.rank)]++));
+    }
+    std::fill(tag.begin(), tag.end(), 0);
+    std::vector<std::pair<const Recv*, char*>> staged_recvs;
+    off = 0;
+    for (const Recv& x : recvs) {
+      if (x.rank == me) continue;
+      void* into = x.data;
+      if (staged) {
+        into = hr + off;
+        staged_recvs.emplace_back(&x, hr + off);
+        off += x.bytes;
+      }
+      reqs.push_back(comm_.irecv(into, x.bytes, x.rank, tag[std::size_t(x.rank)]++));
+    }
+    Comm::wait_all(reqs);
+    for (const auto& [x, h] : staged_recvs)
+      if (x->bytes) VH_CHECK_CUDA(cudaMemcpy(x->data, h, x->bytes, cudaMemcpyHostToDevice));
+  }
+  stats_.seconds += seconds_since(t0);
+  stats_.bytes += sent;
+  ++stats_.exchanges;
+}
+
 void DeviceComm::allgatherv(const void* send, std::size_t count, void* recv, const std::vector<std::size_t>& counts,
                             std::size_t elem_bytes) {
+  VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
   const auto t0 = std::chrono::steady_clock::now();
   std::size_t total = 0;
   for (std::size_t c : counts) total += c;
@@ -250,10 +385,8 @@ void DeviceComm::allgatherv(const void* send, std::size_t count, void* recv, con
 #endif
     VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
   } else if (transport_ == Transport::mpi_cuda) {
-    VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
     comm_.allgatherv(send, count, recv, counts, elem_bytes);
   } else {
-    VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
     void* hs = host(0, std::max<std::size_t>(count * elem_bytes, 1));
     void* hr = host(1, std::max<std::size_t>(total * elem_bytes, 1));
     if (count) VH_CHECK_CUDA(cudaMemcpy(hs, send, count * elem_bytes, cudaMemcpyDeviceToHost));
@@ -266,10 +399,8 @@ void DeviceComm::allgatherv(const void* send, std::size_t count, void* recv, con
 }
 
 void DeviceComm::sum(double* data, std::size_t n) {
-  if (comm_.size() == 1 || n == 0) {
-    VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
-    return;
-  }
+  VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
+  if (comm_.size() == 1 || n == 0) return;
   const auto t0 = std::chrono::steady_clock::now();
 #ifdef VH_HAVE_NCCL
   if (transport_ == Transport::nccl) {
@@ -279,7 +410,6 @@ void DeviceComm::sum(double* data, std::size_t n) {
 #endif
   {
     // MPI: a few values (reductions of diagnostics) through the host whatever the library.
-    VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
     std::vector<double> h(n);
     VH_CHECK_CUDA(cudaMemcpy(h.data(), data, n * sizeof(double), cudaMemcpyDeviceToHost));
     comm_.sum(h);

@@ -59,8 +59,9 @@ class DeviceComm {
 
   const Comm& comm() const { return comm_; }
   Transport transport() const { return transport_; }
-  /// The costs so far of the calls below (bytes to other ranks, wall seconds, calls).
-  const ExchangeStats& stats() const { return stats_; }
+  /// The costs so far of the calls below (bytes to other ranks, wall seconds, calls). Each call
+  /// first waits for the stream's earlier work, so the seconds are the exchange's own.
+  const ExchangeStats& stats() const;
 
   /// All-to-all of elements of `elem_bytes` bytes: to rank r goes send[sd[r] …) of sc[r]
   /// elements, from rank r comes recv[rd[r] …) of rc[r] (counts and displacements in
@@ -68,6 +69,28 @@ class DeviceComm {
   void alltoallv(const void* send, const std::vector<std::size_t>& sc, const std::vector<std::size_t>& sd,
                  void* recv, const std::vector<std::size_t>& rc, const std::vector<std::size_t>& rd,
                  std::size_t elem_bytes);
+  /// A contiguous piece of device memory that goes to (Send) or comes from (Recv) `rank`.
+  struct Send {
+    int rank;
+    const void* data;
+    std::size_t bytes;
+  };
+  struct Recv {
+    int rank;
+    void* data;
+    std::size_t bytes;
+  };
+  /// Point-to-point pieces, all at once: rank r's sends to this rank match this rank's receives
+  /// from r in the order both lists give them (sizes equal), so that buffers are sent from and
+  /// received into where they lie, with no packing. Pieces to this rank itself are device
+  /// copies, matched in the same way.
+  void exchange(const std::vector<Send>& sends, const std::vector<Recv>& recvs);
+  /// Whether exchange_on() runs in stream order, without the host (the NCCL transport).
+  bool stream_ordered() const { return transport_ == Transport::nccl || comm_.size() == 1; }
+  /// exchange() enqueued on `stream` (stream_ordered() transports only): returns at once, and
+  /// the received data are in place once the stream's work so far is done; the send buffers
+  /// must not change before then. Lets a caller overlap an exchange with work on another stream.
+  void exchange_on(cudaStream_t stream, const std::vector<Send>& sends, const std::vector<Recv>& recvs);
   /// Every rank receives each rank's count elements one after the other in rank order
   /// (counts: every rank's, as Comm::counts()).
   void allgatherv(const void* send, std::size_t count, void* recv, const std::vector<std::size_t>& counts,
@@ -79,13 +102,20 @@ class DeviceComm {
 
  private:
   void* host(int which, std::size_t bytes);  // pinned staging buffer 0 or 1, grown as needed
+  void self_copies(cudaStream_t stream, const std::vector<Send>& sends, const std::vector<Recv>& recvs);
+  void nccl_group(cudaStream_t stream, const std::vector<Send>& sends, const std::vector<Recv>& recvs);
+  void settle(bool wait) const;  // books the stream time of finished exchange_on() calls
   Comm comm_;
   cudaStream_t stream_;
   Transport transport_;
   std::shared_ptr<Nccl> nccl_;
   void* host_[2] = {nullptr, nullptr};
   std::size_t host_bytes_[2] = {0, 0};
-  ExchangeStats stats_;
+  mutable ExchangeStats stats_;
+  struct Timed {
+    cudaEvent_t begin, end;
+  };
+  mutable std::vector<Timed> pending_, spare_;  // exchange_on()'s events: not yet booked, reusable
 };
 
 }  // namespace vh

@@ -210,12 +210,13 @@ __global__ void __launch_bounds__(Ffts<T, M>::kColThreads)
 /// YI: inverse y of zt fields 0–5 (|ky| ≤ K rows, zero elsewhere) into yb. Grid (nxp/kTile, nzl):
 /// z is the rank's plane index (zt is zb on one rank).
 template <class T, int M>
-__global__ void __launch_bounds__(Ffts<T, M>::kColThreads) yi_kernel(FusedLayout l, const Cx<T>* zt, Cx<T>* yb) {
+__global__ void __launch_bounds__(Ffts<T, M>::kColThreads)
+    yi_kernel(FusedLayout l, int f0, int f1, const Cx<T>* zt, Cx<T>* yb) {
   using F = typename Ffts<T, M>::ColInv;
   extern __shared__ __align__(16) unsigned char smem[];
   Cx<T>* S = reinterpret_cast<Cx<T>*>(smem);
   const int kx0 = int(blockIdx.x) * kTile, z = int(blockIdx.y), K = l.k;
-  for (int f = 0; f < 6; ++f) {
+  for (int f = f0; f < f1; ++f) {
     for (unsigned idx = flat_tid(); idx < unsigned(M) * kTile; idx += block_threads()) {
       const unsigned j = idx / kTile, tt = idx % kTile;
       const int ky = kernel::signed_k(int(j), M);
@@ -233,12 +234,13 @@ __global__ void __launch_bounds__(Ffts<T, M>::kColThreads) yi_kernel(FusedLayout
 
 /// YF: forward y of yb fields 0–2 keeping |ky| ≤ K, into zt fields 0–2. Grid (nxp/kTile, nzl).
 template <class T, int M>
-__global__ void __launch_bounds__(Ffts<T, M>::kColThreads) yf_kernel(FusedLayout l, const Cx<T>* yb, Cx<T>* zt) {
+__global__ void __launch_bounds__(Ffts<T, M>::kColThreads)
+    yf_kernel(FusedLayout l, int f0, int f1, const Cx<T>* yb, Cx<T>* zt) {
   using F = typename Ffts<T, M>::ColFwd;
   extern __shared__ __align__(16) unsigned char smem[];
   Cx<T>* S = reinterpret_cast<Cx<T>*>(smem);
   const int kx0 = int(blockIdx.x) * kTile, z = int(blockIdx.y), K = l.k;
-  for (int c = 0; c < 3; ++c) {
+  for (int c = f0; c < f1; ++c) {
     for (unsigned idx = flat_tid(); idx < unsigned(M) * kTile; idx += block_threads()) {
       const unsigned y = idx / kTile, tt = idx % kTile;
       S[y * kPad + tt] = yb[l.yb(c, z, int(y), kx0 + int(tt))];
@@ -363,7 +365,7 @@ template <class T, int M>
 struct Passes {
   /// zt: the y passes' input and output (zb itself on one rank; FusedLayout).
   static void run(Pass p, const FusedLayout& l, int s, bool expl, T nu, T dt, const StageArrays<T>& arr,
-                  Cx<T>* zb, Cx<T>* zt, Cx<T>* yb, cudaStream_t st) {
+                  Cx<T>* zb, Cx<T>* zt, Cx<T>* yb, cudaStream_t st, int f0, int f1) {
     using Fs = Ffts<T, M>;
     const dim3 col(Fs::kStride, kTile);
     switch (p) {
@@ -383,11 +385,11 @@ struct Passes {
       }
       case Pass::y_inverse:
         set_smem(yi_kernel<T, M>, Fs::kColScratch);
-        yi_kernel<T, M><<<dim3(l.nxp / kTile, l.nzl), col, Fs::kColScratch, st>>>(l, zt, yb);
+        yi_kernel<T, M><<<dim3(l.nxp / kTile, l.nzl), col, Fs::kColScratch, st>>>(l, f0, f1 < 0 ? 6 : f1, zt, yb);
         break;
       case Pass::y_forward:
         set_smem(yf_kernel<T, M>, Fs::kColScratch);
-        yf_kernel<T, M><<<dim3(l.nxp / kTile, l.nzl), col, Fs::kColScratch, st>>>(l, yb, zt);
+        yf_kernel<T, M><<<dim3(l.nxp / kTile, l.nzl), col, Fs::kColScratch, st>>>(l, f0, f1 < 0 ? 3 : f1, yb, zt);
         break;
       case Pass::x_cross:
         // The variant measured fastest for this size (kXcDefault): 2 = ept() threads per line

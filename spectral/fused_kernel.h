@@ -26,6 +26,7 @@
 #include <cstddef>
 
 #include "core/hd.h"
+#include "core/slab.h"  // block_start, block_count, block_owner
 #include "spectral/rhs_kernel.h"
 
 namespace vh::spectral::kernel {
@@ -37,9 +38,11 @@ constexpr int kTile = 8;
 ///
 /// On R > 1 ranks (core/slab.h, slab_kernel.h) the z passes (ZI, ZFP) run over the rank's
 /// kept ky block (jy0 … jy0 + njy − 1) and write zb[f][z][j][kx] (j = jy − jy0), the y and x
-/// passes over its M-grid planes and read and write zt[f][zl][jy][kx] and yb[f][zl][y][kx]
-/// (zl = z − z0); an all-to-all moves zb to zt and back (gpu_slab.cuh). On one rank
-/// (make(g)) j = jy, zl = z and zt is zb: the offsets are the one-rank ones.
+/// passes over its M-grid planes and read and write zt and yb[f][zl][y][kx] (zl = z − z0).
+/// zt groups the kept ky by the rank p whose block holds them, zt[f][p][zl][jy − jy0(p)][kx],
+/// so that what rank p's z passes send this rank, zb_p[f][this rank's planes][·][·], is one
+/// contiguous piece of zt and the exchange (gpu_slab.cuh) moves pieces without packing. On one
+/// rank (make(g)) j = jy, zl = z and zt is zb: the offsets are the one-rank ones.
 struct FusedLayout {
   Geometry g;
   int k;    ///< largest retained |k_i|
@@ -50,6 +53,7 @@ struct FusedLayout {
   int nzl;       ///< M-grid planes of this rank's y and x passes (M on one rank)
   int slots;     ///< ky slots of the state (N on one rank)
   bool whole;    ///< one rank: slot = ky index
+  int ranks;     ///< ranks of the decomposition (1 on one rank): zt's ky blocks
 
   static FusedLayout make(const Geometry& g) {
     FusedLayout l{};
@@ -63,11 +67,12 @@ struct FusedLayout {
     l.nzl = g.m;
     l.slots = g.n;
     l.whole = true;
+    l.ranks = 1;
     return l;
   }
   /// One rank of R: its kept ky block, its planes and its state slots (slab_kernel.h's
   /// SlabLayout of the same slab gives the same ranges).
-  static FusedLayout make(const Geometry& g, int jy0, int njy, int nzl, int slots, bool whole) {
+  static FusedLayout make(const Geometry& g, int jy0, int njy, int nzl, int slots, bool whole, int ranks) {
     FusedLayout l = make(g);
     if (whole) return l;
     l.jy0 = jy0;
@@ -75,14 +80,24 @@ struct FusedLayout {
     l.nzl = nzl;
     l.slots = slots;
     l.whole = false;
+    l.ranks = ranks;
     return l;
   }
+  /// Rank p's kept ky block: jy0_of(p) … jy0_of(p) + njy_of(p) − 1 (core/slab.h blocks).
+  VH_HD int jy0_of(int p) const { return block_start(nk, ranks, p); }
+  VH_HD int njy_of(int p) const { return block_count(nk, ranks, p); }
   VH_HD std::size_t zb(int f, int z, int j, int kx) const {
     return ((std::size_t(f) * g.m + z) * njy + j) * nxp + kx;
   }
   VH_HD std::size_t zt(int f, int zl, int jy, int kx) const {
-    return ((std::size_t(f) * nzl + zl) * nk + jy) * nxp + kx;
+    if (ranks == 1) return ((std::size_t(f) * nzl + zl) * nk + jy) * nxp + kx;
+    const int p = block_owner(nk, ranks, jy), j0 = jy0_of(p);
+    return ((std::size_t(f) * nk + j0) * nzl + std::size_t(zl) * njy_of(p) + (jy - j0)) * nxp + kx;
   }
+  /// zt's piece of rank p's ky block in field f: nzl · njy_of(p) · nxp values from here.
+  std::size_t zt_piece(int f, int p) const { return (std::size_t(f) * nk + jy0_of(p)) * nzl * nxp; }
+  /// zb's piece of planes z0 … z0 + nz − 1 in field f: nz · njy · nxp values from here.
+  std::size_t zb_piece(int f, int z0) const { return (std::size_t(f) * g.m + z0) * njy * nxp; }
   VH_HD std::size_t yb(int f, int zl, int y, int kx) const {
     return ((std::size_t(f) * nzl + zl) * g.m + y) * nxp + kx;
   }

@@ -2,18 +2,20 @@
 // after the kernels it reuses): one evaluation in the pass structure of slab_kernel.h, the
 // device twin of slab_passes.cpp kernel by kernel, in one of two forms:
 //   fused  the fused cuFFTDx passes (fused.h) on the rank's part (FusedLayout: ZI and ZFP
-//          over its kept ky block, YI, XC and YF over its planes), zb → zt and back by
-//          all-to-all; where the fused passes run (sizes with kernels, sm_90).
+//          over its kept ky block, YI, XC and YF over its planes); zb → zt and back move as
+//          pieces, field by field, from and into the passes' own buffers (FusedLayout's zt
+//          groups the ky by owner for that): no packing, no message buffers. Where the
+//          fused passes run (sizes with kernels, sm_90).
 //   lines  cuFFT batched line transforms over slab_kernel.h's layouts, one plan per pass,
-//          and the per-element functions of slab_kernel.h as flat kernels: elsewhere, or
-//          with Params::transforms = cufft.
-// max|u| always runs as lines on the N grid (3 fields, inverse only). The all-to-all goes
-// through base/device_comm.h's DeviceComm (its transport: device buffers straight to a
-// CUDA-aware MPI, else staged through pinned host buffers).
-// Not done yet: overlapping the exchange with the local passes (each exchange waits for the
-// pack kernel, and the unpack for the exchange), cuFFT callbacks and the pruned cuFFT path
-// on R > 1 ranks (Params::fft_callbacks and pruned_transforms are ignored there), and the
-// GPU diagnostics (the run driver computes them on the host from the state's slab).
+//          and the per-element functions of slab_kernel.h as flat kernels, the messages
+//          packed in slab_kernel.h's order and moved by one all-to-all: elsewhere, or with
+//          Params::transforms = cufft.
+// max|u| always runs as lines on the N grid (3 fields, inverse only). Both go through
+// base/device_comm.h's DeviceComm (NCCL, or MPI: CUDA-aware or staged through host memory).
+// Not done yet: overlapping the exchange with the local passes, cuFFT callbacks and the
+// pruned cuFFT path on R > 1 ranks (Params::fft_callbacks and pruned_transforms are ignored
+// there), and the GPU diagnostics (the run driver computes them on the host from the state's
+// slab). VH_FUSED_PROFILE=1 times the exchanges' phases per rank (SlabProfile).
 // Included inside gpu_solver.cu's namespace: base/device_buffer.h, base/device_comm.h and
 // spectral/slab_kernel.h come from there.
 #pragma once
@@ -45,11 +47,10 @@ __global__ void __launch_bounds__(kFlat)
   }
 }
 
-/// The z side of an exchange over (f, j, kx, z): Z lines (lines) or zb (fused) to the
-/// message buffer (`to_msg`) or back.
-template <class T, bool Fused>
-__global__ void __launch_bounds__(kFlat)
-    z_side_kernel(SlabLayout l, kernel::FusedLayout fl, int fields, bool to_msg, Cx<T>* buf, Cx<T>* msg) {
+/// Lines, z side of an exchange over (f, j, kx, z): Z lines to the message buffer (`to_msg`)
+/// or back.
+template <class T>
+__global__ void __launch_bounds__(kFlat) z_side_kernel(SlabLayout l, int fields, bool to_msg, Cx<T>* Z, Cx<T>* msg) {
   const int m = l.g.m;
   const unsigned long long n = (unsigned long long)fields * l.njy * l.nx * m;
   for (unsigned long long i = flat_first(); i < n; i += flat_stride()) {
@@ -58,11 +59,11 @@ __global__ void __launch_bounds__(kFlat)
     const int kx = int(r % l.nx);
     r /= l.nx;
     const int j = int(r % l.njy), f = int(r / l.njy);
-    const std::size_t b = Fused ? fl.zb(f, z, j, kx) : l.zi(f, j, kx, z), q = l.z_message(fields, f, j, kx, z);
+    const std::size_t b = l.zi(f, j, kx, z), q = l.z_message(fields, f, j, kx, z);
     if (to_msg)
-      msg[q] = buf[b];
+      msg[q] = Z[b];
     else
-      buf[b] = msg[q];
+      Z[b] = msg[q];
   }
 }
 
@@ -81,11 +82,10 @@ __global__ void __launch_bounds__(kFlat) message_to_y_kernel(SlabLayout l, int f
   }
 }
 
-/// The y side of an exchange over (f, zl, jy, kx): the kept ky of Y (lines) or zt (fused)
-/// to the message buffer (`to_msg`) or back (fused only: lines fill Y by message_to_y_kernel).
-template <class T, bool Fused>
-__global__ void __launch_bounds__(kFlat)
-    y_side_kernel(SlabLayout l, kernel::FusedLayout fl, int fields, bool to_msg, Cx<T>* buf, Cx<T>* msg) {
+/// Lines, y side of the exchange back over (f, zl, jy, kx): the kept ky of Y to the message
+/// buffer.
+template <class T>
+__global__ void __launch_bounds__(kFlat) y_to_message_kernel(SlabLayout l, int fields, const Cx<T>* Y, Cx<T>* msg) {
   const unsigned long long n = (unsigned long long)fields * l.nzl * l.nk * l.nx;
   for (unsigned long long i = flat_first(); i < n; i += flat_stride()) {
     const int kx = int(i % l.nx);
@@ -93,12 +93,7 @@ __global__ void __launch_bounds__(kFlat)
     const int jy = int(r % l.nk);
     r /= l.nk;
     const int zl = int(r % l.nzl), f = int(r / l.nzl);
-    const std::size_t b = Fused ? fl.zt(f, zl, jy, kx) : l.yi(f, zl, kx, kernel::axis_index(jy - l.k, l.g.m));
-    const std::size_t q = l.y_message(fields, f, jy, kx, zl);
-    if (to_msg)
-      msg[q] = buf[b];
-    else
-      buf[b] = msg[q];
+    msg[l.y_message(fields, f, jy, kx, zl)] = Y[l.yi(f, zl, kx, kernel::axis_index(jy - l.k, l.g.m))];
   }
 }
 
@@ -132,12 +127,58 @@ __global__ void __launch_bounds__(kFlat) y_from_rows_kernel(SlabLayout l, const 
   }
 }
 
+/// VH_FUSED_PROFILE=1: the phases of the slab exchanges timed with CUDA events on the stream
+/// (synchronising), per rank, totals at the solver's end (beside fused.cu's pass times).
+class SlabProfile {
+ public:
+  enum Phase { pack_planes, transfer_planes, unpack_planes, pack_columns, transfer_columns, unpack_columns, kPhases };
+  SlabProfile(cudaStream_t st, int rank) : st_(st), rank_(rank) {
+    if (!on_) return;
+    VH_CHECK_CUDA(cudaEventCreate(&e0_));
+    VH_CHECK_CUDA(cudaEventCreate(&e1_));
+  }
+  ~SlabProfile() {
+    if (!on_) return;
+    const char* names[kPhases] = {"pack to planes", "transfer to planes", "unpack to planes",
+                                  "pack to columns", "transfer to columns", "unpack to columns"};
+    for (int i = 0; i < kPhases; ++i)
+      if (count_[i])
+        std::fprintf(stderr, "slab profile rank %d: %-20s %6ld calls %9.3f ms/call\n", rank_, names[i], count_[i],
+                     ms_[i] / count_[i]);
+    cudaEventDestroy(e0_);
+    cudaEventDestroy(e1_);
+  }
+  SlabProfile(const SlabProfile&) = delete;
+  SlabProfile& operator=(const SlabProfile&) = delete;
+  /// Runs f() and books the stream time it takes to phase p.
+  template <class F> void time(Phase p, F&& f) {
+    if (!on_) return f();
+    VH_CHECK_CUDA(cudaEventRecord(e0_, st_));
+    f();
+    VH_CHECK_CUDA(cudaEventRecord(e1_, st_));
+    VH_CHECK_CUDA(cudaEventSynchronize(e1_));
+    float ms = 0;
+    VH_CHECK_CUDA(cudaEventElapsedTime(&ms, e0_, e1_));
+    ms_[p] += ms;
+    ++count_[p];
+  }
+
+ private:
+  bool on_ = std::getenv("VH_FUSED_PROFILE") != nullptr;
+  cudaStream_t st_;
+  int rank_;
+  cudaEvent_t e0_ = nullptr, e1_ = nullptr;
+  double ms_[kPhases] = {};
+  long count_[kPhases] = {};
+};
+
 /// One rank's part of the GPU solver's evaluations and of max|u| (the header comment).
 template <class T>
 class GpuSlab {
  public:
-  GpuSlab(const Geometry& g, const Slab& s, bool fused, cudaStream_t st)
-      : slab_(s), st_(st), fused_(fused), comm_(s.comm, st) {
+  /// overlap: overlapped_transforms() where the passes are fused and the transport is NCCL.
+  GpuSlab(const Geometry& g, const Slab& s, bool fused, bool overlap, cudaStream_t st)
+      : slab_(s), st_(st), fused_(fused), comm_(s.comm, st), prof_(st, s.comm.rank()) {
     eval_.l = SlabLayout::make(g, s);
     eval_.fields = 6;
     Geometry gn = g;
@@ -145,11 +186,13 @@ class GpuSlab {
     maxu_.l = SlabLayout::make(gn, s);
     maxu_.fields = 3;
     const SlabLayout& l = eval_.l;
-    fl_ = kernel::FusedLayout::make(g, l.jy0, l.njy, l.nzl, l.slots, false);
+    fl_ = kernel::FusedLayout::make(g, l.jy0, l.njy, l.nzl, l.slots, false, l.ranks);
     VH_CHECK(!fused_ || std::size_t(l.nzl) * l.g.m % 4 == 0, "fused slab passes: rows per rank not a multiple of 4");
-    std::size_t msg = 0;  // elements of the largest message buffer
+    std::size_t msg = 0;  // elements of the largest message buffer (the lines' exchanges)
     for (const Lines* L : {&eval_, &maxu_})
-      msg = std::max({msg, L->l.z_size(L->fields), std::size_t(L->fields) * L->l.nk * L->l.nx * L->l.nzl, std::size_t(1)});
+      if (L == &maxu_ || !fused_)
+        msg = std::max({msg, L->l.z_size(L->fields), std::size_t(L->fields) * L->l.nk * L->l.nx * L->l.nzl,
+                        std::size_t(1)});
     std::size_t n1 = maxu_.l.z_size(3), n2 = maxu_.l.y_size(3), n3 = maxu_.l.x_size(3);
     if (fused_) {
       n1 = std::max(n1, fl_.zb_size()), n2 = std::max(n2, fl_.zt_size()), n3 = std::max(n3, fl_.yb_size());
@@ -174,10 +217,24 @@ class GpuSlab {
     if (!fused_) make_plans(eval_, ws);
     ws_.resize(ws);
     for (cufftHandle h : plans_) VH_CHECK_CUFFT(cufftSetWorkArea(h, ws_.data()));
+    if (fused_) make_pieces();
+    overlap_ = fused_ && overlap && comm_.stream_ordered() && std::getenv("VH_FUSED_PROFILE") == nullptr;
+    if (overlap_) {
+      VH_CHECK_CUDA(cudaStreamCreate(&cs_));
+      VH_CHECK_CUDA(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
+      for (cudaEvent_t& e : field_) VH_CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    }
   }
   ~GpuSlab() {
     for (cufftHandle h : plans_) cufftDestroy(h);
+    if (!overlap_) return;
+    cudaStreamSynchronize(cs_);
+    cudaEventDestroy(ready_);
+    for (cudaEvent_t e : field_) cudaEventDestroy(e);
+    cudaStreamDestroy(cs_);
   }
+  /// Whether the exchanges overlap the y passes (overlapped_transforms()).
+  bool overlapped() const { return overlap_; }
   GpuSlab(const GpuSlab&) = delete;
   GpuSlab& operator=(const GpuSlab&) = delete;
 
@@ -195,6 +252,7 @@ class GpuSlab {
   /// Everything between the stage input and post (collective).
   void transforms() {
     const SlabLayout& l = eval_.l;
+    if (fused_ && overlap_) return overlapped_transforms();
     if (fused_) {
       exchange_to_planes(eval_);
       for (fused::Pass p : {fused::Pass::y_inverse, fused::Pass::x_cross, fused::Pass::y_forward})
@@ -278,8 +336,8 @@ class GpuSlab {
     if (h) VH_CHECK_CUFFT(CufftTypes<T>::c2c_exec(h, d, dir));
   }
 
-  void pass(fused::Pass p, int s, T nu, T dt, const StageArrays<T>& arr, bool expl = false) {
-    fused::launch<T>(p, fl_, s, expl, nu, dt, arr, b1_, b2_, b3_, st_);
+  void pass(fused::Pass p, int s, T nu, T dt, const StageArrays<T>& arr, bool expl = false, int f0 = 0, int f1 = -1) {
+    fused::launch<T>(p, fl_, s, expl, nu, dt, arr, b1_, b2_, b3_, st_, f0, f1);
   }
 
   cufftHandle lines(long long m, long long howmany, cufftType type, std::size_t& ws) {
@@ -321,47 +379,102 @@ class GpuSlab {
 
   /// Z → Y: the z lines (or zb) of the rank's kept ky to every rank's planes.
   void exchange_to_planes(const Lines& L) {
+    if (fused_ && &L == &eval_) {
+      prof_.time(SlabProfile::transfer_planes, [&] { comm_.exchange(to_planes_.sends, to_planes_.recvs); });
+      return;
+    }
     const SlabLayout& l = L.l;
     const int F = L.fields;
-    const bool f = fused_ && &L == &eval_;
-    const std::size_t nz = std::size_t(F) * l.njy * l.nx * l.g.m;
-    if (f)
-      launch_flat(z_side_kernel<T, true>, nz, l, fl_, F, true, b1_, send_);
-    else
-      launch_flat(z_side_kernel<T, false>, nz, l, fl_, F, true, b1_, send_);
+    prof_.time(SlabProfile::pack_planes, [&] {
+      launch_flat(z_side_kernel<T>, std::size_t(F) * l.njy * l.nx * l.g.m, l, F, true, b1_, send_);
+    });
     std::vector<std::size_t> sc, so, rc, ro;
     for (int r = 0; r < l.ranks; ++r) {
       sc.push_back(l.z_count(F, r)), so.push_back(l.z_offset(F, r));
       rc.push_back(l.y_count(F, r)), ro.push_back(l.y_offset(F, r));
     }
-    comm_.alltoallv(send_, sc, so, recv_, rc, ro, sizeof(Cx<T>));
-    if (f)
-      launch_flat(y_side_kernel<T, true>, std::size_t(F) * l.nzl * l.nk * l.nx, l, fl_, F, false, b2_, recv_);
-    else
+    prof_.time(SlabProfile::transfer_planes, [&] { comm_.alltoallv(send_, sc, so, recv_, rc, ro, sizeof(Cx<T>)); });
+    prof_.time(SlabProfile::unpack_planes, [&] {
       launch_flat(message_to_y_kernel<T>, std::size_t(F) * l.nzl * l.nx * l.g.m, l, F, recv_, b2_);
+    });
   }
 
   /// Y → Z: the products' kept ky of the rank's planes back to the ranks that hold them.
   void exchange_to_columns(const Lines& L) {
+    if (fused_) {
+      prof_.time(SlabProfile::transfer_columns, [&] { comm_.exchange(to_columns_.sends, to_columns_.recvs); });
+      return;
+    }
     const SlabLayout& l = L.l;
     const int F = 3;
-    const std::size_t ny = std::size_t(F) * l.nzl * l.nk * l.nx;
-    if (fused_)
-      launch_flat(y_side_kernel<T, true>, ny, l, fl_, F, true, b2_, send_);
-    else
-      launch_flat(y_side_kernel<T, false>, ny, l, fl_, F, true, b2_, send_);
+    prof_.time(SlabProfile::pack_columns, [&] {
+      launch_flat(y_to_message_kernel<T>, std::size_t(F) * l.nzl * l.nk * l.nx, l, F, b2_, send_);
+    });
     std::vector<std::size_t> sc, so, rc, ro;
     for (int r = 0; r < l.ranks; ++r) {
       sc.push_back(l.y_count(F, r)), so.push_back(l.y_offset(F, r));
       rc.push_back(l.z_count(F, r)), ro.push_back(l.z_offset(F, r));
     }
-    comm_.alltoallv(send_, sc, so, recv_, rc, ro, sizeof(Cx<T>));
-    const std::size_t nz = std::size_t(F) * l.njy * l.nx * l.g.m;
-    if (fused_)
-      launch_flat(z_side_kernel<T, true>, nz, l, fl_, F, false, b1_, recv_);
-    else
-      launch_flat(z_side_kernel<T, false>, nz, l, fl_, F, false, b1_, recv_);
+    prof_.time(SlabProfile::transfer_columns, [&] { comm_.alltoallv(send_, sc, so, recv_, rc, ro, sizeof(Cx<T>)); });
+    prof_.time(SlabProfile::unpack_columns, [&] {
+      launch_flat(z_side_kernel<T>, std::size_t(F) * l.njy * l.nx * l.g.m, l, F, false, b1_, recv_);
+    });
   }
+
+  /// Fused, with a stream-ordered transport (NCCL): the exchanges field by field on their own
+  /// stream, each field's y pass as soon as its pieces are in (YI of field f beside the
+  /// transfer of f + 1 …), and each product's pieces sent as soon as its YF is done. The
+  /// results are those of the serial order bit for bit (the same kernels on the same data).
+  void overlapped_transforms() {
+    const StageArrays<T> none{};
+    VH_CHECK_CUDA(cudaEventRecord(ready_, st_));  // zb written by ZI or ZFP
+    VH_CHECK_CUDA(cudaStreamWaitEvent(cs_, ready_, 0));
+    for (int f = 0; f < 6; ++f) {
+      comm_.exchange_on(cs_, planes_by_field_[f].sends, planes_by_field_[f].recvs);
+      VH_CHECK_CUDA(cudaEventRecord(field_[f], cs_));
+    }
+    for (int f = 0; f < 6; ++f) {
+      VH_CHECK_CUDA(cudaStreamWaitEvent(st_, field_[f], 0));
+      pass(fused::Pass::y_inverse, kernel::kRhsOnly, 0, 0, none, false, f, f + 1);
+    }
+    pass(fused::Pass::x_cross, kernel::kRhsOnly, 0, 0, none);
+    for (int c = 0; c < 3; ++c) {
+      pass(fused::Pass::y_forward, kernel::kRhsOnly, 0, 0, none, false, c, c + 1);
+      VH_CHECK_CUDA(cudaEventRecord(field_[c], st_));
+      VH_CHECK_CUDA(cudaStreamWaitEvent(cs_, field_[c], 0));
+      comm_.exchange_on(cs_, columns_by_field_[c].sends, columns_by_field_[c].recvs);
+    }
+    VH_CHECK_CUDA(cudaEventRecord(ready_, cs_));
+    VH_CHECK_CUDA(cudaStreamWaitEvent(st_, ready_, 0));  // ZFP reads what came back
+  }
+
+  /// Fused: the pieces both exchanges move (fused_kernel.h, FusedLayout): zb's planes of rank
+  /// q, field by field, are one piece of q's zt (6 fields to the planes, the 3 products back).
+  void make_pieces() {
+    const int R = eval_.l.ranks;
+    const std::size_t e = sizeof(Cx<T>);
+    for (int r = 0; r < R; ++r) {
+      const std::size_t zb_bytes = std::size_t(eval_.l.nzl_of(r)) * fl_.njy * fl_.nxp * e;  // my ky, r's planes
+      const std::size_t zt_bytes = std::size_t(fl_.nzl) * fl_.njy_of(r) * fl_.nxp * e;     // r's ky, my planes
+      for (int f = 0; f < 6; ++f) {
+        Cx<T>* zb = b1_ + fl_.zb_piece(f, eval_.l.z0_of(r));
+        Cx<T>* zt = b2_ + fl_.zt_piece(f, r);
+        for (Pieces* x : {&to_planes_, &planes_by_field_[f]}) {
+          x->sends.push_back({r, zb, zb_bytes});
+          x->recvs.push_back({r, zt, zt_bytes});
+        }
+        if (f < 3)
+          for (Pieces* x : {&to_columns_, &columns_by_field_[f]}) {
+            x->sends.push_back({r, zt, zt_bytes});
+            x->recvs.push_back({r, zb, zb_bytes});
+          }
+      }
+    }
+  }
+  struct Pieces {
+    std::vector<DeviceComm::Send> sends;
+    std::vector<DeviceComm::Recv> recvs;
+  };
 
   Slab slab_;
   cudaStream_t st_;
@@ -369,10 +482,16 @@ class GpuSlab {
   Lines eval_, maxu_;
   kernel::FusedLayout fl_{};
   DeviceComm comm_;
+  SlabProfile prof_;
   DeviceArray<Cx<T>> mem_[3];
   Cx<T>*b1_ = nullptr, *b2_ = nullptr, *b3_ = nullptr;  // mem_: z side (Z or zb), y side (Y or zt), rows (X or yb)
-  DeviceArray<Cx<T>> msg_;                 // the message buffers, unless they live in the rows
+  DeviceArray<Cx<T>> msg_;                 // the lines' message buffers, unless they live in the rows
   Cx<T>*send_ = nullptr, *recv_ = nullptr;  // the all-to-all's device buffers (msg_ or b3_)
   DeviceBytes ws_;
   std::vector<cufftHandle> plans_;
+  Pieces to_planes_, to_columns_;  // fused: what the two exchanges move (make_pieces)
+  Pieces planes_by_field_[6], columns_by_field_[3];  // the same, field by field (overlap)
+  bool overlap_ = false;           // overlapped_transforms()
+  cudaStream_t cs_ = nullptr;      // its exchanges' stream
+  cudaEvent_t ready_ = nullptr, field_[6] = {};
 };

@@ -502,7 +502,7 @@ class GpuSolver final : public Rk4Solver {
   std::string path() const override {
     if (slab_passes_)
       return std::string(slab_passes_->fused() ? "slab: fused cuFFTDx passes" : "slab: cuFFT lines") +
-             ", exchange " + slab_passes_->transport();
+             ", exchange " + slab_passes_->transport() + (slab_passes_->overlapped() ? " overlapped" : "");
     return fused_ ? "fused cuFFTDx passes" : cb_ ? "cuFFT 3-D, callbacks" : pruned_ ? "cuFFT pruned" : "cuFFT 3-D";
   }
 
@@ -624,7 +624,7 @@ class GpuSolver final : public Rk4Solver {
         std::fprintf(stderr, "spectral: fused transforms unavailable (%s); cuFFT line transforms per slab instead\n",
                      why.c_str());
     }
-    slab_passes_ = std::make_unique<GpuSlab<T>>(g_, s, fused, st_);
+    slab_passes_ = std::make_unique<GpuSlab<T>>(g_, s, fused, p.overlap_exchange, st_);
     std::vector<int> ky(std::size_t(s.slots()));
     for (int j = 0; j < s.slots(); ++j) ky[j] = s.ky_index(j);
     ky_of_slot_.upload(ky);

@@ -20,6 +20,9 @@ std::vector<vh::OptionSpec> option_specs() {
       {"spectral.transforms", "auto|cufft|fused", "auto", "",
        "GPU: 3-D transforms by cuFFT, or fused pruned passes of cuFFTDx line FFTs (falls back to "
        "cuFFT where unsupported); auto takes the one measured faster for the case"},
+      {"spectral.overlap", "bool", "true", "",
+       "GPU, several ranks, fused transforms, NCCL: overlap the exchanges with the y passes, field "
+       "by field (same results)"},
   };
 }
 
@@ -33,6 +36,7 @@ Params params_from(const vh::Options& o, double nu) {
   p.fft_callbacks = o.boolean("spectral.fft_callbacks");
   const std::string t = o.choice("spectral.transforms", {"auto", "cufft", "fused"});
   p.transforms = t == "cufft" ? Transforms::cufft : t == "fused" ? Transforms::fused : Transforms::automatic;
+  p.overlap_exchange = o.boolean("spectral.overlap");
   if (!(nu >= 0)) throw vh::InputError("flow.nu: viscosity must be >= 0 for the spectral solver");
   p.nu = nu;
   return p;

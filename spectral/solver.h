@@ -69,6 +69,10 @@ struct Params {
   /// asking for the latter. On the CPU `fused` takes the slab passes with FFTW line
   /// transforms on one rank too (what R > 1 ranks always run; for tests and benchmarks).
   Transforms transforms = Transforms::automatic;
+  /// GPU, R > 1 ranks, fused passes, NCCL: the exchanges travel field by field on their own
+  /// stream beside the y passes (gpu_slab.cuh); off: each exchange waits for all fields. The
+  /// same results either way.
+  bool overlap_exchange = true;
   double nu = 0;                  ///< kinematic viscosity [length²/time]
 };
 

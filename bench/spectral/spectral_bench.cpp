@@ -9,6 +9,7 @@
 //                  [--transforms auto|cufft|fused]  (GPU: Params::transforms; default auto)
 //                  [--comm auto|mpi|nccl]  (GPU, R > 1: how device buffers travel, DeviceComm)
 //                  [--share-gpus]  (GPU, R > 1: let ranks share a GPU, transport MPI)
+//                  [--no-overlap]  (GPU, R > 1: exchanges not overlapped, Params::overlap_exchange)
 // Rows name the path that ran: "... fp64 fused" (cuFFTDx passes, spectral/fused.h),
 // "... fp64 callbacks", "... fp64 pruned", or "... fp64" for cuFFT with separate passes (a
 // request that cannot be served falls back to those). The FFT floor is always cuFFT's bare
@@ -111,7 +112,7 @@ int main(int argc, char** argv) {
   const int ranks = world.size();
   std::string device = "gpu", ns = "", dealias = "3/2,2/3,none", precision = "double", transforms = "auto",
               comm = "auto";
-  bool share_gpus = false;
+  bool share_gpus = false, overlap = true;
   int steps = 20, warmup = 3;
   bool csv = false, pruned = false, callbacks = false;
   for (int i = 1; i < argc; ++i) {
@@ -136,6 +137,7 @@ int main(int argc, char** argv) {
     else if (a == "--transforms") transforms = next();
     else if (a == "--comm") comm = next();
     else if (a == "--share-gpus") share_gpus = true;
+    else if (a == "--no-overlap") overlap = false;
     else {
       std::fprintf(stderr, "spectral_bench: unknown argument %s\n", a.c_str());
       return 2;
@@ -181,6 +183,7 @@ int main(int argc, char** argv) {
                        : transforms == "fused" ? Transforms::fused
                                                : Transforms::automatic;
         p.nu = spec.nu;
+        p.overlap_exchange = overlap;
         const Slab slab = Slab::make(g, kept_kmax(p.dealias, g.n), world);
         auto s = make_solver(p, slab, b);
         s->set_velocity(make_initial_field(spec, slab).u, 0.0);
@@ -215,7 +218,8 @@ int main(int argc, char** argv) {
                     s->transform_size(), ranks, 1e3 * step, 1e3 * floor, step / floor, 1e3 * exchange, bytes / 1e6,
                     rate, a2a, ranks > 1 ? s->path().c_str() : path.c_str());
         std::fflush(stdout);
-        const std::string variant = s->uses_fused_transforms() ? " fused"
+        const std::string variant = ranks > 1 && s->path().find("overlapped") != std::string::npos ? " fused overlapped"
+                                    : s->uses_fused_transforms() ? " fused"
                                     : pruned                   ? " pruned"
                                     : s->uses_fft_callbacks()  ? " callbacks"
                                                                : "";
