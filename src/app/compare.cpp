@@ -12,12 +12,12 @@
 #include <regex>
 #include <sstream>
 
+#include "base/error.h"
 #include "core/diagnostics.h"
-#include "core/error.h"
 #include "core/fft.h"
-#include "core/fields_file.h"
 #include "core/pdf.h"
-#include "core/run_file.h"
+#include "io/fields_file.h"
+#include "io/run_file.h"
 
 namespace fs = std::filesystem;
 

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "app/deck.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace vh::app {
 namespace {

@@ -10,7 +10,7 @@
 #include <optional>
 #include <sstream>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "spectral/solver.h"
 #include "vortex/solver.h"
 

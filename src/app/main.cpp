@@ -20,7 +20,7 @@
 #include "app/deck.h"
 #include "app/run.h"
 #include "base/comm.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace {
 

@@ -35,16 +35,16 @@
 #include "app/memory_estimate.h"
 #include "app/steppers.h"
 #include "base/comm.h"
-#include "core/console.h"
+#include "base/error.h"
 #include "core/device.h"
 #include "core/diagnostics.h"
-#include "core/error.h"
 #include "core/fft.h"
-#include "core/fields_file.h"
-#include "core/h5.h"
 #include "core/initial_field.h"
-#include "core/run_file.h"
 #include "core/slab.h"
+#include "io/console.h"
+#include "io/fields_file.h"
+#include "io/h5.h"
+#include "io/run_file.h"
 
 namespace fs = std::filesystem;
 

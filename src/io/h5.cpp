@@ -1,4 +1,4 @@
-#include "core/h5.h"
+#include "io/h5.h"
 
 #include <fcntl.h>
 #include <hdf5.h>
@@ -13,8 +13,8 @@
 #include <system_error>
 #include <type_traits>
 
-#include "core/error.h"
-#include "core/seal.h"
+#include "base/error.h"
+#include "io/seal.h"
 
 namespace vh::h5 {
 
@@ -164,7 +164,7 @@ Handle utf8_string(const std::string& s) {
   return t;
 }
 
-// Whether `loc`'s file has the user block of a seal (core/seal.h): written by this version,
+// Whether `loc`'s file has the user block of a seal (io/seal.h): written by this version,
 // which writes no variable-length strings (open_file() has checked the seal itself).
 bool sealed_file(Id loc) {
   Handle file = H5_ID(H5Iget_file_id(loc));
