@@ -68,7 +68,9 @@ Id check_id(Id id, const char* call, const char* file, int line) {
 
 }  // namespace
 
-// Like VH_CHECK_H5 but with HDF5's own explanation in the message.
+// Checks an HDF5 call (a negative return is a failure): fail() throws with HDF5's own
+// explanation in the message (InputError inside a reading helper, LibraryError elsewhere).
+// H5_ID does the same for a call that returns an identifier and wraps it in a Handle.
 #define H5_CHECK(call)                                \
   do {                                                \
     if ((call) < 0) fail(#call, __FILE__, __LINE__);  \
