@@ -4,7 +4,7 @@
 // after a good seal: vortex/validate.h, the spectral load, the run file's record). The damage
 // past the seal is made here with the raw HDF5 C API and the file resealed, as a buggy writer
 // or another program would leave it. The random-damage experiment (≥ 500 cases) is
-// tests/fuzz/corrupt_checkpoints.sh.
+// tests/fuzz/corrupt_checkpoints.py.
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
