@@ -406,6 +406,8 @@ class Run {
   std::string memory_used() const;
   std::string summary(double wall) const;
 
+  // In the order they are built: the log opens before the initial field is made, the slab
+  // comes before the initial field, the FFT before its statistics.
   const Comm& world_;
   Setup s_;
   const std::string deck_path_, args_;
