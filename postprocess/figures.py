@@ -6,7 +6,7 @@ Usage:
                                    [--q-at 1] [--q-level 1] [--solvers spectral,vortex]
 
 Reads each RUN_DIR/run.h5 (and RUN_DIR/fields_*.h5 for the Q isosurfaces) by their named
-HDF5 paths (src/core/run_file.h, src/core/fields_file.h) and writes into DIR, for each figure
+HDF5 paths (src/io/run_file.h, src/io/fields_file.h) and writes into DIR, for each figure
 NAME, NAME.pdf (vector), NAME.png (300 dpi) and NAME.json (the plotted arrays, so tests and
 other plots can check or reuse the data):
 

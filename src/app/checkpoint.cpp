@@ -4,14 +4,14 @@
 #include <filesystem>
 
 #include "app/deck.h"
-#include "core/error.h"
-#include "core/h5.h"
+#include "base/error.h"
+#include "io/h5.h"
 
 namespace fs = std::filesystem;
 
 namespace vh::app {
 namespace {
-// 2: sealed (core/seal.h), and the state is checked on load.
+// 2: sealed (io/seal.h), and the state is checked on load.
 const char* kFormat = "vortexhit checkpoint 2";
 }
 

@@ -6,7 +6,7 @@
 //   /<solver>/   each solver's state (Stepper::save): spectral coefficients, or particles
 //                with σ and the AB2 history; time and step count as attributes
 //
-// Written to a temporary name, sealed (core/seal.h: a hash of every byte), fsync'ed and
+// Written to a temporary name, sealed (io/seal.h: a hash of every byte), fsync'ed and
 // renamed into place; the previous checkpoint stays as checkpoint_prev.h5. A restart checks
 // the seal before HDF5 reads anything, then each solver checks the state it loads (finite,
 // sizes of the deck's grid, σ > 0, positions in the box, sane t and step counts): a damaged

@@ -12,12 +12,12 @@
 #include <regex>
 #include <sstream>
 
+#include "base/error.h"
 #include "core/diagnostics.h"
-#include "core/error.h"
 #include "core/fft.h"
-#include "core/fields_file.h"
 #include "core/pdf.h"
-#include "core/run_file.h"
+#include "io/fields_file.h"
+#include "io/run_file.h"
 
 namespace fs = std::filesystem;
 
@@ -86,14 +86,52 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
-Options parse(const std::vector<std::string>& args) {
-  Options o;
+/// The flags that take one number, and the option each sets.
+const std::map<std::string, double Options::*>& number_flags() {
+  static const std::map<std::string, double Options::*> flags = {
+      {"--spectrum-tol", &Options::spectrum_tol}, {"--q-level", &Options::q_level},
+      {"--band-tol", &Options::band_tol},         {"--k-agree-min", &Options::k_agree_min},
+      {"--q-corr-min", &Options::q_corr_min},     {"--q-jaccard-min", &Options::q_jaccard_min},
+      {"--q-pdf-max", &Options::q_pdf_max},       {"--qr-pdf-max", &Options::qr_pdf_max}};
+  return flags;
+}
+
+/// Sets what `flag` (as given, for messages) says to `value`.
+void set_option(Options& o, const std::string& flag, const std::string& value) {
   std::map<std::string, std::string> series_flags;  // normalised flag → series name
   for (const auto& s : kCompared) series_flags[norm_flag("--" + s + "-tol")] = s;
-  const std::string allowed =
-      "--solvers, --solver, --at, --spectrum-tol, --q-level, --json, --K-tol, --epsilon-tol, "
-      "--Re_lambda-tol, --L-tol, --T-tol, --band-tol, --k-agree-min, --q-corr-min, --q-jaccard-min, "
-      "--q-pdf-max, --qr-pdf-max";
+  const std::string f = norm_flag(flag);
+  if (const auto it = number_flags().find(f); it != number_flags().end()) {
+    o.*(it->second) = parse_number(flag, value);
+  } else if (series_flags.count(f)) {
+    o.series_tol[series_flags[f]] = parse_number(flag, value);
+  } else if (f == "--solvers") {
+    const auto v = split(value, ',');
+    if (v.size() != 2 || v[0].empty() || v[1].empty() || v[0] == v[1])
+      throw InputError("command line: --solvers '" + value +
+                       "' (allowed: two different solvers A,B, e.g. initial,spectral)");
+    o.solver_a = v[0];
+    o.solver_b = v[1];
+    o.solvers_given = true;
+  } else if (f == "--solver") {
+    o.solver = value;
+  } else if (f == "--at") {
+    o.at.clear();
+    for (const auto& v : split(value, ',')) o.at.push_back(parse_number(flag, v));
+    if (o.at.empty()) throw InputError("command line: --at is empty (allowed: t/T values, e.g. 1,5,10)");
+  } else if (f == "--json") {
+    o.json = value;
+  } else {
+    throw InputError("command line: unknown compare option '" + flag +
+                     "' (allowed: --solvers, --solver, --at, --spectrum-tol, --q-level, --json, --K-tol, "
+                     "--epsilon-tol, --Re_lambda-tol, --L-tol, --T-tol, --band-tol, --k-agree-min, --q-corr-min, "
+                     "--q-jaccard-min, --q-pdf-max, --qr-pdf-max)");
+  }
+}
+
+/// The words after "compare": run folders, and flags as `--flag value` or `--flag=value`.
+Options parse(const std::vector<std::string>& args) {
+  Options o;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a.rfind("--", 0) != 0) {
@@ -109,44 +147,7 @@ Options parse(const std::vector<std::string>& args) {
     } else {
       throw InputError("command line: " + a + " needs a value");
     }
-    const std::string f = norm_flag(flag);
-    if (f == "--solvers") {
-      const auto v = split(value, ',');
-      if (v.size() != 2 || v[0].empty() || v[1].empty() || v[0] == v[1])
-        throw InputError("command line: --solvers '" + value +
-                         "' (allowed: two different solvers A,B, e.g. initial,spectral)");
-      o.solver_a = v[0];
-      o.solver_b = v[1];
-      o.solvers_given = true;
-    } else if (f == "--solver") {
-      o.solver = value;
-    } else if (f == "--at") {
-      o.at.clear();
-      for (const auto& v : split(value, ',')) o.at.push_back(parse_number(flag, v));
-      if (o.at.empty()) throw InputError("command line: --at is empty (allowed: t/T values, e.g. 1,5,10)");
-    } else if (f == "--spectrum-tol") {
-      o.spectrum_tol = parse_number(flag, value);
-    } else if (f == "--q-level") {
-      o.q_level = parse_number(flag, value);
-    } else if (f == "--json") {
-      o.json = value;
-    } else if (series_flags.count(f)) {
-      o.series_tol[series_flags[f]] = parse_number(flag, value);
-    } else if (f == "--band-tol") {
-      o.band_tol = parse_number(flag, value);
-    } else if (f == "--k-agree-min") {
-      o.k_agree_min = parse_number(flag, value);
-    } else if (f == "--q-corr-min") {
-      o.q_corr_min = parse_number(flag, value);
-    } else if (f == "--q-jaccard-min") {
-      o.q_jaccard_min = parse_number(flag, value);
-    } else if (f == "--q-pdf-max") {
-      o.q_pdf_max = parse_number(flag, value);
-    } else if (f == "--qr-pdf-max") {
-      o.qr_pdf_max = parse_number(flag, value);
-    } else {
-      throw InputError("command line: unknown compare option '" + flag + "' (allowed: " + allowed + ")");
-    }
+    set_option(o, flag, value);
   }
   if (o.dirs.empty() || o.dirs.size() > 2)
     throw InputError("command line: compare takes RUN_DIR or RUN_A RUN_B (got " +
@@ -443,56 +444,72 @@ struct Check {
   bool passed() const { return is_max ? value <= limit : value >= limit; }  // NaN fails
 };
 
-}  // namespace
+/// The band-wise differences and k_agree at one requested t/T.
+struct SpecResult {
+  double requested, t_over_T;
+  std::vector<Band> bands;
+  int k_agree;
+};
 
-int compare(const std::vector<std::string>& args) {
-  const Options o = parse(args);
-  const bool two_runs = o.dirs.size() == 2;
+/// Everything compare measures, for the text report, the checks and --json.
+struct Report {
+  double T0 = 0, T0b = 0;                 ///< T of the initial field of run A (the unit of t/T), of run B
+  std::map<std::string, double> max_rel;  ///< series name → max |B/A − 1| over the common times
+  std::string series_json;                ///< one JSON object per common output time
+  int k_max = 0;                          ///< the largest shell of A's spectra
+  std::vector<SpecResult> spectra;        ///< one per --at time (none without common spectra)
+  std::vector<QResult> q;                 ///< likewise for the Q fields
+  std::vector<Check> checks;
+  int failed = 0;                         ///< checks that failed
+};
 
-  // Inputs: both run files read before anything is printed, so bad input gives one line.
+// ---- the report, section by section --------------------------------------------------------
+
+/// The run files, read before anything is printed, so bad input gives one line.
+std::vector<RunData> read_runs(const Options& o) {
   std::vector<RunData> data;
   for (const auto& d : o.dirs) {
     const std::string dir = run_dir(d);
     if (!fs::is_directory(dir)) throw InputError(d + ": not a run folder");
     data.push_back(RunFile::read((fs::path(dir) / "run.h5").string()));
   }
-  Side a, b;
-  if (two_runs) {
-    std::string s = o.solver;
-    if (s.empty()) {
-      for (const char* c : {"spectral", "vortex", "initial"})
-        if (data[0].solvers.count(c) && data[1].solvers.count(c)) {
-          s = c;
-          break;
-        }
-      if (s.empty()) s = "spectral";  // make_side names what is missing
-    }
-    a = make_side(o.dirs[0], data[0], s);
-    b = make_side(o.dirs[1], data[1], s);
-  } else {
-    a = make_side(o.dirs[0], data[0], o.solver_a);
-    b = make_side(o.dirs[0], data[0], o.solver_b);
+  return data;
+}
+
+/// A and B: two solvers of one run, or one solver of two runs (--solver, else the first of
+/// spectral, vortex, initial that both hold). The sides point into `data`.
+std::pair<Side, Side> make_sides(const Options& o, const std::vector<RunData>& data) {
+  if (o.dirs.size() == 1) return {make_side(o.dirs[0], data[0], o.solver_a), make_side(o.dirs[0], data[0], o.solver_b)};
+  std::string s = o.solver;
+  if (s.empty()) {
+    for (const char* c : {"spectral", "vortex", "initial"})
+      if (data[0].solvers.count(c) && data[1].solvers.count(c)) {
+        s = c;
+        break;
+      }
+    if (s.empty()) s = "spectral";  // make_side names what is missing
   }
-  check_same_grid(a, b);
-  const double T0 = initial_T(data[0], a.run_path);
-  const double T0b = two_runs ? initial_T(data[1], b.run_path) : T0;
-  const double t_tol = 1e-6 * T0;
+  Side a = make_side(o.dirs[0], data[0], s);
+  return {a, make_side(o.dirs[1], data[1], s)};
+}
 
-  std::ostringstream out;
+void print_header(const Side& a, const Side& b, bool two_runs, const Report& r, std::ostream& out) {
   out << "compare  A: " << a.run_path << " /" << a.solver << "   B: " << b.run_path << " /" << b.solver << "\n";
-  out << "N " << (a.n ? std::to_string(a.n) : "?") << "   T = " << num(T0) << " (" << a.run_path
+  out << "N " << (a.n ? std::to_string(a.n) : "?") << "   T = " << num(r.T0) << " (" << a.run_path
       << ":/initial/series/T[0]; t/T below in this unit)";
-  if (two_runs && rel(T0b, T0) > 1e-6) out << "   note: T of run B = " << num(T0b);
+  if (two_runs && rel(r.T0b, r.T0) > 1e-6) out << "   note: T of run B = " << num(r.T0b);
   out << "\n\n";
+}
 
-  // ---- series over the common output times
+/// The series over the common output times: K and ε ratios, Re_λ, L and T of both sides, and
+/// the largest |B/A − 1| of each compared series.
+void compare_series(const Side& a, const Side& b, double t_tol, Report& r, std::ostream& out) {
   const auto& ta = series(a, "t");
   const auto& tb = series(b, "t");
   const auto pairs = common_times(ta, tb, t_tol);
   if (pairs.empty())
     throw InputError("no common output times in " + a.where("series/t") + " and " + b.where("series/t"));
-  std::map<std::string, double> max_rel;
-  for (const auto& s : kCompared) max_rel[s] = 0.0;
+  for (const auto& s : kCompared) r.max_rel[s] = 0.0;
   char line[256];
   out << "series at " << pairs.size() << " common output times (ratios B/A)\n";
   std::snprintf(line, sizeof line, "%8s %10s %10s %9s %9s %9s %9s %9s %9s\n", "t/T", "K ratio", "eps ratio",
@@ -505,68 +522,73 @@ int compare(const std::vector<std::string>& args) {
     auto va = [&](const std::string& s) { return series(a, s).at(i); };
     auto vb = [&](const std::string& s) { return series(b, s).at(j); };
     for (const auto& s : kCompared) {
-      const double r = rel(vb(s), va(s));
-      max_rel[s] = std::isnan(r) || std::isnan(max_rel[s]) ? kNaN : std::max(max_rel[s], r);
+      const double d = rel(vb(s), va(s));
+      r.max_rel[s] = std::isnan(d) || std::isnan(r.max_rel[s]) ? kNaN : std::max(r.max_rel[s], d);
     }
     const double kr = vb("K") / va("K"), er = vb("epsilon") / va("epsilon");
-    std::snprintf(line, sizeof line, "%8.4f %10.6f %10.6f %9.4g %9.4g %9.4g %9.4g %9.4g %9.4g\n", ta[i] / T0, kr,
+    std::snprintf(line, sizeof line, "%8.4f %10.6f %10.6f %9.4g %9.4g %9.4g %9.4g %9.4g %9.4g\n", ta[i] / r.T0, kr,
                   er, va("Re_lambda"), vb("Re_lambda"), va("L"), vb("L"), va("T"), vb("T"));
     out << line;
-    js_series << (p ? ",\n    " : "") << "{\"t\": " << jnum(ta[i]) << ", \"t_over_T\": " << jnum(ta[i] / T0)
+    js_series << (p ? ",\n    " : "") << "{\"t\": " << jnum(ta[i]) << ", \"t_over_T\": " << jnum(ta[i] / r.T0)
               << ", \"K_ratio\": " << jnum(kr) << ", \"epsilon_ratio\": " << jnum(er);
     for (const char* s : {"Re_lambda", "L", "T"})
       js_series << ", \"" << s << "_a\": " << jnum(va(s)) << ", \"" << s << "_b\": " << jnum(vb(s));
     js_series << "}";
   }
+  r.series_json = js_series.str();
   out << "max |B/A - 1|:";
-  for (const auto& s : kCompared) out << "  " << s << " " << num(max_rel[s], "%.3g");
+  for (const auto& s : kCompared) out << "  " << s << " " << num(r.max_rel[s], "%.3g");
   out << "\n\n";
+}
 
-  // ---- spectra at the requested t/T
-  const int k_max = int(a.rec->k.size()) - 1;
-  const int k_cut = a.n ? std::min(a.n / 3, k_max) : k_max;
+void print_spectra(const std::vector<SpecResult>& spec, double spectrum_tol, int k_max, std::ostream& out) {
+  char line[256];
+  out << "spectra: sum_band |E_B - E_A| / sum_band E_A; k_agree: largest k with |E_B/E_A - 1| <= "
+      << num(spectrum_tol) << " on every shell 1..k\n";
+  std::snprintf(line, sizeof line, "%8s %8s", "t/T req", "t/T");
+  out << line;
+  for (const auto& bd : spec.front().bands) {
+    std::snprintf(line, sizeof line, " %10s", ("k " + std::to_string(bd.lo) + "-" + std::to_string(bd.hi)).c_str());
+    out << line;
+  }
+  out << "  k_agree\n";
+  for (const auto& s : spec) {
+    std::snprintf(line, sizeof line, "%8.4g %8.4f", s.requested, s.t_over_T);
+    out << line;
+    for (const auto& bd : s.bands) {
+      std::snprintf(line, sizeof line, " %10s", num(bd.rel_diff, "%.4g").c_str());
+      out << line;
+    }
+    out << "  " << s.k_agree << " of " << k_max << "\n";
+  }
+  out << "\n";
+}
+
+/// The spectra at the common spectrum time nearest each requested t/T: band-wise differences
+/// up to k = N/3 and k_agree.
+void compare_spectra(const Side& a, const Side& b, const Options& o, double t_tol, Report& r, std::ostream& out) {
+  r.k_max = int(a.rec->k.size()) - 1;
+  const int k_cut = a.n ? std::min(a.n / 3, r.k_max) : r.k_max;
   const auto spairs = common_times(a.rec->spectrum_t, b.rec->spectrum_t, t_tol);
-  struct SpecResult {
-    double requested, t_over_T;
-    std::vector<Band> bands;
-    int k_agree;
-  };
-  std::vector<SpecResult> spec;
   if (spairs.empty()) {
     out << "spectra: no common spectrum times in " << a.where("spectra/t") << " and " << b.where("spectra/t")
         << "\n\n";
-  } else {
-    for (double want : o.at) {
-      const auto best = *std::min_element(spairs.begin(), spairs.end(), [&](const auto& x, const auto& y) {
-        return std::abs(a.rec->spectrum_t[x.first] / T0 - want) < std::abs(a.rec->spectrum_t[y.first] / T0 - want);
-      });
-      const auto& ea = a.rec->E.at(best.first);
-      const auto& eb = b.rec->E.at(best.second);
-      spec.push_back({want, a.rec->spectrum_t[best.first] / T0, band_differences(ea, eb, k_cut),
-                      agreement_k(ea, eb, o.spectrum_tol)});
-    }
-    out << "spectra: sum_band |E_B - E_A| / sum_band E_A; k_agree: largest k with |E_B/E_A - 1| <= "
-        << num(o.spectrum_tol) << " on every shell 1..k\n";
-    std::snprintf(line, sizeof line, "%8s %8s", "t/T req", "t/T");
-    out << line;
-    for (const auto& bd : spec.front().bands) {
-      std::snprintf(line, sizeof line, " %10s", ("k " + std::to_string(bd.lo) + "-" + std::to_string(bd.hi)).c_str());
-      out << line;
-    }
-    out << "  k_agree\n";
-    for (const auto& s : spec) {
-      std::snprintf(line, sizeof line, "%8.4g %8.4f", s.requested, s.t_over_T);
-      out << line;
-      for (const auto& bd : s.bands) {
-        std::snprintf(line, sizeof line, " %10s", num(bd.rel_diff, "%.4g").c_str());
-        out << line;
-      }
-      out << "  " << s.k_agree << " of " << k_max << "\n";
-    }
-    out << "\n";
+    return;
   }
+  for (double want : o.at) {
+    const auto best = *std::min_element(spairs.begin(), spairs.end(), [&](const auto& x, const auto& y) {
+      return std::abs(a.rec->spectrum_t[x.first] / r.T0 - want) < std::abs(a.rec->spectrum_t[y.first] / r.T0 - want);
+    });
+    const auto& ea = a.rec->E.at(best.first);
+    const auto& eb = b.rec->E.at(best.second);
+    r.spectra.push_back({want, a.rec->spectrum_t[best.first] / r.T0, band_differences(ea, eb, k_cut),
+                         agreement_k(ea, eb, o.spectrum_tol)});
+  }
+  print_spectra(r.spectra, o.spectrum_tol, r.k_max, out);
+}
 
-  // ---- Q fields at the requested t/T
+/// The fields files of A's and of B's solver at a common time, in A's order.
+std::vector<std::pair<FieldsAt, FieldsAt>> q_field_pairs(const Side& a, const Side& b, double t_tol) {
   std::map<std::string, std::map<std::string, double>> cache;
   const auto fa = fields_of(a.dir, a.solver, cache);
   const auto fb = fields_of(b.dir, b.solver, cache);
@@ -577,88 +599,112 @@ int compare(const std::vector<std::string>& args) {
         fpairs.emplace_back(x, y);
         break;
       }
-  std::vector<QResult> qres;
-  if (fpairs.empty()) {
-    out << "Q fields: no fields_*.h5 with /" << a.solver << "/Q and /" << b.solver << "/Q at a common time\n\n";
-  } else {
-    std::map<std::size_t, QMeasures> measured;
-    for (double want : o.at) {
-      std::size_t best = 0;
-      for (std::size_t p = 1; p < fpairs.size(); ++p)
-        if (std::abs(fpairs[p].first.t / T0 - want) < std::abs(fpairs[best].first.t / T0 - want)) best = p;
-      if (!measured.count(best)) {
-        const ScalarField qa = read_scalar_field(fpairs[best].first.path, a.solver);
-        const ScalarField qb = read_scalar_field(fpairs[best].second.path, b.solver);
-        if (qa.grid.n != qb.grid.n)
-          throw InputError("different N: " + fpairs[best].first.path + ":/" + a.solver + "/Q is " +
-                           std::to_string(qa.grid.n) + "^3, " + fpairs[best].second.path + ":/" + b.solver +
-                           "/Q is " + std::to_string(qb.grid.n) + "^3");
-        QMeasures m{};
-        q_measures(qa, qb, o.q_level, m.correlation, m.jaccard);
-        m.q_pdf_distance = total_variation(histogram(qa.v, rms(qa.v), kQBins), histogram(qb.v, rms(qb.v), kQBins));
-        m.qr_pdf_distance = total_variation(qr_histogram(fpairs[best].first.path, a.solver, m.q_w_mean_a),
-                                            qr_histogram(fpairs[best].second.path, b.solver, m.q_w_mean_b));
-        measured[best] = m;
-      }
-      qres.push_back({want, fpairs[best].first.t / T0, fpairs[best].first.path, fpairs[best].second.path,
-                      measured[best]});
-    }
-    out << "Q fields: correlation coefficient; Jaccard index of Q > " << num(o.q_level) << " <Q^2>^1/2\n";
-    std::snprintf(line, sizeof line, "%8s %8s %12s %9s  %s\n", "t/T req", "t/T", "correlation", "Jaccard", "files");
-    out << line;
-    for (const auto& q : qres) {
-      std::snprintf(line, sizeof line, "%8.4g %8.4f %12s %9s  ", q.requested, q.t_over_T,
-                    num(q.m.correlation, "%.6f").c_str(), num(q.m.jaccard, "%.6f").c_str());
-      out << line << (two_runs ? q.file_a + " | " + q.file_b : fs::path(q.file_a).filename().string());
-      out << "\n";
-    }
-    out << "\n";
-    out << "Q statistics: distance 1/2 sum |p_A - p_B| of the PDFs of Q/<Q^2>^1/2 and of (Q/<Q_W>, "
-           "R/<Q_W>^3/2),\n  R = -det grad u, <Q_W> = <|omega|^2>/4 of each field (0 same PDF, 1 disjoint)\n";
-    std::snprintf(line, sizeof line, "%8s %8s %12s %12s %12s %12s\n", "t/T req", "t/T", "Q pdf", "(Q,R) pdf",
-                  "<Q_W> A", "<Q_W> B");
-    out << line;
-    for (const auto& q : qres) {
-      std::snprintf(line, sizeof line, "%8.4g %8.4f %12s %12s %12s %12s\n", q.requested, q.t_over_T,
-                    num(q.m.q_pdf_distance, "%.6f").c_str(), num(q.m.qr_pdf_distance, "%.6f").c_str(),
-                    num(q.m.q_w_mean_a, "%.6g").c_str(), num(q.m.q_w_mean_b, "%.6g").c_str());
-      out << line;
-    }
+  return fpairs;
+}
+
+/// Correlation, Jaccard index and the distances of the Q and (Q, R) PDFs of one pair of
+/// fields files (InputError when their grids differ).
+QMeasures measure_q(const std::pair<FieldsAt, FieldsAt>& f, const Side& a, const Side& b, double q_level) {
+  const ScalarField qa = read_scalar_field(f.first.path, a.solver);
+  const ScalarField qb = read_scalar_field(f.second.path, b.solver);
+  if (qa.grid.n != qb.grid.n)
+    throw InputError("different N: " + f.first.path + ":/" + a.solver + "/Q is " + std::to_string(qa.grid.n) +
+                     "^3, " + f.second.path + ":/" + b.solver + "/Q is " + std::to_string(qb.grid.n) + "^3");
+  QMeasures m{};
+  q_measures(qa, qb, q_level, m.correlation, m.jaccard);
+  m.q_pdf_distance = total_variation(histogram(qa.v, rms(qa.v), kQBins), histogram(qb.v, rms(qb.v), kQBins));
+  m.qr_pdf_distance = total_variation(qr_histogram(f.first.path, a.solver, m.q_w_mean_a),
+                                      qr_histogram(f.second.path, b.solver, m.q_w_mean_b));
+  return m;
+}
+
+void print_q_fields(const std::vector<QResult>& qres, double q_level, bool two_runs, std::ostream& out) {
+  char line[256];
+  out << "Q fields: correlation coefficient; Jaccard index of Q > " << num(q_level) << " <Q^2>^1/2\n";
+  std::snprintf(line, sizeof line, "%8s %8s %12s %9s  %s\n", "t/T req", "t/T", "correlation", "Jaccard", "files");
+  out << line;
+  for (const auto& q : qres) {
+    std::snprintf(line, sizeof line, "%8.4g %8.4f %12s %9s  ", q.requested, q.t_over_T,
+                  num(q.m.correlation, "%.6f").c_str(), num(q.m.jaccard, "%.6f").c_str());
+    out << line << (two_runs ? q.file_a + " | " + q.file_b : fs::path(q.file_a).filename().string());
     out << "\n";
   }
+  out << "\n";
+  out << "Q statistics: distance 1/2 sum |p_A - p_B| of the PDFs of Q/<Q^2>^1/2 and of (Q/<Q_W>, "
+         "R/<Q_W>^3/2),\n  R = -det grad u, <Q_W> = <|omega|^2>/4 of each field (0 same PDF, 1 disjoint)\n";
+  std::snprintf(line, sizeof line, "%8s %8s %12s %12s %12s %12s\n", "t/T req", "t/T", "Q pdf", "(Q,R) pdf",
+                "<Q_W> A", "<Q_W> B");
+  out << line;
+  for (const auto& q : qres) {
+    std::snprintf(line, sizeof line, "%8.4g %8.4f %12s %12s %12s %12s\n", q.requested, q.t_over_T,
+                  num(q.m.q_pdf_distance, "%.6f").c_str(), num(q.m.qr_pdf_distance, "%.6f").c_str(),
+                  num(q.m.q_w_mean_a, "%.6g").c_str(), num(q.m.q_w_mean_b, "%.6g").c_str());
+    out << line;
+  }
+  out << "\n";
+}
 
-  // ---- checks
+/// The Q fields nearest each requested t/T that both sides hold at the same time, each pair
+/// measured once.
+void compare_q_fields(const Side& a, const Side& b, const Options& o, double t_tol, bool two_runs, Report& r,
+                      std::ostream& out) {
+  const auto fpairs = q_field_pairs(a, b, t_tol);
+  if (fpairs.empty()) {
+    out << "Q fields: no fields_*.h5 with /" << a.solver << "/Q and /" << b.solver << "/Q at a common time\n\n";
+    return;
+  }
+  std::map<std::size_t, QMeasures> measured;
+  for (double want : o.at) {
+    std::size_t best = 0;
+    for (std::size_t p = 1; p < fpairs.size(); ++p)
+      if (std::abs(fpairs[p].first.t / r.T0 - want) < std::abs(fpairs[best].first.t / r.T0 - want)) best = p;
+    if (!measured.count(best)) measured[best] = measure_q(fpairs[best], a, b, o.q_level);
+    r.q.push_back({want, fpairs[best].first.t / r.T0, fpairs[best].first.path, fpairs[best].second.path,
+                   measured[best]});
+  }
+  print_q_fields(r.q, o.q_level, two_runs, out);
+}
+
+/// The worst of `v`: the largest (or smallest); NaN when any is NaN or `v` is empty.
+double worst(const std::vector<double>& v, bool largest) {
+  if (v.empty()) return kNaN;
+  double w = v[0];
+  for (double x : v) w = (std::isnan(x) || std::isnan(w)) ? kNaN : (largest ? std::max(w, x) : std::min(w, x));
+  return w;
+}
+
+/// The checks whose flags were given, each on the worst value over the --at times.
+std::vector<Check> make_checks(const Options& o, const Report& r) {
   std::vector<Check> checks;
   for (const auto& [s, limit] : o.series_tol)
-    checks.push_back({"--" + s + "-tol", limit, max_rel[s], true, "max |" + s + " B/A - 1|"});
-  auto worst = [](const std::vector<double>& v, bool largest) {
-    if (v.empty()) return kNaN;
-    double w = v[0];
-    for (double x : v) w = (std::isnan(x) || std::isnan(w)) ? kNaN : (largest ? std::max(w, x) : std::min(w, x));
-    return w;
-  };
+    checks.push_back({"--" + s + "-tol", limit, r.max_rel.at(s), true, "max |" + s + " B/A - 1|"});
   if (!std::isnan(o.band_tol)) {
     std::vector<double> v;
-    for (const auto& s : spec)
+    for (const auto& s : r.spectra)
       for (const auto& bd : s.bands) v.push_back(bd.rel_diff);
     checks.push_back({"--band-tol", o.band_tol, worst(v, true), true, "largest band difference of E(k)"});
   }
   if (!std::isnan(o.k_agree_min)) {
     std::vector<double> v;
-    for (const auto& s : spec) v.push_back(s.k_agree);
+    for (const auto& s : r.spectra) v.push_back(s.k_agree);
     checks.push_back({"--k-agree-min", o.k_agree_min, worst(v, false), false, "smallest k_agree"});
   }
   // The Q-field checks: the worst over the --at times of one of the QMeasures.
   auto q_check = [&](const char* name, double limit, double QMeasures::*field, bool is_max, const char* note) {
     if (std::isnan(limit)) return;
     std::vector<double> v;
-    for (const auto& q : qres) v.push_back(q.m.*field);
+    for (const auto& q : r.q) v.push_back(q.m.*field);
     checks.push_back({name, limit, worst(v, is_max), is_max, note});
   };
   q_check("--q-corr-min", o.q_corr_min, &QMeasures::correlation, false, "smallest Q correlation");
   q_check("--q-jaccard-min", o.q_jaccard_min, &QMeasures::jaccard, false, "smallest Q Jaccard index");
   q_check("--q-pdf-max", o.q_pdf_max, &QMeasures::q_pdf_distance, true, "largest distance of the Q PDFs");
   q_check("--qr-pdf-max", o.qr_pdf_max, &QMeasures::qr_pdf_distance, true, "largest distance of the (Q,R) PDFs");
+  return checks;
+}
+
+/// One line per check and the verdict; returns the number of failed checks.
+int print_checks(const std::vector<Check>& checks, std::ostream& out) {
   int failed = 0;
   for (const auto& c : checks) {
     failed += !c.passed();
@@ -671,52 +717,98 @@ int compare(const std::vector<std::string>& args) {
     out << "compare: " << failed << " of " << checks.size() << " checks failed\n";
   else
     out << "compare: all " << checks.size() << " checks passed\n";
-  std::cout << out.str() << std::flush;
+  return failed;
+}
 
-  if (!o.json.empty()) {
-    std::ostringstream j;
-    j << "{\n  \"mode\": " << jstr(two_runs ? "runs" : "solvers") << ",\n";
-    for (const Side* s : {&a, &b})
-      j << "  \"" << (s == &a ? 'a' : 'b') << "\": {\"run\": " << jstr(s->run_path) << ", \"solver\": "
-        << jstr(s->solver) << ", \"N\": " << (s->n ? std::to_string(s->n) : "null") << "},\n";
-    j << "  \"T0\": " << jnum(T0) << ",\n  \"T0_b\": " << jnum(T0b) << ",\n";
-    j << "  \"series\": [\n    " << js_series.str() << "\n  ],\n  \"series_max_rel_diff\": {";
-    for (std::size_t i = 0; i < kCompared.size(); ++i)
-      j << (i ? ", " : "") << jstr(kCompared[i]) << ": " << jnum(max_rel[kCompared[i]]);
-    j << "},\n  \"spectrum_tol\": " << jnum(o.spectrum_tol) << ",\n  \"k_max\": " << k_max
-      << ",\n  \"spectra\": [";
-    for (std::size_t i = 0; i < spec.size(); ++i) {
-      j << (i ? "," : "") << "\n    {\"t_over_T_requested\": " << jnum(spec[i].requested)
-        << ", \"t_over_T\": " << jnum(spec[i].t_over_T) << ", \"k_agree\": " << spec[i].k_agree << ", \"bands\": [";
-      for (std::size_t k = 0; k < spec[i].bands.size(); ++k)
-        j << (k ? ", " : "") << "{\"k_lo\": " << spec[i].bands[k].lo << ", \"k_hi\": " << spec[i].bands[k].hi
-          << ", \"rel_diff\": " << jnum(spec[i].bands[k].rel_diff) << "}";
-      j << "]}";
-    }
-    auto jbins = [](const Bins& b) {
-      return "{\"lo\": " + jnum(b.lo) + ", \"hi\": " + jnum(b.hi) + ", \"n\": " + std::to_string(b.n) + "}";
-    };
-    j << "\n  ],\n  \"q_level\": " << jnum(o.q_level) << ",\n  \"q_pdf_bins\": " << jbins(kQBins)
-      << ",\n  \"qr_pdf_bins\": " << jbins(kQRBins) << ",\n  \"q_fields\": [";
-    for (std::size_t i = 0; i < qres.size(); ++i)
-      j << (i ? "," : "") << "\n    {\"t_over_T_requested\": " << jnum(qres[i].requested)
-        << ", \"t_over_T\": " << jnum(qres[i].t_over_T) << ", \"file_a\": " << jstr(qres[i].file_a)
-        << ", \"file_b\": " << jstr(qres[i].file_b) << ", \"correlation\": " << jnum(qres[i].m.correlation)
-        << ", \"jaccard\": " << jnum(qres[i].m.jaccard) << ", \"q_pdf_distance\": " << jnum(qres[i].m.q_pdf_distance)
-        << ", \"qr_pdf_distance\": " << jnum(qres[i].m.qr_pdf_distance)
-        << ", \"q_w_mean_a\": " << jnum(qres[i].m.q_w_mean_a) << ", \"q_w_mean_b\": " << jnum(qres[i].m.q_w_mean_b)
-        << "}";
-    j << "\n  ],\n  \"checks\": [";
-    for (std::size_t i = 0; i < checks.size(); ++i)
-      j << (i ? "," : "") << "\n    {\"name\": " << jstr(checks[i].name) << ", \"limit\": " << jnum(checks[i].limit)
-        << ", \"value\": " << jnum(checks[i].value) << ", \"passed\": " << (checks[i].passed() ? "true" : "false")
-        << "}";
-    j << "\n  ],\n  \"passed\": " << (failed ? "false" : "true") << "\n}\n";
-    std::ofstream f(o.json);
-    f << j.str();
-    if (!f.good()) throw InputError("--json " + o.json + ": cannot be written");
+std::string json_bins(const Bins& b) {
+  return "{\"lo\": " + jnum(b.lo) + ", \"hi\": " + jnum(b.hi) + ", \"n\": " + std::to_string(b.n) + "}";
+}
+
+/// The "spectra" array of --json.
+std::string json_spectra(const std::vector<SpecResult>& spec) {
+  std::ostringstream j;
+  for (std::size_t i = 0; i < spec.size(); ++i) {
+    j << (i ? "," : "") << "\n    {\"t_over_T_requested\": " << jnum(spec[i].requested)
+      << ", \"t_over_T\": " << jnum(spec[i].t_over_T) << ", \"k_agree\": " << spec[i].k_agree << ", \"bands\": [";
+    for (std::size_t k = 0; k < spec[i].bands.size(); ++k)
+      j << (k ? ", " : "") << "{\"k_lo\": " << spec[i].bands[k].lo << ", \"k_hi\": " << spec[i].bands[k].hi
+        << ", \"rel_diff\": " << jnum(spec[i].bands[k].rel_diff) << "}";
+    j << "]}";
   }
-  return failed ? 1 : 0;
+  return j.str();
+}
+
+/// The "q_fields" array of --json.
+std::string json_q_fields(const std::vector<QResult>& qres) {
+  std::ostringstream j;
+  for (std::size_t i = 0; i < qres.size(); ++i)
+    j << (i ? "," : "") << "\n    {\"t_over_T_requested\": " << jnum(qres[i].requested)
+      << ", \"t_over_T\": " << jnum(qres[i].t_over_T) << ", \"file_a\": " << jstr(qres[i].file_a)
+      << ", \"file_b\": " << jstr(qres[i].file_b) << ", \"correlation\": " << jnum(qres[i].m.correlation)
+      << ", \"jaccard\": " << jnum(qres[i].m.jaccard) << ", \"q_pdf_distance\": " << jnum(qres[i].m.q_pdf_distance)
+      << ", \"qr_pdf_distance\": " << jnum(qres[i].m.qr_pdf_distance)
+      << ", \"q_w_mean_a\": " << jnum(qres[i].m.q_w_mean_a) << ", \"q_w_mean_b\": " << jnum(qres[i].m.q_w_mean_b)
+      << "}";
+  return j.str();
+}
+
+/// The "checks" array of --json.
+std::string json_checks(const std::vector<Check>& checks) {
+  std::ostringstream j;
+  for (std::size_t i = 0; i < checks.size(); ++i)
+    j << (i ? "," : "") << "\n    {\"name\": " << jstr(checks[i].name) << ", \"limit\": " << jnum(checks[i].limit)
+      << ", \"value\": " << jnum(checks[i].value) << ", \"passed\": " << (checks[i].passed() ? "true" : "false")
+      << "}";
+  return j.str();
+}
+
+/// --json FILE: every number of the report.
+void write_json(const Options& o, const Side& a, const Side& b, bool two_runs, const Report& r) {
+  std::ostringstream j;
+  j << "{\n  \"mode\": " << jstr(two_runs ? "runs" : "solvers") << ",\n";
+  for (const Side* s : {&a, &b})
+    j << "  \"" << (s == &a ? 'a' : 'b') << "\": {\"run\": " << jstr(s->run_path) << ", \"solver\": "
+      << jstr(s->solver) << ", \"N\": " << (s->n ? std::to_string(s->n) : "null") << "},\n";
+  j << "  \"T0\": " << jnum(r.T0) << ",\n  \"T0_b\": " << jnum(r.T0b) << ",\n";
+  j << "  \"series\": [\n    " << r.series_json << "\n  ],\n  \"series_max_rel_diff\": {";
+  for (std::size_t i = 0; i < kCompared.size(); ++i)
+    j << (i ? ", " : "") << jstr(kCompared[i]) << ": " << jnum(r.max_rel.at(kCompared[i]));
+  j << "},\n  \"spectrum_tol\": " << jnum(o.spectrum_tol) << ",\n  \"k_max\": " << r.k_max
+    << ",\n  \"spectra\": [" << json_spectra(r.spectra);
+  j << "\n  ],\n  \"q_level\": " << jnum(o.q_level) << ",\n  \"q_pdf_bins\": " << json_bins(kQBins)
+    << ",\n  \"qr_pdf_bins\": " << json_bins(kQRBins) << ",\n  \"q_fields\": [" << json_q_fields(r.q);
+  j << "\n  ],\n  \"checks\": [" << json_checks(r.checks);
+  j << "\n  ],\n  \"passed\": " << (r.failed ? "false" : "true") << "\n}\n";
+  std::ofstream f(o.json);
+  f << j.str();
+  if (!f.good()) throw InputError("--json " + o.json + ": cannot be written");
+}
+
+}  // namespace
+
+int compare(const std::vector<std::string>& args) {
+  const Options o = parse(args);
+  const bool two_runs = o.dirs.size() == 2;
+  const std::vector<RunData> data = read_runs(o);
+  const auto sides = make_sides(o, data);
+  const Side& a = sides.first;
+  const Side& b = sides.second;
+  check_same_grid(a, b);
+  Report r;
+  r.T0 = initial_T(data[0], a.run_path);
+  r.T0b = two_runs ? initial_T(data[1], b.run_path) : r.T0;
+  const double t_tol = 1e-6 * r.T0;
+
+  std::ostringstream out;
+  print_header(a, b, two_runs, r, out);
+  compare_series(a, b, t_tol, r, out);
+  compare_spectra(a, b, o, t_tol, r, out);
+  compare_q_fields(a, b, o, t_tol, two_runs, r, out);
+  r.checks = make_checks(o, r);
+  r.failed = print_checks(r.checks, out);
+  std::cout << out.str() << std::flush;
+  if (!o.json.empty()) write_json(o, a, b, two_runs, r);
+  return r.failed ? 1 : 0;
 }
 
 }  // namespace vh::app

@@ -10,7 +10,7 @@
 #include <optional>
 #include <sstream>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "spectral/solver.h"
 #include "vortex/solver.h"
 
@@ -112,6 +112,59 @@ std::map<std::string, int> scan_deck(const std::string& text, const std::string&
   return lines;
 }
 
+/// Stores the command line's `--key=value` overrides in `vm`, before the deck: store() keeps
+/// the first value it sees, so these win. Returns how often each key was given (once); keys
+/// given as `--key=` go to `unset` instead.
+std::map<std::string, int> store_overrides(const std::vector<std::string>& overrides,
+                                           const po::options_description& desc, po::variables_map& vm,
+                                           std::vector<std::string>& unset) {
+  std::vector<std::string> args;
+  for (const auto& o : overrides) {
+    if (o.rfind("--", 0) != 0 || o.find('=') == std::string::npos)
+      throw InputError("command line: '" + o + "' is not of the form --section.key=value");
+    const std::string key = o.substr(2, o.find('=') - 2);
+    if (!known(key))
+      throw InputError("command line: unknown key '" + key + "' (nearest valid key: '" +
+                       nearest_key(key) + "')");
+    args.push_back(o);
+  }
+  std::map<std::string, int> cmd_count;
+  for (const auto& a : args)
+    if (++cmd_count[a.substr(2, a.find('=') - 2)] > 1)
+      throw InputError("command line: key '" + a.substr(2, a.find('=') - 2) + "' given twice");
+  args.erase(std::remove_if(args.begin(), args.end(),
+                            [&](const std::string& a) {
+                              // Only "--key=": "--key=a=" sets key to "a=" (found by fuzzing:
+                              // it was taken for the unset of a key "key=a", i.e. ignored).
+                              if (a.find('=') != a.size() - 1) return false;
+                              unset.push_back(a.substr(2, a.size() - 3));
+                              return true;
+                            }),
+             args.end());
+  try {
+    po::store(po::command_line_parser(args).options(desc).style(po::command_line_style::unix_style)
+                  .run(), vm);
+  } catch (const po::error& e) {
+    throw InputError(std::string("command line: ") + e.what());
+  }
+  return cmd_count;
+}
+
+/// Stores the deck `text` (`name` in messages) in `vm` after the command line; returns the
+/// line of each key (scan_deck() rejects unknown and duplicate keys first).
+std::map<std::string, int> store_deck(const std::string& text, const std::string& name,
+                                      const po::options_description& desc, po::variables_map& vm) {
+  if (text.empty()) return {};
+  std::map<std::string, int> lines = scan_deck(text, name);
+  std::istringstream in(text);
+  try {
+    po::store(po::parse_config_file(in, desc, false), vm);
+  } catch (const po::error& e) {
+    throw InputError(name + ": " + e.what());
+  }
+  return lines;
+}
+
 }  // namespace
 
 const std::vector<OptionSpec>& option_table() {
@@ -153,48 +206,9 @@ Options parse_deck(const std::string& text, const std::string& name, const std::
     desc.add_options()(s.key.c_str(), po::value<std::string>(), s.help.c_str());
 
   po::variables_map vm;
-  // 1. Command line first: store() keeps the first value, so these win over the deck.
-  std::vector<std::string> args;
-  for (const auto& o : overrides) {
-    if (o.rfind("--", 0) != 0 || o.find('=') == std::string::npos)
-      throw InputError("command line: '" + o + "' is not of the form --section.key=value");
-    const std::string key = o.substr(2, o.find('=') - 2);
-    if (!known(key))
-      throw InputError("command line: unknown key '" + key + "' (nearest valid key: '" +
-                       nearest_key(key) + "')");
-    args.push_back(o);
-  }
-  std::map<std::string, int> cmd_count;
   std::vector<std::string> unset;  // --key= with nothing after '=': unsets a key the deck sets
-  for (const auto& a : args)
-    if (++cmd_count[a.substr(2, a.find('=') - 2)] > 1)
-      throw InputError("command line: key '" + a.substr(2, a.find('=') - 2) + "' given twice");
-  args.erase(std::remove_if(args.begin(), args.end(),
-                            [&](const std::string& a) {
-                              // Only "--key=": "--key=a=" sets key to "a=" (found by fuzzing:
-                              // it was taken for the unset of a key "key=a", i.e. ignored).
-                              if (a.find('=') != a.size() - 1) return false;
-                              unset.push_back(a.substr(2, a.size() - 3));
-                              return true;
-                            }),
-             args.end());
-  try {
-    po::store(po::command_line_parser(args).options(desc).style(po::command_line_style::unix_style)
-                  .run(), vm);
-  } catch (const po::error& e) {
-    throw InputError(std::string("command line: ") + e.what());
-  }
-  // 2. The deck.
-  std::map<std::string, int> lines;
-  if (!text.empty()) {
-    lines = scan_deck(text, name);
-    std::istringstream in(text);
-    try {
-      po::store(po::parse_config_file(in, desc, false), vm);
-    } catch (const po::error& e) {
-      throw InputError(name + ": " + e.what());
-    }
-  }
+  const std::map<std::string, int> cmd_count = store_overrides(overrides, desc, vm, unset);
+  std::map<std::string, int> lines = store_deck(text, name, desc, vm);
   po::notify(vm);
 
   Options o;

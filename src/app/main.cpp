@@ -11,7 +11,7 @@
 // Under mpirun (`mpirun -np R vortexhit run DECK`, the spectral solver) every rank runs
 // `run`; bad input is seen by every rank alike, so rank 0 alone prints its one line and all
 // exit with 2; an error seen by one rank only ends the job (MPI_Abort). One rank needs no
-// mpirun and no MPI (core/comm.h MpiSession).
+// mpirun and no MPI (base/comm.h MpiSession).
 #include <iostream>
 #include <string>
 #include <vector>
@@ -20,7 +20,7 @@
 #include "app/deck.h"
 #include "app/run.h"
 #include "base/comm.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace {
 

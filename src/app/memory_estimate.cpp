@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "spectral/fused.h"
 #include "vortex/solver.h"
 

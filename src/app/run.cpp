@@ -4,6 +4,12 @@
 // and records its diagnostics; guards stop the run with a checkpoint; the end writes a
 // checkpoint, summary.txt and a table of time per phase.
 //
+// run_case() reads that way: configure(), dry_run_or_check_memory() and prepare_run_folder()
+// before anything is written, then a Run: start() (start_from_initial_field() or
+// restart_from_checkpoint()), advance_to_end() (per solver and stop time advance(), whose
+// guards are stable_dt() and check_stop_requests(), then output(), with check_energy_rise();
+// checkpoint_if_due() after each stop), final_checkpoint(), report().
+//
 // On R ranks (mpirun; the spectral solver only) every rank runs this with its slab of the
 // field (core/slab.h): the initial field, the solver and the diagnostics are collective,
 // the guards decide on values every rank shares, and rank 0 alone prints and writes files
@@ -35,16 +41,16 @@
 #include "app/memory_estimate.h"
 #include "app/steppers.h"
 #include "base/comm.h"
-#include "core/console.h"
+#include "base/error.h"
 #include "core/device.h"
 #include "core/diagnostics.h"
-#include "core/error.h"
 #include "core/fft.h"
-#include "core/fields_file.h"
-#include "core/h5.h"
 #include "core/initial_field.h"
-#include "core/run_file.h"
 #include "core/slab.h"
+#include "io/console.h"
+#include "io/fields_file.h"
+#include "io/h5.h"
+#include "io/run_file.h"
 
 namespace fs = std::filesystem;
 
@@ -119,6 +125,13 @@ std::vector<double> stop_times(double t_end, double out_dt, const std::vector<do
   for (double v : t)
     if (out.empty() || v - out.back() > 1e-9 * t_end) out.push_back(v);
   return out;
+}
+
+/// The field output times: output.fields_at (in t/T) times T of the initial field.
+std::vector<double> field_times(const std::vector<double>& fields_at, double T0) {
+  std::vector<double> t;
+  for (double f : fields_at) t.push_back(f * T0);
+  return t;
 }
 
 bool near(double a, double b, double scale) { return std::abs(a - b) <= 1e-9 * scale; }
@@ -243,13 +256,30 @@ std::string decomposition_line(const Slab& s) {
          "), of kept ky" + ky + " (|ky| <= " + std::to_string(s.kmax) + "); MPI " + Comm::library();
 }
 
-}  // namespace
 
-static int run_case(const std::string& deck_path, const std::vector<std::string>& overrides, bool quiet,
-                    const std::string& restart, const std::vector<std::string>& argv, bool dry_run) {
-  const auto wall0 = std::chrono::steady_clock::now();
-  // Guards: a signal or a STOP file in the run folder ends the run after the current step
-  // with a checkpoint (exit 3), as do a non-finite velocity and a CFL number above max_cfl.
+/// "vortex   FMM on the CPU: tolerance 1e-05, p 12, ...": the FMM's resolved parameters.
+std::string fmm_line(const fmm::Params& f, Backend backend) {
+  std::ostringstream msg;
+  msg << "vortex   FMM "
+      << (backend == Backend::gpu ? "on the GPU (the cells split on the host, measured and traversed on the GPU)"
+                                  : "on the CPU")
+      << ": tolerance " << f.tolerance << ", p " << f.p << ", theta " << f.theta << ", ncrit " << f.ncrit
+      << ", images " << f.images;
+  if (backend == Backend::gpu) msg << ", near field " << f.precision;
+  return msg.str();
+}
+
+/// The command line as one string (run.h5:/meta argv, restarted_from).
+std::string join_args(const std::vector<std::string>& argv) {
+  std::string args;
+  for (const auto& a : argv) args += (args.empty() ? "" : " ") + a;
+  return args;
+}
+
+// ---- before anything is written -----------------------------------------------------------
+
+/// Guards: a signal ends the run after the current step with a checkpoint (exit 3).
+void catch_signals() {
   g_signal = 0;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
@@ -257,13 +287,27 @@ static int run_case(const std::string& deck_path, const std::vector<std::string>
   // Past a file-size limit (ulimit -f) write(2) then fails with EFBIG, a WriteError like a
   // full disk, instead of the signal killing the process mid-file.
   std::signal(SIGXFSZ, SIG_IGN);
-  const Comm world = Comm::world();
+}
+
+void release_signals() {
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  std::signal(SIGUSR1, SIG_DFL);
+}
+
+/// What is known before anything is written: the configuration (from the deck, or on a
+/// restart from the checkpoint's deck), the back end, and the memory the run needs and finds.
+struct Setup {
   std::optional<CheckpointHeader> ckpt;
-  if (!restart.empty()) ckpt = read_checkpoint_header(restart, world);  // rank 0 checks the seal, every rank reads
-  const Options opts = ckpt ? parse_deck(ckpt->deck, ckpt->path + ":/deck", overrides)
-                            : read_deck(deck_path, overrides);
-  RunConfig cfg = make_config(deck_path, opts);
-  const int ranks = world.size();
+  Options opts;  ///< the deck after overrides
+  RunConfig cfg;
+  Backend backend;
+  MemoryEstimate mem;  ///< that of one rank holding the whole grid
+  MemoryAvailable host_mem, gpu_mem;
+};
+
+/// On R > 1 ranks: the spectral solver only, and at most one rank per z-plane.
+void check_ranks(const RunConfig& cfg, const Options& opts, int ranks) {
   if (ranks > 1 && (cfg.solver == "vortex" || cfg.solver == "both"))
     throw InputError(opts.where("case.solver") + " on " + std::to_string(ranks) +
                      " ranks: the vortex solver runs on one rank for now (allowed on R > 1 ranks: spectral, initial)");
@@ -271,316 +315,517 @@ static int run_case(const std::string& deck_path, const std::vector<std::string>
     throw InputError("mpirun -np " + std::to_string(ranks) + ": " + std::to_string(ranks) + " ranks for " +
                      opts.where("domain.n") + " (allowed: at most N = " + std::to_string(cfg.n) +
                      " ranks; each holds whole z-planes)");
+}
+
+Setup configure(const std::string& deck_path, const std::vector<std::string>& overrides,
+                const std::string& restart, const Comm& world) {
+  std::optional<CheckpointHeader> ckpt;
+  if (!restart.empty()) ckpt = read_checkpoint_header(restart, world);  // rank 0 checks the seal, every rank reads
+  Options opts = ckpt ? parse_deck(ckpt->deck, ckpt->path + ":/deck", overrides) : read_deck(deck_path, overrides);
+  RunConfig cfg = make_config(deck_path, opts);
+  const int ranks = world.size();
+  check_ranks(cfg, opts, ranks);
   if (ckpt) check_checkpoint_grid(*ckpt, cfg.n);
   const Backend backend = resolve_backend(cfg.device);
   if (backend == Backend::gpu && ranks > 1) select_gpus(world, true);  // one GPU per rank of a node
   if (ckpt) cfg.out_dir = ckpt->dir;  // a restart continues in the checkpoint's folder
   // Memory, estimated from the deck and checked before anything is written (memory_estimate.h).
-  // The estimate is that of one rank holding the whole grid: on R > 1 ranks it is not checked.
   const MemoryEstimate mem = estimate_memory(cfg, backend, spectral_fused_on_gpu(cfg, backend));
   const MemoryAvailable host_mem = host_memory_available();
   const MemoryAvailable gpu_mem = backend == Backend::gpu ? device_memory_available() : MemoryAvailable{};
+  return {std::move(ckpt), std::move(opts), std::move(cfg), backend, mem, host_mem, gpu_mem};
+}
+
+/// The memory check, and --dry-run, which prints the estimate and ends there (true). The
+/// estimate is that of one rank holding the whole grid: on R > 1 ranks it is not checked.
+bool dry_run_or_check_memory(const Setup& s, int ranks, bool dry_run) {
   if (ranks == 1) {
     if (dry_run) {
-      std::cout << dry_run_report(cfg, device_name(backend), mem, backend, host_mem, gpu_mem) << std::flush;
-      if (!ckpt) prepare_output_dir(cfg, false);
-      check_memory(cfg, backend, mem, host_mem, gpu_mem);
-      return 0;
+      std::cout << dry_run_report(s.cfg, device_name(s.backend), s.mem, s.backend, s.host_mem, s.gpu_mem)
+                << std::flush;
+      if (!s.ckpt) prepare_output_dir(s.cfg, false);
+      check_memory(s.cfg, s.backend, s.mem, s.host_mem, s.gpu_mem);
+      return true;
     }
-    check_memory(cfg, backend, mem, host_mem, gpu_mem);
+    check_memory(s.cfg, s.backend, s.mem, s.host_mem, s.gpu_mem);
   } else if (dry_run) {
     throw InputError("--dry-run: runs on one rank only (the memory estimate is that of one rank)");
   }
-  if (!ckpt)
-    on_root(world, [&] { prepare_output_dir(cfg); });
+  return false;
+}
+
+/// A new run's folder (created, or refused: prepare_output_dir), or a restart's (writable).
+void prepare_run_folder(const Setup& s, const Comm& world) {
+  if (!s.ckpt)
+    on_root(world, [&] { prepare_output_dir(s.cfg); });
   else
-    on_root(world, [&] { require_writable(cfg.out_dir, "the run folder " + cfg.out_dir + " of " + ckpt->path); });
+    on_root(world, [&] { require_writable(s.cfg.out_dir, "the run folder " + s.cfg.out_dir + " of " + s.ckpt->path); });
+}
 
+/// The console: `quiet`, or silent on ranks other than 0; rank 0 copies it to RUN_DIR/log.txt.
+Console open_console(bool quiet, const Comm& world, const std::string& dir) {
   Console con(quiet || !world.root());
-  if (world.root()) con.open_log((fs::path(cfg.out_dir) / "log.txt").string());
-  const std::string device = device_name(backend);
-  const Grid g{cfg.n};
-  const Slab slab = Slab::make(g, spectral::kept_kmax(cfg.spectral.dealias, g.n), world);
-  const InitialSlab init = make_initial_field(cfg.flow, slab);
-  SlabFft fft(slab);
-  const Statistics s0 = statistics(init.u, init.nu, fft);
-  const double T0 = s0.T;
-  const double t_end = std::isnan(cfg.t_end) ? cfg.t_end_over_T * T0 : cfg.t_end;
-  const double out_dt = std::isnan(cfg.output_interval) ? cfg.output_over_T * T0 : cfg.output_interval;
+  if (world.root()) con.open_log((fs::path(dir) / "log.txt").string());
+  return con;
+}
 
-  std::string args;
-  for (const auto& a : argv) args += (args.empty() ? "" : " ") + a;
-  con.line("vortexhit " VH_VERSION " (" VH_GIT_HASH ", " VH_BUILD_TYPE ", " VH_COMPILER ")");
-  con.line("device " + device + "  ranks " + std::to_string(ranks) + "  deck " +
-           (ckpt ? ckpt->path + ":/deck (restart)" : deck_path.empty() ? "(defaults)" : deck_path));
-  if (ranks > 1)
-    con.line(decomposition_line(slab) +
-             (backend == Backend::gpu ? (Comm::cuda_aware() ? ", CUDA-aware" : ", not CUDA-aware: device buffers staged through host memory")
-                                      : ""));
-  con.line("case " + cfg.name + "  solver " + cfg.solver + "  N " + std::to_string(g.n) + "  nu " +
-           fmt(init.nu) + "  Re_lambda " + fmt(s0.Re_lambda, 4) + "  u' " + fmt(s0.u_prime, 4) +
-           "  L " + fmt(s0.L, 4) + "  T " + fmt(T0, 4) + "  t_end " + fmt(t_end, 4));
-  for (const std::string& l : memory_lines(mem, backend, host_mem, gpu_mem)) con.line(l);
+// ---- the run ------------------------------------------------------------------------------
 
-  const std::string run_h5 = (fs::path(cfg.out_dir) / "run.h5").string();
-  std::vector<std::unique_ptr<Stepper>> solvers;
-  if (cfg.solver == "spectral" || cfg.solver == "both") {
-    cfg.spectral.nu = init.nu;
-    solvers.push_back(make_spectral(cfg.spectral, slab, backend));
+/// One run from its folder on: the initial field and the solvers, their start (or restart),
+/// the time loop with its guards and outputs, the checkpoints, the closing report.
+class Run {
+ public:
+  /// The initial field and its statistics, the banner and the solvers (not yet started).
+  Run(Setup s, const Comm& world, bool quiet, const std::string& deck_path, const std::vector<std::string>& argv);
+  /// Starts the solvers from the initial field, or restores them from the checkpoint and
+  /// continues its run.h5; writes run.h5.
+  void start();
+  /// Advances every solver to every stop time, recording each output.
+  void advance_to_end();
+  /// A final checkpoint, so that the run can be continued to a later t_end.
+  void final_checkpoint();
+  /// Time per phase, memory used, summary.txt and the closing line.
+  void report(std::chrono::steady_clock::time_point wall0);
+
+ private:
+  void banner();
+  void make_solvers();
+  void restart_from_checkpoint();
+  void start_from_initial_field();
+  std::map<std::string, std::string> meta() const;
+  double advance(Stepper& st, double stop);
+  double stable_dt(Stepper& st);
+  void check_stop_requests(const Stepper& st);
+  Statistics measure(Stepper& st, std::vector<double>& E);
+  void output(Stepper& st, double dt, std::map<std::string, GridFields>& fields);
+  void check_energy_rise(const Stepper& st, const Statistics& s);
+  void checkpoint_if_due();
+  [[noreturn]] void stop(const std::string& why);
+  bool field_due(double t) const;
+  void time_table(double wall);
+  std::string memory_used() const;
+  std::string summary(double wall) const;
+
+  // In the order they are built: the log opens before the initial field is made, the slab
+  // comes before the initial field, the FFT before its statistics.
+  const Comm& world_;
+  Setup s_;
+  const std::string deck_path_, args_;
+  const int ranks_;
+  Console con_;
+  const std::string device_;
+  const Grid g_;
+  const Slab slab_;  ///< this rank's part (one rank: the whole grid)
+  const InitialSlab init_;
+  SlabFft fft_;
+  const Statistics s0_;  ///< of the initial field
+  const double T0_;      ///< its eddy turnover time, the unit of t/T
+  const double t_end_, out_dt_;
+  const std::vector<double> field_t_;  ///< output.fields_at in time units
+  const std::string run_h5_;
+  const fs::path stop_file_;
+  std::vector<std::unique_ptr<Stepper>> solvers_;
+  SpectralSlab u_;               ///< the velocity on the grid of the solver being output
+  std::unique_ptr<RunFile> rf_;  ///< on every rank (the same rows); rank 0 writes it
+  std::string deck_;             ///< run.h5:/deck, which every checkpoint stores
+  long field_index_ = 0;         ///< index of the next fields file
+  std::map<std::string, Last> last_;
+  std::map<std::string, double> phases_;  ///< wall seconds per phase, for the table at the end
+  long steps_since_ckpt_ = 0;
+  std::chrono::steady_clock::time_point last_ckpt_;
+};
+
+Run::Run(Setup s, const Comm& world, bool quiet, const std::string& deck_path, const std::vector<std::string>& argv)
+    : world_(world),
+      s_(std::move(s)),
+      deck_path_(deck_path),
+      args_(join_args(argv)),
+      ranks_(world.size()),
+      con_(open_console(quiet, world, s_.cfg.out_dir)),
+      device_(device_name(s_.backend)),
+      g_{s_.cfg.n},
+      slab_(Slab::make(g_, spectral::kept_kmax(s_.cfg.spectral.dealias, g_.n), world)),
+      init_(make_initial_field(s_.cfg.flow, slab_)),
+      fft_(slab_),
+      s0_(statistics(init_.u, init_.nu, fft_)),
+      T0_(s0_.T),
+      t_end_(std::isnan(s_.cfg.t_end) ? s_.cfg.t_end_over_T * T0_ : s_.cfg.t_end),
+      out_dt_(std::isnan(s_.cfg.output_interval) ? s_.cfg.output_over_T * T0_ : s_.cfg.output_interval),
+      field_t_(field_times(s_.cfg.fields_at, T0_)),
+      run_h5_((fs::path(s_.cfg.out_dir) / "run.h5").string()),
+      stop_file_(fs::path(s_.cfg.out_dir) / "STOP") {
+  banner();
+  make_solvers();
+  u_ = SpectralSlab(slab_);
+}
+
+void Run::banner() {
+  const RunConfig& c = s_.cfg;
+  con_.line("vortexhit " VH_VERSION " (" VH_GIT_HASH ", " VH_BUILD_TYPE ", " VH_COMPILER ")");
+  con_.line("device " + device_ + "  ranks " + std::to_string(ranks_) + "  deck " +
+            (s_.ckpt ? s_.ckpt->path + ":/deck (restart)" : deck_path_.empty() ? "(defaults)" : deck_path_));
+  if (ranks_ > 1)
+    con_.line(decomposition_line(slab_) +
+              (s_.backend == Backend::gpu
+                   ? (Comm::cuda_aware() ? ", CUDA-aware" : ", not CUDA-aware: device buffers staged through host memory")
+                   : ""));
+  con_.line("case " + c.name + "  solver " + c.solver + "  N " + std::to_string(g_.n) + "  nu " + fmt(init_.nu) +
+            "  Re_lambda " + fmt(s0_.Re_lambda, 4) + "  u' " + fmt(s0_.u_prime, 4) + "  L " + fmt(s0_.L, 4) +
+            "  T " + fmt(T0_, 4) + "  t_end " + fmt(t_end_, 4));
+  for (const std::string& l : memory_lines(s_.mem, s_.backend, s_.host_mem, s_.gpu_mem)) con_.line(l);
+}
+
+/// The solvers the deck asks for, with ν of the initial field.
+void Run::make_solvers() {
+  RunConfig& c = s_.cfg;
+  if (c.solver == "spectral" || c.solver == "both") {
+    c.spectral.nu = init_.nu;
+    solvers_.push_back(make_spectral(c.spectral, slab_, s_.backend));
   }
-  if (cfg.solver == "vortex" || cfg.solver == "both") {
-    cfg.vortex.nu = init.nu;
-    solvers.push_back(make_vortex(cfg.vortex, g, backend));
-    const fmm::Params f = cfg.vortex.fmm.resolved();
-    std::ostringstream msg;
-    msg << "vortex   FMM "
-        << (backend == Backend::gpu ? "on the GPU (the cells split on the host, measured and traversed on the GPU)"
-                                    : "on the CPU")
-        << ": tolerance " << f.tolerance << ", p " << f.p << ", theta " << f.theta << ", ncrit " << f.ncrit
-        << ", images " << f.images;
-    if (backend == Backend::gpu) msg << ", near field " << f.precision;
-    con.line(msg.str());
+  if (c.solver == "vortex" || c.solver == "both") {
+    c.vortex.nu = init_.nu;
+    solvers_.push_back(make_vortex(c.vortex, g_, s_.backend));
+    con_.line(fmm_line(c.vortex.fmm.resolved(), s_.backend));
   }
+}
 
-  // Field outputs, in t/T of the initial field.
-  std::vector<double> field_t;
-  for (double f : cfg.fields_at) field_t.push_back(f * T0);
-  auto field_due = [&](double t) {
-    return std::any_of(field_t.begin(), field_t.end(), [&](double f) { return near(f, t, t_end); });
-  };
-  long field_index = 0;
-  std::map<std::string, Last> last;
-  SpectralSlab u(slab);
-  std::unique_ptr<RunFile> rf;  // on every rank (the same rows); rank 0 writes it
+bool Run::field_due(double t) const {
+  return std::any_of(field_t_.begin(), field_t_.end(), [&](double f) { return near(f, t, t_end_); });
+}
 
-  if (ckpt) {
-    // Continue: the solvers' states from the checkpoint, the series from run.h5 trimmed to
-    // each solver's checkpoint time, fields files numbered on from the checkpoint's.
-    load_checkpoint(*ckpt, solvers);
-    RunData data = RunFile::read(run_h5, /*require_seal=*/true);
-    for (auto& st : solvers) {
-      check_restart_record(data, run_h5, st->name(), st->time());
-      trim_after(data.solvers.at(st->name()), st->time() * (1 + 1e-12));
-      const auto& se = data.solvers.at(st->name()).series;
-      const auto& K = se.at("K");
-      last[st->name()] = {K.back(), se.at("epsilon").back(), se.at("Re_lambda").back(),
-                          *std::min_element(K.begin(), K.end())};
-    }
-    data.meta["restarted_from"] = ckpt->path + " at " + now_iso() + " by: " + args +
-                                  (ranks > 1 ? " (" + std::to_string(ranks) + " ranks)" : "");
-    rf = std::make_unique<RunFile>(run_h5, std::move(data));
-    field_index = ckpt->field_index;
-    on_root(world, [&] { remove_fields_from(cfg.out_dir, field_index); });
-    con.line("restart from " + ckpt->path);
-  } else {
-    rf = std::make_unique<RunFile>(run_h5);
-    rf->set_deck(deck_text(opts));
-    rf->set_meta({{"version", VH_VERSION},
-                  {"git_hash", VH_GIT_HASH},
-                  {"build_type", VH_BUILD_TYPE},
-                  {"compiler", VH_COMPILER},
-                  {"cuda_version", VH_CUDA_VERSION},
-                  {"device", device},
-                  {"ranks", std::to_string(ranks)},
-                  {"start_time", now_iso()},
-                  {"deck_path", deck_path},
-                  {"argv", args}});
-    rf->append_series("initial", series_row(0.0, 0, 0.0, s0));
-    rf->append_spectrum("initial", 0.0, energy_spectrum(init.u));
-    // With no solver to run, the initial field's own fields are the output.
-    if (cfg.solver == "initial" && field_due(0.0)) {
-      const GridFields f = grid_fields(init.u, fft);
-      write_fields(cfg.out_dir, int(field_index++), 0.0, {{"initial", f.set(0)}}, slab);
-    }
-    // The solvers start from the same field.
+void Run::start() {
+  if (s_.ckpt)
+    restart_from_checkpoint();
+  else
+    start_from_initial_field();
+  on_root(world_, [&] { rf_->write(); });
+  deck_ = rf_->data().deck;
+}
+
+/// Continue: the solvers' states from the checkpoint, the series from run.h5 trimmed to each
+/// solver's checkpoint time, fields files numbered on from the checkpoint's.
+void Run::restart_from_checkpoint() {
+  const CheckpointHeader& ckpt = *s_.ckpt;
+  load_checkpoint(ckpt, solvers_);
+  RunData data = RunFile::read(run_h5_, /*require_seal=*/true);
+  for (auto& st : solvers_) {
+    check_restart_record(data, run_h5_, st->name(), st->time());
+    trim_after(data.solvers.at(st->name()), st->time() * (1 + 1e-12));
+    const auto& se = data.solvers.at(st->name()).series;
+    const auto& K = se.at("K");
+    last_[st->name()] = {K.back(), se.at("epsilon").back(), se.at("Re_lambda").back(),
+                         *std::min_element(K.begin(), K.end())};
+  }
+  data.meta["restarted_from"] = ckpt.path + " at " + now_iso() + " by: " + args_ +
+                                (ranks_ > 1 ? " (" + std::to_string(ranks_) + " ranks)" : "");
+  rf_ = std::make_unique<RunFile>(run_h5_, std::move(data));
+  field_index_ = ckpt.field_index;
+  on_root(world_, [&] { remove_fields_from(s_.cfg.out_dir, field_index_); });
+  con_.line("restart from " + ckpt.path);
+}
+
+/// run.h5:/meta of a new run.
+std::map<std::string, std::string> Run::meta() const {
+  return {{"version", VH_VERSION},
+          {"git_hash", VH_GIT_HASH},
+          {"build_type", VH_BUILD_TYPE},
+          {"compiler", VH_COMPILER},
+          {"cuda_version", VH_CUDA_VERSION},
+          {"device", device_},
+          {"ranks", std::to_string(ranks_)},
+          {"start_time", now_iso()},
+          {"deck_path", deck_path_},
+          {"argv", args_}};
+}
+
+/// A new run: the initial field's row and spectrum, then every solver started from it with
+/// its first row (and the fields at t = 0 when asked for).
+void Run::start_from_initial_field() {
+  rf_ = std::make_unique<RunFile>(run_h5_);
+  rf_->set_deck(deck_text(s_.opts));
+  rf_->set_meta(meta());
+  rf_->append_series("initial", series_row(0.0, 0, 0.0, s0_));
+  rf_->append_spectrum("initial", 0.0, energy_spectrum(init_.u));
+  // With no solver to run, the initial field's own fields are the output.
+  if (s_.cfg.solver == "initial" && field_due(0.0)) {
+    const GridFields f = grid_fields(init_.u, fft_);
+    write_fields(s_.cfg.out_dir, int(field_index_++), 0.0, {{"initial", f.set(0)}}, slab_);
+  }
+  // The solvers start from the same field.
+  std::map<std::string, GridFields> fields;
+  for (auto& st : solvers_) {
+    st->start(init_.u, 0.0);
+    st->velocity(u_);
+    const Statistics s = statistics(u_, init_.nu, fft_);
+    if (st->name() == "vortex")
+      con_.line("vortex   initial particles: FMM velocity on the grid vs the spectral one, rel. L2 " +
+                fmt(relative_l2(u_, init_.u), 3));
+    record(*rf_, *st, s, 0.0, energy_spectrum(u_));
+    if (const std::string l = st->log_line(); !l.empty()) con_.line(l);
+    if (field_due(0.0)) fields[st->name()] = grid_fields(u_, fft_);
+    last_[st->name()] = {s.K, s.epsilon, s.Re_lambda, s.K};
+  }
+  if (!fields.empty()) write_field_sets(s_.cfg.out_dir, int(field_index_++), 0.0, fields, solvers_, slab_);
+}
+
+void Run::advance_to_end() {
+  last_ckpt_ = std::chrono::steady_clock::now();
+  for (double stop : stop_times(t_end_, out_dt_, field_t_)) {
     std::map<std::string, GridFields> fields;
-    for (auto& st : solvers) {
-      st->start(init.u, 0.0);
-      st->velocity(u);
-      const Statistics s = statistics(u, init.nu, fft);
-      if (st->name() == "vortex")
-        con.line("vortex   initial particles: FMM velocity on the grid vs the spectral one, rel. L2 " +
-                 fmt(relative_l2(u, init.u), 3));
-      record(*rf, *st, s, 0.0, energy_spectrum(u));
-      if (const std::string l = st->log_line(); !l.empty()) con.line(l);
-      if (field_due(0.0)) fields[st->name()] = grid_fields(u, fft);
-      last[st->name()] = {s.K, s.epsilon, s.Re_lambda, s.K};
-    }
-    if (!fields.empty()) write_field_sets(cfg.out_dir, int(field_index++), 0.0, fields, solvers, slab);
-  }
-  on_root(world, [&] { rf->write(); });
-
-  const fs::path stop_file = fs::path(cfg.out_dir) / "STOP";
-  const std::string deck = rf->data().deck;
-  auto stop_run = [&](const std::string& why) {  // collective: every rank decides the same
-    write_checkpoint(cfg.out_dir, deck, field_index, solvers, world);
-    on_root(world, [&] { rf->write(); });
-    throw RunStopped(why + "; checkpoint " + (fs::path(cfg.out_dir) / "checkpoint.h5").string() +
-                     " (the one before: checkpoint_prev.h5)");
-  };
-  long steps_since_ckpt = 0;
-  std::map<std::string, double> phases;  // wall seconds per phase, for the table at the end
-  auto last_ckpt = std::chrono::steady_clock::now();
-
-  for (double stop : stop_times(t_end, out_dt, field_t)) {
-    std::map<std::string, GridFields> fields;
-    for (auto& st : solvers) {
-      const std::string name = st->name();
-      if (rf->data().solvers.at(name).series.at("t").back() >= stop - 1e-9 * t_end) continue;  // restarted past it
-      con.reset_rate();
-      double dt = 0.0, t = st->time();
-      while (t < stop && !near(t, stop, t_end)) {
-        double umax = 0;
-        {
-          const PhaseTimer timer(phases[name + " steps"]);  // the right-hand side, if not yet known
-          umax = st->max_velocity();
-        }
-        const std::string where = " at step " + std::to_string(st->steps()) + ", t = " + fmt(t);
-        if (!std::isfinite(umax)) stop_run(name + ": max|u| is not finite" + where);
-        dt = std::isnan(cfg.dt) ? cfg.cfl * g.h() / umax : cfg.dt;
-        if (umax * dt / g.h() > cfg.max_cfl)
-          stop_run(name + ": CFL number " + fmt(umax * dt / g.h(), 3) + " > time.max_cfl = " +
-                   fmt(cfg.max_cfl, 3) + where);
-        // A CFL step that collapses means the velocity grew without bound: stop rather than creep.
-        if (last[name].first_dt == 0) last[name].first_dt = dt;
-        if (dt < cfg.stall_fraction * last[name].first_dt)
-          stop_run(name + ": the run has stalled: dt = " + fmt(dt, 3) + " is below time.stall_fraction = " +
-                   fmt(cfg.stall_fraction, 3) + " of the first step's " + fmt(last[name].first_dt, 3) +
-                   " (max|u| = " + fmt(umax, 3) + ")" + where);
-        // Land on the stop in equal steps no longer than the stable one (no sliver steps).
-        dt = (stop - t) / std::ceil((stop - t) / dt * (1 - 1e-12));
-        {
-          const PhaseTimer timer(phases[name + " steps"]);
-          st->step(dt);
-        }
-        t = st->time();
-        ++steps_since_ckpt;
-        if (const std::string e = st->event(); !e.empty()) con.line(e);
-        con.progress(name, st->steps(), t, T0, dt, last[name].K / s0.K, last[name].Re_lambda, t_end);
-        std::error_code ec;
-        // A signal reaches the ranks it reaches, the STOP file is looked for by rank 0: the
-        // decision to stop is shared (one reduction per step on R ranks, none on one).
-        const int sig = ranks > 1 ? int(world.max(double(g_signal))) : int(g_signal);
-        if (sig != 0)
-          stop_run(name + ": " + (sig == SIGINT ? "SIGINT" : sig == SIGUSR1 ? "SIGUSR1" : "SIGTERM") +
-                   " received, stopped after step " + std::to_string(st->steps()) + ", t = " + fmt(t));
-        if (world.any(world.root() && fs::exists(stop_file, ec))) {
-          if (world.root()) fs::remove(stop_file, ec);
-          stop_run(name + ": STOP file found, stopped after step " + std::to_string(st->steps()) + ", t = " + fmt(t));
-        }
-        if (world.any(world.root() && !fs::is_directory(cfg.out_dir, ec)))
-          throw RunStopped(name + ": the run folder " + cfg.out_dir + " was deleted or moved away during the run "
-                           "(found after step " + std::to_string(st->steps()) + ", t = " + fmt(t) +
-                           "); stopped without writing anything (its checkpoint, if any, went with it)");
-      }
-      // Diagnostics where the state lives when the solver can (no host copy), else on the
-      // host from the velocity on the grid; the host copy is made anyway for fields.
-      Statistics s;
-      std::vector<double> E;
-      bool in_place;
-      {
-        const PhaseTimer timer(phases[name + " statistics and spectrum"]);
-        in_place = st->statistics_in_place(init.nu, s, E);
-      }
-      if (!in_place) {
-        {
-          const PhaseTimer timer(phases[name + " velocity on the grid"]);
-          st->velocity(u);
-        }
-        const PhaseTimer timer(phases[name + " statistics and spectrum"]);
-        s = statistics(u, init.nu, fft);
-        E = energy_spectrum(u);
-      } else if (field_due(t)) {
-        const PhaseTimer timer(phases[name + " velocity on the grid"]);
-        st->velocity(u);
-      }
-      if (!std::isfinite(s.K)) stop_run(name + ": K is not finite at step " + std::to_string(st->steps()) + ", t = " + fmt(t));
-      // Energy balance between outputs: −dK/dt against the mean of ε at both ends.
-      const double t_prev = rf->data().solvers.at(name).series.at("t").back();
-      con.line(name + " energy balance t/T " + fmt(t / T0, 4) + "  -dK/dt " +
-               fmt(-(s.K - last[name].K) / (t - t_prev), 6) + "  eps " + fmt(0.5 * (s.epsilon + last[name].epsilon), 6));
-      {
-        const PhaseTimer timer(phases[name + " monitors and run.h5 rows"]);
-        record(*rf, *st, s, dt, E);
-      }
-      if (const std::string l = st->log_line(); !l.empty()) con.line(l);
-      // After the row is in run.h5, so that the rise can be seen there.
-      if (s.K > (1 + cfg.max_energy_rise) * last[name].K_min)
-        stop_run(name + ": K = " + fmt(s.K) + " rose " + fmt(100 * (s.K / last[name].K_min - 1), 3) +
-                 " % above its running minimum " + fmt(last[name].K_min) + " (time.max_energy_rise = " +
-                 fmt(cfg.max_energy_rise, 3) + "); the flow is unforced, so K can only decay: " +
-                 energy_rise_cause(name) + "; at step " + std::to_string(st->steps()) + ", t = " + fmt(t));
-      if (field_due(t)) {
-        const PhaseTimer timer(phases["fields (velocity, vorticity, Q) and their files"]);
-        fields[name] = grid_fields(u, fft);
-      }
-      last[name] = {s.K, s.epsilon, s.Re_lambda, std::min(last[name].K_min, s.K), last[name].first_dt};
-      con.progress(name, st->steps(), t, T0, dt, s.K / s0.K, s.Re_lambda, t_end, true);
+    for (auto& st : solvers_) {
+      if (rf_->data().solvers.at(st->name()).series.at("t").back() >= stop - 1e-9 * t_end_) continue;  // restarted past it
+      const double dt = advance(*st, stop);
+      output(*st, dt, fields);
     }
     {
-      const PhaseTimer timer(phases["fields (velocity, vorticity, Q) and their files"]);
-      if (!fields.empty()) write_field_sets(cfg.out_dir, int(field_index++), stop, fields, solvers, slab);
+      const PhaseTimer timer(phases_["fields (velocity, vorticity, Q) and their files"]);
+      if (!fields.empty()) write_field_sets(s_.cfg.out_dir, int(field_index_++), stop, fields, solvers_, slab_);
     }
     {
-      const PhaseTimer timer(phases["run.h5 and checkpoints"]);
-      on_root(world, [&] { rf->write(); });
+      const PhaseTimer timer(phases_["run.h5 and checkpoints"]);
+      on_root(world_, [&] { rf_->write(); });
     }
-    // rank 0's clock decides (the ranks' clocks differ)
-    double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_ckpt).count() / 60;
-    world.bcast(&minutes, sizeof minutes);
-    if ((cfg.checkpoint_every > 0 && steps_since_ckpt >= cfg.checkpoint_every) ||
-        (cfg.checkpoint_minutes > 0 && minutes >= cfg.checkpoint_minutes)) {
-      const PhaseTimer timer(phases["run.h5 and checkpoints"]);
-      write_checkpoint(cfg.out_dir, deck, field_index, solvers, world);
-      steps_since_ckpt = 0;
-      last_ckpt = std::chrono::steady_clock::now();
-    }
+    checkpoint_if_due();
   }
-  // A final checkpoint, so that the run can be continued to a later t_end.
-  if (!solvers.empty()) {
-    const PhaseTimer timer(phases["run.h5 and checkpoints"]);
-    write_checkpoint(cfg.out_dir, deck, field_index, solvers, world);
-  }
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
-  std::signal(SIGUSR1, SIG_DFL);
+}
 
+/// Steps `st` to `stop` in equal steps no longer than the stable one (no sliver steps),
+/// checking the guards at every step; returns the last step (0 when none was needed).
+double Run::advance(Stepper& st, double stop) {
+  const std::string name = st.name();
+  con_.reset_rate();
+  double dt = 0.0, t = st.time();
+  while (t < stop && !near(t, stop, t_end_)) {
+    dt = stable_dt(st);
+    dt = (stop - t) / std::ceil((stop - t) / dt * (1 - 1e-12));
+    {
+      const PhaseTimer timer(phases_[name + " steps"]);
+      st.step(dt);
+    }
+    t = st.time();
+    ++steps_since_ckpt_;
+    if (const std::string e = st.event(); !e.empty()) con_.line(e);
+    con_.progress(name, st.steps(), t, T0_, dt, last_[name].K / s0_.K, last_[name].Re_lambda, t_end_);
+    check_stop_requests(st);
+  }
+  return dt;
+}
+
+/// The step of the CFL number (or time.dt), after the guards on it: the run stops with a
+/// checkpoint on a non-finite velocity, a CFL number above time.max_cfl, or a step that
+/// collapsed below time.stall_fraction of this process's first one.
+double Run::stable_dt(Stepper& st) {
+  const RunConfig& c = s_.cfg;
+  const std::string name = st.name();
+  double umax = 0;
+  {
+    const PhaseTimer timer(phases_[name + " steps"]);  // the right-hand side, if not yet known
+    umax = st.max_velocity();
+  }
+  const std::string where = " at step " + std::to_string(st.steps()) + ", t = " + fmt(st.time());
+  if (!std::isfinite(umax)) stop(name + ": max|u| is not finite" + where);
+  const double dt = std::isnan(c.dt) ? c.cfl * g_.h() / umax : c.dt;
+  if (umax * dt / g_.h() > c.max_cfl)
+    stop(name + ": CFL number " + fmt(umax * dt / g_.h(), 3) + " > time.max_cfl = " + fmt(c.max_cfl, 3) + where);
+  // A CFL step that collapses means the velocity grew without bound: stop rather than creep.
+  Last& l = last_[name];
+  if (l.first_dt == 0) l.first_dt = dt;
+  if (dt < c.stall_fraction * l.first_dt)
+    stop(name + ": the run has stalled: dt = " + fmt(dt, 3) + " is below time.stall_fraction = " +
+         fmt(c.stall_fraction, 3) + " of the first step's " + fmt(l.first_dt, 3) + " (max|u| = " + fmt(umax, 3) +
+         ")" + where);
+  return dt;
+}
+
+/// After every step: a signal or a STOP file in the run folder stops the run with a
+/// checkpoint; a run folder gone stops it without one. A signal reaches the ranks it reaches,
+/// the STOP file is looked for by rank 0: the decision to stop is shared (one reduction per
+/// step on R ranks, none on one).
+void Run::check_stop_requests(const Stepper& st) {
+  const std::string after = "after step " + std::to_string(st.steps()) + ", t = " + fmt(st.time());
+  std::error_code ec;
+  const int sig = ranks_ > 1 ? int(world_.max(double(g_signal))) : int(g_signal);
+  if (sig != 0)
+    stop(st.name() + ": " + (sig == SIGINT ? "SIGINT" : sig == SIGUSR1 ? "SIGUSR1" : "SIGTERM") +
+         " received, stopped " + after);
+  if (world_.any(world_.root() && fs::exists(stop_file_, ec))) {
+    if (world_.root()) fs::remove(stop_file_, ec);
+    stop(st.name() + ": STOP file found, stopped " + after);
+  }
+  if (world_.any(world_.root() && !fs::is_directory(s_.cfg.out_dir, ec)))
+    throw RunStopped(st.name() + ": the run folder " + s_.cfg.out_dir +
+                     " was deleted or moved away during the run (found " + after +
+                     "); stopped without writing anything (its checkpoint, if any, went with it)");
+}
+
+/// The statistics and spectrum E of `st`'s velocity where its state lives when the solver can
+/// (no host copy), else on the host from the velocity on the grid (u_); the host copy is made
+/// anyway when fields are due.
+Statistics Run::measure(Stepper& st, std::vector<double>& E) {
+  const std::string name = st.name();
+  Statistics s;
+  bool in_place;
+  {
+    const PhaseTimer timer(phases_[name + " statistics and spectrum"]);
+    in_place = st.statistics_in_place(init_.nu, s, E);
+  }
+  if (!in_place) {
+    {
+      const PhaseTimer timer(phases_[name + " velocity on the grid"]);
+      st.velocity(u_);
+    }
+    const PhaseTimer timer(phases_[name + " statistics and spectrum"]);
+    s = statistics(u_, init_.nu, fft_);
+    E = energy_spectrum(u_);
+  } else if (field_due(st.time())) {
+    const PhaseTimer timer(phases_[name + " velocity on the grid"]);
+    st.velocity(u_);
+  }
+  return s;
+}
+
+/// One output of `st` after a last step `dt`: its row and spectrum in run.h5, the energy
+/// balance line, the guards on K, and its fields (into `fields`) when due.
+void Run::output(Stepper& st, double dt, std::map<std::string, GridFields>& fields) {
+  const std::string name = st.name();
+  const double t = st.time();
+  std::vector<double> E;
+  const Statistics s = measure(st, E);
+  if (!std::isfinite(s.K)) stop(name + ": K is not finite at step " + std::to_string(st.steps()) + ", t = " + fmt(t));
+  // Energy balance between outputs: −dK/dt against the mean of ε at both ends.
+  const double t_prev = rf_->data().solvers.at(name).series.at("t").back();
+  con_.line(name + " energy balance t/T " + fmt(t / T0_, 4) + "  -dK/dt " +
+            fmt(-(s.K - last_[name].K) / (t - t_prev), 6) + "  eps " + fmt(0.5 * (s.epsilon + last_[name].epsilon), 6));
+  {
+    const PhaseTimer timer(phases_[name + " monitors and run.h5 rows"]);
+    record(*rf_, st, s, dt, E);
+  }
+  if (const std::string l = st.log_line(); !l.empty()) con_.line(l);
+  check_energy_rise(st, s);  // after the row is in run.h5, so that the rise can be seen there
+  if (field_due(t)) {
+    const PhaseTimer timer(phases_["fields (velocity, vorticity, Q) and their files"]);
+    fields[name] = grid_fields(u_, fft_);
+  }
+  last_[name] = {s.K, s.epsilon, s.Re_lambda, std::min(last_[name].K_min, s.K), last_[name].first_dt};
+  con_.progress(name, st.steps(), t, T0_, dt, s.K / s0_.K, s.Re_lambda, t_end_, true);
+}
+
+/// The flow is unforced, so K can only decay: a rise above time.max_energy_rise over its
+/// running minimum stops the run with a checkpoint.
+void Run::check_energy_rise(const Stepper& st, const Statistics& s) {
+  const std::string name = st.name();
+  const double K_min = last_[name].K_min, limit = s_.cfg.max_energy_rise;
+  if (s.K > (1 + limit) * K_min)
+    stop(name + ": K = " + fmt(s.K) + " rose " + fmt(100 * (s.K / K_min - 1), 3) + " % above its running minimum " +
+         fmt(K_min) + " (time.max_energy_rise = " + fmt(limit, 3) + "); the flow is unforced, so K can only decay: " +
+         energy_rise_cause(name) + "; at step " + std::to_string(st.steps()) + ", t = " + fmt(st.time()));
+}
+
+/// A checkpoint every output.checkpoint_every steps or output.checkpoint_minutes minutes, at
+/// the first output past either.
+void Run::checkpoint_if_due() {
+  const RunConfig& c = s_.cfg;
+  // rank 0's clock decides (the ranks' clocks differ)
+  double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_ckpt_).count() / 60;
+  world_.bcast(&minutes, sizeof minutes);
+  if ((c.checkpoint_every > 0 && steps_since_ckpt_ >= c.checkpoint_every) ||
+      (c.checkpoint_minutes > 0 && minutes >= c.checkpoint_minutes)) {
+    const PhaseTimer timer(phases_["run.h5 and checkpoints"]);
+    write_checkpoint(c.out_dir, deck_, field_index_, solvers_, world_);
+    steps_since_ckpt_ = 0;
+    last_ckpt_ = std::chrono::steady_clock::now();
+  }
+}
+
+/// A guard stops the run: a checkpoint, run.h5 as far as it got, RunStopped (exit 3).
+/// Collective: every rank decides the same.
+void Run::stop(const std::string& why) {
+  write_checkpoint(s_.cfg.out_dir, deck_, field_index_, solvers_, world_);
+  on_root(world_, [&] { rf_->write(); });
+  throw RunStopped(why + "; checkpoint " + (fs::path(s_.cfg.out_dir) / "checkpoint.h5").string() +
+                   " (the one before: checkpoint_prev.h5)");
+}
+
+void Run::final_checkpoint() {
+  if (solvers_.empty()) return;
+  const PhaseTimer timer(phases_["run.h5 and checkpoints"]);
+  write_checkpoint(s_.cfg.out_dir, deck_, field_index_, solvers_, world_);
+}
+
+void Run::report(std::chrono::steady_clock::time_point wall0) {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  // Time per phase: where the wall time went.
+  time_table(wall);
+  con_.line(memory_used());
+  const std::string sum = summary(wall);
+  on_root(world_, [&] { h5::atomic_write_text((fs::path(s_.cfg.out_dir) / "summary.txt").string(), sum); });
+  con_.line("done in " + format_duration(wall) + " (" + fmt(wall, 3) + " s): " + s_.cfg.out_dir +
+            "/{run.h5, summary.txt, fields*.h5, fields.xdmf, checkpoint.h5, log.txt}");
+}
+
+/// Time per phase: where the wall time went.
+void Run::time_table(double wall) {
   double accounted = 0;
-  for (const auto& [phase, sec] : phases) {
+  for (const auto& [phase, sec] : phases_) {
     char buf[160];
     std::snprintf(buf, sizeof buf, "time  %-52s %9.2f s  %5.1f %%", phase.c_str(), sec, 100 * sec / wall);
-    con.line(buf);
+    con_.line(buf);
     accounted += sec;
   }
   char other[160];
   std::snprintf(other, sizeof other, "time  %-52s %9.2f s  %5.1f %%", "start-up (initial field, solver set-up) and rest",
                 wall - accounted, 100 * (wall - accounted) / wall);
-  con.line(other);
-  // What the run held, against the estimate it was admitted with (calibration of memory_estimate).
+  con_.line(other);
+}
+
+/// What the run held, against the estimate it was admitted with (calibration of memory_estimate).
+std::string Run::memory_used() const {
   std::string used = "memory   host peak RSS " + format_bytes(peak_rss_bytes()) + " (estimated " +
-                     format_bytes(mem.host_bytes()) + ")";
+                     format_bytes(s_.mem.host_bytes()) + ")";
   std::size_t gpu_free = 0, gpu_total = 0;
-  if (backend == Backend::gpu && gpu_memory(gpu_free, gpu_total))
+  if (s_.backend == Backend::gpu && gpu_memory(gpu_free, gpu_total))
     used += ", GPU in use at the end " + format_bytes(double(gpu_total - gpu_free)) + " (estimated " +
-            format_bytes(mem.device_bytes()) + " and the CUDA context)";
-  con.line(used);
+            format_bytes(s_.mem.device_bytes()) + " and the CUDA context)";
+  return used;
+}
+
+/// summary.txt: the case, the initial field's statistics, each solver's steps and final K/K0.
+std::string Run::summary(double wall) const {
+  const RunConfig& c = s_.cfg;
   std::ostringstream sum;
-  sum << "case        " << cfg.name << "\nsolver      " << cfg.solver << "\nN           " << g.n
-      << "\ndevice      " << device << "\nK0          " << fmt(s0.K, 10) << "\nu_prime     "
-      << fmt(s0.u_prime, 10) << "\nL           " << fmt(s0.L, 10) << "\nT           " << fmt(T0, 10)
-      << "\nlambda      " << fmt(s0.lambda, 10) << "\nRe_lambda   " << fmt(s0.Re_lambda, 10)
-      << "\nnu          " << fmt(init.nu, 10) << "\nt_end       " << fmt(t_end, 10) << "\n";
-  for (auto& st : solvers)
-    sum << st->name() << ".steps" << std::string(std::max<int>(1, 12 - int(st->name().size()) - 6), ' ')
-        << st->steps() << "\n" << st->name() << ".K/K0" << std::string(std::max<int>(1, 12 - int(st->name().size()) - 5), ' ')
-        << fmt(last[st->name()].K / s0.K, 10) << "\n";
+  sum << "case        " << c.name << "\nsolver      " << c.solver << "\nN           " << g_.n
+      << "\ndevice      " << device_ << "\nK0          " << fmt(s0_.K, 10) << "\nu_prime     "
+      << fmt(s0_.u_prime, 10) << "\nL           " << fmt(s0_.L, 10) << "\nT           " << fmt(T0_, 10)
+      << "\nlambda      " << fmt(s0_.lambda, 10) << "\nRe_lambda   " << fmt(s0_.Re_lambda, 10)
+      << "\nnu          " << fmt(init_.nu, 10) << "\nt_end       " << fmt(t_end_, 10) << "\n";
+  for (const auto& st : solvers_) {
+    const std::string name = st->name();
+    sum << name << ".steps" << std::string(std::max<int>(1, 12 - int(name.size()) - 6), ' ') << st->steps() << "\n"
+        << name << ".K/K0" << std::string(std::max<int>(1, 12 - int(name.size()) - 5), ' ')
+        << fmt(last_.at(name).K / s0_.K, 10) << "\n";
+  }
   sum << "wall_s      " << fmt(wall, 4) << "\n";
-  if (ranks > 1) sum << "ranks       " << ranks << "\n";
-  on_root(world, [&] { h5::atomic_write_text((fs::path(cfg.out_dir) / "summary.txt").string(), sum.str()); });
-  con.line("done in " + format_duration(wall) + " (" + fmt(wall, 3) + " s): " + cfg.out_dir +
-           "/{run.h5, summary.txt, fields*.h5, fields.xdmf, checkpoint.h5, log.txt}");
+  if (ranks_ > 1) sum << "ranks       " << ranks_ << "\n";
+  return sum.str();
+}
+
+}  // namespace
+
+static int run_case(const std::string& deck_path, const std::vector<std::string>& overrides, bool quiet,
+                    const std::string& restart, const std::vector<std::string>& argv, bool dry_run) {
+  const auto wall0 = std::chrono::steady_clock::now();
+  // Guards: a signal or a STOP file in the run folder ends the run after the current step
+  // with a checkpoint (exit 3), as do a non-finite velocity and a CFL number above max_cfl.
+  catch_signals();
+  const Comm world = Comm::world();
+  Setup setup = configure(deck_path, overrides, restart, world);
+  if (dry_run_or_check_memory(setup, world.size(), dry_run)) return 0;
+  prepare_run_folder(setup, world);
+  Run r(std::move(setup), world, quiet, deck_path, argv);
+  r.start();
+  r.advance_to_end();
+  r.final_checkpoint();
+  release_signals();
+  r.report(wall0);
   return 0;
 }
 

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "core/error.h"
-#include "core/h5.h"
+#include "base/error.h"
+#include "io/h5.h"
 #include "vortex/validate.h"
 
 namespace vh::app {

@@ -1,10 +1,10 @@
 // Checkpoints that cannot lie: a restart refuses, with exit status 2 and one line naming the
 // file and the dataset, every checkpoint or run file whose bytes are not those written
-// (the seal, core/seal.h) and every state the solvers would not have produced (the checks
+// (the seal, io/seal.h) and every state the solvers would not have produced (the checks
 // after a good seal: vortex/validate.h, the spectral load, the run file's record). The damage
 // past the seal is made here with the raw HDF5 C API and the file resealed, as a buggy writer
 // or another program would leave it. The random-damage experiment (≥ 500 cases) is
-// tests/fuzz/corrupt_checkpoints.sh.
+// tests/fuzz/corrupt_checkpoints.py.
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
@@ -17,8 +17,8 @@
 #include <string>
 #include <type_traits>
 
-#include "core/run_file.h"
-#include "core/seal.h"
+#include "io/run_file.h"
+#include "io/seal.h"
 #include "shell.h"
 
 namespace fs = std::filesystem;

@@ -12,7 +12,7 @@
 #include <sstream>
 #include <string>
 
-#include "core/run_file.h"
+#include "io/run_file.h"
 #include "shell.h"
 
 namespace fs = std::filesystem;

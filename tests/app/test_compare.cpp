@@ -20,8 +20,8 @@
 
 #include <unistd.h>
 
-#include "core/fields_file.h"
-#include "core/run_file.h"
+#include "io/fields_file.h"
+#include "io/run_file.h"
 #include "shell.h"
 
 namespace fs = std::filesystem;

@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/run_file.h"
+#include "io/run_file.h"
 
 extern char** environ;
 namespace fs = std::filesystem;

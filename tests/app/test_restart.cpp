@@ -10,7 +10,7 @@
 #include <fstream>
 #include <string>
 
-#include "core/run_file.h"
+#include "io/run_file.h"
 #include "shell.h"
 
 namespace fs = std::filesystem;

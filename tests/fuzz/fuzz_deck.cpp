@@ -15,7 +15,7 @@
 
 #include "app/config.h"
 #include "app/deck.h"
-#include "core/error.h"
+#include "base/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/run_file.h"
+#include "io/run_file.h"
 #include "resealed.h"
 
 namespace {

@@ -1,6 +1,6 @@
 // What fuzz_checkpoint and fuzz_run_file share: each input is written to a scratch file and
 // read twice, as a restart would read it:
-//  1. as it is: the integrity seal (core/seal.h) must refuse it unless it is intact;
+//  1. as it is: the integrity seal (io/seal.h) must refuse it unless it is intact;
 //  2. resealed (the first 512 bytes replaced by a seal of the rest): HDF5, the readers and the
 //     checks after the seal then see the fuzzed bytes, as from a buggy writer or another
 //     program.
@@ -16,8 +16,8 @@
 #include <fstream>
 #include <string>
 
-#include "core/error.h"
-#include "core/seal.h"
+#include "base/error.h"
+#include "io/seal.h"
 
 namespace vh::fuzz {
 

@@ -20,9 +20,9 @@
 #include <string>
 
 #include "../app/shell.h"
-#include "core/fields_file.h"
-#include "core/h5.h"
-#include "core/run_file.h"
+#include "io/fields_file.h"
+#include "io/h5.h"
+#include "io/run_file.h"
 
 namespace fs = std::filesystem;
 

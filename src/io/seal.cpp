@@ -1,4 +1,4 @@
-#include "core/seal.h"
+#include "io/seal.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,7 +14,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace vh {
 namespace {

@@ -1,4 +1,4 @@
-#include "core/h5.h"
+#include "io/h5.h"
 
 #include <fcntl.h>
 #include <hdf5.h>
@@ -13,8 +13,8 @@
 #include <system_error>
 #include <type_traits>
 
-#include "core/error.h"
-#include "core/seal.h"
+#include "base/error.h"
+#include "io/seal.h"
 
 namespace vh::h5 {
 
@@ -68,7 +68,9 @@ Id check_id(Id id, const char* call, const char* file, int line) {
 
 }  // namespace
 
-// Like VH_CHECK_H5 but with HDF5's own explanation in the message.
+// Checks an HDF5 call (a negative return is a failure): fail() throws with HDF5's own
+// explanation in the message (InputError inside a reading helper, LibraryError elsewhere).
+// H5_ID does the same for a call that returns an identifier and wraps it in a Handle.
 #define H5_CHECK(call)                                \
   do {                                                \
     if ((call) < 0) fail(#call, __FILE__, __LINE__);  \
@@ -164,7 +166,7 @@ Handle utf8_string(const std::string& s) {
   return t;
 }
 
-// Whether `loc`'s file has the user block of a seal (core/seal.h): written by this version,
+// Whether `loc`'s file has the user block of a seal (io/seal.h): written by this version,
 // which writes no variable-length strings (open_file() has checked the seal itself).
 bool sealed_file(Id loc) {
   Handle file = H5_ID(H5Iget_file_id(loc));

@@ -15,7 +15,7 @@
 //
 // Strings are written as fixed-length UTF-8 scalars, NUL-padded (h5py: `.asstr()[()]`), not
 // variable-length ones, whose global heap no checksum covers and HDF5 1.10 reads unsafely;
-// the readers accept both, except variable-length ones in a sealed file (core/seal.h).
+// the readers accept both, except variable-length ones in a sealed file (io/seal.h).
 #pragma once
 
 #include <cstddef>
@@ -64,14 +64,14 @@ void silence_errors();
 // ---- files -------------------------------------------------------------------------------
 
 /// Creates (truncates) `path` for writing; `sealed` reserves the user block for an integrity
-/// seal (core/seal.h), to be written by close_file(…, true).
+/// seal (io/seal.h), to be written by close_file(…, true).
 Handle create_file(const std::string& path, bool sealed = false);
 /// Closes a file being written, throwing vh::LibraryError if HDF5 cannot flush it (it writes
 /// its metadata at close: a full disk often shows here first), then with `seal` writes its
 /// integrity seal. Handle::close() ignores errors: files written for keeps end with this.
 void close_file(Handle& file, bool seal = false);
 
-/// Whether open_file() requires an integrity seal (core/seal.h), checks one when present, or
+/// Whether open_file() requires an integrity seal (io/seal.h), checks one when present, or
 /// leaves it to a check_file_seal() made before (`checked`: a pass over the whole file once,
 /// not at every open; a restart's ranks open the checkpoint that rank 0 checked).
 enum class Seal { if_present, required, checked };

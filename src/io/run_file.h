@@ -15,7 +15,7 @@
 //
 // The file is small, so RunFile keeps everything in memory and rewrites the whole file on
 // each write(), atomically (h5::atomic_path): a crash leaves the previous complete file. It
-// carries an integrity seal (core/seal.h), which a restart requires and every read checks.
+// carries an integrity seal (io/seal.h), which a restart requires and every read checks.
 #pragma once
 
 #include <map>

@@ -1,4 +1,4 @@
-#include "core/run_file.h"
+#include "io/run_file.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,8 +6,8 @@
 #include <set>
 #include <stdexcept>
 
-#include "core/error.h"
-#include "core/h5.h"
+#include "base/error.h"
+#include "io/h5.h"
 
 namespace vh {
 

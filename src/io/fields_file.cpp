@@ -1,4 +1,4 @@
-#include "core/fields_file.h"
+#include "io/fields_file.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -8,9 +8,9 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "core/error.h"
-#include "core/h5.h"
+#include "base/error.h"
 #include "core/slab.h"
+#include "io/h5.h"
 
 namespace vh {
 

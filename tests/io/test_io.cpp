@@ -1,5 +1,5 @@
 // HDF5 I/O: run.h5 round trip and layout (docs/design.md "Files a run writes"), atomic writes,
-// the integrity seal (core/seal.h), fields files' index order and their XDMF sidecars
+// the integrity seal (io/seal.h), fields files' index order and their XDMF sidecars
 // (docs/style.md "Fields for ParaView/VisIt").
 // Layout checks open the files with the raw HDF5 C API, not through our own readers, so a
 // bug shared by writer and reader cannot hide.
@@ -16,11 +16,11 @@
 #include <regex>
 #include <sstream>
 
-#include "core/error.h"
-#include "core/fields_file.h"
-#include "core/h5.h"
-#include "core/run_file.h"
-#include "core/seal.h"
+#include "base/error.h"
+#include "io/fields_file.h"
+#include "io/h5.h"
+#include "io/run_file.h"
+#include "io/seal.h"
 
 namespace fs = std::filesystem;
 using namespace vh;
