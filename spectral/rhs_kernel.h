@@ -19,21 +19,18 @@
 #include <cmath>
 
 #include "core/hd.h"
+#include "core/modes_kernel.h"
 #include "spectral/solver.h"
 
 namespace vh::spectral::kernel {
 
-/// Minimal complex number, layout-compatible with std::complex<T> and cuFFT's complex types.
-template <class T>
-struct Cx {
-  T re, im;
-};
-template <class T>
-VH_HD inline Cx<T> operator+(Cx<T> a, Cx<T> b) { return {a.re + b.re, a.im + b.im}; }
-template <class T>
-VH_HD inline Cx<T> operator-(Cx<T> a, Cx<T> b) { return {a.re - b.re, a.im - b.im}; }
-template <class T>
-VH_HD inline Cx<T> operator*(T s, Cx<T> a) { return {s * a.re, s * a.im}; }
+// The half layout's complex type and per-mode math are core/modes_kernel.h's (one home for the
+// spectral solver, the diagnostics and the vortex lattice).
+using modes::axis_index;
+using modes::curl;
+using modes::Cx;
+using modes::project;
+using modes::signed_k;
 
 /// Which dealiasing the retained set uses (solver.h's Dealias, as an int for the device).
 enum DealiasMode : int { kThreeHalves = 0, kTwoThirds = 1, kNone = 2 };
@@ -57,11 +54,6 @@ inline Geometry make_geometry(int n, Dealias d) {
   return g;
 }
 
-/// Signed wavenumber of index i on a size-s axis (s/2 maps to −s/2).
-VH_HD inline int signed_k(int i, int s) { return i < s / 2 ? i : i - s; }
-/// Index of signed wavenumber k on a size-s axis.
-VH_HD inline int axis_index(int k, int s) { return k >= 0 ? k : k + s; }
-
 /// True when wavenumber (kx, ky, kz) is in the retained set S (see the header comment).
 VH_HD inline bool retained(const Geometry& g, int kx, int ky, int kz) {
   const int h = g.n / 2 - 1;
@@ -71,29 +63,6 @@ VH_HD inline bool retained(const Geometry& g, int kx, int ky, int kz) {
   if (kx > h || ky > h || kz > h) return false;
   if (g.dealias == kTwoThirds) return 3 * kx < g.n && 3 * ky < g.n && 3 * kz < g.n;
   return true;
-}
-
-/// ω̂ = i k × û for one mode: writes the three vorticity coefficients.
-template <class T>
-VH_HD inline void curl(T kx, T ky, T kz, const Cx<T> u[3], Cx<T> w[3]) {
-  // (i k × u)_x = i (ky uz − kz uy), and i(a + ib) = −b + ia.
-  const Cx<T> cx = ky * u[2] - kz * u[1];
-  const Cx<T> cy = kz * u[0] - kx * u[2];
-  const Cx<T> cz = kx * u[1] - ky * u[0];
-  w[0] = {-cx.im, cx.re};
-  w[1] = {-cy.im, cy.re};
-  w[2] = {-cz.im, cz.re};
-}
-
-/// Leray projection v ← v − k (k·v)/|k|² (divergence-free part); k ≠ 0.
-template <class T>
-VH_HD inline void project(T kx, T ky, T kz, Cx<T> v[3]) {
-  const T k2 = kx * kx + ky * ky + kz * kz;
-  const Cx<T> kv = kx * v[0] + ky * v[1] + kz * v[2];
-  const Cx<T> s = (T(1) / k2) * kv;
-  v[0] = v[0] - kx * s;
-  v[1] = v[1] - ky * s;
-  v[2] = v[2] - kz * s;
 }
 
 /// u × ω at one grid point, written over u.
@@ -160,7 +129,7 @@ VH_HD inline void mode_energy(const Geometry& g, int ix, int iy, int iz, long lo
                               double& e, double& z) {
   double a = 0;
   for (int c = 0; c < 3; ++c) a += double(u[c][nm].re) * u[c][nm].re + double(u[c][nm].im) * u[c][nm].im;
-  const double w = (ix == 0 || 2 * ix == g.n) ? 0.5 : 1.0;
+  const double w = 0.5 * modes::mode_weight(ix, g.n);
   const double ky = signed_k(iy, g.n), kz = signed_k(iz, g.n);
   e = w * a;
   z = w * a * (double(ix) * ix + ky * ky + kz * kz);

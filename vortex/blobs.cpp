@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "vortex/blobs_kernel.h"
 #ifdef VH_HAVE_CUDA
 #include "vortex/blobs_gpu.h"
 #endif
@@ -22,8 +23,8 @@ int stencil_points(const std::vector<double>& sigma, double h, double cutoff) {
 }
 
 /// One particle's 1-D Gaussian weights along x, y, z on the lattice points i0 … i0+m−1
-/// (unwrapped indices): w = (2πσ²)^{-1/2} exp(−d²/2σ²) and dw = ∂w/∂x_i = −d/σ² w, d = x_i − x_p,
-/// zero outside |d| ≤ cutoff σ; idx: the wrapped lattice index of each point.
+/// (unwrapped indices): w and dw = ∂w/∂x_i of blobs_kernel.h, zero outside the cut-off; idx: the
+/// wrapped lattice index of each point.
 struct Weights {
   int i0[3];
   std::vector<double> w[3], dw[3];
@@ -36,15 +37,12 @@ struct Weights {
     }
   }
   void set(const Vec3& xq, double sg, int n, double h, double cutoff) {
-    const double R = cutoff * sg, norm = 1.0 / std::sqrt(2.0 * kPi * sg * sg);
+    const blob::Core c = blob::core(sg, cutoff);
     const int m = int(w[0].size());
     for (int d = 0; d < 3; ++d) {
-      i0[d] = int(std::ceil((xq[d] - R) / h));
+      i0[d] = blob::stencil_start(xq[d], c.R, h);
       for (int a = 0; a < m; ++a) {
-        const double dist = (i0[d] + a) * h - xq[d];
-        const bool in = std::abs(dist) <= R;
-        w[d][a] = in ? norm * std::exp(-dist * dist / (2.0 * sg * sg)) : 0.0;
-        dw[d][a] = -dist / (sg * sg) * w[d][a];
+        blob::weight(blob::offset(i0[d] + a, h, xq[d]), c, w[d][a], dw[d][a]);
         idx[d][a] = (((i0[d] + a) % n) + n) % n;
       }
     }
@@ -66,8 +64,7 @@ void scatter(const std::vector<Vec3>& x, const std::vector<double>& sigma, const
     Weights W(m);
     for (std::size_t q = 0; q < x.size(); ++q) {
       // Skip particles whose stencil misses this thread's planes (cheap test on the range).
-      const double R = cutoff * sigma[q];
-      const int lo = int(std::ceil((x[q][2] - R) / h)), hi = lo + m - 1;
+      const int lo = blob::stencil_start(x[q][2], blob::core(sigma[q], cutoff).R, h), hi = lo + m - 1;
       bool touches = hi - lo + 1 >= n;
       for (int z = lo; z <= hi && !touches; ++z) {
         const int zw = ((z % n) + n) % n;

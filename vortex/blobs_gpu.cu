@@ -1,32 +1,24 @@
-// GPU blob sums: see blobs_gpu.h.  The cut-off decisions are those of Weights::set in blobs.cpp
-// (the same stencil start i0 and test, no fused multiply-adds), so the GPU sums differ from the
-// CPU's only in rounding: of exp and 1/σ², of the Gaussian's ratio recurrence along a run of
-// points (a few ulps), and of the order of the additions.
-#include "base/cuda_check.h"
+// GPU blob sums: see blobs_gpu.h.  The stencils and weights are blobs_kernel.h's, as in blobs.cpp
+// (the same stencil start, cut-off test and formula, rounded as on the host), so the GPU sums
+// differ from the CPU's only in the rounding of exp and in the order of the additions.
 #include "vortex/blobs_gpu.h"
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cub/device/device_radix_sort.cuh>
 #include <stdexcept>
 
-#include "fmm/cuda_util.h"
+#include "base/cuda_check.h"
+#include "base/device_buffer.h"
+#include "vortex/blobs_kernel.h"
 
 namespace vh::vortex::detail {
 namespace {
 
-template <class T>
-struct Dev {
-  T* p = nullptr;
-  explicit Dev(std::size_t n) { VH_FMM_CUDA(cudaMalloc(&p, (n ? n : 1) * sizeof(T))); }
-  ~Dev() { cudaFree(p); }
-  Dev(const Dev&) = delete;
-  Dev& operator=(const Dev&) = delete;
-};
-
 struct Event {
   cudaEvent_t e = nullptr;
-  Event() { VH_FMM_CUDA(cudaEventCreate(&e)); }
+  Event() { VH_CHECK_CUDA(cudaEventCreate(&e)); }
   ~Event() { cudaEventDestroy(e); }
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
@@ -63,12 +55,12 @@ struct Source {
   double scale;
 };
 
-// The particles in cell order with what the tiles need of each: kF doubles (x, y, z, the norm
-// (2πσ²)^{-1/2}, 1/σ², 1/2σ², exp(−h²/σ²)) at f[k np + s] and, per direction d, the run of
+// The particles in cell order with what the tiles need of each: kF doubles (x, y, z and the
+// blob::Core σ, R, (2πσ²)^{-1/2}) at f[k np + s] and, per direction d, the run of
 // lattice points where the stencil is nonzero, (ilo + k) mod n for k < len, as ilo, ilo mod n
 // and len at g[(3 d + j) np + s]; the strengths read where the caller holds them, through the
 // sort's permutation perm (sorted position → particle), so that one sort serves several sets.
-constexpr int kF = 7;
+constexpr int kF = 6;
 struct Sorted {
   const double* f;
   const int* g;
@@ -77,6 +69,7 @@ struct Sorted {
   int np, ss;
   double scale;
   __device__ double operator()(int k, int s) const { return f[static_cast<long long>(k) * np + s]; }
+  __device__ blob::Core core(int s) const { return {(*this)(3, s), (*this)(4, s), (*this)(5, s)}; }
   __device__ int run(int d, int j, int s) const { return g[static_cast<long long>(3 * d + j) * np + s]; }
   __device__ double strength(int c, int s) const { return str[static_cast<long long>(ss) * perm[s] + c] * scale; }
 };
@@ -106,28 +99,23 @@ __device__ int wrap(int a, int n) {
   return a < 0 ? a + n : a;
 }
 
-// i h − x as blobs.cpp computes it (no fused multiply-add), so that the cut-off test |i h − x| ≤ R
-// takes the CPU's decision.
-__device__ double offset(int i, double h, double x) { return __dsub_rn(__dmul_rn(static_cast<double>(i), h), x); }
-
 // Sorted particle s = particle perm[s], with its constants and, per direction, the run of its
-// stencil (lattice points i0 … i0 + m − 1, Weights::set) where |i h − x| ≤ R = cutoff σ: one run,
-// as the offset grows with i.
+// stencil (lattice points i0 … i0 + m − 1, Weights::set) inside the cut-off (blob::inside): one
+// run, as the offset grows with i.
 __global__ void prepare(int np, Source src, const int* __restrict__ perm, int n, double h, double cutoff, int m,
                         double* __restrict__ f, int* __restrict__ g) {
   const int s = blockIdx.x * blockDim.x + threadIdx.x;
   if (s >= np) return;
   const long long q = perm[s];
   const double p[3] = {src.x[src.xs * q], src.x[src.xs * q + 1], src.x[src.xs * q + 2]};
-  const double sg = src.sigma[src.gs * q], R = cutoff * sg;
-  const double c[kF] = {p[0], p[1], p[2], 1.0 / sqrt(2.0 * 3.14159265358979323846 * sg * sg), 1.0 / (sg * sg),
-                        1.0 / (2.0 * sg * sg), exp(-h * h / (sg * sg))};
+  const blob::Core bc = blob::core(src.sigma[src.gs * q], cutoff);
+  const double c[kF] = {p[0], p[1], p[2], bc.sigma, bc.R, bc.norm};
   for (int k = 0; k < kF; ++k) f[static_cast<long long>(k) * np + s] = c[k];
   for (int d = 0; d < 3; ++d) {
-    const int i0 = static_cast<int>(ceil(__dsub_rn(p[d], R) / h));  // no fused multiply-add into R
+    const int i0 = blob::stencil_start(p[d], bc.R, h);
     int lo = 0, len = 0;
     for (int a = 0; a < m; ++a)
-      if (fabs(offset(i0 + a, h, p[d])) <= R) {
+      if (blob::inside(blob::offset(i0 + a, h, p[d]), bc)) {
         if (len == 0) lo = a;
         len = a - lo + 1;
       }
@@ -168,18 +156,15 @@ __device__ bool reaches(const Sorted& P, int s, const int (&o)[3], const unsigne
 
 // Writes particle s's weights at the tile's points into slot `slot`: along x times α,
 // (α_x dw, α_y w, α_z w) per point for the divergence, (α_x w, α_y w, α_z w) for ω; along y and z
-// the (w, dw) pairs or w.  Returns the bits of the z-points with a nonzero weight.
-//
-// w = norm exp(−δ²/2σ²) and dw = −δ/σ² w at δ = (ilo + k) h − x for the run's points k (k, k + n,
-// … < len where the stencil is wider than the box).  Along consecutive k the Gaussian follows
-// from its ratio, w(δ + h) = r w(δ) with r = exp(−(2δh + h²)/2σ²) and r ← r exp(−h²/σ²): two exps
-// a run, not one a point.  The loops stay rolled: unrolled, this code overflowed the instruction
-// cache and the warps waited on instruction fetch.
+// the (w, dw) pairs or w (blob::weight at the run's points k, k + n, … < len where the stencil
+// is wider than the box).  Returns the bits of the z-points with a nonzero weight.  The loops
+// stay rolled: unrolled, this code overflowed the instruction cache and the warps waited on
+// instruction fetch.
 template <bool Div>
 __device__ unsigned stage(const Sorted& P, int s, int slot, const int (&o)[3], const unsigned (&valid)[3], int n,
                           double h, double* xs, double* ys, double* zs) {
-  const double al[3] = {P.strength(0, s), P.strength(1, s), P.strength(2, s)}, norm = P(3, s), c1 = P(4, s),
-               c2 = P(5, s), q = P(6, s);
+  const double al[3] = {P.strength(0, s), P.strength(1, s), P.strength(2, s)};
+  const blob::Core c = P.core(s);
   unsigned bits = 0;
 #pragma unroll 1
   for (int d = 0; d < 3; ++d) {
@@ -187,31 +172,18 @@ __device__ unsigned stage(const Sorted& P, int s, int slot, const int (&o)[3], c
                          d == 0 ? valid[0] : d == 1 ? valid[1] : valid[2]);
     const double x = P(d, s);
     double* dst = d == 0 ? xs + slot * kXS : (d == 1 ? ys : zs) + slot * kYZS<Div>;
-    int kprev = -2;
-    double wv = 0, ratio = 0;
 #pragma unroll 1
     for (int t = 0; t < kT; ++t) {
       double w = 0, dw = 0;
       if ((r.bits >> t) & 1u) {
         int k = t - r.sh;
         if (k < 0) k += n;
-        if (r.len <= n && k == kprev + 1) {
-          wv *= ratio;
-          ratio *= q;
-          w = wv;
-          dw = -offset(r.ilo + k, h, x) * c1 * wv;
-        } else {
-          double dl = 0;
-          for (int kk = k; kk < r.len; kk += n) {
-            dl = offset(r.ilo + kk, h, x);
-            const double v = norm * exp(-dl * dl * c2);
-            w += v;
-            dw += -dl * c1 * v;
-          }
-          wv = w;
-          if (r.len <= n) ratio = exp(-(2.0 * dl * h + h * h) * c2);
+        for (int kk = k; kk < r.len; kk += n) {
+          double v, dv;
+          blob::weight(blob::offset(r.ilo + kk, h, x), c, v, dv);
+          w += v;
+          dw += dv;
         }
-        kprev = k;
       }
       if (d == 0) {
         dst[3 * t] = al[0] * (Div ? dw : w);
@@ -381,9 +353,8 @@ unsigned blocks(long long count, int threads) { return static_cast<unsigned>((co
 
 // A device buffer of at least `count` elements: grown as needed, kept.
 template <class T>
-T* at_least(fmm::DevBuf& b, std::size_t count) {
-  const std::size_t need = (count ? count : 1) * sizeof(T);
-  if (b.bytes < need) b.resize(need);
+T* at_least(DeviceBytes& b, std::size_t count) {
+  b.reserve((count ? count : 1) * sizeof(T));
   return b.as<T>();
 }
 
@@ -393,7 +364,7 @@ T* at_least(fmm::DevBuf& b, std::size_t count) {
 // perm (1 int) and start (1 int a lattice point, and one more).  The sort's keys and indices
 // live in runs until prepare() overwrites them, and its scratch in f where it fits.
 struct DeviceBlobSums::Impl {
-  fmm::DevBuf f, runs, perm, start, temp;
+  DeviceBytes f, runs, perm, start, temp;
   int np = 0, n = 0, m = 0, bits = 0;
   double h = 0, cutoff = 0;
   std::size_t temp_bytes = 0;
@@ -414,8 +385,8 @@ struct DeviceBlobSums::Impl {
     int* sidx = at_least<int>(perm, np_);
     at_least<int>(start, npts + 1);
     temp_bytes = 0;
-    VH_FMM_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, r, r + 2 * np_, r + np_, sidx, np, 0, bits));
-    if (temp_bytes > f.bytes) at_least<char>(temp, temp_bytes);
+    VH_CHECK_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, r, r + 2 * np_, r + np_, sidx, np, 0, bits));
+    if (temp_bytes > f.bytes()) at_least<char>(temp, temp_bytes);
   }
 
   void sort(const Source& src, double cutoff_, int m_) {
@@ -427,17 +398,17 @@ struct DeviceBlobSums::Impl {
     int* skey = key + 2 * static_cast<long long>(np);
     if (np > 0) {
       cell_keys<<<blocks(np, threads), threads>>>(np, src, n, h, key, idx);
-      VH_FMM_CUDA(cudaGetLastError());
-      void* scratch = temp_bytes > f.bytes ? temp.p : f.p;
+      VH_CHECK_LAUNCH();
+      void* scratch = temp_bytes > f.bytes() ? temp.data() : f.data();
       std::size_t bytes = temp_bytes;
-      VH_FMM_CUDA(cub::DeviceRadixSort::SortPairs(scratch, bytes, key, skey, idx, perm.as<int>(), np, 0, bits));
+      VH_CHECK_CUDA(cub::DeviceRadixSort::SortPairs(scratch, bytes, key, skey, idx, perm.as<int>(), np, 0, bits));
     }
     cell_starts<<<blocks(np + 1, threads), threads>>>(np, n * n * n, skey, start.as<int>());
-    VH_FMM_CUDA(cudaGetLastError());
+    VH_CHECK_LAUNCH();
     if (np > 0) {
       prepare<<<blocks(np, threads), threads>>>(np, src, perm.as<int>(), n, h, cutoff, m, f.as<double>(),
                                                 runs.as<int>());
-      VH_FMM_CUDA(cudaGetLastError());
+      VH_CHECK_LAUNCH();
     }
   }
 
@@ -452,7 +423,7 @@ struct DeviceBlobSums::Impl {
       gather_kernel<true><<<nblocks, kThreads>>>(P, start.as<int>(), n, reach, h, out);
     else
       gather_kernel<false><<<nblocks, kThreads>>>(P, start.as<int>(), n, reach, h, out);
-    VH_FMM_CUDA(cudaGetLastError());
+    VH_CHECK_LAUNCH();
   }
 };
 
@@ -470,10 +441,10 @@ void DeviceBlobSums::sum(const double* d_s, double scale, bool divergence, doubl
 }
 
 std::size_t DeviceBlobSums::device_bytes() const {
-  return impl_->f.bytes + impl_->runs.bytes + impl_->perm.bytes + impl_->start.bytes + impl_->temp.bytes;
+  return impl_->f.bytes() + impl_->runs.bytes() + impl_->perm.bytes() + impl_->start.bytes() + impl_->temp.bytes();
 }
 
-double* pinned_doubles(std::size_t count) { return static_cast<double*>(fmm::pinned_staging(count * sizeof(double))); }
+double* pinned_doubles(std::size_t count) { return static_cast<double*>(pinned_staging(count * sizeof(double))); }
 
 double last_gather_gpu_seconds() { return last_seconds; }
 
@@ -482,19 +453,19 @@ void gather_gpu(std::size_t np, const Grid& g, double cutoff, int m, bool diverg
   // Everything allocated before the clock starts.
   DeviceBlobSums::Impl sums;
   sums.reserve(np, g);
-  Dev<double> packed(kPacked * np), out(ncomp * npts);
+  DeviceArray<double> packed(std::max<std::size_t>(kPacked * np, 1)), out(ncomp * npts);
   Event t0, t1;
 
-  VH_FMM_CUDA(cudaEventRecord(t0.e));
-  if (np > 0) VH_FMM_CUDA(cudaMemcpy(packed.p, host, kPacked * np * sizeof(double), cudaMemcpyHostToDevice));
-  const Source src{packed.p, packed.p + 3, packed.p + 6, kPacked, kPacked, kPacked, 1.0};
+  VH_CHECK_CUDA(cudaEventRecord(t0.e));
+  if (np > 0) packed.upload(host, kPacked * np);
+  const Source src{packed.data(), packed.data() + 3, packed.data() + 6, kPacked, kPacked, kPacked, 1.0};
   sums.sort(src, cutoff, m);
-  sums.sum(src, divergence, out.p);
-  VH_FMM_CUDA(cudaMemcpy(host, out.p, ncomp * npts * sizeof(double), cudaMemcpyDeviceToHost));
-  VH_FMM_CUDA(cudaEventRecord(t1.e));
-  VH_FMM_CUDA(cudaEventSynchronize(t1.e));
+  sums.sum(src, divergence, out.data());
+  out.download(host, ncomp * npts);
+  VH_CHECK_CUDA(cudaEventRecord(t1.e));
+  VH_CHECK_CUDA(cudaEventSynchronize(t1.e));
   float ms = 0;
-  VH_FMM_CUDA(cudaEventElapsedTime(&ms, t0.e, t1.e));
+  VH_CHECK_CUDA(cudaEventElapsedTime(&ms, t0.e, t1.e));
   last_seconds = 1e-3 * ms;
 }
 

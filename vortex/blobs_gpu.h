@@ -18,8 +18,8 @@ namespace vh::vortex::detail {
 /// Doubles per particle in gather_gpu's input: x, y, z, α_x, α_y, α_z, σ.
 constexpr int kPacked = 7;
 
-/// Page-locked host memory of at least `count` doubles (fmm::pinned_staging: one buffer per
-/// process, kept).  The caller packs gather_gpu's input into it and copies the sums out of it with
+/// Page-locked host memory of at least `count` doubles (vh::pinned_staging, base/device_buffer.h:
+/// one buffer per process, kept).  The caller packs gather_gpu's input into it and copies the sums out of it with
 /// all host threads: cudaMemcpy from pageable memory runs at the driver's one-thread speed.
 double* pinned_doubles(std::size_t count);
 
@@ -27,7 +27,7 @@ double* pinned_doubles(std::size_t count);
 /// kPacked doubles each), written over host[0 ...): the three components of ω_σ one after the
 /// other (divergence = false) or ∇·ω_σ (divergence = true), g.points() values each.  m: stencil
 /// points per direction (stencil_points in blobs.cpp); cutoff in σ.  Needs np and g.points()
-/// below 2^31.  Throws std::runtime_error on CUDA errors.
+/// below 2^31.  Throws vh::LibraryError on CUDA errors.
 void gather_gpu(std::size_t np, const Grid& g, double cutoff, int m, bool divergence, double* host);
 
 /// The blob sums of particles that live on the device.  sort() sorts them into the lattice cells
@@ -37,8 +37,9 @@ void gather_gpu(std::size_t np, const Grid& g, double cutoff, int m, bool diverg
 /// pointers are device pointers; arrays of vectors are n × 3, xyz interleaved (std::vector<Vec3>'s
 /// layout); sums are written as gather_gpu's, component c at out[c·g.points() …].  The calls are
 /// asynchronous on the default stream.  Device memory, grown as needed and kept: per particle
-/// 7 doubles and 10 ints (96 B), per lattice point 1 int; the sort's keys and scratch live in
-/// those.  Needs np and g.points() below 2^31 (std::runtime_error otherwise, and on CUDA errors).
+/// 6 doubles and 10 ints (88 B), per lattice point 1 int; the sort's keys and scratch live in
+/// those.  Needs np and g.points() below 2^31 (std::runtime_error otherwise; vh::LibraryError on
+/// CUDA errors).
 class DeviceBlobSums {
  public:
   DeviceBlobSums();

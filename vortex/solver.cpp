@@ -8,6 +8,7 @@
 #include "core/diagnostics.h"
 #include "core/error.h"
 #include "core/fft.h"
+#include "core/modes_kernel.h"
 #include "vortex/blobs.h"
 #include "vortex/update_kernel.h"
 #ifdef VH_HAVE_CUDA
@@ -39,20 +40,20 @@ void lattice_velocity(const Particles& p, const Grid& g, double sigma, SpectralV
         const int k[3] = {ix, g.wavenumber(iy), g.wavenumber(iz)};
         if (k[0] == 0 && k[1] == 0 && k[2] == 0) continue;  // zero mean, as the FMM's
         const std::size_t m = g.mode_index(ix, iy, iz);
-        const Complex c[3] = {ca.c[0][m], ca.c[1][m], ca.c[2][m]};
-        Complex s[3] = {0.0, 0.0, 0.0};
+        using C = modes::Cx<double>;
+        const C c[3] = {{ca.c[0][m].real(), ca.c[0][m].imag()},
+                        {ca.c[1][m].real(), ca.c[1][m].imag()},
+                        {ca.c[2][m].real(), ca.c[2][m].imag()}};
+        C s[3] = {{0.0, 0.0}, {0.0, 0.0}, {0.0, 0.0}};
         for (int az = -2; az <= 2; ++az)
           for (int ay = -2; ay <= 2; ++ay)
             for (int ax = -2; ax <= 2; ++ax) {
               const double q[3] = {double(k[0] + ax * n), double(k[1] + ay * n), double(k[2] + az * n)};
               const double q2 = q[0] * q[0] + q[1] * q[1] + q[2] * q[2];
               const double w = std::exp(-0.5 * sigma * sigma * q2) / q2;
-              // i q × c
-              s[0] += Complex(0, w) * (q[1] * c[2] - q[2] * c[1]);
-              s[1] += Complex(0, w) * (q[2] * c[0] - q[0] * c[2]);
-              s[2] += Complex(0, w) * (q[0] * c[1] - q[1] * c[0]);
+              for (int d = 0; d < 3; ++d) s[d] = s[d] + C{0.0, w} * modes::cross(d, q, c);  // i w q × c
             }
-        for (int d = 0; d < 3; ++d) u.c[d][m] = s[d] / h3;
+        for (int d = 0; d < 3; ++d) u.c[d][m] = Complex(s[d].re / h3, s[d].im / h3);
       }
 }
 

@@ -14,7 +14,6 @@
 // round as on the CPU; what differs is exp, the FFTs and the order of the blob sums and of the
 // reductions. Everything runs on the default stream, in order; the host waits only where a
 // scalar comes back.
-#include "base/cuda_check.h"
 #include "vortex/solver_gpu.h"
 
 #include <cuda_runtime.h>
@@ -27,8 +26,10 @@
 #include <string>
 #include <vector>
 
+#include "base/cuda_check.h"
+#include "base/device_buffer.h"
 #include "core/device.h"
-#include "core/diagnostics_kernel.h"
+#include "core/modes_kernel.h"
 #include "core/error.h"
 #include "fmm/evaluator.h"
 #include "vortex/blobs.h"
@@ -53,15 +54,6 @@ unsigned blocks_for(long long n) {
 
 __device__ inline long long thread_index() { return blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; }
 __device__ inline long long thread_stride() { return static_cast<long long>(gridDim.x) * blockDim.x; }
-
-/// Half-layout mode m of an n³ lattice → (ix, iy, iz).
-__device__ inline void decode(long long m, int n, int& ix, int& iy, int& iz) {
-  const int nxh = n / 2 + 1;
-  ix = static_cast<int>(m % nxh);
-  const long long r = m / nxh;
-  iy = static_cast<int>(r % n);
-  iz = static_cast<int>(r / n);
-}
 
 // ---- the step --------------------------------------------------------------------------------
 
@@ -148,8 +140,8 @@ __global__ void mode_steps_kernel(long long nm, int n, ModeSteps s, const double
   double removed = 0, total = 0;
   for (long long m = thread_index(); m < nm; m += thread_stride()) {
     int ix, iy, iz;
-    decode(m, n, ix, iy, iz);
-    const int ky = kernel::wavenumber(iy, n), kz = kernel::wavenumber(iz, n);
+    modes::mode_of(m, n, ix, iy, iz);
+    const int ky = modes::signed_k(iy, n), kz = modes::signed_k(iz, n);
     Cx c[3] = {c0[m], c1[m], c2[m]};
     for (int d = 0; d < 3; ++d) kernel::scale(c[d], s.scale);
     if (s.deconvolve) {
@@ -160,7 +152,7 @@ __global__ void mode_steps_kernel(long long nm, int n, ModeSteps s, const double
       const double f = kernel::diffusion_factor(s.nu_tau, ix, ky, kz);
       for (int d = 0; d < 3; ++d) kernel::scale(c[d], f);
     }
-    if (s.project) kernel::project(ix, ky, kz, diag::weight(n, ix), c, removed, total);
+    if (s.project) kernel::project(ix, ky, kz, modes::mode_weight(ix, n), c, removed, total);
     if (s.filter && !kernel::kept(ix, ky, kz, s.kmax2))
       for (int d = 0; d < 3; ++d) c[d] = Cx{0, 0};
     c0[m] = c[0];
@@ -189,7 +181,7 @@ __global__ void blob_scale_kernel(long long nm, int n, double vol, double floor,
                                   const Cx* __restrict__ src, Cx* __restrict__ dst) {
   for (long long m = thread_index(); m < nm; m += thread_stride()) {
     int ix, iy, iz;
-    decode(m, n, ix, iy, iz);
+    modes::mode_of(m, n, ix, iy, iz);
     const double f = vol / kernel::symbol(s1, ix, iy, iz, floor);
     for (int d = 0; d < 3; ++d) {
       Cx c = src[d * nm + m];
@@ -203,10 +195,10 @@ __global__ void blob_scale_kernel(long long nm, int n, double vol, double floor,
 __global__ void biot_savart_kernel(long long nm, int n, const Cx* __restrict__ w, Cx* __restrict__ u) {
   for (long long m = thread_index(); m < nm; m += thread_stride()) {
     int ix, iy, iz;
-    decode(m, n, ix, iy, iz);
+    modes::mode_of(m, n, ix, iy, iz);
     const Cx wm[3] = {w[m], w[nm + m], w[2 * nm + m]};
     Cx um[3];
-    kernel::biot_savart(ix, kernel::wavenumber(iy, n), kernel::wavenumber(iz, n), wm, um);
+    modes::biot_savart(double(ix), double(modes::signed_k(iy, n)), double(modes::signed_k(iz, n)), wm, um);
     for (int d = 0; d < 3; ++d) u[d * nm + m] = um[d];
   }
 }
@@ -216,7 +208,7 @@ __global__ void resample_kernel(long long nm_to, int n_to, long long nm_from, in
                                 const Cx* __restrict__ from, Cx* __restrict__ to) {
   for (long long m = thread_index(); m < nm_to; m += thread_stride()) {
     int ix, iy, iz;
-    decode(m, n_to, ix, iy, iz);
+    modes::mode_of(m, n_to, ix, iy, iz);
     const long long src = kernel::resample_source(ix, iy, iz, n_to, n_from);
     for (int d = 0; d < 3; ++d) to[d * nm_to + m] = src < 0 ? Cx{0, 0} : from[d * nm_from + src];
   }
@@ -228,12 +220,14 @@ __global__ void init_modes_kernel(long long nm, int n, long long nm_grid, int n_
                                   Cx* __restrict__ w) {
   for (long long m = thread_index(); m < nm; m += thread_stride()) {
     int ix, iy, iz;
-    decode(m, n, ix, iy, iz);
+    modes::mode_of(m, n, ix, iy, iz);
     // The same lattice: every mode as it is (Solver::set_velocity takes u itself there).
     const long long src = n == n_grid ? m : kernel::resample_source(ix, iy, iz, n, n_grid);
     Cx um[3], wm[3];
     for (int d = 0; d < 3; ++d) um[d] = src < 0 ? Cx{0, 0} : u[d * nm_grid + src];
-    kernel::curl(ix, kernel::wavenumber(iy, n), kernel::wavenumber(iz, n), n, um, wm);
+    double k[3];
+    modes::derivative_wavevector(n, ix, iy, iz, k);
+    modes::curl(k[0], k[1], k[2], um, wm);
     for (int d = 0; d < 3; ++d) w[d * nm + m] = wm[d];
   }
 }
@@ -278,23 +272,6 @@ __global__ void reduce_kernel(Reduce op, long long count, const double* __restri
 }
 
 // ---- host helpers ----------------------------------------------------------------------------
-
-/// Device memory, freed on destruction.
-template <class T>
-struct DeviceArray {
-  T* p = nullptr;
-  std::size_t count = 0;
-  DeviceArray() = default;
-  explicit DeviceArray(std::size_t n) { allocate(n); }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  ~DeviceArray() { cudaFree(p); }
-  void allocate(std::size_t n) {
-    VH_CHECK_CUDA(cudaMalloc(&p, std::max<std::size_t>(n, 1) * sizeof(T)));
-    count = n;
-  }
-  std::size_t bytes() const { return count * sizeof(T); }
-};
 
 /// A cuFFT plan, destroyed with it.
 struct FftPlan {
@@ -386,7 +363,7 @@ struct GpuSolver::Impl {
   DeviceArray<double> x, alpha, gamma, sigma, u_prev, da_prev, dg_prev;
   // u (3 np) and ∇u (9 np) of the last evaluation, and over them the FFT work space: two lattice
   // spectra W and H (3 nm complex each), the real fields R (3 np), cuFFT's work area.
-  DeviceArray<char> work;
+  DeviceBytes work;
   double *u = nullptr, *grad = nullptr, *R = nullptr;
   Cx *W = nullptr, *H = nullptr;
   DeviceArray<double> s1;       // symbol_factors(gp, σ₀)
@@ -423,8 +400,8 @@ struct GpuSolver::Impl {
     kmax2 = kmax * kmax;
     sigma_max = sigma0;
 
-    for (auto* a : {&x, &alpha, &gamma, &u_prev, &da_prev, &dg_prev}) a->allocate(3 * np);
-    sigma.allocate(np);
+    for (auto* a : {&x, &alpha, &gamma, &u_prev, &da_prev, &dg_prev}) a->resize(3 * np);
+    sigma.resize(np);
 
     // cuFFT plans on the lattice, one component at a time, sharing a work area in `work`.
     std::size_t wf = 0, wi = 0;
@@ -439,8 +416,8 @@ struct GpuSolver::Impl {
     const std::size_t spectrum = aligned(3 * nm * sizeof(Cx)), field = aligned(3 * np * sizeof(double));
     const std::size_t fft_work = aligned(std::max(wf, wi));
     const std::size_t rhs = aligned(3 * np * sizeof(double)) + aligned(9 * np * sizeof(double));
-    work.allocate(std::max(rhs, 2 * spectrum + field + fft_work));
-    char* base = work.p;
+    work.resize(std::max(rhs, 2 * spectrum + field + fft_work));
+    char* base = work.as<char>();
     u = reinterpret_cast<double*>(base);
     grad = reinterpret_cast<double*>(base + aligned(3 * np * sizeof(double)));
     W = reinterpret_cast<Cx*>(base);
@@ -450,10 +427,9 @@ struct GpuSolver::Impl {
     VH_CHECK_CUFFT(cufftSetWorkArea(inv.h, base + 2 * spectrum + field));
 
     const std::vector<double> f = symbol_factors(gp, sigma0);
-    s1.allocate(f.size());
-    VH_CHECK_CUDA(cudaMemcpy(s1.p, f.data(), f.size() * sizeof(double), cudaMemcpyHostToDevice));
-    partial.allocate(3 * kBlocks);
-    proj.allocate(2 * kBlocks);
+    s1.upload(f);
+    partial.resize(3 * kBlocks);
+    proj.resize(2 * kBlocks);
     host_partial.resize(3 * kBlocks);
   }
 
@@ -477,8 +453,8 @@ struct GpuSolver::Impl {
       VH_CHECK_CUFFT(cufftExecZ2D(inv.h, reinterpret_cast<cufftDoubleComplex*>(c + d * nm), R + d * np));
   }
   void mode_steps(const ModeSteps& s, Cx* c) {
-    mode_steps_kernel<<<blocks_for(nm), kThreads>>>(nm, gp.n, s, s1.p, c, c + nm, c + 2 * nm, proj.p);
-    VH_CHECK_CUDA(cudaGetLastError());
+    mode_steps_kernel<<<blocks_for(nm), kThreads>>>(nm, gp.n, s, s1.data(), c, c + nm, c + 2 * nm, proj.data());
+    VH_CHECK_LAUNCH();
   }
   /// The steps of a field from its blob sums (Lattice::field: 1/n³, ÷ s) and those given.
   ModeSteps field_steps(double nu_tau, bool project, bool filter) const {
@@ -498,8 +474,8 @@ struct GpuSolver::Impl {
   void values(double* points, double point_scale, double* blobs, double blob_scale) {
     if (blobs) {
       events.begin(PhaseEvents::fft_steps);
-      blob_scale_kernel<<<blocks_for(nm), kThreads>>>(nm, gp.n, vol, prm.rbf.symbol_floor, s1.p, W, H);
-      VH_CHECK_CUDA(cudaGetLastError());
+      blob_scale_kernel<<<blocks_for(nm), kThreads>>>(nm, gp.n, vol, prm.rbf.symbol_floor, s1.data(), W, H);
+      VH_CHECK_LAUNCH();
       inverse_to_R(H);
       events.end();
       join(R, blob_scale, blobs);
@@ -514,7 +490,7 @@ struct GpuSolver::Impl {
   void join(const double* f, double scale, double* v) {
     events.begin(PhaseEvents::rest);
     join_kernel<<<blocks_for(np), kThreads>>>(np, f, scale, v);
-    VH_CHECK_CUDA(cudaGetLastError());
+    VH_CHECK_LAUNCH();
     events.end();
   }
 
@@ -522,7 +498,7 @@ struct GpuSolver::Impl {
 
   void sort() {
     if (sorted) return;
-    sums.sort(x.p, sigma.p, static_cast<std::size_t>(np), gp, prm.blob_cutoff,
+    sums.sort(x.data(), sigma.data(), static_cast<std::size_t>(np), gp, prm.blob_cutoff,
               stencil_points(sigma_max, gp.h(), prm.blob_cutoff));
     sorted = true;
   }
@@ -544,9 +520,9 @@ struct GpuSolver::Impl {
   /// The per-block values of reduce_kernel, finished here in block order.
   std::vector<double> reduce(Reduce op, long long count, const double* v) {
     const unsigned nb = blocks_for(count);
-    reduce_kernel<<<nb, kThreads>>>(op, count, v, partial.p);
-    VH_CHECK_CUDA(cudaGetLastError());
-    VH_CHECK_CUDA(cudaMemcpy(host_partial.data(), partial.p, 3 * nb * sizeof(double), cudaMemcpyDeviceToHost));
+    reduce_kernel<<<nb, kThreads>>>(op, count, v, partial.data());
+    VH_CHECK_LAUNCH();
+    VH_CHECK_CUDA(cudaMemcpy(host_partial.data(), partial.data(), 3 * nb * sizeof(double), cudaMemcpyDeviceToHost));
     std::vector<double> r(3, 0.0);
     for (unsigned b = 0; b < nb; ++b)
       for (int d = 0; d < 3; ++d)
@@ -559,7 +535,7 @@ struct GpuSolver::Impl {
     if (!proj_pending) return;
     const unsigned nb = blocks_for(nm);
     std::vector<double> h(2 * nb);
-    VH_CHECK_CUDA(cudaMemcpy(h.data(), proj.p, h.size() * sizeof(double), cudaMemcpyDeviceToHost));
+    VH_CHECK_CUDA(cudaMemcpy(h.data(), proj.data(), h.size() * sizeof(double), cudaMemcpyDeviceToHost));
     double removed = 0, total = 0;
     for (unsigned b = 0; b < nb; ++b) removed += h[2 * b], total += h[2 * b + 1];
     div_removed = total > 0 ? std::sqrt(removed / total) : 0.0;
@@ -572,8 +548,8 @@ struct GpuSolver::Impl {
 
   void to_lattice() {
     events.begin(PhaseEvents::rest);
-    lattice_kernel<<<blocks_for(np), kThreads>>>(gp.n, gp.h(), sigma0, x.p, sigma.p);
-    VH_CHECK_CUDA(cudaGetLastError());
+    lattice_kernel<<<blocks_for(np), kThreads>>>(gp.n, gp.h(), sigma0, x.data(), sigma.data());
+    VH_CHECK_LAUNCH();
     events.end();
     sigma_max = sigma0;
     sorted = false;
@@ -582,7 +558,7 @@ struct GpuSolver::Impl {
   void evaluate_rhs() {
     // A state that has overflowed is the driver's to report (max |u| not finite: exit 3 with a
     // checkpoint), not the FMM's bad input (Solver::evaluate_rhs): u = NaN (all bits set).
-    if (reduce(Reduce::nonfinite, 3 * np, x.p)[0] + reduce(Reduce::nonfinite, 3 * np, alpha.p)[0] > 0) {
+    if (reduce(Reduce::nonfinite, 3 * np, x.data())[0] + reduce(Reduce::nonfinite, 3 * np, alpha.data())[0] > 0) {
       VH_CHECK_CUDA(cudaMemset(u, 0xff, 3 * np * sizeof(double)));
       rhs_valid = true;
       umax_valid = false;
@@ -592,7 +568,7 @@ struct GpuSolver::Impl {
     // The evaluator may work on streams of its own: what this solver wrote is complete first
     // (the reductions above waited for it).
     const auto t0 = std::chrono::steady_clock::now();
-    timings = fmm.evaluate_self(x.p, alpha.p, sigma.p, static_cast<std::size_t>(np), u, grad, same);
+    timings = fmm.evaluate_self(x.data(), alpha.data(), sigma.data(), static_cast<std::size_t>(np), u, grad, same);
     cur.fmm += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     cur.fmm_stages = timings;
     last_eval_on_lattice = since_reinit == 0;
@@ -608,8 +584,8 @@ struct GpuSolver::Impl {
     use_work();
     if (since_reinit == 0) {  // on the lattice: exact, no sums (Lattice::modes(γ, 1/V))
       events.begin(PhaseEvents::rest);
-      split_kernel<<<blocks_for(np), kThreads>>>(np, gamma.p, 1.0 / vol, R);
-      VH_CHECK_CUDA(cudaGetLastError());
+      split_kernel<<<blocks_for(np), kThreads>>>(np, gamma.data(), 1.0 / vol, R);
+      VH_CHECK_LAUNCH();
       events.end();
       events.begin(PhaseEvents::fft_steps);
       forward_R_to_W();
@@ -619,7 +595,7 @@ struct GpuSolver::Impl {
       events.end();
       return;
     }
-    field(gamma.p, 1.0, field_steps(pending_nu_tau(), false, false));
+    field(gamma.data(), 1.0, field_steps(pending_nu_tau(), false, false));
   }
 
   void reinitialise() {
@@ -629,14 +605,14 @@ struct GpuSolver::Impl {
     if (have_history) {
       // The history along the paths that end at the new lattice points (Solver::reinitialise):
       // the γ rate with the step's viscous factor; u_prev·V not projected nor diffused.
-      field(dg_prev.p, 1.0, field_steps(nu_tau, false, true));
-      values(dg_prev.p, vol, da_prev.p, 1.0);
-      field(u_prev.p, vol, field_steps(0.0, false, true));
-      values(u_prev.p, 1.0, nullptr, 0.0);
+      field(dg_prev.data(), 1.0, field_steps(nu_tau, false, true));
+      values(dg_prev.data(), vol, da_prev.data(), 1.0);
+      field(u_prev.data(), vol, field_steps(0.0, false, true));
+      values(u_prev.data(), 1.0, nullptr, 0.0);
     }
-    field(gamma.p, 1.0, field_steps(nu_tau, prm.project, true));
+    field(gamma.data(), 1.0, field_steps(nu_tau, prm.project, true));
     if (prm.project) proj_pending = true;
-    values(gamma.p, vol, alpha.p, 1.0);
+    values(gamma.data(), vol, alpha.data(), 1.0);
     to_lattice();
     since_reinit = 0;
     t_reinit = t;
@@ -656,9 +632,9 @@ struct GpuSolver::Impl {
     a.classical = prm.stretching == Stretching::classical;
     a.spread = prm.diffusion == Diffusion::core_spreading;
     events.begin(PhaseEvents::update);
-    advance_kernel<<<blocks_for(np), kThreads>>>(np, a, x.p, alpha.p, gamma.p, sigma.p, u, grad, u_prev.p, da_prev.p,
-                                                 dg_prev.p);
-    VH_CHECK_CUDA(cudaGetLastError());
+    advance_kernel<<<blocks_for(np), kThreads>>>(np, a, x.data(), alpha.data(), gamma.data(), sigma.data(), u, grad, u_prev.data(), da_prev.data(),
+                                                 dg_prev.data());
+    VH_CHECK_LAUNCH();
     events.end();
     have_history = true;
     rhs_valid = umax_valid = sorted = false;
@@ -694,11 +670,11 @@ struct GpuSolver::Impl {
   const Cx* grid_velocity() {
     points_field();
     biot_savart_kernel<<<blocks_for(nm), kThreads>>>(nm, gp.n, W, H);
-    VH_CHECK_CUDA(cudaGetLastError());
+    VH_CHECK_LAUNCH();
     if (gp.n == g.n) return H;
     Cx* out = reinterpret_cast<Cx*>(R);  // 3 nmg complex ≤ 3 np doubles: np ≥ (N + 2)³
     resample_kernel<<<blocks_for(nmg), kThreads>>>(nmg, g.n, nm, gp.n, H, out);
-    VH_CHECK_CUDA(cudaGetLastError());
+    VH_CHECK_LAUNCH();
     return out;
   }
 
@@ -729,13 +705,13 @@ RbfResult GpuSolver::set_velocity(const SpectralVector& u, double t) {
   for (int d = 0; d < 3; ++d)
     VH_CHECK_CUDA(cudaMemcpy(s.H + d * s.nmg, u.c[d].data(), s.nmg * sizeof(Cx), cudaMemcpyHostToDevice));
   init_modes_kernel<<<blocks_for(s.nm), kThreads>>>(s.nm, s.gp.n, s.nmg, s.g.n, s.H, s.W);
-  VH_CHECK_CUDA(cudaGetLastError());
+  VH_CHECK_LAUNCH();
   // Solver::set_velocity: γ = ω V; α the RBF strengths of ω (init = rbf) or α = γ (direct).
   if (s.prm.init == Init::rbf) {
-    s.values(s.gamma.p, s.vol, s.alpha.p, 1.0);
+    s.values(s.gamma.data(), s.vol, s.alpha.data(), 1.0);
   } else {
-    s.values(s.gamma.p, s.vol, nullptr, 0.0);
-    VH_CHECK_CUDA(cudaMemcpy(s.alpha.p, s.gamma.p, s.alpha.bytes(), cudaMemcpyDeviceToDevice));
+    s.values(s.gamma.data(), s.vol, nullptr, 0.0);
+    VH_CHECK_CUDA(cudaMemcpy(s.alpha.data(), s.gamma.data(), s.alpha.bytes(), cudaMemcpyDeviceToDevice));
   }
   s.to_lattice();
   s.t = s.t_reinit = t;
@@ -782,12 +758,12 @@ RbfResult GpuSolver::reinitialise() {
 Monitors GpuSolver::monitors() {
   Impl& s = *impl_;
   Monitors m;
-  const std::vector<double> sg = s.reduce(Reduce::sum3, s.np, s.gamma.p);
+  const std::vector<double> sg = s.reduce(Reduce::sum3, s.np, s.gamma.data());
   m.total_strength = {sg[0], sg[1], sg[2]};
   // ∇·ω_σ of the blob field the FMM sees, at the lattice points.
   s.use_work();
   s.sort();
-  s.sums.sum(s.alpha.p, 1.0, true, s.R);
+  s.sums.sum(s.alpha.data(), 1.0, true, s.R);
   m.max_div_omega = s.reduce(Reduce::max_abs, s.np, s.R)[0];
   s.points_field();
   s.inverse_to_R(s.W);
@@ -803,14 +779,14 @@ Monitors GpuSolver::monitors() {
 State GpuSolver::state() const {
   const Impl& s = *impl_;
   State st;
-  s.download(st.particles.x, s.x.p);
-  s.download(st.particles.alpha, s.alpha.p);
-  s.download(st.particles.gamma, s.gamma.p);
-  s.download(st.particles.sigma, s.sigma.p);
+  s.download(st.particles.x, s.x.data());
+  s.download(st.particles.alpha, s.alpha.data());
+  s.download(st.particles.gamma, s.gamma.data());
+  s.download(st.particles.sigma, s.sigma.data());
   if (s.have_history) {
-    s.download(st.u_prev, s.u_prev.p);
-    s.download(st.dalpha_prev, s.da_prev.p);
-    s.download(st.dgamma_prev, s.dg_prev.p);
+    s.download(st.u_prev, s.u_prev.data());
+    s.download(st.dalpha_prev, s.da_prev.data());
+    s.download(st.dgamma_prev, s.dg_prev.data());
   }
   st.t = s.t;
   st.t_reinit = s.t_reinit;
@@ -836,16 +812,16 @@ void GpuSolver::set_state(const State& st) {
     throw InputError("vortex state: the AB2 history has " + std::to_string(st.u_prev.size()) + " entries, not " +
                      std::to_string(n));
   s.use_work();
-  s.upload(s.x.p, p.x);
-  s.upload(s.alpha.p, p.alpha);
-  s.upload(s.sigma.p, p.sigma);
-  if (p.gamma.size() == n) s.upload(s.gamma.p, p.gamma);
-  else VH_CHECK_CUDA(cudaMemset(s.gamma.p, 0, s.gamma.bytes()));
+  s.upload(s.x.data(), p.x);
+  s.upload(s.alpha.data(), p.alpha);
+  s.upload(s.sigma.data(), p.sigma);
+  if (p.gamma.size() == n) s.upload(s.gamma.data(), p.gamma);
+  else VH_CHECK_CUDA(cudaMemset(s.gamma.data(), 0, s.gamma.bytes()));
   if (history) {
-    s.upload(s.u_prev.p, st.u_prev);
-    s.upload(s.da_prev.p, st.dalpha_prev);
-    if (st.dgamma_prev.size() == n) s.upload(s.dg_prev.p, st.dgamma_prev);
-    else VH_CHECK_CUDA(cudaMemset(s.dg_prev.p, 0, s.dg_prev.bytes()));
+    s.upload(s.u_prev.data(), st.u_prev);
+    s.upload(s.da_prev.data(), st.dalpha_prev);
+    if (st.dgamma_prev.size() == n) s.upload(s.dg_prev.data(), st.dgamma_prev);
+    else VH_CHECK_CUDA(cudaMemset(s.dg_prev.data(), 0, s.dg_prev.bytes()));
   }
   s.have_history = history;
   s.sigma_max = *std::max_element(p.sigma.begin(), p.sigma.end());

@@ -28,8 +28,8 @@
 //     the monitors reuse as their FFT work space (two lattice spectra of 3 components and
 //     the blob sums' real field: 72, and cuFFT's work area)                               96+
 //   blob sums (DeviceBlobSums): the sorted particles' constants and stencil runs, the
-//     permutation (96), and one int per lattice point (4)                                 100
-//   in all about 350 B, 47 GB at 512³ (2^27 particles), besides the FMM evaluator's own
+//     permutation (88), and one int per lattice point (4)                                  92
+//   in all about 340 B, 46 GB at 512³ (2^27 particles), besides the FMM evaluator's own
 //   buffers (fmm/evaluator.h) and the CUDA context.
 #pragma once
 

@@ -14,13 +14,16 @@ namespace {
 struct Modes {
   const Slab& slab;
   const Complex* u[3];
-  double abs2(std::size_t m) const { return std::norm(u[0][m]) + std::norm(u[1][m]) + std::norm(u[2][m]); }
+  /// The three coefficients of local mode m.
+  void at(std::size_t m, diag::C v[3]) const {
+    for (int c = 0; c < 3; ++c) v[c] = diag::C{u[c][m].real(), u[c][m].imag()};
+  }
 };
 
-Modes modes(const SpectralSlab& u) { return {u.slab, {u.c[0].data(), u.c[1].data(), u.c[2].data()}}; }
+Modes slab_modes(const SpectralSlab& u) { return {u.slab, {u.c[0].data(), u.c[1].data(), u.c[2].data()}}; }
 
-/// Calls f(ix, slot, iz, k[3]) for every local mode, in parallel over (kz, slot). With one
-/// rank slot = ky index, so this is the loop over the half layout of grid.h.
+/// Calls f(m, ix, iy, iz) for every local mode m, in parallel over (kz, slot). With one rank
+/// slot = ky index, so this is the loop over the half layout of grid.h.
 template <class F>
 void for_each_mode(const Slab& s, F&& f) {
   const int n = s.grid.n, nxh = n / 2 + 1, sl = s.slots();
@@ -28,16 +31,9 @@ void for_each_mode(const Slab& s, F&& f) {
   for (int iz = 0; iz < n; ++iz)
     for (int j = 0; j < sl; ++j) {
       const int iy = s.ky_index(j);
-      for (int ix = 0; ix < nxh; ++ix) {
-        int k[3];
-        diag::wavevector(n, ix, iy, iz, k);
-        f(s.mode_index(ix, j, iz), k, ix);
-      }
+      for (int ix = 0; ix < nxh; ++ix) f(s.mode_index(ix, j, iz), ix, iy, iz);
     }
 }
-
-/// Wavenumber for a derivative: the Nyquist mode has no sign, so its odd derivative is zero.
-double deriv_k(int k, int n) { return (k == -n / 2) ? 0.0 : double(k); }
 
 /// Sums of C quantities over the rank's modes or points, reduced over the ranks: plain sums
 /// per z-plane (in parallel over planes), the planes' sums added with Neumaier's compensation
@@ -65,24 +61,31 @@ std::array<double, C> plane_sums(int planes, const Comm& comm, F&& plane) {
   return sum;
 }
 
+/// Calls f(m, ix, iy) for the local modes m of z index iz, in slot and kx order.
+template <class F>
+void for_each_mode_of_plane(const Slab& s, int iz, F&& f) {
+  const int nxh = s.grid.n / 2 + 1, sl = s.slots();
+  for (int j = 0; j < sl; ++j)
+    for (int ix = 0; ix < nxh; ++ix) f(s.mode_index(ix, j, iz), ix, s.ky_index(j));
+}
+
 std::vector<double> spectrum_of(const Modes& u) {
   const Slab& s = u.slab;
   const int ns = s.grid.max_shell() + 1;
   std::vector<double> E(ns, 0.0);
   // Per-thread bins, then a fixed-order sum, so the result does not depend on scheduling.
-  const int n = s.grid.n, nxh = n / 2 + 1, sl = s.slots();
+  const int n = s.grid.n;
 #pragma omp parallel
   {
     std::vector<double> local(ns, 0.0);
 #pragma omp for schedule(static)
     for (int iz = 0; iz < n; ++iz)
-      for (int j = 0; j < sl; ++j)
-        for (int ix = 0; ix < nxh; ++ix) {
-          int k[3];
-          diag::wavevector(n, ix, s.ky_index(j), iz, k);
-          const double k2 = double(k[0]) * k[0] + double(k[1]) * k[1] + double(k[2]) * k[2];
-          local[diag::shell(k2)] += 0.5 * diag::weight(n, ix) * u.abs2(s.mode_index(ix, j, iz));
-        }
+      for_each_mode_of_plane(s, iz, [&](std::size_t m, int ix, int iy) {
+        diag::C v[3];
+        u.at(m, v);
+        const diag::SpectrumTerms t = diag::spectrum_terms(n, ix, iy, iz, v);
+        local[t.shell] += t.energy;
+      });
 #pragma omp critical
     for (int i = 0; i < ns; ++i) E[i] += local[i];
   }
@@ -92,23 +95,23 @@ std::vector<double> spectrum_of(const Modes& u) {
 
 double gradient_norm2_of(const Modes& u) {
   const Slab& s = u.slab;
-  const int n = s.grid.n, nxh = n / 2 + 1, sl = s.slots();
+  const int n = s.grid.n;
   return plane_sums<1>(n, s.comm, [&](int iz, double* sum) {
-    for (int j = 0; j < sl; ++j)
-      for (int ix = 0; ix < nxh; ++ix) {
-        int k[3];
-        diag::wavevector(n, ix, s.ky_index(j), iz, k);
-        const double k2 = double(k[0]) * k[0] + double(k[1]) * k[1] + double(k[2]) * k[2];
-        sum[0] += diag::weight(n, ix) * k2 * u.abs2(s.mode_index(ix, j, iz));
-      }
+    for_each_mode_of_plane(s, iz, [&](std::size_t m, int ix, int iy) {
+      diag::C v[3];
+      u.at(m, v);
+      sum[0] += diag::spectrum_terms(n, ix, iy, iz, v).grad2;
+    });
   })[0];
 }
 
+/// ∂u_c/∂x_d = i k_d û_c (derivative wavenumbers) at every local mode.
 void derivative_of(const Modes& u, int c, int d, std::vector<Complex>& out) {
   out.resize(u.slab.local_modes());
   const int n = u.slab.grid.n;
-  for_each_mode(u.slab, [&](std::size_t m, const int* k, int) {
-    out[m] = Complex(0.0, deriv_k(k[d], n)) * u.u[c][m];
+  for_each_mode(u.slab, [&](std::size_t m, int ix, int iy, int iz) {
+    const diag::C r = diag::derivative_term(n, d, ix, iy, iz, diag::C{u.u[c][m].real(), u.u[c][m].imag()});
+    out[m] = Complex(r.re, r.im);
   });
 }
 
@@ -119,29 +122,19 @@ Statistics statistics_of(const Modes& u, double nu, Fft& fft) {
   const double D = gradient_norm2_of(u);  // Σ|k|²|û|²
   Statistics s = spectral_statistics(spectrum_of(u), D, nu);
 
-  // ‖∇·u‖² = Σ |k·û|² (weighted); relative to ‖∇u‖² = Σ|k|²|û|². Helicity Σ Re(û*·(ik×û)).
-  const int n = sl.grid.n, nxh = n / 2 + 1, nsl = sl.slots();
+  // ‖∇·u‖² = Σ |k·û|² (weighted), relative to ‖∇u‖² = Σ|k|²|û|²; helicity Σ Re(û*·(ik×û)).
+  const int n = sl.grid.n;
   const auto dh = plane_sums<2>(n, sl.comm, [&](int iz, double* sum) {
-    for (int j = 0; j < nsl; ++j)
-      for (int ix = 0; ix < nxh; ++ix) {
-        int k[3];
-        diag::wavevector(n, ix, sl.ky_index(j), iz, k);
-        const std::size_t m = sl.mode_index(ix, j, iz);
-        Complex kd(0.0, 0.0);
-        for (int c = 0; c < 3; ++c) kd += deriv_k(k[c], n) * u.u[c][m];
-        sum[0] += diag::weight(n, ix) * std::norm(kd);
-        const double kx = deriv_k(k[0], n), ky = deriv_k(k[1], n), kz = deriv_k(k[2], n);
-        const Complex I(0.0, 1.0);
-        const Complex w[3] = {I * (ky * u.u[2][m] - kz * u.u[1][m]), I * (kz * u.u[0][m] - kx * u.u[2][m]),
-                              I * (kx * u.u[1][m] - ky * u.u[0][m])};
-        double h = 0;
-        for (int c = 0; c < 3; ++c) h += (std::conj(u.u[c][m]) * w[c]).real();
-        sum[1] += diag::weight(n, ix) * h;
-      }
+    for_each_mode_of_plane(sl, iz, [&](std::size_t m, int ix, int iy) {
+      diag::C v[3];
+      u.at(m, v);
+      const diag::DivergenceHelicityTerms t = diag::divergence_helicity_terms(n, ix, iy, iz, v);
+      sum[0] += t.div2;
+      sum[1] += t.helicity;
+    });
   });
-  const double div2 = dh[0], hel = dh[1];
-  s.divergence_rel = D > 0 ? std::sqrt(div2 / D) : 0.0;
-  s.helicity = hel;
+  s.divergence_rel = diag::divergence_rel(dh[0], D);
+  s.helicity = dh[1];
 
   // S₃ from the three longitudinal derivatives on the grid.
   std::vector<Complex> dhat;
@@ -152,14 +145,9 @@ Statistics statistics_of(const Modes& u, double nu, Fft& fft) {
     fft.inverse(dhat.data(), dx.data());
     const std::size_t plane = std::size_t(n) * n;
     const auto m = plane_sums<2>(sl.nz, sl.comm, [&](int z, double* sum) {
-      for (std::size_t i = z * plane; i < (z + 1) * plane; ++i) {
-        const double v = dx[i];
-        sum[0] += v * v;
-        sum[1] += v * v * v;
-      }
+      for (std::size_t i = z * plane; i < (z + 1) * plane; ++i) diag::add_moments(dx[i], sum);
     });
-    const double m2 = m[0] / double(sl.grid.points()), m3 = m[1] / double(sl.grid.points());
-    s3 += m2 > 0 ? m3 / std::pow(m2, 1.5) : 0.0;
+    s3 += diag::skewness(m[0], m[1], double(sl.grid.points()));
   }
   s.S3 = s3 / 3.0;
   return s;
@@ -170,9 +158,13 @@ void vorticity_of(const Modes& u, Fft& fft, std::array<std::vector<double>, 3>& 
   std::vector<Complex> w(u.slab.local_modes());
   const int n = u.slab.grid.n;
   for (int c = 0; c < 3; ++c) {
-    const int a = (c + 1) % 3, b = (c + 2) % 3;  // ω_c = ∂_a u_b − ∂_b u_a
-    for_each_mode(u.slab, [&](std::size_t m, const int* k, int) {
-      w[m] = Complex(0.0, 1.0) * (deriv_k(k[a], n) * u.u[b][m] - deriv_k(k[b], n) * u.u[a][m]);
+    for_each_mode(u.slab, [&](std::size_t m, int ix, int iy, int iz) {
+      diag::C v[3], r[3];
+      u.at(m, v);
+      double k[3];
+      modes::derivative_wavevector(n, ix, iy, iz, k);
+      modes::curl(k[0], k[1], k[2], v, r);
+      w[m] = Complex(r[c].re, r[c].im);
     });
     fft.inverse(w.data(), omega[c].data());
   }
@@ -213,10 +205,10 @@ struct WholeModes {
 }  // namespace
 
 std::vector<double> energy_spectrum(const SpectralVector& u) { return spectrum_of(WholeModes(u).m); }
-std::vector<double> energy_spectrum(const SpectralSlab& u) { return spectrum_of(modes(u)); }
+std::vector<double> energy_spectrum(const SpectralSlab& u) { return spectrum_of(slab_modes(u)); }
 
 double gradient_norm2(const SpectralVector& u) { return gradient_norm2_of(WholeModes(u).m); }
-double gradient_norm2(const SpectralSlab& u) { return gradient_norm2_of(modes(u)); }
+double gradient_norm2(const SpectralSlab& u) { return gradient_norm2_of(slab_modes(u)); }
 
 SpectrumStatistics spectrum_statistics(const std::vector<double>& k, const std::vector<double>& E,
                                        double nu) {
@@ -263,7 +255,7 @@ Statistics statistics(const SpectralVector& u, double nu, Fft3d& fft) {
 
 Statistics statistics(const SpectralSlab& u, double nu, SlabFft& fft) {
   VH_CHECK(fft.slab().grid.n == u.slab.grid.n, "statistics: FFT size does not match the field");
-  return statistics_of(modes(u), nu, fft);
+  return statistics_of(slab_modes(u), nu, fft);
 }
 
 Statistics statistics(const VectorField& u, double nu, Fft3d& fft) {
@@ -280,7 +272,7 @@ void vorticity(const SpectralVector& u, Fft3d& fft, VectorField& omega) {
 void vorticity(const SpectralSlab& u, SlabFft& fft, VectorField& omega) {
   if (omega.grid.n != u.slab.grid.n || omega.c[0].size() != u.slab.local_points())
     omega = VectorField(u.slab.grid, u.slab.nz);
-  vorticity_of(modes(u), fft, omega.c);
+  vorticity_of(slab_modes(u), fft, omega.c);
 }
 
 void q_criterion(const SpectralVector& u, Fft3d& fft, ScalarField& q) {
@@ -290,7 +282,7 @@ void q_criterion(const SpectralVector& u, Fft3d& fft, ScalarField& q) {
 
 void q_criterion(const SpectralSlab& u, SlabFft& fft, ScalarField& q) {
   q.grid = u.slab.grid;
-  q_criterion_of(modes(u), fft, q.v);
+  q_criterion_of(slab_modes(u), fft, q.v);
 }
 
 void velocity_on_grid(const SpectralSlab& u, SlabFft& fft, VectorField& out) {

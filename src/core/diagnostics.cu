@@ -1,11 +1,24 @@
-// GPU counterpart of energy_spectrum() and gradient_norm2() (diagnostics.cpp): one pass over
-// the device coefficients, per-block shell bins in shared memory, then atomics.
+// GPU counterparts of energy_spectrum(), gradient_norm2() and statistics() (diagnostics.cpp) on
+// device coefficients: the CPU's per-mode and per-point terms (diagnostics_kernel.h), added in an
+// order that the launch alone fixes, so that a GPU diagnostic has the same bits on every run
+// (the CPU adds in another order: the two agree to round-off). Each of the kBlocks blocks writes
+// its sums to its own row of a [block][column] array, and column_sums_kernel adds the rows in
+// block order.
+//   Shell sums (E_n): a warp takes whole (ky, kz) rows of the half layout, 32 modes at a time.
+//   Along a row |k| grows with kx, so the lanes' shells are sorted and the lanes of one shell are
+//   neighbours: a segmented sum over the lanes (shuffles, a fixed tree) leaves each shell's sum in
+//   its last lane, which adds it to the warp's own bins in shared memory; the block then adds its
+//   warps' bins in warp order.
+//   The other sums: every thread adds its grid-stride terms, the block its threads' in a fixed
+//   tree (block_sum).
 #include <cuda_runtime.h>
 #include <cufft.h>
 
+#include <climits>
 #include <cmath>
 
 #include "base/cuda_check.h"
+#include "base/device_buffer.h"
 #include "core/diagnostics.h"
 #include "core/diagnostics_kernel.h"
 #include "core/error.h"
@@ -13,151 +26,187 @@
 namespace vh {
 namespace {
 
-__global__ void spectrum_kernel(int n, int nshell, const double2* u0, const double2* u1,
-                                const double2* u2, double* E, double* grad2) {
-  extern __shared__ double bins[];  // nshell shell sums, then one Σ|k|²|û|²
-  for (int s = threadIdx.x; s <= nshell; s += blockDim.x) bins[s] = 0.0;
-  __syncthreads();
-  const int nxh = n / 2 + 1;
-  const std::size_t total = std::size_t(n) * n * nxh;
-  double g2 = 0.0;
-  for (std::size_t m = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; m < total;
-       m += std::size_t(blockDim.x) * gridDim.x) {
-    const int ix = int(m % nxh), iy = int((m / nxh) % n), iz = int(m / (std::size_t(nxh) * n));
-    int k[3];
-    diag::wavevector(n, ix, iy, iz, k);
-    const double k2 = double(k[0]) * k[0] + double(k[1]) * k[1] + double(k[2]) * k[2];
-    const double2 a = u0[m], b = u1[m], c = u2[m];
-    const double w = diag::weight(n, ix) *
-                     (a.x * a.x + a.y * a.y + b.x * b.x + b.y * b.y + c.x * c.x + c.y * c.y);
-    atomicAdd(&bins[diag::shell(k2)], 0.5 * w);
-    g2 += k2 * w;
-  }
-  atomicAdd(&bins[nshell], g2);
-  __syncthreads();
-  for (int s = threadIdx.x; s < nshell; s += blockDim.x) atomicAdd(&E[s], bins[s]);
-  if (threadIdx.x == 0) atomicAdd(grad2, bins[nshell]);
+using diag::C;
+
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kBlocks = 264;  // fixed, whatever the size: the order of every sum depends on it
+
+/// The three components of a field's device coefficients (half layout, grid.h).
+struct Field {
+  const C* c[3];
+};
+
+Field field(const void* const d_u[3]) {
+  return {{static_cast<const C*>(d_u[0]), static_cast<const C*>(d_u[1]), static_cast<const C*>(d_u[2])}};
 }
 
-/// Σ w |k·û|² and Σ w Re(û*·(i k × û)) (derivative wavenumbers: Nyquist → 0), by atomics.
-__global__ void divergence_helicity_kernel(int n, const double2* u0, const double2* u1, const double2* u2,
-                                           double* out) {
-  const int nxh = n / 2 + 1;
-  const std::size_t total = std::size_t(n) * n * nxh;
-  double div2 = 0.0, hel = 0.0;
-  for (std::size_t m = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; m < total;
-       m += std::size_t(blockDim.x) * gridDim.x) {
-    const int ix = int(m % nxh), iy = int((m / nxh) % n), iz = int(m / (std::size_t(nxh) * n));
-    int k[3];
-    diag::wavevector(n, ix, iy, iz, k);
-    double kd[3];
-    for (int d = 0; d < 3; ++d) kd[d] = k[d] == -n / 2 ? 0.0 : double(k[d]);
-    const double2 u[3] = {u0[m], u1[m], u2[m]};
-    // k·û (the divergence is i k·û; its modulus is what counts)
-    const double dr = kd[0] * u[0].x + kd[1] * u[1].x + kd[2] * u[2].x;
-    const double di = kd[0] * u[0].y + kd[1] * u[1].y + kd[2] * u[2].y;
-    // ω̂ = i k × û
-    double h = 0.0;
-    for (int c = 0; c < 3; ++c) {
-      const int a = (c + 1) % 3, b = (c + 2) % 3;
-      const double cr = kd[a] * u[b].x - kd[b] * u[a].x, ci = kd[a] * u[b].y - kd[b] * u[a].y;
-      // ω̂_c = i (cr + i ci) = −ci + i cr; Re(conj(û_c) ω̂_c) = u.x (−ci) + u.y cr
-      h += u[c].x * (-ci) + u[c].y * cr;
+__device__ inline long long thread_index() { return blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; }
+__device__ inline long long thread_stride() { return static_cast<long long>(gridDim.x) * blockDim.x; }
+
+/// The block's sums of v[0 … K−1] over its threads, added in a fixed tree in `red` (K kThreads
+/// doubles of shared memory) and written to row[0 … K−1].
+template <int K>
+__device__ void block_sum(const double (&v)[K], double* red, double* row) {
+  for (int k = 0; k < K; ++k) red[k * kThreads + threadIdx.x] = v[k];
+  __syncthreads();
+  for (int w = kThreads / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w)
+      for (int k = 0; k < K; ++k) red[k * kThreads + threadIdx.x] += red[k * kThreads + threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    for (int k = 0; k < K; ++k) row[k] = red[k * kThreads];
+}
+
+/// Row blockIdx.x of `partial` (nshell + 1 columns): the block's shell sums of ½w|û|², then its
+/// Σ w|k|²|û|². Dynamic shared memory: kWarps · nshell bins, then kThreads doubles.
+__global__ void __launch_bounds__(kThreads) spectrum_kernel(int n, int nshell, Field u, double* partial) {
+  extern __shared__ double smem[];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nxh = n / 2 + 1;
+  double* bins = smem + warp * nshell;
+  for (int i = threadIdx.x; i < kWarps * nshell; i += kThreads) smem[i] = 0.0;
+  __syncthreads();
+  const long long rows = static_cast<long long>(n) * n, warps = static_cast<long long>(gridDim.x) * kWarps;
+  double grad2 = 0.0;
+  for (long long r = static_cast<long long>(blockIdx.x) * kWarps + warp; r < rows; r += warps) {
+    const int iy = static_cast<int>(r % n), iz = static_cast<int>(r / n);
+    for (int ix0 = 0; ix0 < nxh; ix0 += 32) {  // the same trip count on every lane
+      const int ix = ix0 + lane;
+      int shell = INT_MAX;  // lanes past the row's end: after every shell
+      double e = 0.0;
+      if (ix < nxh) {
+        const std::size_t m = modes::mode_index(ix, iy, iz, n);
+        const C v[3] = {u.c[0][m], u.c[1][m], u.c[2][m]};
+        const diag::SpectrumTerms t = diag::spectrum_terms(n, ix, iy, iz, v);
+        shell = t.shell;
+        e = t.energy;
+        grad2 += t.grad2;
+      }
+      // Segmented inclusive sum over the lanes of equal shell (Hillis–Steele).
+      for (int o = 1; o < 32; o *= 2) {
+        const double eo = __shfl_up_sync(~0u, e, o);
+        const int so = __shfl_up_sync(~0u, shell, o);
+        if (lane >= o && so == shell) e += eo;
+      }
+      const int next = __shfl_down_sync(~0u, shell, 1);
+      if (ix < nxh && (lane == 31 || next != shell)) bins[shell] += e;
     }
-    const double w = diag::weight(n, ix);
-    div2 += w * (dr * dr + di * di);
-    hel += w * h;
   }
-  atomicAdd(&out[0], div2);
-  atomicAdd(&out[1], hel);
+  __syncthreads();
+  double* row = partial + static_cast<long long>(blockIdx.x) * (nshell + 1);
+  for (int s = threadIdx.x; s < nshell; s += kThreads) {
+    double t = smem[s];
+    for (int w = 1; w < kWarps; ++w) t += smem[w * nshell + s];
+    row[s] = t;
+  }
+  const double g[1] = {grad2};
+  block_sum(g, smem + kWarps * nshell, row + nshell);
 }
 
-/// out = i k_c u_c (Nyquist → 0), the coefficients of ∂u_c/∂x_c.
-__global__ void longitudinal_derivative_kernel(int n, int c, const double2* uc, double2* out) {
-  const int nxh = n / 2 + 1;
-  const std::size_t total = std::size_t(n) * n * nxh;
-  for (std::size_t m = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; m < total;
-       m += std::size_t(blockDim.x) * gridDim.x) {
-    const int ix = int(m % nxh), iy = int((m / nxh) % n), iz = int(m / (std::size_t(nxh) * n));
-    int k[3];
-    diag::wavevector(n, ix, iy, iz, k);
-    const double kc = k[c] == -n / 2 ? 0.0 : double(k[c]);
-    out[m] = make_double2(-kc * uc[m].y, kc * uc[m].x);
+/// Columns 0 and 1 of row blockIdx.x of `partial` (`cols` columns): the block's Σ w|k·û|² and
+/// Σ w Re(û*·ω̂).
+__global__ void __launch_bounds__(kThreads) divergence_helicity_kernel(int n, Field u, int cols, double* partial) {
+  __shared__ double red[2 * kThreads];
+  const long long nm = static_cast<long long>(n) * n * (n / 2 + 1);
+  double sum[2] = {0.0, 0.0};
+  for (long long m = thread_index(); m < nm; m += thread_stride()) {
+    int ix, iy, iz;
+    modes::mode_of(m, n, ix, iy, iz);
+    const C v[3] = {u.c[0][m], u.c[1][m], u.c[2][m]};
+    const diag::DivergenceHelicityTerms t = diag::divergence_helicity_terms(n, ix, iy, iz, v);
+    sum[0] += t.div2;
+    sum[1] += t.helicity;
+  }
+  block_sum(sum, red, partial + static_cast<long long>(blockIdx.x) * cols);
+}
+
+/// out = the coefficients of ∂u_c/∂x_c from uc = û_c.
+__global__ void longitudinal_derivative_kernel(int n, int c, const C* uc, C* out) {
+  const long long nm = static_cast<long long>(n) * n * (n / 2 + 1);
+  for (long long m = thread_index(); m < nm; m += thread_stride()) {
+    int ix, iy, iz;
+    modes::mode_of(m, n, ix, iy, iz);
+    out[m] = diag::derivative_term(n, c, ix, iy, iz, uc[m]);
   }
 }
 
-/// Σ v² and Σ v³ over a real field.
-__global__ void moments_kernel(std::size_t np, const double* v, double* out) {
-  double m2 = 0.0, m3 = 0.0;
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < np;
-       i += std::size_t(blockDim.x) * gridDim.x) {
-    const double x = v[i];
-    m2 += x * x;
-    m3 += x * x * x;
-  }
-  atomicAdd(&out[0], m2);
-  atomicAdd(&out[1], m3);
+/// Two columns of row blockIdx.x of `partial` (`cols` columns, from `part`): the block's Σv² and
+/// Σv³ over the np values v.
+__global__ void __launch_bounds__(kThreads) moments_kernel(long long np, const double* v, int cols, double* part) {
+  __shared__ double red[2 * kThreads];
+  double sum[2] = {0.0, 0.0};
+  for (long long i = thread_index(); i < np; i += thread_stride()) diag::add_moments(v[i], sum);
+  block_sum(sum, red, part + static_cast<long long>(blockIdx.x) * cols);
 }
+
+/// out[j] = Σ_r partial[r][j] over the rows in order.
+__global__ void column_sums_kernel(int rows, int cols, const double* partial, double* out) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= cols) return;
+  double s = partial[j];
+  for (int r = 1; r < rows; ++r) s += partial[static_cast<long long>(r) * cols + j];
+  out[j] = s;
+}
+
+/// The column sums of the kBlocks rows of `partial` (cols columns), on the host.
+std::vector<double> column_sums(const DeviceArray<double>& partial, int cols) {
+  DeviceArray<double> out(cols);
+  column_sums_kernel<<<(cols + kThreads - 1) / kThreads, kThreads>>>(kBlocks, cols, partial.data(), out.data());
+  VH_CHECK_LAUNCH();
+  return out.download();
+}
+
+/// A cuFFT plan, destroyed with it.
+struct Plan {
+  cufftHandle h = 0;
+  Plan(int n, cufftType type) { VH_CHECK_CUFFT(cufftPlan3d(&h, n, n, n, type)); }
+  ~Plan() { cufftDestroy(h); }
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+};
 
 }  // namespace
 
 Statistics statistics_device(const void* const d_u[3], const Grid& g, double nu, std::vector<double>& E) {
   const double D = energy_spectrum_device(d_u, g, E);
   Statistics s = spectral_statistics(E, D, nu);
-  const auto* u0 = static_cast<const double2*>(d_u[0]);
-  const auto* u1 = static_cast<const double2*>(d_u[1]);
-  const auto* u2 = static_cast<const double2*>(d_u[2]);
-  const int threads = 256, blocks = 264;
-  double* d_sums = nullptr;
-  double2* d_hat = nullptr;
-  double* d_real = nullptr;
-  VH_CHECK_CUDA(cudaMalloc(&d_sums, 8 * sizeof(double)));
-  VH_CHECK_CUDA(cudaMemset(d_sums, 0, 8 * sizeof(double)));
-  VH_CHECK_CUDA(cudaMalloc(&d_hat, g.modes() * sizeof(double2)));
-  VH_CHECK_CUDA(cudaMalloc(&d_real, g.points() * sizeof(double)));
-  divergence_helicity_kernel<<<blocks, threads>>>(g.n, u0, u1, u2, d_sums);
-  VH_CHECK_CUDA(cudaGetLastError());
+  const Field u = field(d_u);
+  // Columns: Σ w|k·û|², Σ w Re(û*·ω̂), then Σv² and Σv³ of v = ∂u_c/∂x_c for c = 0, 1, 2.
+  constexpr int cols = 8;
+  DeviceArray<double> partial(std::size_t(kBlocks) * cols);
+  DeviceArray<C> dhat(g.modes());
+  DeviceArray<double> dreal(g.points());
+  divergence_helicity_kernel<<<kBlocks, kThreads>>>(g.n, u, cols, partial.data());
+  VH_CHECK_LAUNCH();
   // S₃: the three longitudinal derivatives on the grid (cuFFT C2R, unnormalised as in fft.h).
-  cufftHandle plan;
-  VH_CHECK_CUFFT(cufftPlan3d(&plan, g.n, g.n, g.n, CUFFT_Z2D));
-  const double2* comps[3] = {u0, u1, u2};
+  const Plan plan(g.n, CUFFT_Z2D);
   for (int c = 0; c < 3; ++c) {
-    longitudinal_derivative_kernel<<<blocks, threads>>>(g.n, c, comps[c], d_hat);
-    VH_CHECK_CUDA(cudaGetLastError());
-    VH_CHECK_CUFFT(cufftExecZ2D(plan, reinterpret_cast<cufftDoubleComplex*>(d_hat), d_real));
-    moments_kernel<<<blocks, threads>>>(g.points(), d_real, d_sums + 2 + 2 * c);
-    VH_CHECK_CUDA(cudaGetLastError());
+    longitudinal_derivative_kernel<<<kBlocks, kThreads>>>(g.n, c, u.c[c], dhat.data());
+    VH_CHECK_LAUNCH();
+    VH_CHECK_CUFFT(cufftExecZ2D(plan.h, dhat.as<cufftDoubleComplex>(), dreal.data()));
+    moments_kernel<<<kBlocks, kThreads>>>(static_cast<long long>(g.points()), dreal.data(), cols,
+                                          partial.data() + 2 + 2 * c);
+    VH_CHECK_LAUNCH();
   }
-  double sums[8];
-  VH_CHECK_CUDA(cudaMemcpy(sums, d_sums, sizeof sums, cudaMemcpyDeviceToHost));
-  cufftDestroy(plan);
-  cudaFree(d_sums);
-  cudaFree(d_hat);
-  cudaFree(d_real);
-  s.divergence_rel = D > 0 ? std::sqrt(sums[0] / D) : 0.0;
+  const std::vector<double> sums = column_sums(partial, cols);
+  s.divergence_rel = diag::divergence_rel(sums[0], D);
   s.helicity = sums[1];
   double s3 = 0.0;
-  for (int c = 0; c < 3; ++c) {
-    const double m2 = sums[2 + 2 * c] / double(g.points()), m3 = sums[3 + 2 * c] / double(g.points());
-    s3 += m2 > 0 ? m3 / std::pow(m2, 1.5) : 0.0;
-  }
+  for (int c = 0; c < 3; ++c) s3 += diag::skewness(sums[2 + 2 * c], sums[3 + 2 * c], double(g.points()));
   s.S3 = s3 / 3.0;
   return s;
 }
 
 double energy_spectrum_device(const void* const d_u[3], const Grid& g, std::vector<double>& E) {
-  const int nshell = g.max_shell() + 1;
-  double* d_out = nullptr;
-  VH_CHECK_CUDA(cudaMalloc(&d_out, (nshell + 1) * sizeof(double)));
-  VH_CHECK_CUDA(cudaMemset(d_out, 0, (nshell + 1) * sizeof(double)));
-  const int threads = 256, blocks = 264;
-  spectrum_kernel<<<blocks, threads, (nshell + 1) * sizeof(double)>>>(
-      g.n, nshell, static_cast<const double2*>(d_u[0]), static_cast<const double2*>(d_u[1]),
-      static_cast<const double2*>(d_u[2]), d_out, d_out + nshell);
-  VH_CHECK_CUDA(cudaGetLastError());
-  std::vector<double> out(nshell + 1);
-  VH_CHECK_CUDA(cudaMemcpy(out.data(), d_out, out.size() * sizeof(double), cudaMemcpyDeviceToHost));
-  VH_CHECK_CUDA(cudaFree(d_out));
+  const int nshell = g.max_shell() + 1, cols = nshell + 1;
+  DeviceArray<double> partial(std::size_t(kBlocks) * cols);
+  const std::size_t smem = (std::size_t(kWarps) * nshell + kThreads) * sizeof(double);
+  if (smem > 48 * 1024)
+    VH_CHECK_CUDA(cudaFuncSetAttribute(spectrum_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  spectrum_kernel<<<kBlocks, kThreads, smem>>>(g.n, nshell, field(d_u), partial.data());
+  VH_CHECK_LAUNCH();
+  const std::vector<double> out = column_sums(partial, cols);
   E.assign(out.begin(), out.begin() + nshell);
   return out[nshell];
 }

@@ -90,12 +90,14 @@ void derivative(const SpectralVector& u, int c, int d, std::vector<Complex>& out
 
 #ifdef VH_HAVE_CUDA
 /// GPU counterpart of energy_spectrum() and gradient_norm2() on device coefficients
-/// d_u[0..2] (g.modes() complex doubles each). Fills E (host) and returns Σ|k|²|û|².
+/// d_u[0..2] (g.modes() complex doubles each, one rank's whole grid). Fills E (host) and
+/// returns Σ|k|²|û|².
 double energy_spectrum_device(const void* const d_u[3], const Grid& g, std::vector<double>& E);
 
 /// GPU counterpart of statistics() on device coefficients (cuFFT for S₃); fills E too. The
-/// coefficients never leave the device; sums run in another order than on the CPU, so the
-/// two agree to round-off, not bit for bit.
+/// coefficients never leave the device. Both GPU functions add the CPU's terms
+/// (diagnostics_kernel.h) in an order fixed by the code alone: the same bits on every run, and
+/// the CPU's values to round-off (the CPU adds in another order).
 Statistics statistics_device(const void* const d_u[3], const Grid& g, double nu, std::vector<double>& E);
 #endif
 

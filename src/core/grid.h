@@ -8,13 +8,16 @@
 // kx = 0 … N/2 and ky, kz = 0 … N−1 standing for the signed wavenumbers of `wavenumber()`.
 // Normalisation: a field u(x) = Σ_k c(k) e^{i k·x}, i.e. c = FFT_forward(u) / N³. The
 // half layout stores kx ≥ 0 only; every mode with 0 < kx < N/2 stands for itself and its
-// conjugate, hence the weights of `mode_weight()`.
+// conjugate, hence the weights of `mode_weight()`. The per-mode math of this layout (index,
+// wavenumber, weight, curl, projection) lives in core/modes_kernel.h, host and device.
 #pragma once
 
 #include <array>
 #include <complex>
 #include <cstddef>
 #include <vector>
+
+#include "core/modes_kernel.h"
 
 namespace vh {
 
@@ -30,18 +33,16 @@ struct Grid {
   /// Number of complex coefficients in the half layout: N · N · (N/2 + 1).
   std::size_t modes() const { return std::size_t(n) * n * (n / 2 + 1); }
   std::size_t index(int i, int j, int k) const { return (std::size_t(k) * n + j) * n + i; }
-  std::size_t mode_index(int ix, int iy, int iz) const {
-    return (std::size_t(iz) * n + iy) * (n / 2 + 1) + ix;
-  }
+  std::size_t mode_index(int ix, int iy, int iz) const { return vh::modes::mode_index(ix, iy, iz, n); }
   /// Signed wavenumber of array index `i` along y or z (Nyquist index N/2 maps to −N/2).
-  int wavenumber(int i) const { return i <= n / 2 - 1 ? i : i - n; }
+  int wavenumber(int i) const { return vh::modes::signed_k(i, n); }
   /// Largest shell index |k| rounded to the nearest integer that the half layout holds.
   int max_shell() const;
 };
 
-/// Weight of a half-layout mode in a sum over the full spectrum: 1 on the kx = 0 and
-/// kx = N/2 planes, 2 elsewhere (the mode stands for its conjugate too).
-inline double mode_weight(int ix, int n) { return (ix == 0 || ix == n / 2) ? 1.0 : 2.0; }
+/// Weight of a half-layout mode in a sum over the full spectrum, mode_weight(ix, n): 1 on the
+/// kx = 0 and kx = N/2 planes, 2 elsewhere (the mode stands for its conjugate too).
+using modes::mode_weight;
 
 /// A real vector field on the grid: three arrays in [z][y][x] order. Spread over ranks
 /// (core/slab.h), each rank's arrays hold its `planes` z-planes only.

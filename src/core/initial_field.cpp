@@ -57,7 +57,7 @@ ShellTable::ShellTable(const Grid& g) {
   for (int kz = 1 - h; kz < h; ++kz)
     for (int ky = 1 - h; ky < h; ++ky)
       for (int kx = 1 - h; kx < h; ++kx) {
-        const int s = init::shell_of(kx, ky, kz);
+        const int s = modes::shell(modes::k2(kx, ky, kz));
         ++modes[s];
         k2sum[s] += std::int64_t(kx) * kx + std::int64_t(ky) * ky + std::int64_t(kz) * kz;
       }
@@ -118,6 +118,29 @@ double viscosity(const InitialFieldSpec& spec, double u_prime, double dissipatio
   return u_prime * lambda / spec.Re_lambda;
 }
 
+InitialScalars initial_scalars(const InitialFieldSpec& spec, const Grid& g) {
+  validate(spec);
+  InitialScalars r;
+  r.shape = spec.shape;
+  r.seed = spec.seed;
+  if (spec.shape == SpectrumShape::taylor_green || spec.shape == SpectrumShape::abc) {
+    // Deterministic fields with V₀ = 1: K = 1/8 (Taylor–Green) or 3/2 (ABC); |k|² = 3 or 1.
+    const bool tg = spec.shape == SpectrumShape::taylor_green;
+    const double K_unit = tg ? 0.125 : 1.5, k2 = tg ? 3.0 : 1.0;
+    r.K0 = target_K0(spec, K_unit);
+    r.V0 = std::sqrt(r.K0 / K_unit);
+    r.u_prime = std::sqrt(2.0 * r.K0 / 3.0);
+    r.nu = viscosity(spec, r.u_prime, 2.0 * k2 * r.K0);  // Σ|k|²|û|² = |k|² · 2K
+    return r;
+  }
+  ModeAmplitudes a = mode_amplitudes(spec, g);
+  r.K0 = a.K0;
+  r.u_prime = std::sqrt(2.0 * r.K0 / 3.0);
+  r.nu = viscosity(spec, r.u_prime, a.dissipation_over_nu);
+  r.A = std::move(a.A);
+  return r;
+}
+
 namespace {
 
 /// The field's scalars and, into u (slab order), the coefficients of the rank's modes.
@@ -125,40 +148,19 @@ namespace {
 /// whole field has there.
 void fill_initial_field(const InitialFieldSpec& spec, const Slab& s, std::array<std::vector<Complex>, 3>& u,
                         double& K0, double& u_prime, double& nu) {
-  validate(spec);
-  const Grid& g = s.grid;
+  const InitialScalars sc = initial_scalars(spec, s.grid);
+  K0 = sc.K0;
+  u_prime = sc.u_prime;
+  nu = sc.nu;
+  const init::ModeField field = init::mode_field(sc, sc.A.data());
   for (auto& a : u) a.assign(s.local_modes(), Complex(0.0, 0.0));
-  const int n = g.n, nxh = n / 2 + 1, sl = s.slots();
-  if (spec.shape == SpectrumShape::taylor_green || spec.shape == SpectrumShape::abc) {
-    // Deterministic fields with V₀ = 1: K = 1/8 (Taylor–Green) or 3/2 (ABC); |k|² = 3 or 1.
-    const bool tg = spec.shape == SpectrumShape::taylor_green;
-    const double K_unit = tg ? 0.125 : 1.5, k2 = tg ? 3.0 : 1.0;
-    K0 = target_K0(spec, K_unit);
-    const double V0 = std::sqrt(K0 / K_unit);
-    for (int iz = 0; iz < n; ++iz)
-      for (int j = 0; j < sl; ++j)
-        for (int ix = 0; ix < nxh; ++ix) {
-          double re[3], im[3];
-          if (tg)
-            init::taylor_green_mode(V0, n, ix, s.ky_index(j), iz, re, im);
-          else
-            init::abc_mode(V0, n, ix, s.ky_index(j), iz, re, im);
-          for (int d = 0; d < 3; ++d) u[d][s.mode_index(ix, j, iz)] = Complex(re[d], im[d]);
-        }
-    u_prime = std::sqrt(2.0 * K0 / 3.0);
-    nu = viscosity(spec, u_prime, 2.0 * k2 * K0);  // Σ|k|²|û|² = |k|² · 2K
-    return;
-  }
-  const ModeAmplitudes a = mode_amplitudes(spec, g);
-  K0 = a.K0;
-  u_prime = std::sqrt(2.0 * K0 / 3.0);
-  nu = viscosity(spec, u_prime, a.dissipation_over_nu);
+  const int n = s.grid.n, nxh = n / 2 + 1, sl = s.slots();
 #pragma omp parallel for collapse(2) schedule(static)
   for (int iz = 0; iz < n; ++iz)
     for (int j = 0; j < sl; ++j)
       for (int ix = 0; ix < nxh; ++ix) {
         double re[3], im[3];
-        init::random_mode(spec.seed, n, ix, s.ky_index(j), iz, a.A.data(), re, im);
+        field(n, ix, s.ky_index(j), iz, re, im);
         for (int d = 0; d < 3; ++d) u[d][s.mode_index(ix, j, iz)] = Complex(re[d], im[d]);
       }
 }

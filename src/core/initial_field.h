@@ -85,6 +85,17 @@ ModeAmplitudes mode_amplitudes(const InitialFieldSpec& spec, const Grid& g);
 /// λ = √(15 u′²/D) and ν = u′λ/Re_λ.
 double viscosity(const InitialFieldSpec& spec, double u_prime, double dissipation_over_nu);
 
+/// The scalars of the field `spec` describes on g and what its per-mode generator needs
+/// (init::ModeField, initial_field_kernel.h), for the CPU and the GPU alike (validates spec).
+struct InitialScalars {
+  double K0 = 0, u_prime = 0, nu = 0;  ///< as InitialField
+  SpectrumShape shape = SpectrumShape::k4exp;
+  std::uint64_t seed = 1;
+  double V0 = 0;          ///< Taylor–Green and ABC: the amplitude V₀
+  std::vector<double> A;  ///< random spectra: the shell amplitudes A_n (mode_amplitudes)
+};
+InitialScalars initial_scalars(const InitialFieldSpec& spec, const Grid& g);
+
 /// Builds the field on the CPU.
 InitialField make_initial_field(const InitialFieldSpec& spec, const Grid& g);
 

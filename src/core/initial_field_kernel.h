@@ -6,6 +6,8 @@
 #include <cstdint>
 
 #include "core/hd.h"
+#include "core/initial_field.h"
+#include "core/modes_kernel.h"
 
 namespace vh {
 namespace init {
@@ -60,7 +62,7 @@ VH_HD inline void rogallo_mode(std::uint64_t seed, int k1, int k2, int k3, doubl
   unit_circle(seed, key, 2, cphi, sphi);  // φ
   const double ar = A * cphi * c1, ai = A * cphi * s1;  // α
   const double br = A * sphi * c2, bi = A * sphi * s2;  // β
-  const double kk = sqrt(double(k1) * k1 + double(k2) * k2 + double(k3) * k3);
+  const double kk = sqrt(modes::k2(k1, k2, k3));
   const double k12 = sqrt(double(k1) * k1 + double(k2) * k2);
   if (k12 == 0.0) {  // k along z: the basis is e_x, e_y
     re[0] = ar; im[0] = ai;
@@ -77,12 +79,6 @@ VH_HD inline void rogallo_mode(std::uint64_t seed, int k1, int k2, int k3, doubl
   im[2] = -bi * k12 / kk;
 }
 
-/// Shell index of a wavenumber: round(|k|), shells of width 1 centred on integers.
-VH_HD inline int shell_of(int k1, int k2, int k3) {
-  const double kk = sqrt(double(k1) * k1 + double(k2) * k2 + double(k3) * k3);
-  return int(kk + 0.5);
-}
-
 /// Coefficients of the half-layout mode (ix, iy, iz) of an n³ grid for a random field with
 /// shell amplitudes A[]. Zero for k = 0 and any Nyquist index; on the kx = 0 plane the
 /// non-canonical half is the conjugate of its partner.
@@ -91,9 +87,9 @@ VH_HD inline void random_mode(std::uint64_t seed, int n, int ix, int iy, int iz,
   for (int d = 0; d < 3; ++d) re[d] = im[d] = 0.0;
   const int h = n / 2;
   if (ix == h || iy == h || iz == h) return;
-  const int kx = ix, ky = iy < h ? iy : iy - n, kz = iz < h ? iz : iz - n;
+  const int kx = ix, ky = modes::signed_k(iy, n), kz = modes::signed_k(iz, n);
   if (kx == 0 && ky == 0 && kz == 0) return;
-  const double amp = A[shell_of(kx, ky, kz)];
+  const double amp = A[modes::shell(modes::k2(kx, ky, kz))];
   const bool canonical = kx > 0 || ky > 0 || (ky == 0 && kz > 0);
   if (canonical) {
     rogallo_mode(seed, kx, ky, kz, amp, re, im);
@@ -109,7 +105,7 @@ VH_HD inline void random_mode(std::uint64_t seed, int n, int ix, int iy, int iz,
 VH_HD inline void taylor_green_mode(double V0, int n, int ix, int iy, int iz, double re[3],
                                     double im[3]) {
   for (int d = 0; d < 3; ++d) re[d] = im[d] = 0.0;
-  const int kx = ix, ky = iy < n / 2 ? iy : iy - n, kz = iz < n / 2 ? iz : iz - n;
+  const int kx = ix, ky = modes::signed_k(iy, n), kz = modes::signed_k(iz, n);
   if (kx != 1 || (ky != 1 && ky != -1) || (kz != 1 && kz != -1)) return;
   im[0] = -V0 / 8.0;      // sx = +1 (the half layout holds kx ≥ 0 only)
   im[1] = ky * V0 / 8.0;
@@ -121,7 +117,7 @@ VH_HD inline void taylor_green_mode(double V0, int n, int ix, int iy, int iz, do
 /// cos a = (e^{ia} + e^{−ia})/2 the nonzero half-layout coefficients are those below.
 VH_HD inline void abc_mode(double V0, int n, int ix, int iy, int iz, double re[3], double im[3]) {
   for (int d = 0; d < 3; ++d) re[d] = im[d] = 0.0;
-  const int kx = ix, ky = iy < n / 2 ? iy : iy - n, kz = iz < n / 2 ? iz : iz - n;
+  const int kx = ix, ky = modes::signed_k(iy, n), kz = modes::signed_k(iz, n);
   const double h = 0.5 * V0;
   if (kx == 1 && ky == 0 && kz == 0) {  // sin x in u_y, cos x in u_z
     im[1] = -h;
@@ -134,6 +130,24 @@ VH_HD inline void abc_mode(double V0, int n, int ix, int iy, int iz, double re[3
     re[1] = h;
   }
 }
+
+/// The coefficients of one mode of the field an InitialScalars describes (initial_field.h): the
+/// one generator the CPU and GPU loops call. A: the shell amplitudes where the loop runs.
+struct ModeField {
+  SpectrumShape shape;
+  std::uint64_t seed;
+  double V0;
+  const double* A;
+  VH_HD void operator()(int n, int ix, int iy, int iz, double re[3], double im[3]) const {
+    if (shape == SpectrumShape::taylor_green)
+      taylor_green_mode(V0, n, ix, iy, iz, re, im);
+    else if (shape == SpectrumShape::abc)
+      abc_mode(V0, n, ix, iy, iz, re, im);
+    else
+      random_mode(seed, n, ix, iy, iz, A, re, im);
+  }
+};
+inline ModeField mode_field(const InitialScalars& s, const double* A) { return {s.shape, s.seed, s.V0, A}; }
 
 }  // namespace init
 }  // namespace vh

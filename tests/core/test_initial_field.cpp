@@ -235,6 +235,22 @@ TEST(DiagnosticsGpu, StatisticsMatchCpu) {
   EXPECT_NEAR(gs.helicity, cs.helicity, 1e-12 * 2 * cs.enstrophy);
   EXPECT_NEAR(gs.divergence_rel, cs.divergence_rel, 1e-12);
 }
+
+// The GPU sums run in an order the code fixes (no atomics): the same bits on every call.
+TEST(DiagnosticsGpu, SameBitsEveryRun) {
+  if (!vh::gpu_available()) GTEST_SKIP() << "no GPU visible";
+  const Grid g{48};
+  const auto cpu = vh::make_initial_field(random_spec(), g);
+  const DeviceCoefficients d(cpu.u);
+  std::vector<double> E0, E;
+  const vh::Statistics s0 = vh::statistics_device(d.ptr, g, cpu.nu, E0);
+  for (int run = 0; run < 3; ++run) {
+    const vh::Statistics s = vh::statistics_device(d.ptr, g, cpu.nu, E);
+    EXPECT_EQ(std::memcmp(&s, &s0, sizeof s), 0) << "run " << run;
+    ASSERT_EQ(E.size(), E0.size());
+    EXPECT_EQ(std::memcmp(E.data(), E0.data(), E.size() * sizeof(double)), 0) << "run " << run;
+  }
+}
 #endif
 
 }  // namespace

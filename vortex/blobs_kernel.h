@@ -1,0 +1,41 @@
+// The weights of one Gaussian blob at the lattice points, one axis at a time: the per-particle
+// and per-axis math of the blob sums (vortex/blobs.h), shared by the CPU scatter (blobs.cpp) and
+// the GPU gather (blobs_gpu.cu), so that both cut a stencil off at the same points and weigh
+// them by one formula. ζ_σ is separable, ζ_σ(x_i − x_p) = Π_d w(δ_d) with δ_d = i_d h − x_{p,d}:
+//   w(δ) = (2πσ²)^{-1/2} exp(−δ²/2σ²),   ∂w/∂x_i = −δ/σ² w      (docs/design.md, blob ζ_σ),
+// kept where |δ| ≤ R = cutoff σ and zero elsewhere (the cut-off rule). Offsets and the stencil
+// start round as on the host also where the device contracts multiply-adds (sub_rn, mul_rn of
+// base/hd.h), so the CPU and GPU keep the same points; the weights then differ only in exp.
+#pragma once
+
+#include <math.h>
+
+#include "base/hd.h"
+#include "core/grid.h"
+
+namespace vh::vortex::blob {
+
+/// One particle's constants: core σ, cut-off radius R = cutoff σ, normalisation (2πσ²)^{-1/2}.
+struct Core {
+  double sigma, R, norm;
+};
+VH_HD inline Core core(double sigma, double cutoff) {
+  return {sigma, cutoff * sigma, 1.0 / sqrt(2.0 * kPi * sigma * sigma)};
+}
+
+/// The first lattice index of the stencil along an axis: ceil((x − R)/h) (unwrapped).
+VH_HD inline int stencil_start(double x, double R, double h) { return static_cast<int>(ceil(sub_rn(x, R) / h)); }
+
+/// The offset δ = i h − x of lattice index i (unwrapped) from the coordinate x.
+VH_HD inline double offset(int i, double h, double x) { return sub_rn(mul_rn(static_cast<double>(i), h), x); }
+
+/// The cut-off rule: the weight at offset δ is kept where |δ| ≤ R.
+VH_HD inline bool inside(double delta, const Core& c) { return fabs(delta) <= c.R; }
+
+/// w(δ) and dw = ∂w/∂x_i = −δ/σ² w at offset δ; w = 0 outside the cut-off.
+VH_HD inline void weight(double delta, const Core& c, double& w, double& dw) {
+  w = inside(delta, c) ? c.norm * exp(-delta * delta / (2.0 * c.sigma * c.sigma)) : 0.0;
+  dw = -delta / (c.sigma * c.sigma) * w;
+}
+
+}  // namespace vh::vortex::blob
