@@ -10,7 +10,7 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <stdexcept>
 
-#include "fmm/cuda_util.h"
+#include "base/device_buffer.h"
 
 namespace vh::vortex::detail {
 namespace {
@@ -18,7 +18,7 @@ namespace {
 template <class T>
 struct Dev {
   T* p = nullptr;
-  explicit Dev(std::size_t n) { VH_FMM_CUDA(cudaMalloc(&p, (n ? n : 1) * sizeof(T))); }
+  explicit Dev(std::size_t n) { VH_CHECK_CUDA(cudaMalloc(&p, (n ? n : 1) * sizeof(T))); }
   ~Dev() { cudaFree(p); }
   Dev(const Dev&) = delete;
   Dev& operator=(const Dev&) = delete;
@@ -26,7 +26,7 @@ struct Dev {
 
 struct Event {
   cudaEvent_t e = nullptr;
-  Event() { VH_FMM_CUDA(cudaEventCreate(&e)); }
+  Event() { VH_CHECK_CUDA(cudaEventCreate(&e)); }
   ~Event() { cudaEventDestroy(e); }
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
@@ -381,9 +381,9 @@ unsigned blocks(long long count, int threads) { return static_cast<unsigned>((co
 
 // A device buffer of at least `count` elements: grown as needed, kept.
 template <class T>
-T* at_least(fmm::DevBuf& b, std::size_t count) {
+T* at_least(DeviceBytes& b, std::size_t count) {
   const std::size_t need = (count ? count : 1) * sizeof(T);
-  if (b.bytes < need) b.resize(need);
+  if (b.bytes() < need) b.resize(need);
   return b.as<T>();
 }
 
@@ -393,7 +393,7 @@ T* at_least(fmm::DevBuf& b, std::size_t count) {
 // perm (1 int) and start (1 int a lattice point, and one more).  The sort's keys and indices
 // live in runs until prepare() overwrites them, and its scratch in f where it fits.
 struct DeviceBlobSums::Impl {
-  fmm::DevBuf f, runs, perm, start, temp;
+  DeviceBytes f, runs, perm, start, temp;
   int np = 0, n = 0, m = 0, bits = 0;
   double h = 0, cutoff = 0;
   std::size_t temp_bytes = 0;
@@ -414,8 +414,8 @@ struct DeviceBlobSums::Impl {
     int* sidx = at_least<int>(perm, np_);
     at_least<int>(start, npts + 1);
     temp_bytes = 0;
-    VH_FMM_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, r, r + 2 * np_, r + np_, sidx, np, 0, bits));
-    if (temp_bytes > f.bytes) at_least<char>(temp, temp_bytes);
+    VH_CHECK_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, r, r + 2 * np_, r + np_, sidx, np, 0, bits));
+    if (temp_bytes > f.bytes()) at_least<char>(temp, temp_bytes);
   }
 
   void sort(const Source& src, double cutoff_, int m_) {
@@ -427,17 +427,17 @@ struct DeviceBlobSums::Impl {
     int* skey = key + 2 * static_cast<long long>(np);
     if (np > 0) {
       cell_keys<<<blocks(np, threads), threads>>>(np, src, n, h, key, idx);
-      VH_FMM_CUDA(cudaGetLastError());
-      void* scratch = temp_bytes > f.bytes ? temp.p : f.p;
+      VH_CHECK_CUDA(cudaGetLastError());
+      void* scratch = temp_bytes > f.bytes() ? temp.data() : f.data();
       std::size_t bytes = temp_bytes;
-      VH_FMM_CUDA(cub::DeviceRadixSort::SortPairs(scratch, bytes, key, skey, idx, perm.as<int>(), np, 0, bits));
+      VH_CHECK_CUDA(cub::DeviceRadixSort::SortPairs(scratch, bytes, key, skey, idx, perm.as<int>(), np, 0, bits));
     }
     cell_starts<<<blocks(np + 1, threads), threads>>>(np, n * n * n, skey, start.as<int>());
-    VH_FMM_CUDA(cudaGetLastError());
+    VH_CHECK_CUDA(cudaGetLastError());
     if (np > 0) {
       prepare<<<blocks(np, threads), threads>>>(np, src, perm.as<int>(), n, h, cutoff, m, f.as<double>(),
                                                 runs.as<int>());
-      VH_FMM_CUDA(cudaGetLastError());
+      VH_CHECK_CUDA(cudaGetLastError());
     }
   }
 
@@ -452,7 +452,7 @@ struct DeviceBlobSums::Impl {
       gather_kernel<true><<<nblocks, kThreads>>>(P, start.as<int>(), n, reach, h, out);
     else
       gather_kernel<false><<<nblocks, kThreads>>>(P, start.as<int>(), n, reach, h, out);
-    VH_FMM_CUDA(cudaGetLastError());
+    VH_CHECK_CUDA(cudaGetLastError());
   }
 };
 
@@ -470,10 +470,10 @@ void DeviceBlobSums::sum(const double* d_s, double scale, bool divergence, doubl
 }
 
 std::size_t DeviceBlobSums::device_bytes() const {
-  return impl_->f.bytes + impl_->runs.bytes + impl_->perm.bytes + impl_->start.bytes + impl_->temp.bytes;
+  return impl_->f.bytes() + impl_->runs.bytes() + impl_->perm.bytes() + impl_->start.bytes() + impl_->temp.bytes();
 }
 
-double* pinned_doubles(std::size_t count) { return static_cast<double*>(fmm::pinned_staging(count * sizeof(double))); }
+double* pinned_doubles(std::size_t count) { return static_cast<double*>(pinned_staging(count * sizeof(double))); }
 
 double last_gather_gpu_seconds() { return last_seconds; }
 
@@ -485,16 +485,16 @@ void gather_gpu(std::size_t np, const Grid& g, double cutoff, int m, bool diverg
   Dev<double> packed(kPacked * np), out(ncomp * npts);
   Event t0, t1;
 
-  VH_FMM_CUDA(cudaEventRecord(t0.e));
-  if (np > 0) VH_FMM_CUDA(cudaMemcpy(packed.p, host, kPacked * np * sizeof(double), cudaMemcpyHostToDevice));
+  VH_CHECK_CUDA(cudaEventRecord(t0.e));
+  if (np > 0) VH_CHECK_CUDA(cudaMemcpy(packed.p, host, kPacked * np * sizeof(double), cudaMemcpyHostToDevice));
   const Source src{packed.p, packed.p + 3, packed.p + 6, kPacked, kPacked, kPacked, 1.0};
   sums.sort(src, cutoff, m);
   sums.sum(src, divergence, out.p);
-  VH_FMM_CUDA(cudaMemcpy(host, out.p, ncomp * npts * sizeof(double), cudaMemcpyDeviceToHost));
-  VH_FMM_CUDA(cudaEventRecord(t1.e));
-  VH_FMM_CUDA(cudaEventSynchronize(t1.e));
+  VH_CHECK_CUDA(cudaMemcpy(host, out.p, ncomp * npts * sizeof(double), cudaMemcpyDeviceToHost));
+  VH_CHECK_CUDA(cudaEventRecord(t1.e));
+  VH_CHECK_CUDA(cudaEventSynchronize(t1.e));
   float ms = 0;
-  VH_FMM_CUDA(cudaEventElapsedTime(&ms, t0.e, t1.e));
+  VH_CHECK_CUDA(cudaEventElapsedTime(&ms, t0.e, t1.e));
   last_seconds = 1e-3 * ms;
 }
 
