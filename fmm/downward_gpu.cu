@@ -30,9 +30,9 @@ __global__ void l2l_kernel(const int* __restrict__ children, const GCell* __rest
   const double2* La = Lf + a * nf;
   double2 acc = make_double2(0, 0);
   for (int n = 0; n <= p - j; ++n)
-    l2l_terms(
+    l2l_terms<1>(
         n, j, k,
-        [&](int f, double& re, double& im) {
+        [&](int, int f, double& re, double& im) {
           re = La[f].x;
           im = La[f].y;
         },
@@ -40,7 +40,7 @@ __global__ void l2l_kernel(const int* __restrict__ children, const GCell* __rest
           re = Rf[fidx(n, q)].x;
           im = Rf[fidx(n, q)].y;
         },
-        acc.x, acc.y);
+        &acc.x, &acc.y);
   double2& out = L[static_cast<long long>(c) * 3 * nc + o];
   out = make_double2(out.x + acc.x, out.y + acc.y);
 }
@@ -66,9 +66,9 @@ __global__ void l2p_kernel(const int* __restrict__ leaves, const GCell* __restri
   for (int i = C.begin + threadIdx.x; i < C.end; i += blockDim.x) {
     const double4_32a xi = x[i];
     const double dx = xi.x - C.cx, dy = xi.y - C.cy, dz = xi.z - C.cz, r2 = dx * dx + dy * dy + dz * dz;
-    double2 Lt[3][6];
-    for (int a = 0; a < 3; ++a)
-      for (int c = 0; c < 6; ++c) Lt[a][c] = make_double2(0, 0);
+    double Lr[6][3], Li[6][3];  // the shifted expansion at degrees <= 2: [cidx(j, k)][component]
+    for (int c = 0; c < 6; ++c)
+      for (int a = 0; a < 3; ++a) Lr[c][a] = Li[c][a] = 0;
     double rows[3][2 * (kMaxGpuOrder + 1)];  // rows n - 2, n - 1, n of R (m >= 0, pairs), cyclic
     for (int n = 0; n <= p; ++n) {
       double* Rn = rows[n % 3];
@@ -80,22 +80,27 @@ __global__ void l2p_kernel(const int* __restrict__ leaves, const GCell* __restri
       }
       for (int j = 0; j <= 2 && j <= p - n; ++j)
         for (int k = 0; k <= j; ++k)
-          for (int a = 0; a < 3; ++a)
-            l2l_terms(
-                n, j, k,
-                [&](int f, double& re, double& im) {
-                  re = Lf[a * nf + f].x;
-                  im = Lf[a * nf + f].y;
-                },
-                [&](int q, double& re, double& im) {
-                  re = Rn[2 * abs(q)];
-                  im = Rn[2 * abs(q) + 1];
-                  if (q < 0) negm(-q, re, im);
-                },
-                Lt[a][cidx(j, k)].x, Lt[a][cidx(j, k)].y);
+          l2l_terms<3>(
+              n, j, k,
+              [&](int a, int f, double& re, double& im) {
+                re = Lf[a * nf + f].x;
+                im = Lf[a * nf + f].y;
+              },
+              [&](int q, double& re, double& im) {
+                re = Rn[2 * abs(q)];
+                im = Rn[2 * abs(q) + 1];
+                if (q < 0) negm(-q, re, im);
+              },
+              Lr[cidx(j, k)], Li[cidx(j, k)]);
     }
+    double Lt[3][12];  // potential_derivatives' layout: (re, im) of component a at [a][2 cidx]
+    for (int a = 0; a < 3; ++a)
+      for (int c = 0; c < 6; ++c) {
+        Lt[a][2 * c] = Lr[c][a];
+        Lt[a][2 * c + 1] = Li[c][a];
+      }
     double dphi[3][3], h[3][3][3], r[12];
-    potential_derivatives(&Lt[0][0].x, dphi, h);
+    potential_derivatives(&Lt[0][0], dphi, h);
     velocity_from_potentials(dphi, h, r);
     if (near) {
       const N* ni = near + 12 * static_cast<long long>(i);

@@ -98,24 +98,22 @@ void l2l_upto(int p, int jmax, const cplx* R, const cplx* Lc, cplx* Lout, int nc
       for (int a = 0; a < 3; ++a) coef(Ld + 2 * a * nc, n, m, Lf[a][2 * f], Lf[a][2 * f + 1]);
     }
   for (int j = 0; j <= jmax; ++j)
-    for (int k = 0; k <= j; ++k)
-      for (int a = 0; a < 3; ++a) {
-        const double* La = Lf[a];
-        double sr = 0, si = 0;
-        for (int n = 0; n <= p - j; ++n)
-          l2l_terms(
-              n, j, k,
-              [&](int f, double& re, double& im) {
-                re = La[2 * f];
-                im = La[2 * f + 1];
-              },
-              [&](int q, double& re, double& im) {
-                re = Rf[2 * fidx(n, q)];
-                im = Rf[2 * fidx(n, q) + 1];
-              },
-              sr, si);
-        Lout[a * nc_out + idx(j, k)] += cplx(sr, si);
-      }
+    for (int k = 0; k <= j; ++k) {
+      double sr[3] = {0, 0, 0}, si[3] = {0, 0, 0};
+      for (int n = 0; n <= p - j; ++n)
+        l2l_terms<3>(
+            n, j, k,
+            [&](int a, int f, double& re, double& im) {
+              re = Lf[a][2 * f];
+              im = Lf[a][2 * f + 1];
+            },
+            [&](int q, double& re, double& im) {
+              re = Rf[2 * fidx(n, q)];
+              im = Rf[2 * fidx(n, q) + 1];
+            },
+            sr, si);
+      for (int a = 0; a < 3; ++a) Lout[a * nc_out + idx(j, k)] += cplx(sr[a], si[a]);
+    }
 }
 
 }  // namespace

@@ -238,19 +238,24 @@ VH_HD inline void m2l_table_sum(int p, int l, int m, const double* Ir, const dou
   }
 }
 
-/// The L2L shift (expansions.h l2l), the terms of degree n of output (j, k) of one component:
+/// The L2L shift (expansions.h l2l), the terms of degree n of output (j, k) of C components:
 ///   Lout_jk += sum_{q = -n..n} L_{n+j, k+q} conj(R_nq(d))
-/// added to (sr, si) in order of q.  L(f, re, im) reads L at full index f (any sign of m),
-/// R(q, re, im) reads R_nq(d).  The whole shift sums n = 0 .. p - j; L2P stops at j = 2.
-template <class LAt, class RAt>
-VH_HD inline void l2l_terms(int n, int j, int k, const LAt& L, const RAt& R, double& sr, double& si) {
+/// added to (sr[c], si[c]) in order of q.  L(c, f, re, im) reads component c of L at full index
+/// f (any sign of m), R(q, re, im) reads R_nq(d).  The whole shift sums n = 0 .. p - j; L2P
+/// stops at j = 2.
+template <int C, class LAt, class RAt>
+VH_HD inline void l2l_terms(int n, int j, int k, const LAt& L, const RAt& R, double* sr, double* si) {
   for (int q = -n; q <= n; ++q) {
-    double lr, li, rr, ri;
-    L(fidx(n + j, k + q), lr, li);
+    double rr, ri;
     R(q, rr, ri);
     ri = -ri;  // conj
-    sr += lr * rr - li * ri;
-    si += lr * ri + li * rr;
+    const int f = fidx(n + j, k + q);
+    for (int c = 0; c < C; ++c) {
+      double lr, li;
+      L(c, f, lr, li);
+      sr[c] += lr * rr - li * ri;
+      si[c] += lr * ri + li * rr;
+    }
   }
 }
 
