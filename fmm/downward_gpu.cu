@@ -9,7 +9,8 @@ namespace vh::fmm {
 namespace {
 
 // ------------------------------------------------------------------------------------ L2L
-// Block per child cell of one level: L_jk += sum_n sum_q L^parent_{n+j, k+q} conj(R_nq(d)).
+// Block per child cell of one level, thread per output (a, j, k): l2l_terms over n = 0 .. p - j
+// with R(d) and the parent's expansion staged in the full layout.
 __global__ void l2l_kernel(const int* __restrict__ children, const GCell* __restrict__ cells, int p,
                            double2* __restrict__ L) {
   extern __shared__ double2 sh[];
@@ -29,21 +30,27 @@ __global__ void l2l_kernel(const int* __restrict__ children, const GCell* __rest
   const double2* La = Lf + a * nf;
   double2 acc = make_double2(0, 0);
   for (int n = 0; n <= p - j; ++n)
-    for (int q = -n; q <= n; ++q) {
-      const double2 t = cmul(La[fidx(n + j, k + q)], cconj(Rf[fidx(n, q)]));
-      acc.x += t.x;
-      acc.y += t.y;
-    }
+    l2l_terms<1>(
+        n, j, k,
+        [&](int, int f, double& re, double& im) {
+          re = La[f].x;
+          im = La[f].y;
+        },
+        [&](int q, double& re, double& im) {
+          re = Rf[fidx(n, q)].x;
+          im = Rf[fidx(n, q)].y;
+        },
+        &acc.x, &acc.y);
   double2& out = L[static_cast<long long>(c) * 3 * nc + o];
   out = make_double2(out.x + acc.x, out.y + acc.y);
 }
 
 // ------------------------------------------------------------------------------------ L2P
 // Block per target leaf, thread per target: the local expansion shifted to degrees <= 2 at the
-// target (rows of R(d) by the recurrence, three at a time), then the derivatives of the three
-// potentials and u, grad u (potential_derivatives, velocity_from_potentials: the CPU's own
-// functions).  near (float or double, 12 per target) is added when given, then the mean
-// correction when mc is.
+// target (l2l_terms on the rows of R(d), made by harmonic_row_up three at a time), then the
+// derivatives of the three potentials and u, grad u (potential_derivatives,
+// velocity_from_potentials: the CPU's own functions).  near (float or double, 12 per target)
+// is added when given, then the mean correction when mc is.
 template <class N>
 __global__ void l2p_kernel(const int* __restrict__ leaves, const GCell* __restrict__ cells,
                            const double4_32a* __restrict__ x, int p, const double2* __restrict__ L,
@@ -59,42 +66,41 @@ __global__ void l2p_kernel(const int* __restrict__ leaves, const GCell* __restri
   for (int i = C.begin + threadIdx.x; i < C.end; i += blockDim.x) {
     const double4_32a xi = x[i];
     const double dx = xi.x - C.cx, dy = xi.y - C.cy, dz = xi.z - C.cz, r2 = dx * dx + dy * dy + dz * dz;
-    double2 Lt[3][6];
-    for (int a = 0; a < 3; ++a)
-      for (int c = 0; c < 6; ++c) Lt[a][c] = make_double2(0, 0);
-    double2 rows[3][kMaxGpuOrder + 1];  // rows n - 2, n - 1, n of R (m >= 0), cyclic
+    double Lr[6][3], Li[6][3];  // the shifted expansion at degrees <= 2: [cidx(j, k)][component]
+    for (int c = 0; c < 6; ++c)
+      for (int a = 0; a < 3; ++a) Lr[c][a] = Li[c][a] = 0;
+    double rows[3][2 * (kMaxGpuOrder + 1)];  // rows n - 2, n - 1, n of R (m >= 0, pairs), cyclic
     for (int n = 0; n <= p; ++n) {
-      double2* Rn = rows[n % 3];
+      double* Rn = rows[n % 3];
       if (n == 0) {
-        Rn[0] = make_double2(1, 0);
+        Rn[0] = 1.0;
+        Rn[1] = 0.0;
       } else {
-        const double2* R1 = rows[(n - 1) % 3];
-        const double2* R2 = rows[(n + 1) % 3];  // n - 2
-        const int l = n - 1;
-        for (int m = 0; m <= l; ++m) {
-          const double2 prev = (m <= l - 1) ? R2[m] : make_double2(0, 0);
-          double nr, ni;
-          regular_up(l, m, dz, r2, R1[m].x, R1[m].y, prev.x, prev.y, nr, ni);
-          Rn[m] = make_double2(nr, ni);
-        }
-        double dr = R1[l].x, di = R1[l].y;
-        regular_diagonal(l, dx, dy, dr, di);
-        Rn[n] = make_double2(dr, di);
+        harmonic_row_up<false>(n - 1, dx, dy, dz, r2, rows[(n - 1) % 3], rows[(n + 1) % 3], Rn);
       }
       for (int j = 0; j <= 2 && j <= p - n; ++j)
         for (int k = 0; k <= j; ++k)
-          for (int q = -n; q <= n; ++q) {
-            const double2 Rq = q >= 0 ? Rn[q] : negm(Rn[-q], -q);
-            const int f = fidx(n + j, k + q);
-            for (int a = 0; a < 3; ++a) {
-              const double2 t = cmul(Lf[a * nf + f], cconj(Rq));
-              Lt[a][cidx(j, k)].x += t.x;
-              Lt[a][cidx(j, k)].y += t.y;
-            }
-          }
+          l2l_terms<3>(
+              n, j, k,
+              [&](int a, int f, double& re, double& im) {
+                re = Lf[a * nf + f].x;
+                im = Lf[a * nf + f].y;
+              },
+              [&](int q, double& re, double& im) {
+                re = Rn[2 * abs(q)];
+                im = Rn[2 * abs(q) + 1];
+                if (q < 0) negm(-q, re, im);
+              },
+              Lr[cidx(j, k)], Li[cidx(j, k)]);
     }
+    double Lt[3][12];  // potential_derivatives' layout: (re, im) of component a at [a][2 cidx]
+    for (int a = 0; a < 3; ++a)
+      for (int c = 0; c < 6; ++c) {
+        Lt[a][2 * c] = Lr[c][a];
+        Lt[a][2 * c + 1] = Li[c][a];
+      }
     double dphi[3][3], h[3][3][3], r[12];
-    potential_derivatives(&Lt[0][0].x, dphi, h);
+    potential_derivatives(&Lt[0][0], dphi, h);
     velocity_from_potentials(dphi, h, r);
     if (near) {
       const N* ni = near + 12 * static_cast<long long>(i);
@@ -115,8 +121,8 @@ __global__ void l2p_kernel(const int* __restrict__ leaves, const GCell* __restri
 void far_l2l(const FarPlan& f, FarWork& w, cudaStream_t s) {
   const std::size_t shm = 4 * (f.p + 1) * (f.p + 1) * sizeof(double2);
   for (const auto& lv : f.l2l_levels) {
-    l2l_kernel<<<lv.second, coef_threads(f.p), shm, s>>>(f.children + lv.first, f.tcells, f.p, w.L.as<double2>());
-    VH_CHECK_CUDA(cudaGetLastError());
+    l2l_kernel<<<lv.second, coef_threads(f.p), shm, s>>>(f.children + lv.first, f.tcells, f.p, w.L.data());
+    VH_CHECK_LAUNCH();
   }
 }
 
@@ -125,13 +131,13 @@ void far_l2p(const FarPlan& f, const FarWork& w, const void* near, bool near_dou
   if (f.n_tgt_leaves == 0) return;
   const std::size_t shm = 3 * (f.p + 1) * (f.p + 1) * sizeof(double2);
   if (near && near_double)
-    l2p_kernel<double><<<f.n_tgt_leaves, 64, shm, s>>>(f.tgt_leaves, f.tcells, f.xt, f.p, w.L.as<double2>(),
+    l2p_kernel<double><<<f.n_tgt_leaves, 64, shm, s>>>(f.tgt_leaves, f.tcells, f.xt, f.p, w.L.data(),
                                                         static_cast<const double*>(near), f.perm, mean, u_out,
                                                         grad_out);
   else
-    l2p_kernel<float><<<f.n_tgt_leaves, 64, shm, s>>>(f.tgt_leaves, f.tcells, f.xt, f.p, w.L.as<double2>(),
+    l2p_kernel<float><<<f.n_tgt_leaves, 64, shm, s>>>(f.tgt_leaves, f.tcells, f.xt, f.p, w.L.data(),
                                                        static_cast<const float*>(near), f.perm, mean, u_out, grad_out);
-  VH_CHECK_CUDA(cudaGetLastError());
+  VH_CHECK_LAUNCH();
 }
 
 }  // namespace vh::fmm

@@ -1,7 +1,7 @@
 // GpuEvaluator (fmm/evaluator.h): the resident GPU evaluation.  The stages are the GPU back end's
-// own (particles_gpu, tree_gpu, traverse_gpu, p2p_gpu, far_gpu_device.h), driven here on device
-// arrays; fmm.cpp's use_gpu path runs the same kernels on the same trees and lists, built there
-// through the host.
+// own (particles_gpu, tree_gpu, traverse_gpu, p2p_gpu, and the far field's FarStages of
+// far_gpu_device.h), driven here on device arrays; fmm.cpp's use_gpu path runs the same kernels
+// in the same sequence on the same trees and lists, built there through the host.
 #include "base/cuda_check.h"
 #include "fmm/evaluator.h"
 
@@ -12,12 +12,11 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "fmm/cuda_util.h"
+#include "base/device_buffer.h"
 #include "fmm/far_gpu_device.h"
 #include "fmm/p2p_gpu.h"
 #include "fmm/p2p_gpu_device.h"
@@ -46,19 +45,8 @@ double seconds(clock_type::time_point a, clock_type::time_point b) {
 // check).  Minima and maxima are exact, so the result does not depend on the order.
 struct CheckOut {
   int bad_x, bad_a, bad_s, bad_t;        // INT_MAX: none
-  unsigned long long lo[3], hi[3], smax;  // order-preserving images of the doubles
+  unsigned long long lo[3], hi[3], smax;  // order-preserving images of the doubles (ordered)
 };
-
-__device__ inline unsigned long long ordered(double v) {
-  const unsigned long long u = static_cast<unsigned long long>(__double_as_longlong(v));
-  return (u >> 63) ? ~u : (u | 0x8000000000000000ull);
-}
-double from_ordered(unsigned long long k) {
-  const unsigned long long u = (k >> 63) ? (k & 0x7fffffffffffffffull) : ~k;
-  double v;
-  std::memcpy(&v, &u, sizeof v);
-  return v;
-}
 
 __global__ void check_init_kernel(CheckOut* o) {
   o->bad_x = o->bad_a = o->bad_s = o->bad_t = INT_MAX;
@@ -71,6 +59,16 @@ __global__ void check_init_kernel(CheckOut* o) {
 
 __device__ inline bool finite3(const double* v) { return isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]); }
 
+// Point p checked: the box [lo, hi] extended to it when it is finite; returns whether it is.
+__device__ inline bool take_point(const double* p, double lo[3], double hi[3]) {
+  if (!finite3(p)) return false;
+  for (int d = 0; d < 3; ++d) {
+    lo[d] = fmin(lo[d], p[d]);
+    hi[d] = fmax(hi[d], p[d]);
+  }
+  return true;
+}
+
 __global__ void check_kernel(int n, const double* __restrict__ x, const double* __restrict__ a,
                              const double* __restrict__ s, int m, const double* __restrict__ t,
                              CheckOut* __restrict__ out) {
@@ -79,31 +77,13 @@ __global__ void check_kernel(int n, const double* __restrict__ x, const double* 
   const int total = max(n, m);
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
     if (i < n) {
-      const double* xi = x + 3 * static_cast<long long>(i);
-      if (!finite3(xi)) {
-        bx = min(bx, i);
-      } else {
-        for (int d = 0; d < 3; ++d) {
-          lo[d] = fmin(lo[d], xi[d]);
-          hi[d] = fmax(hi[d], xi[d]);
-        }
-      }
+      if (!take_point(x + 3 * static_cast<long long>(i), lo, hi)) bx = min(bx, i);
       if (!finite3(a + 3 * static_cast<long long>(i))) ba = min(ba, i);
       const double si = s[i];
       if (!(si > 0) || !isfinite(si)) bs = min(bs, i);
       else smax = fmax(smax, si);
     }
-    if (i < m) {
-      const double* ti = t + 3 * static_cast<long long>(i);
-      if (!finite3(ti)) {
-        bt = min(bt, i);
-      } else {
-        for (int d = 0; d < 3; ++d) {
-          lo[d] = fmin(lo[d], ti[d]);
-          hi[d] = fmax(hi[d], ti[d]);
-        }
-      }
-    }
+    if (i < m && !take_point(t + 3 * static_cast<long long>(i), lo, hi)) bt = min(bt, i);
   }
   for (int off = 16; off > 0; off >>= 1) {
     bx = min(bx, __shfl_down_sync(0xffffffffu, bx, off));
@@ -138,19 +118,19 @@ struct Checked {
 // Runs the check and throws fmm.cpp's messages (the lowest index with any fault, position
 // before strength before core radius, then targets).
 Checked check_inputs_gpu(const double* x, const double* a, const double* s, int n, const double* t, int m,
-                         DevBuf& buf) {
-  buf.reserve(sizeof(CheckOut));
-  CheckOut* d = buf.as<CheckOut>();
+                         DeviceArray<CheckOut>& buf) {
+  buf.reserve(1);
+  CheckOut* d = buf.data();
   check_init_kernel<<<1, 1>>>(d);
-  VH_CHECK_CUDA(cudaGetLastError());
+  VH_CHECK_LAUNCH();
   const int total = std::max(n, m);
   if (total > 0) {
     const int blocks = std::min(4096, (total + 255) / 256);
     check_kernel<<<blocks, 256>>>(n, x, a, s, m, t, d);
-    VH_CHECK_CUDA(cudaGetLastError());
+    VH_CHECK_LAUNCH();
   }
   CheckOut h;
-  VH_CHECK_CUDA(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost));
+  buf.download(&h, 1);
   const int first = std::min({h.bad_x, h.bad_a, h.bad_s});
   if (first < n) {
     if (h.bad_x == first) throw std::invalid_argument("fmm: source position " + std::to_string(first) + " is not finite");
@@ -173,8 +153,8 @@ __global__ void zero_kernel(long long n, double* __restrict__ v) {
     v[i] = 0;
 }
 
-// The evaluator's memory pool (cuda_util.h current_pool): created with the evaluator, kept
-// (release threshold unlimited), destroyed after every buffer (the first member of Impl).
+// The evaluator's memory pool (base/device_buffer.h current_pool): created with the evaluator,
+// kept (release threshold unlimited), destroyed after every buffer (the first member of Impl).
 struct Pool {
   cudaMemPool_t pool = nullptr;
   Pool() {
@@ -213,7 +193,8 @@ struct GpuEvaluator::Impl {
   int r0 = 0;
   std::vector<Vec3> shifts;
   Acceptance mac{0, 0, 0};
-  DevBuf shifts3, shifts4;  // double x3 (the traversal), double4 (P2P, far field)
+  DeviceArray<double> shifts3;       // 3 per shift (the traversal)
+  DeviceArray<double4_32a> shifts4;  // (P2P, far field)
   // Sorted particles, trees, lists: kept for same_positions.
   SortedSourcesGpu src, tgt, fixed_tgt;
   DeviceTree src_tree, tgt_tree, fixed_tree;
@@ -225,12 +206,13 @@ struct GpuEvaluator::Impl {
   } kept;
   bool fixed_valid = false;
   int fixed_m = 0;
-  // Work arrays, tables.
-  FarWork work;
-  LatticeDevice lattice;
-  DevBuf lattice_work, mean, mean_part, check, near_out, queue;
+  // The far field's stages and work arrays; the near field's sums, its task counter; the check.
+  FarStages far;
+  DeviceBytes near_out;  // 12 values per sorted target, float or double
+  DeviceArray<int> queue;
+  DeviceArray<CheckOut> check;
   cudaStream_t s_far = nullptr, s_near = nullptr;
-  enum { kStart, kUp, kM2L0, kM2L1, kL2L, kJoin, kEnd, kNear0, kNear1, kDrain0, kDrain1, kEvents };
+  enum { kStart, kEnd, kNear0, kNear1, kDrain0, kDrain1, kEvents };
   cudaEvent_t ev[kEvents] = {};
   int sm_count = 1;
 
@@ -345,8 +327,9 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   if (n == 0 || nt == 0) {
     if (nt > 0) {
       zero_kernel<<<static_cast<int>(std::min(4096LL, (3LL * nt + 255) / 256)), 256>>>(3LL * nt, d_u);
+      VH_CHECK_LAUNCH();
       zero_kernel<<<static_cast<int>(std::min(4096LL, (9LL * nt + 255) / 256)), 256>>>(9LL * nt, d_grad);
-      VH_CHECK_CUDA(cudaGetLastError());
+      VH_CHECK_LAUNCH();
       VH_CHECK_CUDA(cudaDeviceSynchronize());
     }
     tm.total = seconds(t_start, clock_type::now());
@@ -409,7 +392,7 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
     in.leaves = tt.leaves();
     in.leaf_of = tt.leaf_of();
     in.nl = tt.n_leaves();
-    in.shifts = s.shifts3.as<double>();
+    in.shifts = s.shifts3.data();
     build_lists_device(in, self, s.shifts, s.mac, true, s.lists);
     s.kept = Impl::Kept{true, kind, n, nt};
   }
@@ -422,6 +405,7 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   FarPlan f;
   f.p = prm.p;
   f.nt = nt;
+  f.ns = n;
   f.n_scells = stree.cells();
   f.n_tcells = tt.cells();
   f.scells = static_cast<const GCell*>(stree.gcells());
@@ -430,7 +414,7 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   f.xt = static_cast<const double4_32a*>(tp.positions_sigma());
   f.alpha = static_cast<const double4_32a*>(s.src.alpha_double());
   f.perm = tp.permutation();
-  f.shifts = s.shifts4.as<double4_32a>();
+  f.shifts = s.shifts4.data();
   f.src_leaves = stree.leaves();
   f.n_src_leaves = stree.n_leaves();
   f.first_child = stree.first_child();
@@ -441,49 +425,36 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   f.l2l_levels = tt.l2l_levels();
   f.tgt_leaves = tt.leaves();
   f.n_tgt_leaves = tt.n_leaves();
-  f.m2l_targets = L.m2l_targets.as<int>();
-  f.m2l_goffset = L.m2l_goffset.as<int>();
-  f.m2l_groups = L.m2l_groups.as<int>();
-  f.m2l_entries = L.m2l_entries.as<int2>();
+  f.m2l_targets = L.m2l_targets.data();
+  f.m2l_goffset = L.m2l_goffset.data();
+  f.m2l_groups = L.m2l_groups.data();
+  f.m2l_entries = L.m2l_entries.data();
   f.n_m2l_targets = s.lists.n_m2l_targets;
   f.side0 = 2 * half;
   f.table_levels = std::min(stree.levels(), tt.levels());
   f.single_m2l = prm.precision == "single";
+  const FarPeriodic per{prm.periodic, s.r0, prm.images};
 
   const GpuPrecision prec = prm.precision == "double" ? GpuPrecision::fp64 : GpuPrecision::fp32;
   P2PLaunch a;
   a.prec = prec;
-  a.tasks = L.p2p_tasks.as<int4>();
+  a.tasks = L.p2p_tasks.data();
   a.ntask = s.lists.n_p2p_tasks;
-  a.entries = L.p2p_entries.as<int4>();
-  a.shifts = s.shifts4.as<double4_32a>();
+  a.entries = L.p2p_entries.data();
+  a.shifts = s.shifts4.data();
   a.xt = f.xt;
   a.xs = f.xs;
   a.as = prec == GpuPrecision::fp64 ? s.src.alpha_double() : s.src.alpha_float();
 
   // Every buffer of the evaluation is allocated now, in stream order on the legacy stream,
   // before the two streams start from the event kStart.
-  const int nc = cidx(prm.p + 1, 0), nf = (prm.p + 1) * (prm.p + 1), nfp = (nf + 1) & ~1;
-  s.work.M.reserve(static_cast<std::size_t>(f.n_scells) * 3 * nc * sizeof(double2));
-  s.work.L.reserve(static_cast<std::size_t>(f.n_tcells) * 3 * nc * sizeof(double2));
-  if (f.single_m2l) {
-    s.work.Mfold.reserve(static_cast<std::size_t>(f.n_scells) * 3 * nfp * sizeof(float2));
-    s.work.tables.reserve(static_cast<std::size_t>(kTablesPerLevel) * nf * sizeof(float2));
-  } else {
-    s.work.tables.reserve(static_cast<std::size_t>(std::max(f.table_levels, s.work.tables_levels)) *
-                          kTablesPerLevel * nf * sizeof(double2));
-  }
-  const bool periodic = prm.periodic, lattice = periodic && prm.images > 0;
-  if (lattice) s.lattice.set(prm.p, s.r0, prm.images);
-  s.lattice_work.reserve((12 * nc + 8 * nf) * sizeof(double));
-  s.mean.reserve(sizeof(MeanTerms));
-  s.mean_part.reserve(std::max(1, (n + 4095) / 4096) * sizeof(MeanTerms));
+  s.far.reserve(f, per);
   s.near_out.reserve(static_cast<std::size_t>(nt) * 12 * (prec == GpuPrecision::fp64 ? sizeof(double) : sizeof(float)));
-  s.queue.reserve(sizeof(int));
-  a.out = s.near_out.p;
+  s.queue.reserve(1);
+  a.out = s.near_out.data();
 
   const bool split = s.overlap == Overlap::split, serial = s.overlap == Overlap::serial;
-  if (split) VH_CHECK_CUDA(cudaMemsetAsync(s.queue.p, 0, sizeof(int), 0));  // before both streams start
+  if (split) VH_CHECK_CUDA(cudaMemsetAsync(s.queue.data(), 0, sizeof(int), 0));  // before both streams start
   VH_CHECK_CUDA(cudaEventRecord(s.ev[kStart], 0));
   VH_CHECK_CUDA(cudaStreamWaitEvent(s.s_far, s.ev[kStart], 0));
   VH_CHECK_CUDA(cudaStreamWaitEvent(s.s_near, s.ev[kStart], 0));
@@ -491,35 +462,25 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   cudaStream_t near_stream = serial ? s.s_far : s.s_near;
   VH_CHECK_CUDA(cudaEventRecord(s.ev[kNear0], near_stream));
   if (split) {
-    p2p_launch_queue(a, s.queue.as<int>(), s.sm_count * std::min(s.split_blocks, p2p_blocks_per_sm(prec)), near_stream);
+    p2p_launch_queue(a, s.queue.data(), s.sm_count * std::min(s.split_blocks, p2p_blocks_per_sm(prec)), near_stream);
   } else {
     p2p_launch(a, near_stream);
   }
   VH_CHECK_CUDA(cudaEventRecord(s.ev[kNear1], near_stream));
-  // The far field.
+  // The far field; the join after the L2L: split, the tasks left on the whole GPU; then the
+  // near field's end.
   cudaStream_t fs = s.s_far;
   if (serial) VH_CHECK_CUDA(cudaEventRecord(s.ev[kStart], fs));
-  far_upward(f, s.work, fs);
-  VH_CHECK_CUDA(cudaEventRecord(s.ev[kUp], fs));
-  far_clear_locals(f, s.work, fs);
-  if (lattice) lattice_m2l_device(s.lattice, s.work.M.as<double2>(), s.work.L.as<double2>(), s.lattice_work, fs);
-  const MeanTerms* mean = nullptr;
-  if (periodic) {
-    mean_terms_device(n, f.xs, f.alpha, s.mean.as<MeanTerms>(), s.mean_part, fs);
-    mean = s.mean.as<MeanTerms>();
-  }
-  VH_CHECK_CUDA(cudaEventRecord(s.ev[kM2L0], fs));
-  far_m2l(f, s.work, fs);
-  VH_CHECK_CUDA(cudaEventRecord(s.ev[kM2L1], fs));
-  far_l2l(f, s.work, fs);
-  VH_CHECK_CUDA(cudaEventRecord(s.ev[kL2L], fs));
-  VH_CHECK_CUDA(cudaEventRecord(s.ev[kDrain0], fs));
-  if (split)  // the tasks left, on the whole GPU
-    p2p_launch_queue(a, s.queue.as<int>(), s.sm_count * p2p_blocks_per_sm(prec), fs);
-  VH_CHECK_CUDA(cudaEventRecord(s.ev[kDrain1], fs));
-  VH_CHECK_CUDA(cudaStreamWaitEvent(fs, s.ev[kNear1], 0));
-  VH_CHECK_CUDA(cudaEventRecord(s.ev[kJoin], fs));
-  far_l2p(f, s.work, s.near_out.p, prec == GpuPrecision::fp64, mean, d_u, d_grad, fs);
+  s.far.upward(f, fs);
+  s.far.downward(
+      f, per,
+      [&] {
+        VH_CHECK_CUDA(cudaEventRecord(s.ev[kDrain0], fs));
+        if (split) p2p_launch_queue(a, s.queue.data(), s.sm_count * p2p_blocks_per_sm(prec), fs);
+        VH_CHECK_CUDA(cudaEventRecord(s.ev[kDrain1], fs));
+        VH_CHECK_CUDA(cudaStreamWaitEvent(fs, s.ev[kNear1], 0));
+      },
+      s.near_out.data(), prec == GpuPrecision::fp64, d_u, d_grad, fs);
   VH_CHECK_CUDA(cudaEventRecord(s.ev[kEnd], fs));
   VH_CHECK_CUDA(cudaStreamSynchronize(fs));
   VH_CHECK_CUDA(cudaStreamSynchronize(s.s_near));
@@ -530,9 +491,10 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
     VH_CHECK_CUDA(cudaEventElapsedTime(&v, s.ev[a0], s.ev[a1]));
     return 1e-3 * v;
   };
-  tm.p2m_m2m = ms(kStart, kUp);
-  tm.m2l = ms(kM2L0, kM2L1);
-  tm.l2l_l2p = ms(kM2L1, kL2L) + ms(kJoin, kEnd);
+  const FarGpuTimes ft = s.far.times();
+  tm.p2m_m2m = 1e-3 * ft.p2m_m2m;
+  tm.m2l = 1e-3 * ft.m2l;
+  tm.l2l_l2p = 1e-3 * ft.l2l_l2p;
   tm.p2p = ms(kNear0, kNear1) + (split ? ms(kDrain0, kDrain1) : 0.0);
   tm.gpu_wall = serial ? ms(kNear0, kEnd) : ms(kStart, kEnd);
   tm.n_m2l = s.lists.n_m2l;

@@ -4,12 +4,15 @@
 // doubles, the layout of std::complex<double> and double2 alike.
 //
 //   storage:  m >= 0 only, coefficient (l, m) at cidx(l, m) = l (l + 1) / 2 + m (ncoef(p) of
-//             them); the M2L's full layout has -l <= m <= l at fidx(l, m) = l^2 + l + m.
+//             them); the full layout has -l <= m <= l at fidx(l, m) = l^2 + l + m.
+//   symmetry: X_{l,-m} = (-1)^m conj(X_lm) for R, I and every expansion (negm).
 //   recurrences (Helgaker, Joergensen & Olsen 9.13.78-82), r^2 = x^2 + y^2 + z^2:
 //     R_00 = 1,        R_{l+1,l+1} = -(x + i y) / (2l + 2) R_ll,
 //                      R_{l+1,m}   = ((2l + 1) z R_lm - r^2 R_{l-1,m}) / ((l + m + 1)(l - m + 1));
 //     I_00 = 1 / r,    I_{l+1,l+1} = -(2l + 1) (x + i y) / r^2 I_ll,
 //                      I_{l+1,m}   = ((2l + 1) z I_lm - (l^2 - m^2) I_{l-1,m}) / r^2.
+//   translations (expansions.h): M2M m2m_terms, M2L m2l_table_sum on m2l_operands (the source
+//        factor m2l_fold), L2L l2l_terms.
 //   L2P: the local expansion shifted to the target, degrees <= 2, gives the gradient and Hessian
 //        of the three potentials phi_a (potential_derivatives) and u = curl psi,
 //        du_m/dx_l = eps_{mjk} d_l d_j psi_k with psi = phi / (4 pi) (velocity_from_potentials).
@@ -31,6 +34,31 @@ VH_HD inline void lm_of(int c, int& l, int& m) {
   l = 0;
   while ((l + 1) * (l + 2) / 2 <= c) ++l;
   m = c - l * (l + 1) / 2;
+}
+
+/// Degree l of the full-layout index f = fidx(l, m).
+VH_HD inline int degree_of(int f) {
+  int l = 0;
+  while ((l + 1) * (l + 1) <= f) ++l;
+  return l;
+}
+
+/// The conjugate symmetry X_{l,-m} = (-1)^m conj(X_lm) (m > 0): (re, im) of X_lm become those
+/// of X_{l,-m}.  Every expansion, table and staging of either back end reads m < 0 through it.
+template <class T>
+VH_HD inline void negm(int m, T& re, T& im) {
+  if (m & 1) re = -re;
+  else im = -im;
+}
+
+/// The M2L's source factor (expansions.h): (re, im) of M_nm become those of (-1)^n conj(M_nm).
+template <class T>
+VH_HD inline void m2l_fold(int n, T& re, T& im) {
+  im = -im;
+  if (n & 1) {
+    re = -re;
+    im = -im;
+  }
 }
 
 /// (re, im) <- a (re, im) for the complex a = (ar, ai).
@@ -68,25 +96,35 @@ VH_HD inline void irregular_up(int l, int m, double z, double inv_r2, double cr,
   ni = (s * ci - c * pi) * inv_r2;
 }
 
+/// Row l + 1 (m = 0 .. l + 1) of the regular harmonics R, or of the irregular I when Irr, from
+/// rows l and l - 1 by the recurrences above: rows in m >= 0 storage, (re, im) at [2 m]; Xm1
+/// is not read for l = 0.  q is r^2 for R, 1 / r^2 for I.
+template <bool Irr>
+VH_HD inline void harmonic_row_up(int l, double x, double y, double z, double q, const double* X, const double* Xm1,
+                                  double* Xp1) {
+  double dr = X[2 * l], di = X[2 * l + 1];
+  if (Irr) irregular_diagonal(l, x, y, q, dr, di);
+  else regular_diagonal(l, x, y, dr, di);
+  Xp1[2 * (l + 1)] = dr;
+  Xp1[2 * (l + 1) + 1] = di;
+  for (int m = 0; m <= l; ++m) {
+    const double pr = m <= l - 1 ? Xm1[2 * m] : 0.0, pi = m <= l - 1 ? Xm1[2 * m + 1] : 0.0;
+    if (Irr) irregular_up(l, m, z, q, X[2 * m], X[2 * m + 1], pr, pi, Xp1[2 * m], Xp1[2 * m + 1]);
+    else regular_up(l, m, z, q, X[2 * m], X[2 * m + 1], pr, pi, Xp1[2 * m], Xp1[2 * m + 1]);
+  }
+}
+
 /// The M2L's folded source coefficient (-1)^n conj(M_nm) at full index f = fidx(n, m): the
 /// stored coefficient cidx(n, |m|) it comes from and the signs of its real and imaginary parts
-/// (M_{n,-m} = (-1)^m conj(M_nm)), packed as bits 0..19 the index, 20..25 the degree n, bit 30
-/// negates Re, bit 31 negates Im.
+/// (negm, then m2l_fold), packed as bits 0..19 the index, 20..25 the degree n, bit 30 negates
+/// Re, bit 31 negates Im.
 VH_HD inline unsigned fold_map(int f) {
-  int n = 0;
-  while ((n + 1) * (n + 1) <= f) ++n;
-  const int m = f - n * n - n;
-  // negm for m < 0: odd m (-x, y), even m (x, -y); then conj and (-1)^n.
-  bool nre = false, nim = true;  // conj
-  if (m < 0) {
-    if ((-m) & 1) nre = !nre; else nim = !nim;
-  }
-  if (n & 1) {
-    nre = !nre;
-    nim = !nim;
-  }
-  return static_cast<unsigned>(cidx(n, m < 0 ? -m : m)) | static_cast<unsigned>(n) << 20 | (nre ? 1u << 30 : 0u) |
-         (nim ? 1u << 31 : 0u);
+  const int n = degree_of(f), m = f - n * n - n;
+  double sre = 1, sim = 1;
+  if (m < 0) negm(-m, sre, sim);
+  m2l_fold(n, sre, sim);
+  return static_cast<unsigned>(cidx(n, m < 0 ? -m : m)) | static_cast<unsigned>(n) << 20 |
+         (sre < 0 ? 1u << 30 : 0u) | (sim < 0 ? 1u << 31 : 0u);
 }
 
 /// Gradient dphi[a][j] = d phi_a / d x_j and Hessian h[a][j][k] of the three potentials from
@@ -127,37 +165,58 @@ VH_HD inline void velocity_from_potentials(const double dphi[3][3], const double
   }
 }
 
-/// X_{l,m} for any -l <= m <= l from the m >= 0 storage X (pairs): X_{l,-m} = (-1)^m conj X_lm.
+/// X_{l,m} for any -l <= m <= l from the m >= 0 storage X (pairs), by negm.
 VH_HD inline void coef(const double* X, int l, int m, double& re, double& im) {
   const int c = cidx(l, m < 0 ? -m : m);
   re = X[2 * c];
   im = X[2 * c + 1];
-  if (m < 0) {
-    im = -im;
-    if ((-m) & 1) {
-      re = -re;
-      im = -im;
-    }
-  }
+  if (m < 0) negm(-m, re, im);
 }
 
-/// One output of the M2M with a table (expansions.h m2m_table): component sum for (l, m) of
-/// sum_{j <= l} sum_k R_jk M_{l-j, m-k}, R and M in m >= 0 storage (pairs); the sum in the
-/// order of the loops, each term a complex product added in turn.
-VH_HD inline void m2m_table_sum(const double* R, const double* M, int l, int m, double& sr, double& si) {
-  sr = 0;
-  si = 0;
+/// The M2M (expansions.h), one output (l, m) of one component: adds to (sr, si)
+///   sum_{j <= l} sum_{|k| <= j, |m - k| <= l - j} R_jk M_{l-j, m-k}
+/// in the order of the loops, each term a complex product added in turn.  R(j, k, re, im) and
+/// M(n, m, re, im) read R_jk and M_nm (any sign of k, m).
+template <class RAt, class MAt>
+VH_HD inline void m2m_terms(int l, int m, const RAt& R, const MAt& M, double& sr, double& si) {
   for (int j = 0; j <= l; ++j)
     for (int k = -j; k <= j; ++k) {
       const int n = l - j, mm = m - k;
       if (mm > n || mm < -n) continue;
       double ar, ai, br, bi;
-      coef(R, j, k, ar, ai);
-      coef(M, n, mm, br, bi);
+      R(j, k, ar, ai);
+      M(n, mm, br, bi);
       cmul_into(ar, ai, br, bi);
       sr = sr + br;
       si = si + bi;
     }
+}
+
+/// One output of the M2M with a table (expansions.h m2m_table): m2m_terms from zero, R and M in
+/// m >= 0 storage (pairs).
+VH_HD inline void m2m_table_sum(const double* R, const double* M, int l, int m, double& sr, double& si) {
+  sr = 0;
+  si = 0;
+  m2m_terms(
+      l, m, [&](int j, int k, double& re, double& im) { coef(R, j, k, re, im); },
+      [&](int n, int mm, double& re, double& im) { coef(M, n, mm, re, im); }, sr, si);
+}
+
+/// The M2L's operands at full index f = fidx(n, m) (expansions.h m2l_table): the table I_nm
+/// from Ih (m >= 0 storage, pairs) into Ir[f], Ii[f], and the folded multipole
+/// (-1)^n conj(M_nm) of each component a (m >= 0 storage at M + 2 a nc) into Mr[a nf + f],
+/// Mi[a nf + f].
+VH_HD inline void m2l_operands(int f, int nc, int nf, const double* Ih, const double* M, double* Ir, double* Ii,
+                               double* Mr, double* Mi) {
+  const int n = degree_of(f), m = f - n * n - n;
+  coef(Ih, n, m, Ir[f], Ii[f]);
+  for (int a = 0; a < 3; ++a) {
+    double re, im;
+    coef(M + 2 * a * nc, n, m, re, im);
+    m2l_fold(n, re, im);
+    Mr[a * nf + f] = re;
+    Mi[a * nf + f] = im;
+  }
 }
 
 /// One output (l, m) of the M2L with a table (expansions.h m2l_table) for the three components:
@@ -175,6 +234,27 @@ VH_HD inline void m2l_table_sum(int p, int l, int m, const double* Ir, const dou
         sr[a] += Mr[a * nf + bm + k] * ir - Mi[a * nf + bm + k] * ii;
         si[a] += Mr[a * nf + bm + k] * ii + Mi[a * nf + bm + k] * ir;
       }
+    }
+  }
+}
+
+/// The L2L shift (expansions.h l2l), the terms of degree n of output (j, k) of C components:
+///   Lout_jk += sum_{q = -n..n} L_{n+j, k+q} conj(R_nq(d))
+/// added to (sr[c], si[c]) in order of q.  L(c, f, re, im) reads component c of L at full index
+/// f (any sign of m), R(q, re, im) reads R_nq(d).  The whole shift sums n = 0 .. p - j; L2P
+/// stops at j = 2.
+template <int C, class LAt, class RAt>
+VH_HD inline void l2l_terms(int n, int j, int k, const LAt& L, const RAt& R, double* sr, double* si) {
+  for (int q = -n; q <= n; ++q) {
+    double rr, ri;
+    R(q, rr, ri);
+    ri = -ri;  // conj
+    const int f = fidx(n + j, k + q);
+    for (int c = 0; c < C; ++c) {
+      double lr, li;
+      L(c, f, lr, li);
+      sr[c] += lr * rr - li * ri;
+      si[c] += lr * ri + li * rr;
     }
   }
 }

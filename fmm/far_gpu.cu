@@ -1,6 +1,6 @@
-// FarGpu: the GPU far field over host-built trees (far_gpu.h).  Its stages are the launches of
-// far_gpu_device.h (upward_gpu.cu, m2l_gpu.cu, downward_gpu.cu, periodic_gpu.cu) over a FarPlan
-// of the buffers uploaded here.
+// FarStages, the far field's one sequence of stages (far_gpu_device.h), and FarGpu, the GPU far
+// field over host-built trees (far_gpu.h), which runs it over a FarPlan of the buffers uploaded
+// here.
 #include "base/cuda_check.h"
 #include "fmm/far_gpu.h"
 
@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "fmm/cuda_util.h"
+#include "base/device_buffer.h"
 #include "fmm/expansions.h"
 #include "fmm/far_gpu_device.h"
 #include "fmm/periodic.h"
@@ -23,25 +23,76 @@
 
 namespace vh::fmm {
 
+FarStages::FarStages() {
+  for (auto& e : ev_) VH_CHECK_CUDA(cudaEventCreate(&e));
+}
+
+FarStages::~FarStages() {
+  for (auto& e : ev_)
+    if (e) cudaEventDestroy(e);
+}
+
+void FarStages::reserve(const FarPlan& f, const FarPeriodic& per) {
+  const int nc = cidx(f.p + 1, 0), nf = (f.p + 1) * (f.p + 1), nfp = (nf + 1) & ~1;
+  work_.M.reserve(static_cast<std::size_t>(f.n_scells) * 3 * nc);
+  work_.L.reserve(static_cast<std::size_t>(f.n_tcells) * 3 * nc);
+  if (f.single_m2l) {
+    work_.Mfold.reserve(static_cast<std::size_t>(f.n_scells) * 3 * nfp);
+    work_.tables.reserve(static_cast<std::size_t>(kTablesPerLevel) * nf * sizeof(float2));
+  } else {
+    work_.tables.reserve(static_cast<std::size_t>(f.table_levels) * kTablesPerLevel * nf * sizeof(double2));
+  }
+  if (per.on && per.images > 0) lattice_.set(f.p, per.r0, per.images);
+  lattice_work_.reserve(lattice_work_doubles(f.p));
+  mean_.reserve(1);
+  mean_part_.reserve(std::max(1, (f.ns + kMeanChunk - 1) / kMeanChunk));
+}
+
+void FarStages::upward(const FarPlan& f, cudaStream_t s) {
+  record(kUp0, s);
+  far_upward(f, work_, s);
+  record(kUp1, s);
+}
+
+const MeanTerms* FarStages::before_m2l(const FarPlan& f, const FarPeriodic& per, cudaStream_t s) {
+  far_clear_locals(f, work_, s);
+  if (!per.on) return nullptr;
+  if (per.images > 0 && f.ns > 0 && f.nt > 0) {
+    // The far lattice from the source root's multipole into the target root's local expansion
+    // (both about the box centre).
+    lattice_.set(f.p, per.r0, per.images);
+    lattice_m2l_device(lattice_, work_.M.data(), work_.L.data(), lattice_work_, s);
+  }
+  mean_.reserve(1);
+  mean_terms_device(f.ns, f.xs, f.alpha, mean_.data(), mean_part_, s);
+  return mean_.data();
+}
+
+FarGpuTimes FarStages::times() const {
+  VH_CHECK_CUDA(cudaEventSynchronize(ev_[kL2P1]));
+  auto ms = [&](int a, int b) {
+    float v = 0;
+    VH_CHECK_CUDA(cudaEventElapsedTime(&v, ev_[a], ev_[b]));
+    return double(v);
+  };
+  return {ms(kUp0, kUp1), ms(kM2L0, kM2L1), ms(kM2L1, kL2L1) + ms(kL2P0, kL2P1)};
+}
+
 struct FarGpu::Impl {
   int p = 0, nc = 0, nf = 0, nt = 0, ns = 0;
   bool self = false;
   long long n_m2l = 0;
-  DevBuf tcells, scells, xs, xt, alpha, shifts;
-  DevBuf src_leaves, tgt_leaves, first_child, nchild;
-  DevBuf parents, children;
-  DevBuf m2l_targets, m2l_entries, m2l_goffset, m2l_groups;
-  DevBuf perm;  // sorted target -> input index (from tgt.perm)
-  DevBuf out;   // u (3 per target), then grad (9 per target), input order
+  DeviceArray<GCell> tcells, scells;
+  DeviceArray<double4_32a> xs, xt, alpha, shifts;
+  DeviceArray<int> src_leaves, tgt_leaves, first_child, nchild;
+  DeviceArray<int> parents, children;
+  DeviceArray<int> m2l_targets, m2l_goffset, m2l_groups;
+  DeviceArray<int2> m2l_entries;
+  DeviceArray<int> perm;    // sorted target -> input index (from tgt.perm)
+  DeviceArray<double> out;  // u (3 per target), then grad (9 per target), input order
   FarPlan plan;  // the device addresses of the buffers above (or a P2PGpu's / SortedSourcesGpu's)
-  FarWork work;
-  LatticeDevice lattice;
-  DevBuf lattice_work, mean, mean_part;
-  cudaEvent_t ev[5] = {};
-  ~Impl() {
-    for (auto& e : ev)
-      if (e) cudaEventDestroy(e);
-  }
+  FarStages stages;
+  bool downward_done = false;
   // The constructors' common parts: parameters, cells, positions and level lists up (before
   // the M2L lists); the outputs allocated (after them).
   void setup(const Tree& tgt, const Tree& src, bool self, const std::vector<Vec3>& shifts, int p, const P2PGpu* near,
@@ -61,8 +112,8 @@ std::vector<GCell> gcells(const Tree& t) {
 }
 
 // Uploads x as double4 (x, y, z, 0).
-void upload_positions(DevBuf& d, const std::vector<Vec3>& x) {
-  d.upload_with<double4_32a>(x.size(), [&](std::ptrdiff_t i) { return make_double4_32a(x[i][0], x[i][1], x[i][2], 0.0); });
+void upload_positions(DeviceArray<double4_32a>& d, const std::vector<Vec3>& x) {
+  d.upload_with(x.size(), [&](std::ptrdiff_t i) { return make_double4_32a(x[i][0], x[i][1], x[i][2], 0.0); });
 }
 
 // FarGpu's M2L arrays from the host lists (M2LArrays): target cells with a list, each list
@@ -128,27 +179,28 @@ void FarGpu::Impl::setup(const Tree& tgt, const Tree& src, bool self, const std:
   FarPlan& f = m.plan;
   f.p = p;
   f.nt = m.nt;
+  f.ns = m.ns;
 
   m.scells.upload(gcells(src));
   if (!self) m.tcells.upload(gcells(tgt));
   f.n_scells = static_cast<int>(src.cells.size());
   f.n_tcells = static_cast<int>(tgt.cells.size());
-  f.scells = m.scells.as<GCell>();
-  f.tcells = self ? f.scells : m.tcells.as<GCell>();
+  f.scells = m.scells.data();
+  f.tcells = self ? f.scells : m.tcells.data();
   if (near) {
     f.xs = static_cast<const double4_32a*>(near->device_sources());
     f.xt = static_cast<const double4_32a*>(near->device_targets());
   } else {
     upload_positions(m.xs, src.x);
     if (!self) upload_positions(m.xt, tgt.x);
-    f.xs = m.xs.as<double4_32a>();
-    f.xt = self ? f.xs : m.xt.as<double4_32a>();
+    f.xs = m.xs.data();
+    f.xt = self ? f.xs : m.xt.data();
   }
   std::vector<double4_32a> sh(shifts.size());
   for (std::size_t s = 0; s < shifts.size(); ++s) sh[s] = make_double4_32a(shifts[s][0], shifts[s][1], shifts[s][2], 0);
   if (sh.empty()) sh.push_back(make_double4_32a(0, 0, 0, 0));
   m.shifts.upload(sh);
-  f.shifts = m.shifts.as<double4_32a>();
+  f.shifts = m.shifts.data();
   f.side0 = 2 * tgt.cells[0].half;  // the trees share the root cube
   f.table_levels = static_cast<int>(std::min(tgt.levels.size(), src.levels.size()));
   st.mark("cells+positions up");
@@ -181,29 +233,28 @@ void FarGpu::Impl::setup(const Tree& tgt, const Tree& src, bool self, const std:
   m.parents.upload(par);
   m.children.upload(chl);
   m.tgt_leaves.upload(tl);
-  f.src_leaves = m.src_leaves.as<int>();
-  f.first_child = m.first_child.as<int>();
-  f.nchild = m.nchild.as<int>();
-  f.parents = m.parents.as<int>();
-  f.children = m.children.as<int>();
-  f.tgt_leaves = m.tgt_leaves.as<int>();
+  f.src_leaves = m.src_leaves.data();
+  f.first_child = m.first_child.data();
+  f.nchild = m.nchild.data();
+  f.parents = m.parents.data();
+  f.children = m.children.data();
+  f.tgt_leaves = m.tgt_leaves.data();
   st.mark("level lists");
 }
 
 void FarGpu::Impl::finish(const Tree& tgt, const Tree&, StepTimer& st) {
   Impl& m = *this;
   FarPlan& f = m.plan;
-  f.m2l_targets = m.m2l_targets.as<int>();
-  f.m2l_goffset = m.m2l_goffset.as<int>();
-  f.m2l_groups = m.m2l_groups.as<int>();
-  f.m2l_entries = m.m2l_entries.as<int2>();
+  f.m2l_targets = m.m2l_targets.data();
+  f.m2l_goffset = m.m2l_goffset.data();
+  f.m2l_groups = m.m2l_groups.data();
+  f.m2l_entries = m.m2l_entries.data();
   st.mark("m2l lists up");
   if (!tgt.perm.empty()) {
     m.perm.upload(tgt.perm);
-    f.perm = m.perm.as<int>();
+    f.perm = m.perm.data();
   }
-  m.out.resize(static_cast<std::size_t>(m.nt) * 12 * sizeof(double));
-  for (auto& e : m.ev) VH_CHECK_CUDA(cudaEventCreate(&e));
+  m.out.resize(static_cast<std::size_t>(m.nt) * 12);
 }
 
 FarGpu::FarGpu(const Tree& tgt, const Tree& src, bool self, const Lists& lists, const std::vector<Vec3>& shifts, int p,
@@ -222,8 +273,7 @@ FarGpu::FarGpu(const Tree& tgt, const Tree& src, bool self, const Lists& lists, 
     return static_cast<std::array<int, 2>*>(ent);
   });
   st.mark("m2l lists sorted");
-  m.m2l_entries.resize(n_ent * sizeof(int2));
-  if (n_ent) VH_CHECK_CUDA(cudaMemcpy(m.m2l_entries.p, ent, n_ent * sizeof(int2), cudaMemcpyHostToDevice));
+  m.m2l_entries.upload(static_cast<const int2*>(ent), n_ent);
   m.m2l_goffset.upload(goff);
   m.m2l_groups.upload(groups);
   m.n_m2l = static_cast<long long>(n_ent);
@@ -242,10 +292,10 @@ FarGpu::FarGpu(const Tree& tgt, const Tree& src, bool self, GpuLists& lists, con
   StepTimer st("far setup");
   m.setup(tgt, src, self, shifts, p, near, st);
   GpuListsDevice& d = *lists.dev;
-  take_buffer(m.m2l_targets, d.m2l_targets);
-  take_buffer(m.m2l_goffset, d.m2l_goffset);
-  take_buffer(m.m2l_groups, d.m2l_groups);
-  take_buffer(m.m2l_entries, d.m2l_entries);
+  m.m2l_targets = std::move(d.m2l_targets);
+  m.m2l_goffset = std::move(d.m2l_goffset);
+  m.m2l_groups = std::move(d.m2l_groups);
+  m.m2l_entries = std::move(d.m2l_entries);
   d.m2l_taken = true;
   m.n_m2l = lists.n_m2l;
   m.plan.n_m2l_targets = lists.n_m2l_targets;
@@ -274,12 +324,12 @@ void FarGpu::set_strengths(const std::vector<Vec3>& alpha) {
   Impl& m = *impl_;
   if (static_cast<int>(alpha.size()) != m.ns) throw std::invalid_argument("FarGpu: one strength per source");
   upload_positions(m.alpha, alpha);
-  m.plan.alpha = m.alpha.as<double4_32a>();
+  m.plan.alpha = m.alpha.data();
 }
 
 void FarGpu::set_single_m2l(bool on) {
   Impl& m = *impl_;
-  if (m.work.tables_p >= 0 && on != m.plan.single_m2l)
+  if (m.downward_done && on != m.plan.single_m2l)
     throw std::logic_error("FarGpu::set_single_m2l after downward()");
   m.plan.single_m2l = on;
 }
@@ -287,43 +337,25 @@ void FarGpu::set_single_m2l(bool on) {
 void FarGpu::upward() {
   Impl& m = *impl_;
   if (m.ns > 0 && !m.plan.alpha) throw std::runtime_error("FarGpu::upward: set_strengths first");
-  VH_CHECK_CUDA(cudaEventRecord(m.ev[0]));
-  far_upward(m.plan, m.work, 0);
-  VH_CHECK_CUDA(cudaEventRecord(m.ev[1]));
+  m.stages.upward(m.plan, 0);
 }
 
 void FarGpu::downward(const P2PGpu* near, bool periodic, int r0, int images) {
   Impl& m = *impl_;
   const FarPlan& f = m.plan;
-  far_clear_locals(f, m.work, 0);
-  if (periodic && images > 0 && m.ns > 0 && m.nt > 0) {
-    // The far lattice from the source root's multipole into the target root's local expansion
-    // (both about the box centre), on the device.
-    m.lattice.set(m.p, r0, images);
-    lattice_m2l_device(m.lattice, m.work.M.as<double2>(), m.work.L.as<double2>(), m.lattice_work, 0);
-  }
-  const MeanTerms* mean = nullptr;
-  if (periodic) {
-    m.mean.reserve(sizeof(MeanTerms));
-    mean_terms_device(m.ns, f.xs, f.alpha, m.mean.as<MeanTerms>(), m.mean_part, 0);
-    mean = m.mean.as<MeanTerms>();
-  }
-  VH_CHECK_CUDA(cudaEventRecord(m.ev[2]));
-  far_m2l(f, m.work, 0);
-  VH_CHECK_CUDA(cudaEventRecord(m.ev[3]));
-  far_l2l(f, m.work, 0);
-  if (near) near->make_default_stream_wait();
-  if (f.n_tgt_leaves > 0) {
-    if (!f.perm)
-      throw std::invalid_argument("FarGpu: the targets' permutation is unknown (a tree without perm takes it from "
-                                  "set_strengths(const SortedSourcesGpu&) with self)");
-    double* u_out = m.out.as<double>();
-    double* grad_out = u_out + 3 * static_cast<std::size_t>(m.nt);
-    const bool with_near = near && near->n_targets() > 0;
-    far_l2p(f, m.work, with_near ? near->device_result() : nullptr, with_near && near->device_result_is_double(),
-            mean, u_out, grad_out, 0);
-  }
-  VH_CHECK_CUDA(cudaEventRecord(m.ev[4]));
+  if (f.n_tgt_leaves > 0 && !f.perm)
+    throw std::invalid_argument("FarGpu: the targets' permutation is unknown (a tree without perm takes it from "
+                                "set_strengths(const SortedSourcesGpu&) with self)");
+  const bool with_near = near && near->n_targets() > 0;
+  double* u_out = m.out.data();
+  m.stages.downward(
+      f, FarPeriodic{periodic, r0, images},
+      [&] {
+        if (near) near->make_default_stream_wait();
+      },
+      with_near ? near->device_result() : nullptr, with_near && near->device_result_is_double(), u_out,
+      u_out + 3 * static_cast<std::size_t>(m.nt), 0);
+  m.downward_done = true;
 }
 
 void FarGpu::get(std::vector<Vec3>& u, std::vector<Mat3>& grad) const {
@@ -337,7 +369,7 @@ void FarGpu::get(std::vector<Vec3>& u, std::vector<Mat3>& grad) const {
   // 1.6 GB at 2^24 targets runs at a few GB/s).
   const std::size_t n = static_cast<std::size_t>(m.nt);
   double* h = static_cast<double*>(pinned_staging(12 * n * sizeof(double)));
-  VH_CHECK_CUDA(cudaMemcpy(h, m.out.p, 12 * n * sizeof(double), cudaMemcpyDeviceToHost));
+  m.out.download(h, 12 * n);
   const double* hg = h + 3 * n;
   const std::ptrdiff_t nn = static_cast<std::ptrdiff_t>(n);
 #pragma omp parallel for schedule(static)
@@ -348,15 +380,7 @@ void FarGpu::get(std::vector<Vec3>& u, std::vector<Mat3>& grad) const {
   }
 }
 
-FarGpuTimes FarGpu::times() const {
-  const Impl& m = *impl_;
-  VH_CHECK_CUDA(cudaEventSynchronize(m.ev[4]));
-  float a = 0, b = 0, c = 0;
-  VH_CHECK_CUDA(cudaEventElapsedTime(&a, m.ev[0], m.ev[1]));
-  VH_CHECK_CUDA(cudaEventElapsedTime(&b, m.ev[2], m.ev[3]));
-  VH_CHECK_CUDA(cudaEventElapsedTime(&c, m.ev[3], m.ev[4]));
-  return {a, b, c};
-}
+FarGpuTimes FarGpu::times() const { return impl_->stages.times(); }
 
 long long FarGpu::n_m2l() const { return impl_->n_m2l; }
 

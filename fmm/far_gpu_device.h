@@ -1,13 +1,15 @@
 // The GPU far field's device side, shared by its CUDA sources (CUDA only): the cell record,
-// the column walkers of the solid-harmonic recurrences (fmm/expansions_kernel.h), the M2L
+// the column walker of the solid-harmonic recurrences (fmm/expansions_kernel.h), the M2L
 // table geometry, and the stages as launches over a FarPlan, the device addresses of one pair of
 // trees with their M2L lists:
 //   upward_gpu.cu    P2M, M2M                 far_upward
 //   m2l_gpu.cu       M2L (tables, kernels)    far_m2l
 //   downward_gpu.cu  L2L, L2P                 far_l2l, far_l2p
 //   periodic_gpu.cu  far lattice, mean terms  lattice_m2l_device, mean_terms_device
+// and their one sequence, FarStages (far_gpu.cu), which runs them with the near field beside.
 // FarGpu (far_gpu.cu) fills a FarPlan from host-built trees; GpuEvaluator (evaluator.cu) from
-// device-built ones.  Every launch goes to the given stream and checks its launch.
+// device-built ones; both evaluate through FarStages.  Every launch goes to the given stream
+// and checks its launch.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -15,8 +17,10 @@
 #include <utility>
 #include <vector>
 
-#include "fmm/cuda_util.h"
+#include "base/cuda_check.h"
+#include "base/device_buffer.h"
 #include "fmm/expansions_kernel.h"
+#include "fmm/far_gpu.h"
 #include "fmm/mean_correction.h"
 
 namespace vh::fmm {
@@ -33,9 +37,6 @@ struct GCell {
 
 // ------------------------------------------------------------------------- device helpers
 __device__ inline double2 cmul(double2 a, double2 b) { return make_double2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
-__device__ inline double2 cconj(double2 a) { return make_double2(a.x, -a.y); }
-// X_{l,-m} = (-1)^m conj(X_{lm})
-__device__ inline double2 negm(double2 a, int m) { return (m & 1) ? make_double2(-a.x, a.y) : make_double2(a.x, -a.y); }
 
 // A double2 or float2 from two values (rounded to float for float2).
 template <class V>
@@ -46,25 +47,40 @@ __device__ inline V mk2(double x, double y) {
   return v;
 }
 
-// Column m (degrees l = m..p) of the regular harmonics R_lm(x, y, z), written to the full
-// layout F[fidx(l, +-m)].
-__device__ inline void regular_column(double x, double y, double z, int p, int m, double2* F) {
-  const double r2 = x * x + y * y + z * z;
-  double cr = 1.0, ci = 0.0;
-  for (int l = 0; l < m; ++l) regular_diagonal(l, x, y, cr, ci);
+// Column m (degrees l = m..p) of the regular harmonics R_lm(x, y, z), or of the irregular
+// I_lm when Irr, by the recurrences of expansions_kernel.h (run in double): emit(l, re, im) for
+// l = m, m + 1, ..., p in turn.
+template <bool Irr, class Emit>
+__device__ inline void harmonic_column(double x, double y, double z, int p, int m, Emit&& emit) {
+  const double r2 = x * x + y * y + z * z, q = Irr ? 1.0 / r2 : r2;  // q as harmonic_row_up's
+  double cr = Irr ? sqrt(q) : 1.0, ci = 0.0;
+  for (int l = 0; l < m; ++l) {
+    if (Irr) irregular_diagonal(l, x, y, q, cr, ci);
+    else regular_diagonal(l, x, y, cr, ci);
+  }
   double pr = 0, pi = 0;
   for (int l = m; l <= p; ++l) {
-    const double2 cur = make_double2(cr, ci);
-    F[fidx(l, m)] = cur;
-    if (m > 0) F[fidx(l, -m)] = negm(cur, m);
+    emit(l, cr, ci);
     if (l == p) break;
     double nr, ni;
-    regular_up(l, m, z, r2, cr, ci, pr, pi, nr, ni);
+    if (Irr) irregular_up(l, m, z, q, cr, ci, pr, pi, nr, ni);
+    else regular_up(l, m, z, q, cr, ci, pr, pi, nr, ni);
     pr = cr;
     pi = ci;
     cr = nr;
     ci = ni;
   }
+}
+
+// Column m of the regular harmonics R_lm(x, y, z), written to the full layout F[fidx(l, +-m)].
+__device__ inline void regular_column(double x, double y, double z, int p, int m, double2* F) {
+  harmonic_column<false>(x, y, z, p, m, [&](int l, double re, double im) {
+    F[fidx(l, m)] = make_double2(re, im);
+    if (m > 0) {
+      negm(m, re, im);
+      F[fidx(l, -m)] = make_double2(re, im);
+    }
+  });
 }
 
 // Column m of the irregular harmonics I_lm(x, y, z), added (add = true) or written to F
@@ -73,23 +89,16 @@ __device__ inline void regular_column(double x, double y, double z, int p, int m
 template <class V>
 __device__ inline void irregular_column(double x, double y, double z, int p, int m, V* F, bool add,
                                         const int* rowb = nullptr) {
-  const double inv_r2 = 1.0 / (x * x + y * y + z * z);
-  double cr = sqrt(inv_r2), ci = 0.0;
-  for (int l = 0; l < m; ++l) irregular_diagonal(l, x, y, inv_r2, cr, ci);
-  double pr = 0, pi = 0;
-  for (int l = m; l <= p; ++l) {
+  harmonic_column<true>(x, y, z, p, m, [&](int l, double re, double im) {
     const int row = rowb ? rowb[l] : fidx(l, 0);
     V& a = F[row + m];
-    a = add ? mk2<V>(a.x + cr, a.y + ci) : mk2<V>(cr, ci);
-    if (m > 0) F[row - m] = (m & 1) ? mk2<V>(-a.x, a.y) : mk2<V>(a.x, -a.y);  // negm
-    if (l == p) break;
-    double nr, ni;
-    irregular_up(l, m, z, inv_r2, cr, ci, pr, pi, nr, ni);
-    pr = cr;
-    pi = ci;
-    cr = nr;
-    ci = ni;
-  }
+    a = add ? mk2<V>(a.x + re, a.y + im) : mk2<V>(re, im);
+    if (m > 0) {
+      V b = a;
+      negm(m, b.x, b.y);
+      F[row - m] = b;
+    }
+  });
 }
 
 // Full-layout copy of the three components of an expansion (m >= 0 storage) into S[a][fidx];
@@ -104,11 +113,8 @@ __device__ inline void stage_full(const double2* X, int p, int nc, double2* S, b
     if ((n + 1) * (n + 1) <= f) ++n;
     const int m = f - n * n - n;
     double2 v = X[a * nc + cidx(n, m < 0 ? -m : m)];
-    if (m < 0) v = negm(v, -m);
-    if (fold) {
-      v = cconj(v);
-      if (n & 1) v = make_double2(-v.x, -v.y);
-    }
+    if (m < 0) negm(-m, v.x, v.y);
+    if (fold) m2l_fold(n, v.x, v.y);
     S[t] = v;
   }
 }
@@ -136,7 +142,7 @@ struct TableGeometry {
 /// children) and `children` (top-down, every cell below the root).
 struct FarPlan {
   int p = 0;
-  int nt = 0;                                  ///< target points
+  int nt = 0, ns = 0;                          ///< target and source points
   int n_scells = 0, n_tcells = 0;
   const GCell* scells = nullptr;
   const GCell* tcells = nullptr;               ///< = scells with self
@@ -172,7 +178,9 @@ struct FarPlan {
 /// tables, kept across evaluations (the tables are rebuilt when p, the precision, the root
 /// side or the depth change).
 struct FarWork {
-  DevBuf M, L, Mfold, tables;
+  DeviceArray<double2> M, L;      ///< [cell][3][ncoef(p)]
+  DeviceArray<float2> Mfold;      ///< single M2L: the folded scaled multipoles (m2l_gpu.cu)
+  DeviceBytes tables;             ///< TableGeometry's t (double2) or u (float2)
   int tables_p = -1, tables_levels = 0;
   bool tables_single = false;
   double tables_side0 = 0;
@@ -197,17 +205,83 @@ void far_l2p(const FarPlan& f, const FarWork& w, const void* near, bool near_dou
 /// uploaded once per (p, r0, images).
 struct LatticeDevice {
   int p = -1, r0 = -1, images = -1;
-  DevBuf T, S;  // [images][ncoef(p)] double2 each
+  DeviceArray<double2> T, S;  // [images][ncoef(p)] each
   void set(int p, int r0, int images);
 };
+/// Scratch doubles lattice_m2l_device needs at order p.
+int lattice_work_doubles(int p);
 /// lattice_m2l (fmm/periodic.h) on the device: adds the far lattice's local expansion about the
 /// box centre to Lroot from the root multipole Mroot (3 ncoef(p) each), the host's operations in
 /// the host's order (periodic_gpu.cu is compiled without contraction): the same bits.  work:
 /// scratch (grown as needed).
-void lattice_m2l_device(const LatticeDevice& t, const double2* Mroot, double2* Lroot, DevBuf& work, cudaStream_t s);
+void lattice_m2l_device(const LatticeDevice& t, const double2* Mroot, double2* Lroot, DeviceArray<double>& work,
+                        cudaStream_t s);
+/// Sources per partial sum of mean_terms (periodic.cpp) and mean_terms_device.
+constexpr int kMeanChunk = 4096;
 /// mean_terms (fmm/periodic.h, wrap = false) of n sorted sources on the device: the same chunks
-/// of 4096 and the same order, hence the same bits as the host; `out` device, `part` scratch.
-void mean_terms_device(int n, const double4_32a* x, const double4_32a* alpha, MeanTerms* out, DevBuf& part,
-                       cudaStream_t s);
+/// of kMeanChunk and the same order, hence the same bits as the host; `out` device, `part`
+/// scratch (grown as needed).
+void mean_terms_device(int n, const double4_32a* x, const double4_32a* alpha, MeanTerms* out,
+                       DeviceArray<MeanTerms>& part, cudaStream_t s);
+
+/// The periodic terms of one evaluation: with `on`, the far lattice of `images` levels beyond
+/// the near images [-r0, r0]^3 into the root (when images > 0) and the mean correction at the L2P.
+struct FarPeriodic {
+  bool on = false;
+  int r0 = 0, images = 0;
+};
+
+/// The far field's stages in their one order, on one stream, with the near field beside it:
+///   P2M, M2M | locals cleared, far lattice, mean terms | M2L | L2L | join | L2P
+/// where join, the caller's, makes the stream wait for the near field's sums (and may issue
+/// work of its own), which the L2P adds with the mean correction, writing u and grad u in the
+/// targets' input order.  FarGpu (far_gpu.cu) and GpuEvaluator (evaluator.cu) both evaluate
+/// through it.  Owns the work arrays (kept across evaluations) and the events that time the
+/// stages.
+class FarStages {
+ public:
+  FarStages();
+  ~FarStages();
+  FarStages(const FarStages&) = delete;
+  FarStages& operator=(const FarStages&) = delete;
+
+  /// Every buffer of an evaluation of plan f allocated now, in order on the legacy default
+  /// stream (for callers whose streams start after it: stream-ordered pool memory); without it
+  /// each stage allocates what it lacks.
+  void reserve(const FarPlan& f, const FarPeriodic& per);
+  /// P2M and M2M.
+  void upward(const FarPlan& f, cudaStream_t s);
+  /// The lattice and mean terms, M2L, L2L, join(), L2P (see the class comment); near: 12
+  /// values per sorted target, double when near_double, else float (or null).
+  template <class Join>
+  void downward(const FarPlan& f, const FarPeriodic& per, Join&& join, const void* near, bool near_double,
+                double* u_out, double* grad_out, cudaStream_t s) {
+    const MeanTerms* mean = before_m2l(f, per, s);
+    record(kM2L0, s);
+    far_m2l(f, work_, s);
+    record(kM2L1, s);
+    far_l2l(f, work_, s);
+    record(kL2L1, s);
+    join();
+    record(kL2P0, s);
+    far_l2p(f, work_, near, near_double, mean, u_out, grad_out, s);
+    record(kL2P1, s);
+  }
+  /// Stage times of the last upward() and downward(), milliseconds: P2M + M2M, M2L, L2L + L2P
+  /// (the join left out).
+  FarGpuTimes times() const;
+
+ private:
+  enum { kUp0, kUp1, kM2L0, kM2L1, kL2L1, kL2P0, kL2P1, kEvents };
+  void record(int e, cudaStream_t s) { VH_CHECK_CUDA(cudaEventRecord(ev_[e], s)); }
+  /// Locals cleared, the far lattice, the mean terms; returns the mean terms' device address
+  /// (null in free space).
+  const MeanTerms* before_m2l(const FarPlan& f, const FarPeriodic& per, cudaStream_t s);
+  FarWork work_;
+  LatticeDevice lattice_;
+  DeviceArray<double> lattice_work_;
+  DeviceArray<MeanTerms> mean_, mean_part_;
+  cudaEvent_t ev_[kEvents] = {};
+};
 
 }  // namespace vh::fmm

@@ -5,10 +5,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cmath>
+#include <exception>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
 
+#include "base/comm.h"
 #include "fmm/expansions.h"
 #include "fmm/p2p.h"
 #ifdef VH_FMM_HAVE_CUDA
@@ -177,10 +179,12 @@ void check_inputs(const std::vector<Vec3>& x, const std::vector<Vec3>& alpha, co
 }
 
 // Far field and near field on the CPU: P2M/M2M (+ the periodic lattice), M2L, L2L/L2P, P2P,
-// adding into u and grad (sorted target order).
+// adding into u and grad (sorted target order) at every target, or where own[i] (sorted order)
+// is set: a target's sums do not depend on which others are evaluated.
 void evaluate_cpu(const Params& prm, const Tree& tgt, const Tree& src, bool self, const Lists& lists,
                   const std::vector<Vec3>& shifts, int r0, bool lattice, const std::vector<Vec3>& as,
-                  const std::vector<double>& ss, std::vector<Vec3>& u, std::vector<Mat3>& grad, Timings& tm) {
+                  const std::vector<double>& ss, const std::vector<char>* own, std::vector<Vec3>& u,
+                  std::vector<Mat3>& grad, Timings& tm) {
   const int p = prm.p, nc = ncoef(p);
   const auto t0 = clock_type::now();
   // --- upward pass: P2M at leaves, M2M level by level ----------------------------------------
@@ -266,6 +270,7 @@ void evaluate_cpu(const Params& prm, const Tree& tgt, const Tree& src, bool self
     const Cell& C = tgt.cells[c];
     if (!C.leaf() || !has_local[c]) continue;
     for (int i = C.begin; i < C.end; ++i) {
+      if (own && !(*own)[i]) continue;
       double dphi[3][3], h[3][3][3], r[12];
       l2p(p, {tgt.x[i][0] - C.center[0], tgt.x[i][1] - C.center[1], tgt.x[i][2] - C.center[2]},
           &L[std::size_t(c) * 3 * nc], dphi, h);
@@ -285,9 +290,19 @@ void evaluate_cpu(const Params& prm, const Tree& tgt, const Tree& src, bool self
     const Cell& A = tgt.cells[c];
     for (const Interaction& in : lists.p2p[c]) {
       const Cell& B = src.cells[in.source];
-      p2p(&tgt.x[A.begin], A.end - A.begin, A.begin, &src.x[B.begin], &as[B.begin], &ss[B.begin],
-          B.end - B.begin, B.begin, shifts[in.shift], self && in.shift == 0, &u[A.begin], &grad[A.begin]);
-      n_pairs += static_cast<long long>(A.end - A.begin) * (B.end - B.begin);
+      // A's targets in runs of consecutive own ones (without own: all of A, one call).
+      for (int b = A.begin; b < A.end;) {
+        if (own && !(*own)[b]) {
+          ++b;
+          continue;
+        }
+        int e = b + 1;
+        while (e < A.end && (!own || (*own)[e])) ++e;
+        p2p(&tgt.x[b], e - b, b, &src.x[B.begin], &as[B.begin], &ss[B.begin], B.end - B.begin, B.begin,
+            shifts[in.shift], self && in.shift == 0, &u[b], &grad[b]);
+        n_pairs += static_cast<long long>(e - b) * (B.end - B.begin);
+        b = e;
+      }
     }
   }
   tm.p2p = seconds(t_down, clock_type::now());
@@ -336,9 +351,16 @@ void evaluate_gpu(const Params& prm, const Tree& tgt, const Tree& src, const Sor
 }
 #endif
 
+// The sources [begin, end) of evaluate_self whose field a rank keeps (the Comm overloads).
+struct Share {
+  int begin = 0, end = 0;
+};
+
+// evaluate_self (targets_in null) or evaluate_at; with `share` (self only) u_out and grad_out
+// are the field at the sources [share->begin, share->end) alone.
 Timings run(const Params& prm_in, const std::vector<Vec3>& x_in, const std::vector<Vec3>& alpha_in,
-            const std::vector<double>& sigma_in, const std::vector<Vec3>* targets_in, std::vector<Vec3>& u_out,
-            std::vector<Mat3>& grad_out) {
+            const std::vector<double>& sigma_in, const std::vector<Vec3>* targets_in, const Share* share,
+            std::vector<Vec3>& u_out, std::vector<Mat3>& grad_out) {
   prm_in.validate();
   const Params prm = prm_in.resolved();
   check_inputs(x_in, alpha_in, sigma_in, targets_in);
@@ -411,6 +433,10 @@ Timings run(const Params& prm_in, const std::vector<Vec3>& x_in, const std::vect
       u_out.assign(nt, Vec3{});
       grad_out.assign(nt, Mat3{});
     }
+    if (share) {  // every target was evaluated: keep the share's
+      u_out = std::vector<Vec3>(u_out.begin() + share->begin, u_out.begin() + share->end);
+      grad_out = std::vector<Mat3>(grad_out.begin() + share->begin, grad_out.begin() + share->end);
+    }
 #endif
   } else {
     std::vector<Vec3> as(ns);
@@ -420,17 +446,26 @@ Timings run(const Params& prm_in, const std::vector<Vec3>& x_in, const std::vect
       as[i] = alpha_in[src.perm[i]];
     }
     const std::vector<double>& ss = src.sigma;
+    // The share's targets in sorted order (input index perm[i] in [begin, end)).
+    std::vector<char> own;
+    if (share) {
+      own.resize(nt);
+#pragma omp parallel for schedule(static)
+      for (int i = 0; i < nt; ++i) own[i] = tgt.perm[i] >= share->begin && tgt.perm[i] < share->end;
+    }
     std::vector<Vec3> u(nt, Vec3{});
     std::vector<Mat3> grad(nt, Mat3{});
-    evaluate_cpu(prm, tgt, src, self, lists, shifts, r0, lattice, as, ss, u, grad, tm);
+    evaluate_cpu(prm, tgt, src, self, lists, shifts, r0, lattice, as, ss, share ? &own : nullptr, u, grad, tm);
     // --- periodic mean removal, back to input order ------------------------------------------
     if (prm.periodic) periodic_correction(mean_terms(src.x, as), tgt.x, u, grad);
-    u_out.assign(nt, Vec3{});
-    grad_out.assign(nt, Mat3{});
+    const int first = share ? share->begin : 0;
+    u_out.assign(share ? share->end - share->begin : nt, Vec3{});
+    grad_out.assign(u_out.size(), Mat3{});
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < nt; ++i) {
-      u_out[tgt.perm[i]] = u[i];
-      grad_out[tgt.perm[i]] = grad[i];
+      if (share && !own[i]) continue;
+      u_out[tgt.perm[i] - first] = u[i];
+      grad_out[tgt.perm[i] - first] = grad[i];
     }
   }
   tm.total = seconds(t_start, clock_type::now());
@@ -441,13 +476,102 @@ Timings run(const Params& prm_in, const std::vector<Vec3>& x_in, const std::vect
 
 Timings evaluate_self(const Params& prm, const std::vector<Vec3>& x, const std::vector<Vec3>& alpha,
                       const std::vector<double>& sigma, std::vector<Vec3>& u, std::vector<Mat3>& grad) {
-  return run(prm, x, alpha, sigma, nullptr, u, grad);
+  return run(prm, x, alpha, sigma, nullptr, nullptr, u, grad);
 }
 
 Timings evaluate_at(const Params& prm, const std::vector<Vec3>& x, const std::vector<Vec3>& alpha,
                     const std::vector<double>& sigma, const std::vector<Vec3>& targets, std::vector<Vec3>& u,
                     std::vector<Mat3>& grad) {
-  return run(prm, x, alpha, sigma, &targets, u, grad);
+  return run(prm, x, alpha, sigma, &targets, nullptr, u, grad);
+}
+
+namespace {
+
+// Every rank's sources, one after the other in rank order (fmm.h: the gather that the local
+// essential tree replaces), and where this rank's start.
+struct Gathered {
+  std::vector<Vec3> x, alpha;
+  std::vector<double> sigma;
+  Share mine;
+};
+
+// Checks the parameters and this rank's inputs on every rank and agrees: when any rank fails,
+// every rank throws before the gather (none waits in a collective the others left).
+void check_on_every_rank(const Comm& comm, const Params& prm, const std::vector<Vec3>& x,
+                         const std::vector<Vec3>& alpha, const std::vector<double>& sigma,
+                         const std::vector<Vec3>* targets) {
+  std::exception_ptr error;
+  std::string message;
+  try {
+    prm.validate();
+    check_inputs(x, alpha, sigma, targets);
+    if (x.size() >= (std::size_t(1) << 31)) throw std::invalid_argument("fmm: more than 2^31 - 1 sources on a rank");
+  } catch (const std::exception& e) {
+    error = std::current_exception();
+    message = e.what();
+  }
+  const std::vector<std::size_t> failed = comm.counts(error ? 1 : 0);
+  const auto first = std::find(failed.begin(), failed.end(), std::size_t(1));
+  if (first == failed.end()) return;
+  const int root = static_cast<int>(first - failed.begin());
+  comm.bcast(message, root);
+  if (error) std::rethrow_exception(error);
+  throw std::invalid_argument("rank " + std::to_string(root) + ": " + message);
+}
+
+Gathered gather_sources(const Comm& comm, const std::vector<Vec3>& x, const std::vector<Vec3>& alpha,
+                        const std::vector<double>& sigma) {
+  const std::vector<std::size_t> counts = comm.counts(x.size());
+  std::size_t total = 0, before = 0;
+  for (int r = 0; r < comm.size(); ++r) {
+    if (r == comm.rank()) before = total;
+    total += counts[r];
+  }
+  if (total >= (std::size_t(1) << 31)) throw std::invalid_argument("fmm: more than 2^31 - 1 sources in all");
+  Gathered g;
+  g.x.resize(total);
+  g.alpha.resize(total);
+  g.sigma.resize(total);
+  comm.allgatherv(x.data(), x.size(), g.x.data(), counts, sizeof(Vec3));
+  comm.allgatherv(alpha.data(), alpha.size(), g.alpha.data(), counts, sizeof(Vec3));
+  comm.allgatherv(sigma.data(), sigma.size(), g.sigma.data(), counts, sizeof(double));
+  g.mine = Share{static_cast<int>(before), static_cast<int>(before + x.size())};
+  return g;
+}
+
+}  // namespace
+
+Timings evaluate_self(const Params& prm, const Comm& comm, const std::vector<Vec3>& x, const std::vector<Vec3>& alpha,
+                      const std::vector<double>& sigma, std::vector<Vec3>& u, std::vector<Mat3>& grad) {
+  if (comm.size() == 1) return evaluate_self(prm, x, alpha, sigma, u, grad);
+  const auto t0 = clock_type::now();
+  check_on_every_rank(comm, prm, x, alpha, sigma, nullptr);
+  const Gathered g = gather_sources(comm, x, alpha, sigma);
+  const double gather = seconds(t0, clock_type::now());
+  Timings tm;
+  if (g.mine.begin < g.mine.end) {
+    tm = run(prm, g.x, g.alpha, g.sigma, nullptr, &g.mine, u, grad);
+  } else {  // nothing of this rank's to evaluate
+    u.clear();
+    grad.clear();
+  }
+  tm.gather = gather;
+  tm.total += gather;
+  return tm;
+}
+
+Timings evaluate_at(const Params& prm, const Comm& comm, const std::vector<Vec3>& x, const std::vector<Vec3>& alpha,
+                    const std::vector<double>& sigma, const std::vector<Vec3>& targets, std::vector<Vec3>& u,
+                    std::vector<Mat3>& grad) {
+  if (comm.size() == 1) return evaluate_at(prm, x, alpha, sigma, targets, u, grad);
+  const auto t0 = clock_type::now();
+  check_on_every_rank(comm, prm, x, alpha, sigma, &targets);
+  const Gathered g = gather_sources(comm, x, alpha, sigma);
+  const double gather = seconds(t0, clock_type::now());
+  Timings tm = run(prm, g.x, g.alpha, g.sigma, &targets, nullptr, u, grad);
+  tm.gather = gather;
+  tm.total += gather;
+  return tm;
 }
 
 }  // namespace vh::fmm

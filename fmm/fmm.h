@@ -21,6 +21,10 @@
 
 #include "fmm/types.h"
 
+namespace vh {
+class Comm;  // base/comm.h
+}
+
 namespace vh::fmm {
 
 /// Parameters.  Deck keys are "fmm.<name>"; see describe_params().  p, ncrit and theta default
@@ -88,6 +92,7 @@ struct Timings {
   double l2l_l2p = 0;   ///< downward pass and evaluation at targets
   double p2p = 0;
   double upload = 0;    ///< use_gpu only: list flattening and uploads (the stages above are then GPU kernel times); GpuEvaluator: the input check
+  double gather = 0;    ///< the overloads with a Comm: the input check on every rank and the gather of the sources
   /// GpuEvaluator: wall time of the GPU stages from P2M to L2P with the near field beside the
   /// far field (the stage times above are per stream and overlap).
   double gpu_wall = 0;
@@ -104,6 +109,27 @@ Timings evaluate_self(const Params& prm, const std::vector<Vec3>& x, const std::
 
 /// Field at separate targets (no pair left out; r = 0 is regular).  u, grad resized to targets.size().
 Timings evaluate_at(const Params& prm, const std::vector<Vec3>& x, const std::vector<Vec3>& alpha,
+                    const std::vector<double>& sigma, const std::vector<Vec3>& targets, std::vector<Vec3>& u,
+                    std::vector<Mat3>& grad);
+
+/// The blobs shared over the ranks of `comm` (collective: every rank calls it with the same
+/// prm).  Each rank passes its own share of the blobs (any size, zero included) and gets u and
+/// grad at them (u, grad resized to x.size()): bit for bit evaluate_self of all the ranks'
+/// shares concatenated in rank order, so each blob's self pair, and only it, is left out.
+/// Invalid parameters or inputs on any rank throw std::invalid_argument on every rank (its own
+/// message on a rank at fault, the first such rank's message, prefixed with its number, on the
+/// others).  For now every rank gathers all the sources (allgatherv: memory O(N) per rank) and
+/// builds the tree of all of them; on the CPU path only its own blobs' near field and L2P are
+/// evaluated, on the GPU path every blob's.  The distributed FMM (issue 25) replaces the gather
+/// by the local essential tree, with this signature.  One rank (Comm()): evaluate_self.
+Timings evaluate_self(const Params& prm, const Comm& comm, const std::vector<Vec3>& x, const std::vector<Vec3>& alpha,
+                      const std::vector<double>& sigma, std::vector<Vec3>& u, std::vector<Mat3>& grad);
+
+/// evaluate_at with the sources shared over the ranks of `comm` (collective): each rank passes
+/// its own share of the sources and its own targets, and gets u and grad at its targets, bit
+/// for bit evaluate_at of all the ranks' sources concatenated in rank order at these targets.
+/// Errors, the gather and issue 25 as evaluate_self above.  One rank: evaluate_at.
+Timings evaluate_at(const Params& prm, const Comm& comm, const std::vector<Vec3>& x, const std::vector<Vec3>& alpha,
                     const std::vector<double>& sigma, const std::vector<Vec3>& targets, std::vector<Vec3>& u,
                     std::vector<Mat3>& grad);
 

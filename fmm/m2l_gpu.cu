@@ -29,7 +29,7 @@ struct RowBases {
 };
 
 // Block of 32 per (level, offset); lanes l <= p run the columns.  The zero offset is left unset
-// (table_index never returns it).  V = float2: the unit-side tables (level 0 of side 1).
+// (table_offset never returns it).  V = float2: the unit-side tables (level 0 of side 1).
 template <class V>
 __global__ void m2l_table_kernel(int p, TableGeometry g, V* __restrict__ tables) {
   const int b = blockIdx.x, level = b / kTablesPerLevel, o = b - level * kTablesPerLevel;
@@ -200,8 +200,7 @@ __global__ void __launch_bounds__(128, sizeof(R) == 4 ? (P > 0 ? 7 : 8) : 5)
   const double inv_s = ldexp(1.0 / tg.side0, CA.level);
   if (threadIdx.x <= p) rowb[threadIdx.x] = rb.b[threadIdx.x];
   for (int f = threadIdx.x; f < nf; f += blockDim.x) {
-    int n = 0;
-    while ((n + 1) * (n + 1) <= f) ++n;
+    const int n = degree_of(f);
     tpos[f] = rb.b[n] + f - fidx(n, 0);
     if (!scaled) smap[f] = fold_map(f);
   }
@@ -267,9 +266,7 @@ __global__ void __launch_bounds__(128, sizeof(R) == 4 ? (P > 0 ? 7 : 8) : 5)
       } else {
         const int dl = CA.level - CB.level;
         for (int f = lane; f < nf; f += 32) {
-          int n = 0;
-          while ((n + 1) * (n + 1) <= f) ++n;
-          const float c = ldexpf(1.0f, dl * n);
+          const float c = ldexpf(1.0f, dl * degree_of(f));
           for (int a = 0; a < 3; ++a) {
             const float2 v = Ms[a * nfp + f];
             Mf[a * nfp + f] = mk2<V>(c * v.x, c * v.y);
@@ -366,9 +363,9 @@ RowBases m2l_row_bases(int p, bool single) {
 }  // namespace
 
 void far_clear_locals(const FarPlan& f, FarWork& w, cudaStream_t s) {
-  const std::size_t bytes = static_cast<std::size_t>(f.n_tcells) * 3 * cidx(f.p + 1, 0) * sizeof(double2);
-  w.L.reserve(bytes);
-  if (bytes) VH_CHECK_CUDA(cudaMemsetAsync(w.L.p, 0, bytes, s));
+  const std::size_t count = static_cast<std::size_t>(f.n_tcells) * 3 * cidx(f.p + 1, 0);
+  w.L.reserve(count);
+  if (count) VH_CHECK_CUDA(cudaMemsetAsync(w.L.data(), 0, count * sizeof(double2), s));
 }
 
 void far_m2l(const FarPlan& f, FarWork& w, cudaStream_t s) {
@@ -385,14 +382,14 @@ void far_m2l(const FarPlan& f, FarWork& w, cudaStream_t s) {
     if (f.single_m2l) {
       w.tables.reserve(static_cast<std::size_t>(kTablesPerLevel) * nf * sizeof(float2));
       m2l_table_kernel<<<kTablesPerLevel, 32, 0, s>>>(p, w.tg, w.tables.as<float2>());
-      VH_CHECK_CUDA(cudaGetLastError());
+      VH_CHECK_LAUNCH();
       w.tg.u = w.tables.as<float2>();
     } else if (f.table_levels > 0) {
       const int nb = f.table_levels * kTablesPerLevel;
       w.tables.reserve(static_cast<std::size_t>(nb) * nf * sizeof(double2));
       w.tg.levels = f.table_levels;
       m2l_table_kernel<<<nb, 32, 0, s>>>(p, w.tg, w.tables.as<double2>());
-      VH_CHECK_CUDA(cudaGetLastError());
+      VH_CHECK_LAUNCH();
       w.tg.t = w.tables.as<double2>();
     }
     w.tables_p = p;
@@ -413,16 +410,16 @@ void far_m2l(const FarPlan& f, FarWork& w, cudaStream_t s) {
   const std::size_t shm_m2l =
       warps * ws * cx + nfp * sizeof(unsigned) + (p + 2) * sizeof(double) + (p + 1 + nf) * sizeof(int);
   if (f.single_m2l) {
-    w.Mfold.reserve(static_cast<std::size_t>(f.n_scells) * 3 * nfp * sizeof(float2));
+    w.Mfold.reserve(static_cast<std::size_t>(f.n_scells) * 3 * nfp);
     const long long total = static_cast<long long>(f.n_scells) * 3 * nfp;
     fold_multipoles_kernel<<<static_cast<int>(std::min<long long>(65535, (total + 255) / 256)), 256, 0, s>>>(
-        f.n_scells, f.scells, p, f.side0, w.M.as<double2>(), w.Mfold.as<float2>());
-    VH_CHECK_CUDA(cudaGetLastError());
+        f.n_scells, f.scells, p, f.side0, w.M.data(), w.Mfold.data());
+    VH_CHECK_LAUNCH();
   }
   auto launch = [&](auto kernel) {
     kernel<<<f.n_m2l_targets, 32 * warps, shm_m2l, s>>>(f.m2l_targets, f.m2l_goffset, f.m2l_groups, f.m2l_entries,
-                                                          f.tcells, f.scells, f.shifts, p, tg, rb, w.M.as<double2>(),
-                                                          w.Mfold.as<float2>(), w.L.as<double2>());
+                                                          f.tcells, f.scells, f.shifts, p, tg, rb, w.M.data(),
+                                                          w.Mfold.data(), w.L.data());
   };
   if (f.single_m2l) {
     if (q <= 1) launch(m2l_kernel<float, 1>);            // p <= 6
@@ -439,7 +436,7 @@ void far_m2l(const FarPlan& f, FarWork& w, cudaStream_t s) {
     else if (q <= 4) launch(m2l_kernel<double, 4>);
     else launch(m2l_kernel<double, 8>);
   }
-  VH_CHECK_CUDA(cudaGetLastError());
+  VH_CHECK_LAUNCH();
 }
 
 }  // namespace vh::fmm

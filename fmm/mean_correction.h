@@ -1,7 +1,8 @@
 // The periodic FMM's mean correction at one target (fmm/periodic.h): the cube sum plus
 //   u += [(x - c) x Q - D] / (3 V),   du_m/dx_l += eps_{mlk} Q_k / (3 V),
-// c the box centre, V = L^3.  One inline function for the CPU (periodic_correction) and the
-// GPU (FarGpu's output pass): __host__ __device__ under nvcc.
+// c the box centre, V = L^3, from the sums Q and D over the sources.  One inline definition of
+// each source's terms and of the correction for the CPU (mean_terms, periodic_correction) and
+// the GPU (periodic_gpu.cu, the L2P): __host__ __device__ under nvcc.
 #pragma once
 
 #include "base/hd.h"
@@ -12,6 +13,16 @@ namespace vh::fmm {
 struct MeanTerms {
   double Q[3] = {0, 0, 0}, D[3] = {0, 0, 0};
 };
+
+/// One source's terms of Q and D: v[0..2] = alpha, v[3..5] = r x alpha with r = x_q - c.
+VH_HD inline void mean_source_terms(const double r[3], const double a[3], double v[6]) {
+  v[0] = a[0];
+  v[1] = a[1];
+  v[2] = a[2];
+  v[3] = r[1] * a[2] - r[2] * a[1];
+  v[4] = r[2] * a[0] - r[0] * a[2];
+  v[5] = r[0] * a[1] - r[1] * a[0];
+}
 
 /// Adds the correction to u[3] and grad[9] (row-major, grad[3 m + l] = du_m/dx_l) at x[3].
 VH_HD inline void mean_correction(const MeanTerms& m, const double* x, double* u, double* grad) {

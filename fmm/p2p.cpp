@@ -11,13 +11,13 @@
 // CPU near field, vectorised.  Sources are copied in tiles of kTile into structure-of-arrays
 // buffers; for one target the loop over a tile has no branches (selects only), its own exp and
 // erfc (below), so that GCC vectorises it (`omp simd`; clones for AVX2+FMA and AVX-512 chosen
-// at run time, the baseline x86-64 build stays SSE2).  Per pair, with rho = r / (sqrt(2) sigma):
-//   1 - g = e^{-rho^2} (erfcx(rho) + (2/sqrt(pi)) rho),   F = 3 g - (4/sqrt(pi)) rho^3 e^{-rho^2},
-// erfcx(x) = e^{x^2} erfc(x).  This is the closed form of fmm/p2p_kernel.h with erf = 1 - erfc;
-// rho is clamped to [0.5, sqrt(45)]: beyond, e^{-45} (...) < 1e-18 and g = 1, F = 3 to
-// round-off as in kernel_radial.  Pairs with rho < 0.5 (the series branch of kernel_radial, and
-// the self pair) are left out of the vector loop (masked) and, only for the targets that have
-// some (flagged by the vector loop), added by a scalar pass with p2p_pair, i.e. as before.
+// at run time, the baseline x86-64 build stays SSE2).  The radial factors are those of
+// fmm/p2p_kernel.h (kernel_ce, kernel_F, kernel_scale) with g = 1 - (erfc(rho) + ce) and
+// erfc(rho) = e^{-rho^2} erfcx(rho), erfcx(x) = e^{x^2} erfc(x); rho is clamped to
+// [0.5, sqrt(45)]: beyond, e^{-45} (...) < 1e-18 and g = 1, F = 3 to round-off as in
+// kernel_radial's far branch.  Pairs with rho < 0.5 (the series branch of kernel_radial, and the
+// self pair) are left out of the vector loop (masked) and, only for the targets that have some
+// (flagged by the vector loop), added by a scalar pass with p2p_pair.
 // Accuracy against p2p_pair in long double: ~1e-14 relative (tests/fmm/test_fmm_parallel.cpp).
 
 namespace vh::fmm {
@@ -25,6 +25,9 @@ namespace vh::fmm {
 namespace {
 
 constexpr int kTile = 256;
+// The vector loop's lower end of rho: kernel_radial's series branch below.
+constexpr double kRhoSeries = 0.5;
+static_assert(kRhoSeries * kRhoSeries == kSeriesRho2, "the series branch of fmm/p2p_kernel.h");
 
 struct alignas(64) SourceTile {
   double x[kTile], y[kTile], z[kTile];     // positions
@@ -115,8 +118,7 @@ struct alignas(64) SourceTile {
 [[gnu::always_inline]] inline int tile_kernel_body(const double x0, const double x1, const double x2,
                                                     const SourceTile& S, int n, double* acc,
                                                     double* small) {
-  constexpr double kTwoOverSqrtPi = 1.12837916709551257390;
-  constexpr double kInv4Pi = 1.0 / (4.0 * 3.14159265358979323846);
+  constexpr double kInv4Pi = 1.0 / kFourPi;
   constexpr double kRhoMax = 6.7082039324993690892;  // sqrt(45)
   double u0 = 0, u1 = 0, u2 = 0;
   double g00 = 0, g01 = 0, g02 = 0, g10 = 0, g11 = 0, g12 = 0, g20 = 0, g21 = 0, g22 = 0;
@@ -127,22 +129,21 @@ struct alignas(64) SourceTile {
     const double r2 = rx * rx + ry * ry + rz * rz;
     const double ir = rsqrt(r2 > 1e-300 ? r2 : 1e-300);  // r = 0 (self pair) is masked below
     const double rho_raw = r2 * ir * S.is[j];
-    const bool valid = rho_raw >= 0.5;
+    const bool valid = rho_raw >= kRhoSeries;
     const double flag = valid ? 0.0 : 1.0;
     nsmall += flag;
     small[j] = flag;
-    const double rho_lo = rho_raw > 0.5 ? rho_raw : 0.5;
+    const double rho_lo = rho_raw > kRhoSeries ? rho_raw : kRhoSeries;
     const double rho = rho_lo < kRhoMax ? rho_lo : kRhoMax;
     const double t = rho * rho;
     const double e = exp_neg(t);
-    const double ce = kTwoOverSqrtPi * rho * e;
-    const double w = e * erfcx_mid(rho) + ce;  // 1 - g
-    const double g = 1.0 - w;
-    const double F = 3.0 * g - 2.0 * t * ce;
+    const double ce = kernel_ce(rho, e);
+    const double g = 1.0 - (e * erfcx_mid(rho) + ce);
+    const double F = kernel_F(g, t, ce);
     const double ir2 = ir * ir;
     const double inv3 = valid ? kInv4Pi * ir2 * ir : 0.0;  // 1/(4 pi r^3)
-    const double G = g * inv3;
-    const double F5 = F * inv3 * ir2;
+    double G, F5;
+    kernel_scale(g, F, inv3, ir2, G, F5);
     const double ax = S.ax[j], ay = S.ay[j], az = S.az[j];
     const double cx = ay * rz - az * ry, cy = az * rx - ax * rz, cz = ax * ry - ay * rx;
     u0 += G * cx;

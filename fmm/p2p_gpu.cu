@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "fmm/cuda_util.h"
+#include "base/device_buffer.h"
 #include "fmm/p2p_gpu_device.h"
 #include "fmm/p2p_kernel.h"
 #include "fmm/particles_gpu.h"
@@ -80,30 +80,26 @@ __device__ inline double val(double x) { return x; }
 // summed as S = sum G' alpha (3 multiply-adds a pair instead of 6):
 //   U += G' c,  S += G' alpha,  P[m][k] += F5' r_k c_m,   c = alpha x r;
 //   u = U / (4 pi),  grad[m][k] = (eps_{mak} S_a - P[m][k]) / (4 pi).
-// The branches are kernel_radial's (whose Taylor series serves rho^2 < 1/4).  H200, 2^24
-// turbulent lattice, fp32: 333 -> 415 G pairs/s (adding G' eps alpha into P directly, 12
+// The branches and radial factors are kernel_radial's (p2p_kernel.h) with a = 1/r^3.  H200,
+// 2^24 turbulent lattice, fp32: 333 -> 415 G pairs/s (adding G' eps alpha into P directly, 12
 // accumulators instead of 15: 396).
 template <class T>
 __device__ inline void pair_sums(const T r[3], const T a[3], T sigma, T inv2s2, T U[3], T S[3], T P[3][3]) {
-  const T four_pi = T(12.566370614359172954);
   const T r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
   const T rho2 = r2 * inv2s2;
   T G, F5;
-  if (rho2 < T(0.25)) {
+  if (rho2 < T(kSeriesRho2)) {
     kernel_radial(r2, sigma, G, F5);
-    G = G * four_pi;
-    F5 = F5 * four_pi;
+    G = G * T(kFourPi);
+    F5 = F5 * T(kFourPi);
   } else {
     const T ir = vh_rsqrt(r2), ir2 = ir * ir, ir3 = ir2 * ir;
-    if (rho2 > (sizeof(T) >= 8 ? T(42.25) : T(20.25))) {  // g = 1, F = 3 (kernel_radial)
-      G = ir3;
-      F5 = T(3) * ir3 * ir2;
+    if (rho2 > far_rho2<T>()) {
+      kernel_scale(T(1), T(3), ir3, ir2, G, F5);
     } else {
-      const T rho = rho2 * vh_rsqrt(rho2);
-      const T e = T(1.12837916709551257390) * rho * vh_exp(-rho2);  // (2 / sqrt(pi)) rho e^{-rho^2}
-      const T g = vh_erf(rho) - e;
-      G = g * ir3;
-      F5 = (T(3) * g - T(2) * rho2 * e) * ir3 * ir2;
+      T g, F;
+      kernel_gF(rho2 * vh_rsqrt(rho2), rho2, g, F);
+      kernel_scale(g, F, ir3, ir2, G, F5);
     }
   }
   const T c[3] = {a[1] * r[2] - a[2] * r[1], a[2] * r[0] - a[0] * r[2], a[0] * r[1] - a[1] * r[0]};
@@ -325,7 +321,10 @@ struct P2PGpu::Impl {
   const double4_32a* src_x = nullptr;
   const void* src_a = nullptr;
   long long pairs = 0;
-  DevBuf tasks, entries, shifts, xt, xs, as, out;
+  DeviceArray<int4> tasks, entries;
+  DeviceArray<double4_32a> shifts, xt, xs, as_d;  // as_d: the strengths in fp64
+  DeviceArray<float4> as_f;                         // the strengths in fp32
+  DeviceBytes out;                                  // 12 values per sorted target, real_size() each
   cudaEvent_t e0 = nullptr, e1 = nullptr;
   // The kernel runs on its own non-blocking stream, so that uploads and host work of the far
   // field (default stream) proceed while it runs; make_default_stream_wait() orders them.
@@ -403,7 +402,7 @@ P2PGpu::P2PGpu(const P2PLists& l, GpuPrecision prec) : impl_(std::make_unique<Im
   m.nt = n_targets_of(l);
   const std::vector<int4> tasks = tasks_of(l);
   m.max_src = check_entries(l);
-  m.entries.upload_with<int4>(l.src_begin.size(), [&](std::ptrdiff_t e) { return entry_of(l, e); });
+  m.entries.upload_with(l.src_begin.size(), [&](std::ptrdiff_t e) { return entry_of(l, e); });
   m.ntask = static_cast<int>(tasks.size());
   m.pairs = l.pairs();
   m.tasks.upload(tasks);
@@ -419,8 +418,8 @@ P2PGpu::P2PGpu(GpuLists& l, GpuPrecision prec) : impl_(std::make_unique<Impl>())
   m.max_src = l.p2p_max_source;
   m.ntask = l.n_p2p_tasks;
   m.pairs = l.p2p_pairs;
-  take_buffer(m.tasks, l.dev->p2p_tasks);
-  take_buffer(m.entries, l.dev->p2p_entries);
+  m.tasks = std::move(l.dev->p2p_tasks);
+  m.entries = std::move(l.dev->p2p_entries);
   l.dev->p2p_taken = true;
   m.finish(l.shifts);
 }
@@ -442,10 +441,10 @@ P2PGpu::~P2PGpu() = default;
 
 int P2PGpu::n_targets() const { return impl_->nt; }
 long long P2PGpu::pairs() const { return impl_->pairs; }
-const void* P2PGpu::device_result() const { return impl_->out.p; }
+const void* P2PGpu::device_result() const { return impl_->out.data(); }
 bool P2PGpu::device_result_is_double() const { return impl_->prec == GpuPrecision::fp64; }
 const void* P2PGpu::device_sources() const { return impl_->src_x; }
-const void* P2PGpu::device_targets() const { return impl_->self ? impl_->src_x : impl_->xt.p; }
+const void* P2PGpu::device_targets() const { return impl_->self ? impl_->src_x : impl_->xt.data(); }
 
 void P2PGpu::set_sources(const std::vector<Vec3>& x, const std::vector<Vec3>& alpha, const std::vector<double>& sigma) {
   Impl& m = *impl_;
@@ -454,19 +453,19 @@ void P2PGpu::set_sources(const std::vector<Vec3>& x, const std::vector<Vec3>& al
   if (static_cast<int>(n) < m.max_src) throw std::invalid_argument("P2PGpu: fewer sources than the lists use");
   if (m.self && static_cast<int>(n) < m.nt) throw std::invalid_argument("P2PGpu: self lists need every target");
   m.ns = static_cast<int>(n);
-  m.xs.upload_with<double4_32a>(n, [&](std::ptrdiff_t i) {
-    return make_double4_32a(x[i][0], x[i][1], x[i][2], sigma[i]);
-  });
-  if (m.prec == GpuPrecision::fp64)
-    m.as.upload_with<double4_32a>(n, [&](std::ptrdiff_t i) {
+  m.xs.upload_with(n, [&](std::ptrdiff_t i) { return make_double4_32a(x[i][0], x[i][1], x[i][2], sigma[i]); });
+  if (m.prec == GpuPrecision::fp64) {
+    m.as_d.upload_with(n, [&](std::ptrdiff_t i) {
       return make_double4_32a(alpha[i][0], alpha[i][1], alpha[i][2], 0.0);
     });
-  else
-    m.as.upload_with<float4>(n, [&](std::ptrdiff_t i) {
+    m.src_a = m.as_d.data();
+  } else {
+    m.as_f.upload_with(n, [&](std::ptrdiff_t i) {
       return make_float4(float(alpha[i][0]), float(alpha[i][1]), float(alpha[i][2]), 0.0f);
     });
-  m.src_x = m.xs.as<double4_32a>();
-  m.src_a = m.as.p;
+    m.src_a = m.as_f.data();
+  }
+  m.src_x = m.xs.data();
 }
 
 void P2PGpu::set_sources(const SortedSourcesGpu& s) {
@@ -482,9 +481,7 @@ void P2PGpu::set_targets(const std::vector<Vec3>& x) {
   Impl& m = *impl_;
   if (m.self) return;
   if (static_cast<int>(x.size()) < m.nt) throw std::invalid_argument("P2PGpu: fewer targets than the lists use");
-  m.xt.upload_with<double4_32a>(x.size(), [&](std::ptrdiff_t i) {
-    return make_double4_32a(x[i][0], x[i][1], x[i][2], 0.0);
-  });
+  m.xt.upload_with(x.size(), [&](std::ptrdiff_t i) { return make_double4_32a(x[i][0], x[i][1], x[i][2], 0.0); });
 }
 
 double P2PGpu::run() {
@@ -513,7 +510,7 @@ void launch_kernel(const P2PLaunch& a, int* queue, int blocks, cudaStream_t s) {
                                                                 static_cast<double*>(a.out), queue);
       break;
   }
-  VH_CHECK_CUDA(cudaGetLastError());
+  VH_CHECK_LAUNCH();
 }
 
 }  // namespace
@@ -538,19 +535,19 @@ int p2p_blocks_per_sm(GpuPrecision prec) {
 void P2PGpu::launch() {
   Impl& m = *impl_;
   if (!m.src_x && m.max_src > 0) throw std::runtime_error("P2PGpu::run: set_sources first");
-  const double4_32a* xt = m.self ? m.src_x : m.xt.as<double4_32a>();
+  const double4_32a* xt = m.self ? m.src_x : m.xt.data();
   if (!xt && m.nt > 0) throw std::runtime_error("P2PGpu::run: set_targets first");
   VH_CHECK_CUDA(cudaEventRecord(m.e0, m.stream));
   P2PLaunch a;
   a.prec = m.prec;
-  a.tasks = m.tasks.as<int4>();
+  a.tasks = m.tasks.data();
   a.ntask = m.ntask;
-  a.entries = m.entries.as<int4>();
-  a.shifts = m.shifts.as<double4_32a>();
+  a.entries = m.entries.data();
+  a.shifts = m.shifts.data();
   a.xt = xt;
   a.xs = m.src_x;
   a.as = m.src_a;
-  a.out = m.out.p;
+  a.out = m.out.data();
   p2p_launch(a, m.stream);
   VH_CHECK_CUDA(cudaEventRecord(m.e1, m.stream));
 }
@@ -581,11 +578,11 @@ void P2PGpu::get(std::vector<Vec3>& u, std::vector<Mat3>& grad) const {
   };
   if (m.prec == GpuPrecision::fp64) {
     std::vector<double> h(static_cast<std::size_t>(m.nt) * 12);
-    VH_CHECK_CUDA(cudaMemcpy(h.data(), m.out.p, h.size() * sizeof(double), cudaMemcpyDeviceToHost));
+    VH_CHECK_CUDA(cudaMemcpy(h.data(), m.out.data(), h.size() * sizeof(double), cudaMemcpyDeviceToHost));
     unpack(h.data());
   } else {
     std::vector<float> h(static_cast<std::size_t>(m.nt) * 12);
-    VH_CHECK_CUDA(cudaMemcpy(h.data(), m.out.p, h.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    VH_CHECK_CUDA(cudaMemcpy(h.data(), m.out.data(), h.size() * sizeof(float), cudaMemcpyDeviceToHost));
     unpack(h.data());
   }
 }

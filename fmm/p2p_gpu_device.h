@@ -6,7 +6,6 @@
 
 #include <cuda_runtime.h>
 
-#include "fmm/cuda_util.h"
 #include "fmm/p2p_gpu.h"
 
 namespace vh::fmm {

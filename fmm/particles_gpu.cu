@@ -5,7 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "fmm/cuda_util.h"
+#include "base/device_buffer.h"
 #include "fmm/morton.h"
 #include "fmm/profile.h"
 #include "fmm/sort_gpu.h"
@@ -80,7 +80,10 @@ struct SortedSourcesGpu::Impl {
   Vec3 center{};
   double half = 0;
   bool wrap = false;
-  DevBuf xs4, a4d, a4f, keys, perm, flag;
+  DeviceArray<double4_32a> xs4, a4d;  // positions and sigma; strengths in double
+  DeviceArray<float4> a4f;            // strengths in float
+  DeviceArray<std::uint64_t> keys;
+  DeviceArray<int> perm, flag;
 };
 
 SortedSourcesGpu::SortedSourcesGpu() : impl_(std::make_unique<Impl>()) {}
@@ -93,14 +96,15 @@ SortedSourcesGpu::SortedSourcesGpu(const std::vector<Vec3>& x, const std::vector
   if (x.size() >= (std::size_t(1) << 31)) throw std::invalid_argument("SortedSourcesGpu: more than 2^31 sources");
   StepTimer st("gpu sort");
   static_assert(sizeof(Vec3) == 3 * sizeof(double), "Vec3 layout");
-  DevBuf dx, ds, da;
+  DeviceArray<Vec3> dx, da;
+  DeviceArray<double> ds;
   if (!x.empty()) {
     dx.upload(x);
     ds.upload(sigma);
     da.upload(alpha);
   }
   st.mark("upload");
-  sort(dx.as<double>(), ds.as<double>(), da.as<double>(), static_cast<int>(x.size()), center, half, wrap);
+  sort(dx.as<double>(), ds.data(), da.as<double>(), static_cast<int>(x.size()), center, half, wrap);
   st.mark("keys+sort+gather");
 }
 
@@ -113,51 +117,46 @@ void SortedSourcesGpu::sort(const double* d_x, const double* d_sigma, const doub
   m.half = half;
   m.wrap = wrap;
   if (n == 0) return;
-  DevBuf k_in;
-  k_in.resize(n * sizeof(std::uint64_t));
-  m.keys.reserve(n * sizeof(std::uint64_t));
-  m.perm.reserve(n * sizeof(int));
+  DeviceArray<std::uint64_t> k_in(n);
+  m.keys.reserve(n);
+  m.perm.reserve(n);
   const double scale = double(1 << morton::kBits) / (2 * half);
   const int blocks = (n + 255) / 256;
   keys_kernel<<<blocks, 256>>>(n, d_x, center[0] - half, center[1] - half, center[2] - half, scale, wrap,
-                               k_in.as<std::uint64_t>());
-  VH_CHECK_CUDA(cudaGetLastError());
+                               k_in.data());
+  VH_CHECK_LAUNCH();
   // Stable sort over all 3 kBits key bits: the CPU radix sort's permutation.
-  sort_keys_on_device(k_in.as<std::uint64_t>(), m.keys.as<std::uint64_t>(), m.perm.as<int>(), n, 0,
-                      3 * morton::kBits);
-  m.xs4.reserve(n * sizeof(double4_32a));
+  sort_keys_on_device(k_in.data(), m.keys.data(), m.perm.data(), n, 0, 3 * morton::kBits);
+  m.xs4.reserve(n);
   if (d_alpha) {
-    m.a4d.reserve(n * sizeof(double4_32a));
-    m.a4f.reserve(n * sizeof(float4));
+    m.a4d.reserve(n);
+    m.a4f.reserve(n);
   }
-  gather_kernel<<<blocks, 256>>>(n, m.perm.as<int>(), d_x, d_sigma, d_alpha, wrap, m.xs4.as<double4_32a>(),
-                                 m.a4d.as<double4_32a>(), m.a4f.as<float4>());
-  VH_CHECK_CUDA(cudaGetLastError());
+  gather_kernel<<<blocks, 256>>>(n, m.perm.data(), d_x, d_sigma, d_alpha, wrap, m.xs4.data(), m.a4d.data(),
+                                 m.a4f.data());
+  VH_CHECK_LAUNCH();
   VH_CHECK_CUDA(cudaDeviceSynchronize());
 }
 
 void SortedSourcesGpu::set_strengths(const double* d_alpha) {
   Impl& m = *impl_;
   if (m.n == 0) return;
-  m.a4d.reserve(m.n * sizeof(double4_32a));
-  m.a4f.reserve(m.n * sizeof(float4));
-  gather_alpha_kernel<<<(m.n + 255) / 256, 256>>>(m.n, m.perm.as<int>(), d_alpha, m.a4d.as<double4_32a>(),
-                                                  m.a4f.as<float4>());
-  VH_CHECK_CUDA(cudaGetLastError());
+  m.a4d.reserve(m.n);
+  m.a4f.reserve(m.n);
+  gather_alpha_kernel<<<(m.n + 255) / 256, 256>>>(m.n, m.perm.data(), d_alpha, m.a4d.data(), m.a4f.data());
+  VH_CHECK_LAUNCH();
 }
 
 long long SortedSourcesGpu::first_change(const double* d_x, const double* d_sigma, bool wrap) const {
   const Impl& m = *impl_;
   if (m.n == 0) return -1;
   Impl& mm = const_cast<Impl&>(m);
-  mm.flag.reserve(sizeof(int));
   const int none = std::numeric_limits<int>::max();
-  VH_CHECK_CUDA(cudaMemcpy(mm.flag.p, &none, sizeof(int), cudaMemcpyHostToDevice));
-  changed_kernel<<<(m.n + 255) / 256, 256>>>(m.n, m.perm.as<int>(), d_x, d_sigma, wrap, m.xs4.as<double4_32a>(),
-                                             mm.flag.as<int>());
-  VH_CHECK_CUDA(cudaGetLastError());
+  mm.flag.upload(&none, 1);
+  changed_kernel<<<(m.n + 255) / 256, 256>>>(m.n, m.perm.data(), d_x, d_sigma, wrap, m.xs4.data(), mm.flag.data());
+  VH_CHECK_LAUNCH();
   int first = none;
-  VH_CHECK_CUDA(cudaMemcpy(&first, mm.flag.p, sizeof(int), cudaMemcpyDeviceToHost));
+  mm.flag.download(&first, 1);
   return first == none ? -1 : first;
 }
 
@@ -174,8 +173,7 @@ Tree SortedSourcesGpu::tree(int ncrit) const {
   }
   // The host splits the cells by the keys (read in place from the pinned staging memory) ...
   const std::uint64_t* keys = static_cast<const std::uint64_t*>(pinned_staging(n * sizeof(std::uint64_t)));
-  VH_CHECK_CUDA(cudaMemcpy(const_cast<std::uint64_t*>(keys), m.keys.p, n * sizeof(std::uint64_t),
-                           cudaMemcpyDeviceToHost));
+  m.keys.download(const_cast<std::uint64_t*>(keys), n);
   st.mark("keys down");
   t.cells = split_cells(keys, n, m.center, m.half, ncrit);
   st.mark("split");
@@ -189,9 +187,9 @@ Tree SortedSourcesGpu::tree(int ncrit) const {
 void SortedSourcesGpu::download_sorted(std::vector<int>& perm, std::vector<Vec3>& x, std::vector<double>& sigma) const {
   const Impl& m = *impl_;
   perm.resize(m.n);
-  if (m.n) VH_CHECK_CUDA(cudaMemcpy(perm.data(), m.perm.p, m.n * sizeof(int), cudaMemcpyDeviceToHost));
+  m.perm.download(perm.data(), m.n);
   std::vector<double4_32a> h(m.n);
-  if (m.n) VH_CHECK_CUDA(cudaMemcpy(h.data(), m.xs4.p, m.n * sizeof(double4_32a), cudaMemcpyDeviceToHost));
+  m.xs4.download(h.data(), m.n);
   x.resize(m.n);
   sigma.resize(m.n);
   for (int i = 0; i < m.n; ++i) {
@@ -203,10 +201,10 @@ void SortedSourcesGpu::download_sorted(std::vector<int>& perm, std::vector<Vec3>
 int SortedSourcesGpu::size() const { return impl_->n; }
 const Vec3& SortedSourcesGpu::center() const { return impl_->center; }
 double SortedSourcesGpu::half() const { return impl_->half; }
-const void* SortedSourcesGpu::keys() const { return impl_->keys.p; }
-const void* SortedSourcesGpu::positions_sigma() const { return impl_->xs4.p; }
-const void* SortedSourcesGpu::alpha_double() const { return impl_->a4d.p; }
-const void* SortedSourcesGpu::alpha_float() const { return impl_->a4f.p; }
-const int* SortedSourcesGpu::permutation() const { return impl_->perm.as<int>(); }
+const void* SortedSourcesGpu::keys() const { return impl_->keys.data(); }
+const void* SortedSourcesGpu::positions_sigma() const { return impl_->xs4.data(); }
+const void* SortedSourcesGpu::alpha_double() const { return impl_->a4d.data(); }
+const void* SortedSourcesGpu::alpha_float() const { return impl_->a4f.data(); }
+const int* SortedSourcesGpu::permutation() const { return impl_->perm.data(); }
 
 }  // namespace vh::fmm

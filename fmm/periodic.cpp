@@ -120,15 +120,13 @@ MeanTerms mean_terms(const std::vector<Vec3>& xs, const std::vector<Vec3>& alpha
   for (std::ptrdiff_t k = 0; k < nchunk; ++k) {
     MeanTerms& t = part[k];
     for (std::ptrdiff_t q = k * kChunk; q < std::min(n, (k + 1) * kChunk); ++q) {
-      double r[3];
+      double r[3], v[6];
       for (int d = 0; d < 3; ++d) r[d] = (wrap ? wrap_coordinate(xs[q][d]) : xs[q][d]) - c;
-      const Vec3& a = alpha[q];
-      t.Q[0] += a[0];
-      t.Q[1] += a[1];
-      t.Q[2] += a[2];
-      t.D[0] += r[1] * a[2] - r[2] * a[1];
-      t.D[1] += r[2] * a[0] - r[0] * a[2];
-      t.D[2] += r[0] * a[1] - r[1] * a[0];
+      mean_source_terms(r, alpha[q].data(), v);
+      for (int d = 0; d < 3; ++d) {
+        t.Q[d] += v[d];
+        t.D[d] += v[3 + d];
+      }
     }
   }
   MeanTerms m;

@@ -33,19 +33,7 @@ __global__ void lattice_kernel(int p, int images, const double* __restrict__ T, 
   for (int k = 0; k < images; ++k) {
     const double* Tk = T + 2 * static_cast<long long>(k) * nc;
     const double* Sk = S + 2 * static_cast<long long>(k) * nc;
-    for (int f = threadIdx.x; f < nf; f += blockDim.x) {
-      int n = 0;
-      while ((n + 1) * (n + 1) <= f) ++n;
-      const int m = f - n * n - n;
-      coef(Tk, n, m, Ir[f], Ii[f]);
-      const double sign = (n & 1) ? -1 : 1;
-      for (int a = 0; a < 3; ++a) {
-        double re, im;
-        coef(M + 2 * a * nc, n, m, re, im);
-        Mr[a * nf + f] = re * sign;     // conj(M) (-1)^n, as the host's complex times double
-        Mi[a * nf + f] = -im * sign;
-      }
-    }
+    for (int f = threadIdx.x; f < nf; f += blockDim.x) m2l_operands(f, nc, nf, Tk, M, Ir, Ii, Mr, Mi);
     __syncthreads();
     for (int c = threadIdx.x; c < nc; c += blockDim.x) {
       int l, m;
@@ -72,8 +60,6 @@ __global__ void lattice_kernel(int p, int images, const double* __restrict__ T, 
   }
 }
 
-constexpr int kMeanChunk = 4096;  // mean_terms' chunk (periodic.cpp)
-
 // One warp per chunk of kMeanChunk sorted sources: the lanes load 32 consecutive sources and
 // form each one's terms (a and r x a, the host's operations), then lane 0 adds them in source
 // order, taking them from the lanes by shuffles: the host's sums, bit for bit, with coalesced
@@ -91,13 +77,8 @@ __global__ void mean_chunks_kernel(int n, int nchunk, const double4_32a* __restr
     double v[6] = {0, 0, 0, 0, 0, 0};  // a, then the terms of D
     if (q < end) {
       const double4_32a xq = x[q], a = alpha[q];
-      const double r[3] = {xq.x - c, xq.y - c, xq.z - c};
-      v[0] = a.x;
-      v[1] = a.y;
-      v[2] = a.z;
-      v[3] = r[1] * a.z - r[2] * a.y;
-      v[4] = r[2] * a.x - r[0] * a.z;
-      v[5] = r[0] * a.y - r[1] * a.x;
+      const double r[3] = {xq.x - c, xq.y - c, xq.z - c}, ad[3] = {a.x, a.y, a.z};
+      mean_source_terms(r, ad, v);
     }
     const int m = static_cast<int>(min(32LL, end - q0));
     for (int i = 0; i < m; ++i) {
@@ -122,9 +103,9 @@ __global__ void mean_sum_kernel(int nchunk, const MeanTerms* __restrict__ part, 
   *out = m;
 }
 
-int lattice_work_doubles(int p) { return 12 * cidx(p + 1, 0) + 8 * (p + 1) * (p + 1); }
-
 }  // namespace
+
+int lattice_work_doubles(int p) { return 12 * cidx(p + 1, 0) + 8 * (p + 1) * (p + 1); }
 
 void LatticeDevice::set(int p_, int r0_, int images_) {
   if (p_ == p && r0_ == r0 && images_ == images) return;
@@ -136,32 +117,35 @@ void LatticeDevice::set(int p_, int r0_, int images_) {
       t[static_cast<std::size_t>(k) * nc + c] = tb.T[k][c];
       s[static_cast<std::size_t>(k) * nc + c] = tb.S[k][c];
     }
-  T.upload(t);
-  S.upload(s);
+  static_assert(sizeof(cplx) == sizeof(double2), "(re, im) pairs");
+  T.upload(reinterpret_cast<const double2*>(t.data()), t.size());
+  S.upload(reinterpret_cast<const double2*>(s.data()), s.size());
   p = p_;
   r0 = r0_;
   images = images_;
 }
 
-void lattice_m2l_device(const LatticeDevice& t, const double2* Mroot, double2* Lroot, DevBuf& work, cudaStream_t s) {
+void lattice_m2l_device(const LatticeDevice& t, const double2* Mroot, double2* Lroot, DeviceArray<double>& work,
+                        cudaStream_t s) {
   if (t.images <= 0) return;
-  work.reserve(lattice_work_doubles(t.p) * sizeof(double));
-  lattice_kernel<<<1, 256, 0, s>>>(t.p, t.images, t.T.as<double>(), t.S.as<double>(),
+  work.reserve(lattice_work_doubles(t.p));
+  lattice_kernel<<<1, 256, 0, s>>>(t.p, t.images, reinterpret_cast<const double*>(t.T.data()),
+                                   reinterpret_cast<const double*>(t.S.data()),
                                    reinterpret_cast<const double*>(Mroot), reinterpret_cast<double*>(Lroot),
-                                   work.as<double>());
-  VH_CHECK_CUDA(cudaGetLastError());
+                                   work.data());
+  VH_CHECK_LAUNCH();
 }
 
-void mean_terms_device(int n, const double4_32a* x, const double4_32a* alpha, MeanTerms* out, DevBuf& part,
-                       cudaStream_t s) {
+void mean_terms_device(int n, const double4_32a* x, const double4_32a* alpha, MeanTerms* out,
+                       DeviceArray<MeanTerms>& part, cudaStream_t s) {
   const int nchunk = (n + kMeanChunk - 1) / kMeanChunk;
-  part.reserve(std::max(1, nchunk) * sizeof(MeanTerms));
+  part.reserve(std::max(1, nchunk));
   if (nchunk > 0) {
-    mean_chunks_kernel<<<(nchunk + 3) / 4, 128, 0, s>>>(n, nchunk, x, alpha, part.as<MeanTerms>());
-    VH_CHECK_CUDA(cudaGetLastError());
+    mean_chunks_kernel<<<(nchunk + 3) / 4, 128, 0, s>>>(n, nchunk, x, alpha, part.data());
+    VH_CHECK_LAUNCH();
   }
-  mean_sum_kernel<<<1, 1, 0, s>>>(nchunk, part.as<MeanTerms>(), out);
-  VH_CHECK_CUDA(cudaGetLastError());
+  mean_sum_kernel<<<1, 1, 0, s>>>(nchunk, part.data(), out);
+  VH_CHECK_LAUNCH();
 }
 
 // Host wrappers for the tests (far_gpu.h).
@@ -169,25 +153,25 @@ void lattice_m2l_gpu(int p, int r0, int images, const cplx* Mroot, cplx* Lroot) 
   const int nc = cidx(p + 1, 0);
   LatticeDevice t;
   t.set(p, r0, images);
-  DevBuf m, l, work;
-  m.upload(std::vector<cplx>(Mroot, Mroot + 3 * nc));
-  l.upload(std::vector<cplx>(Lroot, Lroot + 3 * nc));
-  lattice_m2l_device(t, m.as<double2>(), l.as<double2>(), work, 0);
-  VH_CHECK_CUDA(cudaMemcpy(Lroot, l.p, 3 * nc * sizeof(cplx), cudaMemcpyDeviceToHost));
+  DeviceArray<double2> m, l;
+  DeviceArray<double> work;
+  m.upload(reinterpret_cast<const double2*>(Mroot), 3 * nc);
+  l.upload(reinterpret_cast<const double2*>(Lroot), 3 * nc);
+  lattice_m2l_device(t, m.data(), l.data(), work, 0);
+  l.download(reinterpret_cast<double2*>(Lroot), 3 * nc);
 }
 
 MeanTerms mean_terms_gpu(const std::vector<Vec3>& xs, const std::vector<Vec3>& alpha) {
   if (xs.size() != alpha.size()) throw std::invalid_argument("mean_terms_gpu: x and alpha differ in length");
-  DevBuf x, a, part, out;
-  x.upload_with<double4_32a>(xs.size(), [&](std::ptrdiff_t i) { return make_double4_32a(xs[i][0], xs[i][1], xs[i][2], 0.0); });
-  a.upload_with<double4_32a>(alpha.size(), [&](std::ptrdiff_t i) {
+  DeviceArray<double4_32a> x, a;
+  DeviceArray<MeanTerms> part, out(1);
+  x.upload_with(xs.size(), [&](std::ptrdiff_t i) { return make_double4_32a(xs[i][0], xs[i][1], xs[i][2], 0.0); });
+  a.upload_with(alpha.size(), [&](std::ptrdiff_t i) {
     return make_double4_32a(alpha[i][0], alpha[i][1], alpha[i][2], 0.0);
   });
-  out.resize(sizeof(MeanTerms));
-  mean_terms_device(static_cast<int>(xs.size()), x.as<double4_32a>(), a.as<double4_32a>(), out.as<MeanTerms>(), part,
-                    0);
+  mean_terms_device(static_cast<int>(xs.size()), x.data(), a.data(), out.data(), part, 0);
   MeanTerms m;
-  VH_CHECK_CUDA(cudaMemcpy(&m, out.p, sizeof m, cudaMemcpyDeviceToHost));
+  out.download(&m, 1);
   return m;
 }
 

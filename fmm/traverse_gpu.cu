@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "fmm/cuda_util.h"
+#include "base/device_buffer.h"
 #include "fmm/profile.h"
 #include "fmm/traverse_kernel.h"
 #include "fmm/traverse_gpu_device.h"
@@ -293,42 +293,13 @@ constexpr int kBlock = 256;
 // At least one block (the kernels check their bounds; an empty grid is a launch error).
 int blocks_for(long long n) { return std::max(1, static_cast<int>((n + kBlock - 1) / kBlock)); }
 
-// CUB's temporary storage, grown as needed and reused.
-struct Scratch {
-  DevBuf buf;
-  void* get(std::size_t bytes) {
-    if (bytes > buf.bytes) buf.resize(bytes);
-    return buf.p;
-  }
-};
-
-// Grows b to at least `bytes` (contents lost).
-void reserve(DevBuf& b, std::size_t bytes) {
-  if (bytes > b.bytes) b.resize(bytes);
-}
-
-// Grows b to at least `need` bytes, keeping its first `used` bytes; doubles to amortise.
-void grow_keep(DevBuf& b, std::size_t used, std::size_t need) {
-  if (need <= b.bytes) return;
-  DevBuf nb;
-  nb.resize(std::max(need, 2 * b.bytes));
-  if (used) VH_CHECK_CUDA(cudaMemcpy(nb.p, b.p, used, cudaMemcpyDeviceToDevice));
-  take_buffer(b, nb);
-}
-
-template <class T> T download_one(const T* d) {
-  T v;
-  VH_CHECK_CUDA(cudaMemcpy(&v, d, sizeof(T), cudaMemcpyDeviceToHost));
-  return v;
-}
-
-template <class T> void exclusive_sum(Scratch& tmp, const T* in, T* out, int n) {
+template <class T> void exclusive_sum(CubScratch& tmp, const T* in, T* out, int n) {
   std::size_t bytes = 0;
   VH_CHECK_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, n));
   VH_CHECK_CUDA(cub::DeviceScan::ExclusiveSum(tmp.get(bytes), bytes, in, out, n));
 }
 
-void sort_keys(Scratch& tmp, const Key* in, Key* out, int n, int end_bit) {
+void sort_keys(CubScratch& tmp, const Key* in, Key* out, int n, int end_bit) {
   std::size_t bytes = 0;
   VH_CHECK_CUDA(cub::DeviceRadixSort::SortKeys(nullptr, bytes, in, out, n, 0, end_bit));
   VH_CHECK_CUDA(cub::DeviceRadixSort::SortKeys(tmp.get(bytes), bytes, in, out, n, 0, end_bit));
@@ -382,22 +353,18 @@ GpuLists::~GpuLists() = default;
 GpuLists::GpuLists(GpuLists&&) noexcept = default;
 GpuLists& GpuLists::operator=(GpuLists&&) noexcept = default;
 
-namespace {
-template <class V> std::vector<V> download(const DevBuf& b, std::size_t n) {
-  std::vector<V> v(n);
-  if (n) VH_CHECK_CUDA(cudaMemcpy(v.data(), b.p, n * sizeof(V), cudaMemcpyDeviceToHost));
-  return v;
-}
-}  // namespace
-
 M2LArrays GpuLists::m2l_to_host() const {
   if (!dev || dev->m2l_taken) throw std::logic_error("GpuLists::m2l_to_host: no M2L arrays (taken by FarGpu?)");
   static_assert(sizeof(std::array<int, 2>) == sizeof(int2), "entry layout");
   M2LArrays a;
-  a.targets = download<int>(dev->m2l_targets, n_m2l_targets);
-  a.goffset = download<int>(dev->m2l_goffset, n_m2l_targets + 1);
-  a.groups = download<int>(dev->m2l_groups, n_m2l_groups + 1);
-  a.entries = download<std::array<int, 2>>(dev->m2l_entries, n_m2l);
+  a.targets.resize(n_m2l_targets);
+  a.goffset.resize(n_m2l_targets + 1);
+  a.groups.resize(n_m2l_groups + 1);
+  a.entries.resize(n_m2l);
+  dev->m2l_targets.download(a.targets.data(), a.targets.size());
+  dev->m2l_goffset.download(a.goffset.data(), a.goffset.size());
+  dev->m2l_groups.download(a.groups.data(), a.groups.size());
+  dev->m2l_entries.download(reinterpret_cast<int2*>(a.entries.data()), a.entries.size());
   return a;
 }
 
@@ -405,8 +372,10 @@ P2PArrays GpuLists::p2p_to_host() const {
   if (!dev || dev->p2p_taken) throw std::logic_error("GpuLists::p2p_to_host: no P2P arrays (taken by P2PGpu?)");
   static_assert(sizeof(std::array<int, 4>) == sizeof(int4), "entry layout");
   P2PArrays a;
-  a.tasks = download<std::array<int, 4>>(dev->p2p_tasks, n_p2p_tasks);
-  a.entries = download<std::array<int, 4>>(dev->p2p_entries, n_p2p_entries);
+  a.tasks.resize(n_p2p_tasks);
+  a.entries.resize(n_p2p_entries);
+  dev->p2p_tasks.download(reinterpret_cast<int4*>(a.tasks.data()), a.tasks.size());
+  dev->p2p_entries.download(reinterpret_cast<int4*>(a.entries.data()), a.entries.size());
   return a;
 }
 
@@ -414,12 +383,14 @@ GpuLists build_lists_gpu(const Tree& tgt, const Tree& src, bool self, const std:
                          const Acceptance& mac, bool merge_p2p) {
   StepTimer st("gpu lists");
   // Cells, pre-order ranks, shifts, target leaves up.
-  DevBuf d_tc, d_sc, d_rank, d_r2c, d_shift, d_leaves, d_leaf_of;
+  DeviceArray<TCell> d_tc, d_sc;
+  DeviceArray<int> d_rank, d_r2c, d_leaves, d_leaf_of;
+  DeviceArray<double> d_shift;
   d_sc.upload(tcells(src));
   if (!self) d_tc.upload(tcells(tgt));
   ListTrees in;
-  in.T = self ? d_sc.as<TCell>() : d_tc.as<TCell>();
-  in.S = d_sc.as<TCell>();
+  in.T = self ? d_sc.data() : d_tc.data();
+  in.S = d_sc.data();
   in.nct = static_cast<int>(tgt.cells.size());
   in.ncs = static_cast<int>(src.cells.size());
   in.nt = tgt.size();
@@ -431,14 +402,14 @@ GpuLists build_lists_gpu(const Tree& tgt, const Tree& src, bool self, const std:
     d_rank.upload(rank);
     d_r2c.upload(r2c);
   }
-  in.rank = d_rank.as<int>();
-  in.rank_to_cell = d_r2c.as<int>();
+  in.rank = d_rank.data();
+  in.rank_to_cell = d_r2c.data();
   const int nshift = static_cast<int>(shifts.size());
   std::vector<double> sh(3 * std::max(1, nshift), 0.0);
   for (int s = 0; s < nshift; ++s)
     for (int d = 0; d < 3; ++d) sh[3 * s + d] = shifts[s][d];
   d_shift.upload(sh);
-  in.shifts = d_shift.as<double>();
+  in.shifts = d_shift.data();
   std::vector<int> leaves, leaf_of(in.nct, -1);
   for (int c = 0; c < in.nct; ++c)
     if (tgt.cells[c].leaf() && tgt.cells[c].end > tgt.cells[c].begin) {
@@ -448,8 +419,8 @@ GpuLists build_lists_gpu(const Tree& tgt, const Tree& src, bool self, const std:
   in.nl = static_cast<int>(leaves.size());
   d_leaves.upload(leaves);
   d_leaf_of.upload(leaf_of);
-  in.leaves = d_leaves.as<int>();
-  in.leaf_of = d_leaf_of.as<int>();
+  in.leaves = d_leaves.data();
+  in.leaf_of = d_leaf_of.data();
   st.mark("ranks+leaves up");
   GpuLists out;
   build_lists_device(in, self, shifts, mac, merge_p2p, out);
@@ -479,8 +450,10 @@ void build_lists_device(const ListTrees& in, bool self, const std::vector<Vec3>&
   const int sort_bits = std::max(1, key_bits);
 
   // Traversal, one frontier level at a time.
-  Scratch tmp;
-  DevBuf F, next, code, cnt, off, m2l_keys, p2p_keys;
+  CubScratch tmp;
+  DeviceArray<Key> F, next, m2l_keys, p2p_keys;
+  DeviceArray<unsigned char> code;
+  DeviceArray<Cnt> cnt, off;
   long long n_m2l = 0, n_p2p = 0;
   int n = (nt > 0 && ns > 0) ? nshift : 0;
   {
@@ -490,78 +463,77 @@ void build_lists_device(const ListTrees& in, bool self, const std::vector<Vec3>&
   }
   const Mac m{mac.theta, mac.rcut_per_sigma, mac.p2p_max_pairs};
   while (n > 0) {
-    reserve(code, static_cast<std::size_t>(n));
-    reserve(cnt, (static_cast<std::size_t>(n) + 1) * sizeof(Cnt));
-    reserve(off, (static_cast<std::size_t>(n) + 1) * sizeof(Cnt));
-    classify_kernel<<<blocks_for(n + 1), kBlock>>>(F.as<Key>(), n, L, T, S, in.shifts, m,
-                                                   code.as<unsigned char>(), cnt.as<Cnt>());
-    VH_CHECK_CUDA(cudaGetLastError());
+    code.reserve(n);
+    cnt.reserve(static_cast<std::size_t>(n) + 1);
+    off.reserve(static_cast<std::size_t>(n) + 1);
+    classify_kernel<<<blocks_for(n + 1), kBlock>>>(F.data(), n, L, T, S, in.shifts, m, code.data(), cnt.data());
+    VH_CHECK_LAUNCH();
     std::size_t bytes = 0;
-    VH_CHECK_CUDA(cub::DeviceScan::ExclusiveScan(nullptr, bytes, cnt.as<Cnt>(), off.as<Cnt>(), CntSum{}, Cnt{0, 0, 0},
-                                               n + 1));
-    VH_CHECK_CUDA(cub::DeviceScan::ExclusiveScan(tmp.get(bytes), bytes, cnt.as<Cnt>(), off.as<Cnt>(), CntSum{},
-                                               Cnt{0, 0, 0}, n + 1));
-    const Cnt tot = download_one(off.as<Cnt>() + n);
+    VH_CHECK_CUDA(
+        cub::DeviceScan::ExclusiveScan(nullptr, bytes, cnt.data(), off.data(), CntSum{}, Cnt{0, 0, 0}, n + 1));
+    VH_CHECK_CUDA(cub::DeviceScan::ExclusiveScan(tmp.get(bytes), bytes, cnt.data(), off.data(), CntSum{},
+                                                 Cnt{0, 0, 0}, n + 1));
+    const Cnt tot = download_one(off.data() + n);
     if (n_m2l + tot.m2l > INT_MAX || n_p2p + tot.p2p > INT_MAX || tot.child > INT_MAX)
       throw std::invalid_argument("build_lists_gpu: more than 2^31 - 1 list entries or frontier pairs");
-    grow_keep(m2l_keys, n_m2l * sizeof(Key), (n_m2l + tot.m2l) * sizeof(Key));
-    grow_keep(p2p_keys, n_p2p * sizeof(Key), (n_p2p + tot.p2p) * sizeof(Key));
-    reserve(next, std::max<long long>(1, tot.child) * sizeof(Key));
-    emit_kernel<<<blocks_for(n), kBlock>>>(F.as<Key>(), n, L, T, S, in.rank, code.as<unsigned char>(),
-                                           off.as<Cnt>(), m2l_keys.as<Key>() + n_m2l, p2p_keys.as<Key>() + n_p2p,
-                                           next.as<Key>());
-    VH_CHECK_CUDA(cudaGetLastError());
+    grow_keep(m2l_keys, n_m2l, n_m2l + tot.m2l);
+    grow_keep(p2p_keys, n_p2p, n_p2p + tot.p2p);
+    next.reserve(std::max<long long>(1, tot.child));
+    emit_kernel<<<blocks_for(n), kBlock>>>(F.data(), n, L, T, S, in.rank, code.data(), off.data(),
+                                           m2l_keys.data() + n_m2l, p2p_keys.data() + n_p2p, next.data());
+    VH_CHECK_LAUNCH();
     n_m2l += tot.m2l;
     n_p2p += tot.p2p;
     F.swap(next);
     n = static_cast<int>(tot.child);
   }
-  F.resize(0);
-  next.resize(0);
-  code.resize(0);
-  cnt.resize(0);
-  off.resize(0);
+  F.release();
+  next.release();
+  code.release();
+  cnt.release();
+  off.release();
   st.mark("traversal");
 
   // M2L: keys of mixed-shift lists re-made, one sort, entries and groups.
   {
     const int nm = static_cast<int>(n_m2l);
-    DevBuf smin, smax, sorted, seg, grp, segpos, grppos;
-    smin.resize(std::max(1, nct) * sizeof(int));
-    smax.resize(std::max(1, nct) * sizeof(int));
-    fill_kernel<<<blocks_for(nct), kBlock>>>(nct, INT_MAX, smin.as<int>());
-    fill_kernel<<<blocks_for(nct), kBlock>>>(nct, -1, smax.as<int>());
-    VH_CHECK_CUDA(cudaGetLastError());
+    // Allocated in the order of use: the keys go before the arrays of entries and groups come.
+    DeviceArray<int> smin(std::max(1, nct)), smax(std::max(1, nct));
+    DeviceArray<Key> sorted;
+    DeviceArray<int> seg, grp, segpos, grppos;
+    fill_kernel<<<blocks_for(nct), kBlock>>>(nct, INT_MAX, smin.data());
+    VH_CHECK_LAUNCH();
+    fill_kernel<<<blocks_for(nct), kBlock>>>(nct, -1, smax.data());
+    VH_CHECK_LAUNCH();
     if (nm > 0) {
-      shift_range_kernel<<<blocks_for(nm), kBlock>>>(m2l_keys.as<Key>(), nm, L, smin.as<int>(), smax.as<int>());
-      rekey_kernel<<<blocks_for(nm), kBlock>>>(m2l_keys.as<Key>(), nm, L, smin.as<int>(), smax.as<int>(),
-                                               in.rank_to_cell);
-      VH_CHECK_CUDA(cudaGetLastError());
-      sorted.resize(nm * sizeof(Key));
-      sort_keys(tmp, m2l_keys.as<Key>(), sorted.as<Key>(), nm, sort_bits);
+      shift_range_kernel<<<blocks_for(nm), kBlock>>>(m2l_keys.data(), nm, L, smin.data(), smax.data());
+      VH_CHECK_LAUNCH();
+      rekey_kernel<<<blocks_for(nm), kBlock>>>(m2l_keys.data(), nm, L, smin.data(), smax.data(), in.rank_to_cell);
+      VH_CHECK_LAUNCH();
+      sorted.resize(nm);
+      sort_keys(tmp, m2l_keys.data(), sorted.data(), nm, sort_bits);
     }
-    m2l_keys.resize(0);
-    D.m2l_entries.reserve(static_cast<std::size_t>(nm) * sizeof(int2));
-    seg.resize((nm + 1) * sizeof(int));
-    grp.resize((nm + 1) * sizeof(int));
-    segpos.resize((nm + 1) * sizeof(int));
-    grppos.resize((nm + 1) * sizeof(int));
-    m2l_decode_kernel<<<blocks_for(nm + 1), kBlock>>>(sorted.as<Key>(), nm, L, smin.as<int>(), smax.as<int>(),
-                                                      in.rank_to_cell, D.m2l_entries.as<int2>(), seg.as<int>(),
-                                                      grp.as<int>());
-    VH_CHECK_CUDA(cudaGetLastError());
-    exclusive_sum(tmp, seg.as<int>(), segpos.as<int>(), nm + 1);
-    exclusive_sum(tmp, grp.as<int>(), grppos.as<int>(), nm + 1);
+    m2l_keys.release();
+    D.m2l_entries.reserve(nm);
+    seg.resize(nm + 1);
+    grp.resize(nm + 1);
+    segpos.resize(nm + 1);
+    grppos.resize(nm + 1);
+    m2l_decode_kernel<<<blocks_for(nm + 1), kBlock>>>(sorted.data(), nm, L, smin.data(), smax.data(),
+                                                      in.rank_to_cell, D.m2l_entries.data(), seg.data(), grp.data());
+    VH_CHECK_LAUNCH();
+    exclusive_sum(tmp, seg.data(), segpos.data(), nm + 1);
+    exclusive_sum(tmp, grp.data(), grppos.data(), nm + 1);
     out.n_m2l = nm;
-    out.n_m2l_targets = download_one(segpos.as<int>() + nm);
-    out.n_m2l_groups = download_one(grppos.as<int>() + nm);
-    D.m2l_targets.reserve(std::max(1, out.n_m2l_targets) * sizeof(int));
-    D.m2l_goffset.reserve((out.n_m2l_targets + 1) * sizeof(int));
-    D.m2l_groups.reserve((out.n_m2l_groups + 1) * sizeof(int));
-    m2l_scatter_kernel<<<blocks_for(nm + 1), kBlock>>>(sorted.as<Key>(), nm, L, seg.as<int>(), segpos.as<int>(),
-                                                       grp.as<int>(), grppos.as<int>(), D.m2l_targets.as<int>(),
-                                                       D.m2l_goffset.as<int>(), D.m2l_groups.as<int>());
-    VH_CHECK_CUDA(cudaGetLastError());
+    out.n_m2l_targets = download_one(segpos.data() + nm);
+    out.n_m2l_groups = download_one(grppos.data() + nm);
+    D.m2l_targets.reserve(std::max(1, out.n_m2l_targets));
+    D.m2l_goffset.reserve(out.n_m2l_targets + 1);
+    D.m2l_groups.reserve(out.n_m2l_groups + 1);
+    m2l_scatter_kernel<<<blocks_for(nm + 1), kBlock>>>(sorted.data(), nm, L, seg.data(), segpos.data(), grp.data(),
+                                                       grppos.data(), D.m2l_targets.data(), D.m2l_goffset.data(),
+                                                       D.m2l_groups.data());
+    VH_CHECK_LAUNCH();
     VH_CHECK_CUDA(cudaDeviceSynchronize());
   }
   st.mark("m2l arrays");
@@ -569,58 +541,50 @@ void build_lists_device(const ListTrees& in, bool self, const std::vector<Vec3>&
   // P2P: one sort, merged entries, leaf offsets, tasks.
   {
     const int np = static_cast<int>(n_p2p);
-    DevBuf sorted, newf, epos, pairs, send, lstart, lstop, ecnt, tcnt, eoff, toff;
+    DeviceArray<Key> sorted;
     if (np > 0) {
-      sorted.resize(np * sizeof(Key));
-      sort_keys(tmp, p2p_keys.as<Key>(), sorted.as<Key>(), np, sort_bits);
+      sorted.resize(np);
+      sort_keys(tmp, p2p_keys.data(), sorted.data(), np, sort_bits);
     }
-    p2p_keys.resize(0);
-    newf.resize((np + 1) * sizeof(int));
-    epos.resize((np + 1) * sizeof(int));
-    pairs.resize(std::max(1, np) * sizeof(long long));
-    send.resize(std::max(1, np) * sizeof(int));
-    p2p_decode_kernel<<<blocks_for(np + 1), kBlock>>>(sorted.as<Key>(), np, L, T, S, in.rank_to_cell, merge_p2p,
-                                                      newf.as<int>(), pairs.as<long long>(), send.as<int>());
-    VH_CHECK_CUDA(cudaGetLastError());
-    exclusive_sum(tmp, newf.as<int>(), epos.as<int>(), np + 1);
-    const int ne = download_one(epos.as<int>() + np);
-    D.p2p_entries.reserve(static_cast<std::size_t>(ne) * sizeof(int4));
-    lstart.resize(std::max(1, nl) * sizeof(int));
-    lstop.resize(std::max(1, nl) * sizeof(int));
-    VH_CHECK_CUDA(cudaMemset(lstart.p, 0, lstart.bytes));
-    VH_CHECK_CUDA(cudaMemset(lstop.p, 0, lstop.bytes));
+    p2p_keys.release();
+    DeviceArray<int> newf(np + 1), epos(np + 1), send(std::max(1, np));
+    DeviceArray<long long> pairs(std::max(1, np)), sums(1);
+    p2p_decode_kernel<<<blocks_for(np + 1), kBlock>>>(sorted.data(), np, L, T, S, in.rank_to_cell, merge_p2p,
+                                                      newf.data(), pairs.data(), send.data());
+    VH_CHECK_LAUNCH();
+    exclusive_sum(tmp, newf.data(), epos.data(), np + 1);
+    const int ne = download_one(epos.data() + np);
+    D.p2p_entries.reserve(ne);
+    DeviceArray<int> lstart(std::max(1, nl)), lstop(std::max(1, nl));
+    VH_CHECK_CUDA(cudaMemset(lstart.data(), 0, lstart.bytes()));
+    VH_CHECK_CUDA(cudaMemset(lstop.data(), 0, lstop.bytes()));
     if (np > 0) {
-      p2p_entries_kernel<<<blocks_for(np), kBlock>>>(sorted.as<Key>(), np, L, S, in.rank_to_cell, newf.as<int>(),
-                                                     epos.as<int>(), in.shifts, self, in.leaf_of,
-                                                     D.p2p_entries.as<int4>(), lstart.as<int>(), lstop.as<int>());
-      VH_CHECK_CUDA(cudaGetLastError());
-      long long* d_sum = reinterpret_cast<long long*>(newf.p);  // newf is done with: reuse for the results
-      int* d_max = epos.as<int>();
+      p2p_entries_kernel<<<blocks_for(np), kBlock>>>(sorted.data(), np, L, S, in.rank_to_cell, newf.data(),
+                                                     epos.data(), in.shifts, self, in.leaf_of, D.p2p_entries.data(),
+                                                     lstart.data(), lstop.data());
+      VH_CHECK_LAUNCH();
+      int* d_max = epos.data();  // epos is done with: reuse for the result
       std::size_t bytes = 0;
-      VH_CHECK_CUDA(cub::DeviceReduce::Sum(nullptr, bytes, pairs.as<long long>(), d_sum, np));
-      VH_CHECK_CUDA(cub::DeviceReduce::Sum(tmp.get(bytes), bytes, pairs.as<long long>(), d_sum, np));
-      out.p2p_pairs = download_one(d_sum);
+      VH_CHECK_CUDA(cub::DeviceReduce::Sum(nullptr, bytes, pairs.data(), sums.data(), np));
+      VH_CHECK_CUDA(cub::DeviceReduce::Sum(tmp.get(bytes), bytes, pairs.data(), sums.data(), np));
+      out.p2p_pairs = download_one(sums.data());
       bytes = 0;
-      VH_CHECK_CUDA(cub::DeviceReduce::Max(nullptr, bytes, send.as<int>(), d_max, np));
-      VH_CHECK_CUDA(cub::DeviceReduce::Max(tmp.get(bytes), bytes, send.as<int>(), d_max, np));
+      VH_CHECK_CUDA(cub::DeviceReduce::Max(nullptr, bytes, send.data(), d_max, np));
+      VH_CHECK_CUDA(cub::DeviceReduce::Max(tmp.get(bytes), bytes, send.data(), d_max, np));
       out.p2p_max_source = download_one(d_max);
     }
-    ecnt.resize((nl + 1) * sizeof(int));
-    tcnt.resize((nl + 1) * sizeof(int));
-    eoff.resize((nl + 1) * sizeof(int));
-    toff.resize((nl + 1) * sizeof(int));
-    leaf_counts_kernel<<<blocks_for(nl + 1), kBlock>>>(nl, in.leaves, T, lstart.as<int>(), lstop.as<int>(),
-                                                       ecnt.as<int>(), tcnt.as<int>());
-    VH_CHECK_CUDA(cudaGetLastError());
-    exclusive_sum(tmp, ecnt.as<int>(), eoff.as<int>(), nl + 1);
-    exclusive_sum(tmp, tcnt.as<int>(), toff.as<int>(), nl + 1);
+    DeviceArray<int> ecnt(nl + 1), tcnt(nl + 1), eoff(nl + 1), toff(nl + 1);
+    leaf_counts_kernel<<<blocks_for(nl + 1), kBlock>>>(nl, in.leaves, T, lstart.data(), lstop.data(), ecnt.data(),
+                                                       tcnt.data());
+    VH_CHECK_LAUNCH();
+    exclusive_sum(tmp, ecnt.data(), eoff.data(), nl + 1);
+    exclusive_sum(tmp, tcnt.data(), toff.data(), nl + 1);
     out.n_p2p_entries = ne;
-    out.n_p2p_tasks = download_one(toff.as<int>() + nl);
-    D.p2p_tasks.reserve(static_cast<std::size_t>(out.n_p2p_tasks) * sizeof(int4));
+    out.n_p2p_tasks = download_one(toff.data() + nl);
+    D.p2p_tasks.reserve(out.n_p2p_tasks);
     if (nl > 0) {
-      tasks_kernel<<<blocks_for(nl), kBlock>>>(nl, in.leaves, T, eoff.as<int>(), toff.as<int>(),
-                                               D.p2p_tasks.as<int4>());
-      VH_CHECK_CUDA(cudaGetLastError());
+      tasks_kernel<<<blocks_for(nl), kBlock>>>(nl, in.leaves, T, eoff.data(), toff.data(), D.p2p_tasks.data());
+      VH_CHECK_LAUNCH();
     }
     out.p2p_targets = nl > 0 ? nt : 0;
     VH_CHECK_CUDA(cudaDeviceSynchronize());

@@ -22,6 +22,26 @@ constexpr int kBits = morton::kBits;
 // Below this many items a loop runs on one thread (the parallel region costs more).
 constexpr int kSerialBelow = 1 << 14;
 
+// The box [l, h] extended to the point p; min and max are exact, so a reduction in any order
+// gives the serial box.
+inline void extend_box(const Vec3& p, double& l0, double& l1, double& l2, double& h0, double& h1, double& h2) {
+  l0 = std::min(l0, p[0]);
+  l1 = std::min(l1, p[1]);
+  l2 = std::min(l2, p[2]);
+  h0 = std::max(h0, p[0]);
+  h1 = std::max(h1, p[1]);
+  h2 = std::max(h2, p[2]);
+}
+
+// |p - c|^2 summed over x, y, z in that order (the GPU's twin in tree_gpu.cu sums the same way).
+inline double distance2(const Vec3& p, double c0, double c1, double c2) {
+  double d2 = 0;
+  d2 += (p[0] - c0) * (p[0] - c0);
+  d2 += (p[1] - c1) * (p[1] - c1);
+  d2 += (p[2] - c2) * (p[2] - c2);
+  return d2;
+}
+
 // Stable LSD radix sort of perm (initially any order) by key[perm[i]], 11-bit digits, OpenMP.
 // Each pass is a stable counting sort: thread t histograms its contiguous chunk, the output
 // offset of (digit b, thread t) is the count of all smaller digits plus that of digit b in the
@@ -88,15 +108,7 @@ void bounding_cube(const std::vector<Vec3>& a, const std::vector<Vec3>* b, Vec3&
     double l0 = lo[0], l1 = lo[1], l2 = lo[2], h0 = hi[0], h1 = hi[1], h2 = hi[2];
     // min/max are exact: the reduction gives the serial result for any thread count.
 #pragma omp parallel for schedule(static) reduction(min : l0, l1, l2) reduction(max : h0, h1, h2) if (n > kSerialBelow)
-    for (long long i = 0; i < n; ++i) {
-      const Vec3& p = v[i];
-      l0 = std::min(l0, p[0]);
-      l1 = std::min(l1, p[1]);
-      l2 = std::min(l2, p[2]);
-      h0 = std::max(h0, p[0]);
-      h1 = std::max(h1, p[1]);
-      h2 = std::max(h2, p[2]);
-    }
+    for (long long i = 0; i < n; ++i) extend_box(v[i], l0, l1, l2, h0, h1, h2);
     lo = {l0, l1, l2};
     hi = {h0, h1, h2};
   };
@@ -289,18 +301,8 @@ void cell_extents(std::vector<Cell>& cells, const std::vector<Vec3>& x, const st
     const double c0 = c.center[0], c1 = c.center[1], c2 = c.center[2];
 #pragma omp parallel for schedule(static) reduction(min : l0, l1, l2) reduction(max : h0, h1, h2, r2, smax)
     for (int i = c.begin; i < c.end; ++i) {
-      const Vec3& p = x[i];
-      l0 = std::min(l0, p[0]);
-      l1 = std::min(l1, p[1]);
-      l2 = std::min(l2, p[2]);
-      h0 = std::max(h0, p[0]);
-      h1 = std::max(h1, p[1]);
-      h2 = std::max(h2, p[2]);
-      double d2 = 0;
-      d2 += (p[0] - c0) * (p[0] - c0);
-      d2 += (p[1] - c1) * (p[1] - c1);
-      d2 += (p[2] - c2) * (p[2] - c2);
-      r2 = std::max(r2, d2);
+      extend_box(x[i], l0, l1, l2, h0, h1, h2);
+      r2 = std::max(r2, distance2(x[i], c0, c1, c2));
       if (has_sigma) smax = std::max(smax, ssig[i]);
     }
     store(c, Extent{l0, l1, l2, h0, h1, h2, r2, smax});
@@ -312,18 +314,8 @@ void cell_extents(std::vector<Cell>& cells, const std::vector<Vec3>& x, const st
     Extent e;
     const double c0 = c.center[0], c1 = c.center[1], c2 = c.center[2];
     for (int i = c.begin; i < c.end; ++i) {
-      const Vec3& p = x[i];
-      e.l0 = std::min(e.l0, p[0]);
-      e.l1 = std::min(e.l1, p[1]);
-      e.l2 = std::min(e.l2, p[2]);
-      e.h0 = std::max(e.h0, p[0]);
-      e.h1 = std::max(e.h1, p[1]);
-      e.h2 = std::max(e.h2, p[2]);
-      double d2 = 0;
-      d2 += (p[0] - c0) * (p[0] - c0);
-      d2 += (p[1] - c1) * (p[1] - c1);
-      d2 += (p[2] - c2) * (p[2] - c2);
-      e.r2 = std::max(e.r2, d2);
+      extend_box(x[i], e.l0, e.l1, e.l2, e.h0, e.h1, e.h2);
+      e.r2 = std::max(e.r2, distance2(x[i], c0, c1, c2));
       if (has_sigma) e.smax = std::max(e.smax, ssig[i]);
     }
     store(c, e);

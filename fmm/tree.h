@@ -11,8 +11,6 @@
 
 namespace vh::fmm {
 
-
-
 /// One octree cell.  Lengths are in the units of the positions.
 struct Cell {
   Vec3 center{};         ///< geometric centre of the cell's cube: the expansion centre
@@ -39,10 +37,6 @@ struct Tree {
   int size() const { return cells.empty() ? 0 : cells[0].end; }
 };
 
-/// Builds the tree of points x (sigma may be empty for targets) in the cube of centre `center`
-/// and half side `half`; every point must lie inside it.  Expansions are about the cube centres
-/// (regular offsets; measured on a lattice, as accurate per M2L as tight-box centres with a
-/// correspondingly smaller theta, and the periodic lattice needs the root at the box centre).
 /// How build_tree treats the positions and where it sorts.
 struct TreeBuild {
   /// Wrap each position into the periodic box [0, 2 pi)^3 first (fmm::wrap_coordinate; the
@@ -51,6 +45,11 @@ struct TreeBuild {
   /// Sort the keys on the GPU (fmm/sort_gpu.h; CUDA builds, same result as the CPU sort).
   bool gpu_sort = false;
 };
+/// Builds the tree of points x (sigma may be empty for targets) in the cube of centre `center`
+/// and half side `half`; every point must lie inside it (after the wrap, with how.wrap).
+/// Expansions are about the cube centres (regular offsets; measured on a lattice, as accurate
+/// per M2L as tight-box centres with a correspondingly smaller theta, and the periodic lattice
+/// needs the root at the box centre).
 Tree build_tree(const std::vector<Vec3>& x, const std::vector<double>& sigma, const Vec3& center,
                 double half, int ncrit, TreeBuild how = {});
 

@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "fmm/cuda_util.h"
+#include "base/device_buffer.h"
 #include "fmm/far_gpu_device.h"
 #include "fmm/morton.h"
 #include "fmm/particles_gpu.h"
@@ -111,25 +111,6 @@ __global__ void split_write_kernel(int m, int lb, int le, DCell* __restrict__ ce
 // result does not depend on the order).  Per cell 8 values: min x, y, z, then -max x, y, z (as
 // minima), then max r^2 and max sigma.  r^2 is summed as on the CPU, without fused multiply-adds.
 constexpr int kExtentChunk = 1024;
-
-__host__ __device__ inline unsigned long long ordered_bits(unsigned long long u) {
-  return (u >> 63) ? ~u : (u | 0x8000000000000000ull);
-}
-__host__ __device__ inline unsigned long long from_ordered_bits(unsigned long long k) {
-  return (k >> 63) ? (k & 0x7fffffffffffffffull) : ~k;
-}
-__device__ inline unsigned long long ordered(double v) {
-  return ordered_bits(static_cast<unsigned long long>(__double_as_longlong(v)));
-}
-__device__ inline double from_ordered(unsigned long long k) {
-  return __longlong_as_double(static_cast<long long>(from_ordered_bits(k)));
-}
-inline double from_ordered_host(unsigned long long k) {
-  const unsigned long long u = from_ordered_bits(k);
-  double v;
-  std::memcpy(&v, &u, sizeof v);
-  return v;
-}
 
 __global__ void extents_kernel(int nitems, const int4* __restrict__ items, const double4_32a* __restrict__ centre,
                                const double4_32a* __restrict__ xs4, unsigned long long* __restrict__ ext) {
@@ -269,55 +250,36 @@ __global__ void iota_from_kernel(int n, int first, int* __restrict__ v) {
   if (i < n) v[i] = first + i;
 }
 
-// Grows b to at least `need` bytes, keeping its first `used` bytes; doubles to amortise.
-void grow_keep(DevBuf& b, std::size_t used, std::size_t need) {
-  if (need <= b.bytes) return;
-  DevBuf nb;
-  nb.resize(std::max(need, 2 * b.bytes));
-  if (used) VH_CHECK_CUDA(cudaMemcpy(nb.p, b.p, used, cudaMemcpyDeviceToDevice));
-  b.swap(nb);
-}
-
-template <class T, class Op> void exclusive_scan(DevBuf& tmp, const T* in, T* out, int n, Op op, T init) {
+template <class T, class Op> void exclusive_scan(CubScratch& tmp, const T* in, T* out, int n, Op op, T init) {
   std::size_t bytes = 0;
   VH_CHECK_CUDA(cub::DeviceScan::ExclusiveScan(nullptr, bytes, in, out, op, init, n));
-  tmp.reserve(std::max<std::size_t>(bytes, 16));  // never null: null asks CUB for the size only
-  VH_CHECK_CUDA(cub::DeviceScan::ExclusiveScan(tmp.p, bytes, in, out, op, init, n));
+  VH_CHECK_CUDA(cub::DeviceScan::ExclusiveScan(tmp.get(bytes), bytes, in, out, op, init, n));
 }
 
-void exclusive_sum(DevBuf& tmp, const int* in, int* out, int n) {
+void exclusive_sum(CubScratch& tmp, const int* in, int* out, int n) {
   std::size_t bytes = 0;
   VH_CHECK_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, n));
-  tmp.reserve(std::max<std::size_t>(bytes, 16));
-  VH_CHECK_CUDA(cub::DeviceScan::ExclusiveSum(tmp.p, bytes, in, out, n));
-}
-
-template <class T> T download_one(const T* d) {
-  T v;
-  VH_CHECK_CUDA(cudaMemcpy(&v, d, sizeof(T), cudaMemcpyDeviceToHost));
-  return v;
+  VH_CHECK_CUDA(cub::DeviceScan::ExclusiveSum(tmp.get(bytes), bytes, in, out, n));
 }
 
 // The extents of the cells [0, ncell) (DCell array) into ext (8 per cell) from the sorted
 // positions: items counted, placed, measured.
-void measure(int ncell, const DCell* cells, const double4_32a* xs4, DevBuf& ext) {
-  ext.reserve(8 * static_cast<std::size_t>(std::max(1, ncell)) * sizeof(unsigned long long));
-  DevBuf nitems, first, items, centre, tmp;
-  nitems.resize((ncell + 1) * sizeof(int));
-  first.resize((ncell + 1) * sizeof(int));
-  centre.resize(std::max(1, ncell) * sizeof(double4_32a));
-  items_count_kernel<<<blocks_for(ncell + 1), kBlock>>>(ncell, cells, nitems.as<int>(), centre.as<double4_32a>(),
-                                                        ext.as<unsigned long long>());
-  VH_CHECK_CUDA(cudaGetLastError());
-  exclusive_sum(tmp, nitems.as<int>(), first.as<int>(), ncell + 1);
-  const int n_items = download_one(first.as<int>() + ncell);
+void measure(int ncell, const DCell* cells, const double4_32a* xs4, DeviceArray<unsigned long long>& ext) {
+  ext.reserve(8 * static_cast<std::size_t>(std::max(1, ncell)));
+  DeviceArray<int> nitems(ncell + 1), first(ncell + 1);
+  DeviceArray<double4_32a> centre(std::max(1, ncell));
+  DeviceArray<int4> items;
+  CubScratch tmp;
+  items_count_kernel<<<blocks_for(ncell + 1), kBlock>>>(ncell, cells, nitems.data(), centre.data(), ext.data());
+  VH_CHECK_LAUNCH();
+  exclusive_sum(tmp, nitems.data(), first.data(), ncell + 1);
+  const int n_items = download_one(first.data() + ncell);
   if (n_items == 0) return;
-  items.resize(n_items * sizeof(int4));
-  items_fill_kernel<<<blocks_for(ncell), kBlock>>>(ncell, cells, first.as<int>(), items.as<int4>());
-  VH_CHECK_CUDA(cudaGetLastError());
-  extents_kernel<<<(n_items + 7) / 8, 256>>>(n_items, items.as<int4>(), centre.as<double4_32a>(), xs4,
-                                             ext.as<unsigned long long>());
-  VH_CHECK_CUDA(cudaGetLastError());
+  items.resize(n_items);
+  items_fill_kernel<<<blocks_for(ncell), kBlock>>>(ncell, cells, first.data(), items.data());
+  VH_CHECK_LAUNCH();
+  extents_kernel<<<(n_items + 7) / 8, 256>>>(n_items, items.data(), centre.data(), xs4, ext.data());
+  VH_CHECK_LAUNCH();
 }
 
 }  // namespace
@@ -326,8 +288,14 @@ struct DeviceTree::Impl {
   int n = 0, ncell = 0, nlevel = 0, nleaf = 0;
   double half0 = 0;  // the root's half side
   std::vector<int> level_begin;  // first cell of each level, then ncell
-  DevBuf dcells, bounds, cnt, off, parents, ext, tmp;
-  DevBuf tc, gc, fchild, nch, rank, r2c, size, leaf, leafpos, leaves, leaf_of, children;
+  DeviceArray<DCell> dcells;
+  DeviceArray<int> bounds, parents;
+  DeviceArray<Cnt2> cnt, off;
+  DeviceArray<unsigned long long> ext;
+  CubScratch tmp;
+  DeviceArray<TCell> tc;
+  DeviceArray<GCell> gc;
+  DeviceArray<int> fchild, nch, rank, r2c, size, leaf, leafpos, leaves, leaf_of, children;
   std::vector<std::pair<int, int>> m2m_levels, l2l_levels;
 };
 
@@ -352,9 +320,9 @@ void DeviceTree::build(const SortedSourcesGpu& pts, int ncrit) {
   root.nchild = 0;
   root.level = 0;
   root.parent = -1;
-  m.dcells.reserve(std::max<std::size_t>(m.dcells.bytes, 64 * sizeof(DCell)));
-  VH_CHECK_CUDA(cudaMemcpy(m.dcells.p, &root, sizeof root, cudaMemcpyHostToDevice));
-  m.parents.reserve(std::max<std::size_t>(m.parents.bytes, 64 * sizeof(int)));
+  m.dcells.reserve(64);
+  VH_CHECK_CUDA(cudaMemcpy(m.dcells.data(), &root, sizeof root, cudaMemcpyHostToDevice));
+  m.parents.reserve(64);
   m.level_begin.assign(1, 0);
   std::vector<std::pair<int, int>> parent_levels;  // (offset, count) per level, top-down
   int lb = 0, le = 1, npar = 0;
@@ -362,23 +330,23 @@ void DeviceTree::build(const SortedSourcesGpu& pts, int ncrit) {
   while (lb < le) {
     const int mm = le - lb;
     half_child *= 0.5;  // split_cells' ch.half = 0.5 * c.half, exact
-    m.bounds.reserve(9 * static_cast<std::size_t>(mm) * sizeof(int));
-    m.cnt.reserve((mm + 1) * sizeof(Cnt2));
-    m.off.reserve((mm + 1) * sizeof(Cnt2));
-    split_count_kernel<<<blocks_for(mm + 1), kBlock>>>(mm, lb, m.dcells.as<DCell>(), key, ncrit, m.bounds.as<int>(),
-                                                       m.cnt.as<Cnt2>());
-    VH_CHECK_CUDA(cudaGetLastError());
-    exclusive_scan(m.tmp, m.cnt.as<Cnt2>(), m.off.as<Cnt2>(), mm + 1, Cnt2Sum{}, Cnt2{0, 0});
-    const Cnt2 tot = download_one(m.off.as<Cnt2>() + mm);
+    m.bounds.reserve(9 * static_cast<std::size_t>(mm));
+    m.cnt.reserve(mm + 1);
+    m.off.reserve(mm + 1);
+    split_count_kernel<<<blocks_for(mm + 1), kBlock>>>(mm, lb, m.dcells.data(), key, ncrit, m.bounds.data(),
+                                                       m.cnt.data());
+    VH_CHECK_LAUNCH();
+    exclusive_scan(m.tmp, m.cnt.data(), m.off.data(), mm + 1, Cnt2Sum{}, Cnt2{0, 0});
+    const Cnt2 tot = download_one(m.off.data() + mm);
     if (tot.children == 0) {
       m.level_begin.push_back(le);
       break;
     }
-    grow_keep(m.dcells, le * sizeof(DCell), (static_cast<std::size_t>(le) + tot.children) * sizeof(DCell));
-    grow_keep(m.parents, npar * sizeof(int), (static_cast<std::size_t>(npar) + tot.parents) * sizeof(int));
-    split_write_kernel<<<blocks_for(mm), kBlock>>>(mm, lb, le, m.dcells.as<DCell>(), m.bounds.as<int>(),
-                                                   m.off.as<Cnt2>(), half_child, m.parents.as<int>() + npar);
-    VH_CHECK_CUDA(cudaGetLastError());
+    grow_keep(m.dcells, le, static_cast<std::size_t>(le) + tot.children);
+    grow_keep(m.parents, npar, static_cast<std::size_t>(npar) + tot.parents);
+    split_write_kernel<<<blocks_for(mm), kBlock>>>(mm, lb, le, m.dcells.data(), m.bounds.data(), m.off.data(),
+                                                   half_child, m.parents.data() + npar);
+    VH_CHECK_LAUNCH();
     parent_levels.push_back({npar, tot.parents});
     npar += tot.parents;
     m.level_begin.push_back(le);
@@ -390,41 +358,39 @@ void DeviceTree::build(const SortedSourcesGpu& pts, int ncrit) {
   m.nlevel = static_cast<int>(m.level_begin.size()) - 1;
   st.mark("split");
   const int nc = m.ncell;
-  const DCell* dc = m.dcells.as<DCell>();
+  const DCell* dc = m.dcells.data();
   measure(nc, dc, static_cast<const double4_32a*>(pts.positions_sigma()), m.ext);
   st.mark("extents");
   // Records, links, leaves.
-  m.tc.reserve(nc * sizeof(TCell));
-  m.gc.reserve(nc * sizeof(GCell));
-  m.fchild.reserve(nc * sizeof(int));
-  m.nch.reserve(nc * sizeof(int));
-  m.leaf.reserve((nc + 1) * sizeof(int));
-  m.leafpos.reserve((nc + 1) * sizeof(int));
-  m.leaf_of.reserve(nc * sizeof(int));
-  finish_cells_kernel<<<blocks_for(nc + 1), kBlock>>>(nc, dc, m.ext.as<unsigned long long>(), m.tc.as<TCell>(),
-                                                      m.gc.as<GCell>(), m.fchild.as<int>(), m.nch.as<int>(),
-                                                      m.leaf.as<int>());
-  VH_CHECK_CUDA(cudaGetLastError());
-  exclusive_sum(m.tmp, m.leaf.as<int>(), m.leafpos.as<int>(), nc + 1);
-  m.nleaf = download_one(m.leafpos.as<int>() + nc);
-  m.leaves.reserve(std::max(1, m.nleaf) * sizeof(int));
-  leaves_kernel<<<blocks_for(nc), kBlock>>>(nc, m.leaf.as<int>(), m.leafpos.as<int>(), m.leaves.as<int>(),
-                                           m.leaf_of.as<int>());
-  VH_CHECK_CUDA(cudaGetLastError());
+  m.tc.reserve(nc);
+  m.gc.reserve(nc);
+  m.fchild.reserve(nc);
+  m.nch.reserve(nc);
+  m.leaf.reserve(nc + 1);
+  m.leafpos.reserve(nc + 1);
+  m.leaf_of.reserve(nc);
+  finish_cells_kernel<<<blocks_for(nc + 1), kBlock>>>(nc, dc, m.ext.data(), m.tc.data(), m.gc.data(),
+                                                      m.fchild.data(), m.nch.data(), m.leaf.data());
+  VH_CHECK_LAUNCH();
+  exclusive_sum(m.tmp, m.leaf.data(), m.leafpos.data(), nc + 1);
+  m.nleaf = download_one(m.leafpos.data() + nc);
+  m.leaves.reserve(std::max(1, m.nleaf));
+  leaves_kernel<<<blocks_for(nc), kBlock>>>(nc, m.leaf.data(), m.leafpos.data(), m.leaves.data(), m.leaf_of.data());
+  VH_CHECK_LAUNCH();
   // Pre-order ranks: subtree sizes bottom-up, ranks top-down.
-  m.size.reserve(nc * sizeof(int));
-  m.rank.reserve(nc * sizeof(int));
-  m.r2c.reserve(nc * sizeof(int));
+  m.size.reserve(nc);
+  m.rank.reserve(nc);
+  m.r2c.reserve(nc);
   for (int l = m.nlevel - 1; l >= 0; --l) {
     const int b = m.level_begin[l], e = m.level_begin[l + 1];
-    subtree_kernel<<<blocks_for(e - b), kBlock>>>(b, e, dc, m.size.as<int>());
-    VH_CHECK_CUDA(cudaGetLastError());
+    subtree_kernel<<<blocks_for(e - b), kBlock>>>(b, e, dc, m.size.data());
+    VH_CHECK_LAUNCH();
   }
-  VH_CHECK_CUDA(cudaMemset(m.rank.p, 0, sizeof(int)));  // the root's rank
+  VH_CHECK_CUDA(cudaMemset(m.rank.data(), 0, sizeof(int)));  // the root's rank
   for (int l = 0; l < m.nlevel; ++l) {
     const int b = m.level_begin[l], e = m.level_begin[l + 1];
-    rank_kernel<<<blocks_for(e - b), kBlock>>>(b, e, dc, m.size.as<int>(), m.rank.as<int>(), m.r2c.as<int>());
-    VH_CHECK_CUDA(cudaGetLastError());
+    rank_kernel<<<blocks_for(e - b), kBlock>>>(b, e, dc, m.size.data(), m.rank.data(), m.r2c.data());
+    VH_CHECK_LAUNCH();
   }
   // Level lists of the far field: parents bottom-up, children (cells 1 ..) top-down.
   m.m2m_levels.clear();
@@ -433,10 +399,10 @@ void DeviceTree::build(const SortedSourcesGpu& pts, int ncrit) {
   m.l2l_levels.clear();
   for (int l = 1; l < m.nlevel; ++l)
     m.l2l_levels.push_back({m.level_begin[l] - 1, m.level_begin[l + 1] - m.level_begin[l]});
-  m.children.reserve(std::max(1, nc - 1) * sizeof(int));
+  m.children.reserve(std::max(1, nc - 1));
   if (nc > 1) {
-    iota_from_kernel<<<blocks_for(nc - 1), kBlock>>>(nc - 1, 1, m.children.as<int>());
-    VH_CHECK_CUDA(cudaGetLastError());
+    iota_from_kernel<<<blocks_for(nc - 1), kBlock>>>(nc - 1, 1, m.children.data());
+    VH_CHECK_LAUNCH();
   }
   VH_CHECK_CUDA(cudaDeviceSynchronize());
   st.mark("records+ranks");
@@ -445,28 +411,26 @@ void DeviceTree::build(const SortedSourcesGpu& pts, int ncrit) {
 int DeviceTree::cells() const { return impl_->ncell; }
 int DeviceTree::levels() const { return impl_->nlevel; }
 int DeviceTree::points() const { return impl_->n; }
-const void* DeviceTree::tcells() const { return impl_->tc.p; }
-const void* DeviceTree::gcells() const { return impl_->gc.p; }
-const int* DeviceTree::first_child() const { return impl_->fchild.as<int>(); }
-const int* DeviceTree::nchild() const { return impl_->nch.as<int>(); }
-const int* DeviceTree::rank() const { return impl_->rank.as<int>(); }
-const int* DeviceTree::rank_to_cell() const { return impl_->r2c.as<int>(); }
-const int* DeviceTree::leaves() const { return impl_->leaves.as<int>(); }
-const int* DeviceTree::leaf_of() const { return impl_->leaf_of.as<int>(); }
+const void* DeviceTree::tcells() const { return impl_->tc.data(); }
+const void* DeviceTree::gcells() const { return impl_->gc.data(); }
+const int* DeviceTree::first_child() const { return impl_->fchild.data(); }
+const int* DeviceTree::nchild() const { return impl_->nch.data(); }
+const int* DeviceTree::rank() const { return impl_->rank.data(); }
+const int* DeviceTree::rank_to_cell() const { return impl_->r2c.data(); }
+const int* DeviceTree::leaves() const { return impl_->leaves.data(); }
+const int* DeviceTree::leaf_of() const { return impl_->leaf_of.data(); }
 int DeviceTree::n_leaves() const { return impl_->nleaf; }
-const int* DeviceTree::parents() const { return impl_->parents.as<int>(); }
+const int* DeviceTree::parents() const { return impl_->parents.data(); }
 const std::vector<std::pair<int, int>>& DeviceTree::m2m_levels() const { return impl_->m2m_levels; }
-const int* DeviceTree::children() const { return impl_->children.as<int>(); }
+const int* DeviceTree::children() const { return impl_->children.data(); }
 const std::vector<std::pair<int, int>>& DeviceTree::l2l_levels() const { return impl_->l2l_levels; }
 
 std::vector<Cell> DeviceTree::download_cells() const {
   const Impl& m = *impl_;
   std::vector<TCell> tc(m.ncell);
   std::vector<GCell> gc(m.ncell);
-  if (m.ncell) {
-    VH_CHECK_CUDA(cudaMemcpy(tc.data(), m.tc.p, m.ncell * sizeof(TCell), cudaMemcpyDeviceToHost));
-    VH_CHECK_CUDA(cudaMemcpy(gc.data(), m.gc.p, m.ncell * sizeof(GCell), cudaMemcpyDeviceToHost));
-  }
+  m.tc.download(tc.data(), m.ncell);
+  m.gc.download(gc.data(), m.ncell);
   std::vector<Cell> cells(m.ncell);
   for (int c = 0; c < m.ncell; ++c) {
     Cell& o = cells[c];
@@ -502,20 +466,20 @@ void measure_cells_gpu(std::vector<Cell>& cells, const SortedSourcesGpu& pts) {
     dc[c].level = cl.level;
     dc[c].parent = cl.parent;
   }
-  DevBuf d_cells, ext;
-  d_cells.upload(dc);
-  measure(ncell, d_cells.as<DCell>(), static_cast<const double4_32a*>(pts.positions_sigma()), ext);
+  DeviceArray<DCell> d_cells(dc);
+  DeviceArray<unsigned long long> ext;
+  measure(ncell, d_cells.data(), static_cast<const double4_32a*>(pts.positions_sigma()), ext);
   std::vector<unsigned long long> e(8 * static_cast<std::size_t>(ncell));
-  VH_CHECK_CUDA(cudaMemcpy(e.data(), ext.p, e.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+  ext.download(e.data(), e.size());
   for (int c = 0; c < ncell; ++c) {
     Cell& cl = cells[c];
     const unsigned long long* ec = &e[8 * static_cast<std::size_t>(c)];
     for (int d = 0; d < 3; ++d) {
-      cl.bmin[d] = from_ordered_host(ec[d]);
-      cl.bmax[d] = -from_ordered_host(ec[3 + d]);
+      cl.bmin[d] = from_ordered(ec[d]);
+      cl.bmax[d] = -from_ordered(ec[3 + d]);
     }
-    cl.radius = std::sqrt(from_ordered_host(ec[6]));
-    cl.sigma_max = from_ordered_host(ec[7]);
+    cl.radius = std::sqrt(from_ordered(ec[6]));
+    cl.sigma_max = from_ordered(ec[7]);
   }
 }
 

@@ -28,21 +28,13 @@ __global__ void p2m_kernel(const int* __restrict__ leaves, const GCell* __restri
     if (threadIdx.x < n) {
       const double4_32a xi = x[b + threadIdx.x];
       const double4_32a ai = alpha[b + threadIdx.x];
-      double2* Ri = R + threadIdx.x * nc;
+      double* Ri = reinterpret_cast<double*>(R + threadIdx.x * nc);
       const double dx = xi.x - C.cx, dy = xi.y - C.cy, dz = xi.z - C.cz, r2 = dx * dx + dy * dy + dz * dz;
-      Ri[0] = make_double2(1.0, 0.0);
-      for (int l = 0; l < p; ++l) {
-        double dr = Ri[cidx(l, l)].x, di = Ri[cidx(l, l)].y;
-        regular_diagonal(l, dx, dy, dr, di);
-        Ri[cidx(l + 1, l + 1)] = make_double2(dr, di);
-        for (int m = 0; m <= l; ++m) {
-          const double2 prev = (m <= l - 1) ? Ri[cidx(l - 1, m)] : make_double2(0, 0);
-          const double2 cur = Ri[cidx(l, m)];
-          double nr, ni;
-          regular_up(l, m, dz, r2, cur.x, cur.y, prev.x, prev.y, nr, ni);
-          Ri[cidx(l + 1, m)] = make_double2(nr, ni);
-        }
-      }
+      Ri[0] = 1.0;
+      Ri[1] = 0.0;
+      for (int l = 0; l < p; ++l)
+        harmonic_row_up<false>(l, dx, dy, dz, r2, Ri + 2 * cidx(l, 0), Ri + 2 * cidx(l > 0 ? l - 1 : 0, 0),
+                               Ri + 2 * cidx(l + 1, 0));
       q[3 * threadIdx.x + 0] = ai.x;
       q[3 * threadIdx.x + 1] = ai.y;
       q[3 * threadIdx.x + 2] = ai.z;
@@ -61,7 +53,8 @@ __global__ void p2m_kernel(const int* __restrict__ leaves, const GCell* __restri
 }
 
 // ------------------------------------------------------------------------------------ M2M
-// Block per parent cell of one level: P_lm = sum over children sum_jk R_jk(d) M_{l-j, m-k}.
+// Block per parent cell of one level: P_lm = sum over children sum_jk R_jk(d) M_{l-j, m-k}
+// (m2m_terms, the children's terms one after the other).
 __global__ void m2m_kernel(const int* __restrict__ parents, const int* __restrict__ first_child,
                            const int* __restrict__ nchild, const GCell* __restrict__ cells, int p,
                            double2* __restrict__ M) {
@@ -82,16 +75,17 @@ __global__ void m2m_kernel(const int* __restrict__ parents, const int* __restric
     __syncthreads();
     if (a < 3) {
       const double2* Ma = Mf + a * nf;
-      for (int j = 0; j <= l; ++j) {
-        const int n = l - j;
-        for (int k = -j; k <= j; ++k) {
-          const int mm = m - k;
-          if (mm > n || mm < -n) continue;
-          const double2 t = cmul(Rf[fidx(j, k)], Ma[fidx(n, mm)]);
-          acc.x += t.x;
-          acc.y += t.y;
-        }
-      }
+      m2m_terms(
+          l, m,
+          [&](int j, int k, double& re, double& im) {
+            re = Rf[fidx(j, k)].x;
+            im = Rf[fidx(j, k)].y;
+          },
+          [&](int n, int mm, double& re, double& im) {
+            re = Ma[fidx(n, mm)].x;
+            im = Ma[fidx(n, mm)].y;
+          },
+          acc.x, acc.y);
     }
     __syncthreads();
   }
@@ -105,23 +99,23 @@ __global__ void m2m_kernel(const int* __restrict__ parents, const int* __restric
 
 void far_upward(const FarPlan& f, FarWork& w, cudaStream_t s) {
   const int nc = cidx(f.p + 1, 0), nf = (f.p + 1) * (f.p + 1);
-  const std::size_t bytes = static_cast<std::size_t>(f.n_scells) * 3 * nc * sizeof(double2);
-  w.M.reserve(bytes);
-  if (bytes) VH_CHECK_CUDA(cudaMemsetAsync(w.M.p, 0, bytes, s));
+  const std::size_t count = static_cast<std::size_t>(f.n_scells) * 3 * nc;
+  w.M.reserve(count);
+  if (count) VH_CHECK_CUDA(cudaMemsetAsync(w.M.data(), 0, count * sizeof(double2), s));
   // P2M chunks of particles: as many as fit 40 KB of shared memory, at most 32.
   const int chunk =
       std::max(1, std::min(32, static_cast<int>((40 * 1024) / (nc * sizeof(double2) + 3 * sizeof(double)))));
   if (f.n_src_leaves > 0) {
     const std::size_t shm = chunk * (nc * sizeof(double2) + 3 * sizeof(double));
     p2m_kernel<<<f.n_src_leaves, coef_threads(f.p), shm, s>>>(f.src_leaves, f.scells, f.xs, f.alpha, f.p, chunk,
-                                                              w.M.as<double2>());
-    VH_CHECK_CUDA(cudaGetLastError());
+                                                              w.M.data());
+    VH_CHECK_LAUNCH();
   }
   const std::size_t shm = 4 * nf * sizeof(double2);
   for (const auto& lv : f.m2m_levels) {
     m2m_kernel<<<lv.second, coef_threads(f.p), shm, s>>>(f.parents + lv.first, f.first_child, f.nchild, f.scells, f.p,
-                                                         w.M.as<double2>());
-    VH_CHECK_CUDA(cudaGetLastError());
+                                                         w.M.data());
+    VH_CHECK_LAUNCH();
   }
 }
 

@@ -8,7 +8,15 @@
 
 #include "fmm/fmm.h"
 #include "fmm/periodic.h"
+#include "fmm/tree.h"
 #include "fmm/types.h"
+#ifdef VH_FMM_HAVE_CUDA
+#include "fmm/p2p_gpu.h"
+
+// The first statement of a GPU test: skips it where no CUDA device is visible.
+#define VH_NEED_GPU() \
+  if (::vh::fmm::gpu_count() == 0) GTEST_SKIP() << "no CUDA device"
+#endif
 
 // The long variants (VH_FMM_LONG, label "long") get suite names ending in "Long" so that ctest
 // names stay unique.
@@ -28,6 +36,22 @@ inline Params reference_params() {
   p.theta = 0.4;
   p.ncrit = 64;
   return p;
+}
+
+/// The distances of the acceptance test written out as the CPU traversal had them before
+/// fmm/traverse_kernel.h (the reference of its tests): between the cube centres of A and of B
+/// shifted by s, and between their particle boxes.
+inline void reference_distances(const Cell& A, const Cell& B, const Vec3& s, double& dist_centres,
+                                double& dist_boxes) {
+  double dc2 = 0, db2 = 0;
+  for (int d = 0; d < 3; ++d) {
+    const double dc = A.center[d] - B.center[d] - s[d];
+    dc2 += dc * dc;
+    const double gap = std::max(A.bmin[d] - (B.bmax[d] + s[d]), (B.bmin[d] + s[d]) - A.bmax[d]);
+    if (gap > 0) db2 += gap * gap;
+  }
+  dist_centres = std::sqrt(dc2);
+  dist_boxes = std::sqrt(db2);
 }
 
 /// ||a - b||_2 / ||b||_2 over all components.

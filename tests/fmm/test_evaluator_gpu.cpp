@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "base/device_buffer.h"
 #include "common.h"
 #include "fmm/evaluator.h"
 #include "fmm/expansions.h"
@@ -34,45 +35,27 @@ namespace {
 using testing::Blobs;
 using testing::random_blobs;
 
-#define VH_NEED_GPU() \
-  if (gpu_count() == 0) GTEST_SKIP() << "no CUDA device"
+// A device copy of a host array of doubles (Vec3, Mat3 or double).
+template <class T> DeviceArray<double> device_copy(const std::vector<T>& v) {
+  static_assert(sizeof(T) % sizeof(double) == 0, "arrays of doubles");
+  DeviceArray<double> d;
+  d.upload(reinterpret_cast<const double*>(v.data()), v.size() * sizeof(T) / sizeof(double));
+  return d;
+}
 
-// A device copy of a host array of doubles (Vec3, Mat3 or double), freed on destruction.
-struct Dev {
-  double* p = nullptr;
-  std::size_t n = 0;  // doubles
-  Dev() = default;
-  template <class T> explicit Dev(const std::vector<T>& v) { set(v); }
-  explicit Dev(std::size_t doubles) { alloc(doubles); }
-  Dev(const Dev&) = delete;
-  Dev& operator=(const Dev&) = delete;
-  ~Dev() {
-    if (p) cudaFree(p);
-  }
-  void alloc(std::size_t doubles) {
-    if (p) cudaFree(p);
-    p = nullptr;
-    n = doubles;
-    if (n) {
-      EXPECT_EQ(cudaMalloc(&p, n * sizeof(double)), cudaSuccess);
-      EXPECT_EQ(cudaMemset(p, 0xff, n * sizeof(double)), cudaSuccess);  // NaN: what is not written shows
-    }
-  }
-  template <class T> void set(const std::vector<T>& v) {
-    static_assert(sizeof(T) % sizeof(double) == 0, "arrays of doubles");
-    alloc(v.size() * sizeof(T) / sizeof(double));
-    if (n) {
-      EXPECT_EQ(cudaMemcpy(p, v.data(), n * sizeof(double), cudaMemcpyHostToDevice), cudaSuccess);
-    }
-  }
-  template <class T> std::vector<T> get() const {
-    std::vector<T> v(n * sizeof(double) / sizeof(T));
-    if (n) {
-      EXPECT_EQ(cudaMemcpy(v.data(), p, n * sizeof(double), cudaMemcpyDeviceToHost), cudaSuccess);
-    }
-    return v;
-  }
-};
+// n doubles of device memory, all NaN: what the evaluator does not write shows.
+DeviceArray<double> device_nan(std::size_t n) {
+  DeviceArray<double> d(n);
+  EXPECT_EQ(cudaMemset(d.data(), 0xff, d.bytes()), cudaSuccess);
+  return d;
+}
+
+// The host copy of a device array of doubles as Vec3, Mat3 or double.
+template <class T> std::vector<T> host_copy(const DeviceArray<double>& d) {
+  std::vector<T> v(d.bytes() / sizeof(T));
+  d.download(reinterpret_cast<double*>(v.data()), d.size());
+  return v;
+}
 
 Blobs lattice(int n, double jitter, unsigned seed) { return testing::lattice_blobs(n, jitter, seed); }
 
@@ -117,18 +100,18 @@ void host_api(const Params& prm, const Blobs& b, const std::vector<Vec3>* target
 // The evaluator on device copies of the same inputs.
 Timings resident(GpuEvaluator& ev, const Blobs& b, const std::vector<Vec3>* targets, std::vector<Vec3>& u,
                  std::vector<Mat3>& g, bool same = false) {
-  Dev x(b.x), a(b.alpha), s(b.sigma);
+  const DeviceArray<double> x = device_copy(b.x), a = device_copy(b.alpha), s = device_copy(b.sigma);
   const std::size_t m = targets ? targets->size() : b.x.size();
-  Dev du(3 * m), dg(9 * m);
+  const DeviceArray<double> du = device_nan(3 * m), dg = device_nan(9 * m);
   Timings t;
   if (targets) {
-    Dev dt(*targets);
-    t = ev.evaluate_at(x.p, a.p, s.p, b.x.size(), dt.p, m, du.p, dg.p, same);
+    const DeviceArray<double> dt = device_copy(*targets);
+    t = ev.evaluate_at(x.data(), a.data(), s.data(), b.x.size(), dt.data(), m, du.data(), dg.data(), same);
   } else {
-    t = ev.evaluate_self(x.p, a.p, s.p, b.x.size(), du.p, dg.p, same);
+    t = ev.evaluate_self(x.data(), a.data(), s.data(), b.x.size(), du.data(), dg.data(), same);
   }
-  u = du.get<Vec3>();
-  g = dg.get<Mat3>();
+  u = host_copy<Vec3>(du);
+  g = host_copy<Mat3>(dg);
   return t;
 }
 
@@ -146,9 +129,9 @@ void expect_same_tree(const std::vector<Vec3>& x, const std::vector<double>& sig
     bounding_cube(x, nullptr, centre, half);
   }
   const Tree host = build_tree(x, sigma, centre, half, ncrit, TreeBuild{periodic, false});
-  Dev dx(x), ds(sigma);
+  const DeviceArray<double> dx = device_copy(x), ds = device_copy(sigma);
   SortedSourcesGpu pts;
-  pts.sort(dx.p, sigma.empty() ? nullptr : ds.p, nullptr, static_cast<int>(x.size()), centre, half, periodic);
+  pts.sort(dx.data(), sigma.empty() ? nullptr : ds.data(), nullptr, static_cast<int>(x.size()), centre, half, periodic);
   DeviceTree dt;
   dt.build(pts, ncrit);
   const std::vector<Cell> dev = dt.download_cells();
@@ -276,11 +259,12 @@ TEST_P(EvaluatorGpu, EqualsTheHostApi) {
     VH_EXPECT_BITS(g2, gh, std::string(c.name) + m + " grad");
   }
   if (at && c.periodic) {
-    Dev dt(t), x(b.x), a(b.alpha), s(b.sigma), du(3 * t.size()), dg(9 * t.size());
-    ev.fix_targets(dt.p, t.size());
-    ev.evaluate_at_fixed(x.p, a.p, s.p, b.x.size(), du.p, dg.p);
-    VH_EXPECT_BITS(du.get<Vec3>(), uh, std::string(c.name) + " fixed targets u");
-    VH_EXPECT_BITS(dg.get<Mat3>(), gh, std::string(c.name) + " fixed targets grad");
+    const DeviceArray<double> dt = device_copy(t), x = device_copy(b.x), a = device_copy(b.alpha),
+                              s = device_copy(b.sigma), du = device_nan(3 * t.size()), dg = device_nan(9 * t.size());
+    ev.fix_targets(dt.data(), t.size());
+    ev.evaluate_at_fixed(x.data(), a.data(), s.data(), b.x.size(), du.data(), dg.data());
+    VH_EXPECT_BITS(host_copy<Vec3>(du), uh, std::string(c.name) + " fixed targets u");
+    VH_EXPECT_BITS(host_copy<Mat3>(dg), gh, std::string(c.name) + " fixed targets grad");
   }
 }
 

@@ -30,9 +30,6 @@ using testing::Blobs;
 using testing::random_blobs;
 using testing::rel_l2;
 
-#define VH_NEED_GPU() \
-  if (gpu_count() == 0) GTEST_SKIP() << "no CUDA device"
-
 // n^3 lattice in [0, 2 pi)^3 (cell centres), displaced by up to +-0.1 h, sigma = h, alpha
 // random with zero mean (the lattice case of the vortex solver, not its exact field).
 Blobs lattice(int n, unsigned seed) { return testing::lattice_blobs(n, 0.1, seed); }

@@ -125,14 +125,9 @@ struct TraversalRef {
   void interact(int i, int j) {
     const Cell& A = tgt.cells[i];
     const Cell& B = src.cells[j];
-    double dc2 = 0, db2 = 0;
-    for (int d = 0; d < 3; ++d) {
-      const double dc = A.center[d] - B.center[d] - shift[d];
-      dc2 += dc * dc;
-      const double gap = std::max(A.bmin[d] - (B.bmax[d] + shift[d]), (B.bmin[d] + shift[d]) - A.bmax[d]);
-      if (gap > 0) db2 += gap * gap;
-    }
-    if (mac.far(A.radius, B.radius, std::sqrt(dc2), std::sqrt(db2), B.sigma_max)) {
+    double dc, db;
+    testing::reference_distances(A, B, shift, dc, db);
+    if (mac.far(A.radius, B.radius, dc, db, B.sigma_max)) {
       const long long pairs = static_cast<long long>(A.end - A.begin) * (B.end - B.begin);
       if (A.leaf() && s == 0 && pairs <= mac.p2p_max_pairs)
         lists.p2p[i].push_back({j, s});

@@ -19,34 +19,31 @@ void radial_long(long double r, long double sigma, long double& G, long double& 
   F5 = (3 * g - 2 * rho * rho * e) / (4 * pi * std::pow(r, 5));
 }
 
+// kernel_radial against radial_long for rho = rho0, rho0 + 0.01, ... <= rho1 (sigma 0.37), to the
+// relative tolerances tol_g (G) and tol_f (F5).
+void expect_matches_long(double rho0, double rho1, double tol_g, double tol_f) {
+  const double sigma = 0.37;
+  for (double rho = rho0; rho <= rho1; rho += 0.01) {
+    const double r = rho * std::sqrt(2.0) * sigma;
+    double G, F5;
+    kernel_radial(r * r, sigma, G, F5);
+    long double Gl, Fl;
+    radial_long(r, sigma, Gl, Fl);
+    EXPECT_NEAR(G / double(Gl), 1.0, tol_g) << "rho " << rho;
+    EXPECT_NEAR(F5 / double(Fl), 1.0, tol_f) << "rho " << rho;
+  }
+}
+
 TEST(Kernel, SeriesMatchesClosedFormAroundSwitch) {
   // Against the long-double closed form (exact to ~1e-18 here): the series (rho < 0.5) is exact
   // to round-off; the double closed form (rho >= 0.5) loses ~rho^-2 = 4x in 3g - rho g', so F5
   // is allowed ~2e-14.
-  const double sigma = 0.37;
-  for (double rho = 0.3; rho <= 0.7; rho += 0.01) {
-    const double r = rho * std::sqrt(2.0) * sigma;
-    double G, F5;
-    kernel_radial(r * r, sigma, G, F5);
-    long double Gl, Fl;
-    radial_long(r, sigma, Gl, Fl);
-    EXPECT_NEAR(G / double(Gl), 1.0, 2e-15) << "rho " << rho;
-    EXPECT_NEAR(F5 / double(Fl), 1.0, 2e-14) << "rho " << rho;
-  }
+  expect_matches_long(0.3, 0.7, 2e-15, 2e-14);
 }
 
 TEST(Kernel, FarBranchMatchesClosedForm) {
   // For rho > 6.5 the kernel uses g = 1 (1 - g < 3e-18): continuous to round-off.
-  const double sigma = 0.37;
-  for (double rho = 6.0; rho <= 7.0; rho += 0.01) {
-    const double r = rho * std::sqrt(2.0) * sigma;
-    double G, F5;
-    kernel_radial(r * r, sigma, G, F5);
-    long double Gl, Fl;
-    radial_long(r, sigma, Gl, Fl);
-    EXPECT_NEAR(G / double(Gl), 1.0, 2e-15) << "rho " << rho;
-    EXPECT_NEAR(F5 / double(Fl), 1.0, 2e-15) << "rho " << rho;
-  }
+  expect_matches_long(6.0, 7.0, 2e-15, 2e-15);
 }
 
 TEST(Kernel, LimitsAtZero) {

@@ -24,9 +24,6 @@ using testing::Blobs;
 using testing::random_blobs;
 using testing::rel_l2;
 
-#define VH_NEED_GPU() \
-  if (gpu_count() == 0) GTEST_SKIP() << "no CUDA device"
-
 struct Tol {
   double u, g;
 };
@@ -231,7 +228,7 @@ void expect_same_sorting(const SortedSourcesGpu& sorted, const Tree& cpu, const 
 }
 
 TEST(TreeSortGpu, SameTreeAsTheCpuSort) {
-  if (gpu_count() == 0) GTEST_SKIP() << "no CUDA device";
+  VH_NEED_GPU();
   Blobs b = random_blobs(30000, -1.0, 2 * kBoxLength, 7, false);
   for (int r = 1; r < 4; ++r)
     for (int i = 0; i < 30000; ++i) {

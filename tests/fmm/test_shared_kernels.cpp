@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "common.h"
 #include "fmm/expansions.h"
 #include "fmm/expansions_kernel.h"
 #include "fmm/traverse.h"
@@ -104,14 +105,9 @@ void m2l_table_ref(int p, const cplx* Ih, const cplx* Mc, cplx* Lc) {
 }
 
 bool far_ref(const Cell& A, const Cell& B, const Vec3& shift, const Acceptance& mac) {
-  double dc2 = 0, db2 = 0;
-  for (int d = 0; d < 3; ++d) {
-    const double dc = A.center[d] - B.center[d] - shift[d];
-    dc2 += dc * dc;
-    const double gap = std::max(A.bmin[d] - (B.bmax[d] + shift[d]), (B.bmin[d] + shift[d]) - A.bmax[d]);
-    if (gap > 0) db2 += gap * gap;
-  }
-  return A.radius + B.radius < mac.theta * std::sqrt(dc2) && std::sqrt(db2) >= mac.rcut_per_sigma * B.sigma_max;
+  double dc, db;
+  testing::reference_distances(A, B, shift, dc, db);
+  return A.radius + B.radius < mac.theta * dc && db >= mac.rcut_per_sigma * B.sigma_max;
 }
 
 // L2P's derivatives the old way: Q_j(e) = sum_k Lt_jk conj(R_jk(e)) at unit vectors e.

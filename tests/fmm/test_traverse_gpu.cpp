@@ -30,9 +30,6 @@ namespace {
 using testing::clustered;
 using testing::random_blobs;
 
-#define VH_NEED_GPU() \
-  if (gpu_count() == 0) GTEST_SKIP() << "no CUDA device"
-
 // Depth-first pre-order rank of every cell, children in index order (the test's own recursion).
 std::vector<int> preorder_rank(const Tree& t) {
   std::vector<int> rank(t.cells.size(), -1);
