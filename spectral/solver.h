@@ -71,8 +71,10 @@ struct Params {
   Transforms transforms = Transforms::automatic;
   /// GPU, R > 1 ranks, fused passes, NCCL: the exchanges travel field by field on their own
   /// stream beside the y passes (gpu_slab.cuh); off: each exchange waits for all fields. The
-  /// same results either way.
-  bool overlap_exchange = true;
+  /// same results either way. Off by default: measured 1–6 % slower on 2 and 4 H200s (the
+  /// NCCL kernels take SMs from the y passes; bench/RESULTS.md, 2026-11-27 "spectral solver
+  /// on 2 and 4 GPUs through NCCL").
+  bool overlap_exchange = false;
   double nu = 0;                  ///< kinematic viscosity [length²/time]
 };
 

@@ -9,7 +9,7 @@
 //                  [--transforms auto|cufft|fused]  (GPU: Params::transforms; default auto)
 //                  [--comm auto|mpi|nccl]  (GPU, R > 1: how device buffers travel, DeviceComm)
 //                  [--share-gpus]  (GPU, R > 1: let ranks share a GPU, transport MPI)
-//                  [--no-overlap]  (GPU, R > 1: exchanges not overlapped, Params::overlap_exchange)
+//                  [--overlap]  (GPU, R > 1, NCCL: exchanges overlapped, Params::overlap_exchange)
 // Rows name the path that ran: "... fp64 fused" (cuFFTDx passes, spectral/fused.h),
 // "... fp64 callbacks", "... fp64 pruned", or "... fp64" for cuFFT with separate passes (a
 // request that cannot be served falls back to those). The FFT floor is always cuFFT's bare
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
   const int ranks = world.size();
   std::string device = "gpu", ns = "", dealias = "3/2,2/3,none", precision = "double", transforms = "auto",
               comm = "auto";
-  bool share_gpus = false, overlap = true;
+  bool share_gpus = false, overlap = false;
   int steps = 20, warmup = 3;
   bool csv = false, pruned = false, callbacks = false;
   for (int i = 1; i < argc; ++i) {
@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
     else if (a == "--transforms") transforms = next();
     else if (a == "--comm") comm = next();
     else if (a == "--share-gpus") share_gpus = true;
-    else if (a == "--no-overlap") overlap = false;
+    else if (a == "--overlap") overlap = true;
     else {
       std::fprintf(stderr, "spectral_bench: unknown argument %s\n", a.c_str());
       return 2;
