@@ -109,6 +109,8 @@ RunConfig make_config(const std::string& deck_path, const Options& o) {
   c.deck_path = deck_path;
   c.options = o;
   c.device = o.choice("device", {"cpu", "gpu", "auto"});
+  c.comm = o.choice("parallel.comm", {"auto", "mpi", "nccl"});
+  c.share_gpus = o.boolean("parallel.share_gpus");
   c.name = o.text("case.name");
   if (c.name.empty()) throw InputError(o.where("case.name") + " is empty (allowed: a name)");
   c.solver = o.choice("case.solver", {"initial", "spectral", "vortex", "both"});

@@ -35,6 +35,9 @@ struct RunConfig {
   double stall_fraction = 1e-6;   ///< time.stall_fraction: the run stops (exit 3) when dt < this × the first dt
   double max_energy_rise = 0.01;  ///< time.max_energy_rise: the run stops (exit 3) when K > (1 + this) min K
   std::string device;         ///< device: cpu | gpu | auto
+  int ranks = 1;              ///< ranks the run is spread over (not a deck key: mpirun -np)
+  std::string comm;           ///< parallel.comm: auto | mpi | nccl (GPU runs on R > 1 ranks)
+  bool share_gpus = false;    ///< parallel.share_gpus: ranks may share a GPU
   spectral::Params spectral;  ///< spectral.* (ν filled in once the initial field is known)
   vortex::Params vortex;      ///< vortex.* and fmm.* (likewise)
 };

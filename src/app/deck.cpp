@@ -50,6 +50,12 @@ std::vector<OptionSpec> app_options() {
       {"time.max_energy_rise", "real", "0.01", "",
        "the run stops with a checkpoint (exit 3) if K rises above its running minimum by more than this fraction "
        "(these flows are unforced: K only decays)"},
+      {"parallel.comm", "auto|mpi|nccl", "auto", "",
+       "GPU runs on several ranks: how device buffers travel between the ranks; auto takes NCCL where "
+       "the build has it and every rank has its own GPU, else MPI (environment VH_COMM overrides)"},
+      {"parallel.share_gpus", "bool", "false", "",
+       "GPU runs on several ranks: allow ranks to share a GPU (more ranks than GPUs; they then "
+       "exchange through MPI)"},
       {"output.dir", "string", "", "", "run folder; default runs/<case.name>"},
       {"output.fields_at", "list", "0,1", "T",
        "t/T at which velocity, vorticity and Q are written (fields_<index>.h5 + .xdmf)"},

@@ -9,7 +9,9 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "core/slab.h"
 #include "spectral/fused.h"
+#include "spectral/slab_kernel.h"
 #include "vortex/solver.h"
 
 namespace vh::app {
@@ -78,6 +80,41 @@ double cells_per_particle(const RunConfig& c) {
   return (8.0 / 7.0) / leaf;
 }
 
+/// The spectral solver of one rank of R > 1 (core/slab.h, spectral/gpu_slab.cuh and
+/// slab_passes.cpp): rank 0's part, the largest (blocks give the first ranks one more). The
+/// state's slots; the three pass buffers of its layouts (fused: zb, zt, yb; lines: the z, y and
+/// x lines of 6 fields), those of max|u| on the N grid sharing them; the lines' message buffers
+/// (two of the largest message); cuFFT's work area taken as large as the largest buffer.
+void spectral_on_ranks(const RunConfig& c, bool gpu, bool fused, MemoryEstimate& e) {
+  namespace sk = spectral::kernel;
+  const spectral::Params& p = c.spectral;
+  const sk::Geometry g = sk::make_geometry(c.n, p.dealias);
+  sk::Geometry gn = g;
+  gn.m = g.n;
+  const Slab slab = Slab::layout(Grid{c.n}, spectral::kept_kmax(p.dealias, c.n), 0, c.ranks);
+  const sk::SlabLayout l = sk::SlabLayout::make(g, slab), lu = sk::SlabLayout::make(gn, slab);
+  const sk::FusedLayout fl = sk::FusedLayout::make(g, l.jy0, l.njy, l.nzl, l.slots, false, c.ranks);
+  const bool f = gpu && fused;
+  const double n1 = std::max(double(lu.z_size(3)), double(f ? fl.zb_size() : l.z_size(6)));
+  const double n2 = std::max(double(lu.y_size(3)), double(f ? fl.zt_size() : l.y_size(6)));
+  const double n3 = std::max(double(lu.x_size(3)), double(f ? fl.yb_size() : l.x_size(6)));
+  double msg = std::max(double(lu.z_size(3)), 3.0 * lu.nk * lu.nx * lu.nzl);
+  if (!f) msg = std::max({msg, double(l.z_size(6)), 6.0 * l.nk * l.nx * l.nzl});
+  const double cx = gpu && p.single_precision ? 8 : 16;  // bytes of one complex value
+  const double state = (p.viscosity == spectral::Viscosity::explicit_rk4 ? 9 : 6) * double(slab.local_modes());
+  const double work = cx * (n1 + n2 + n3 + 2 * msg);
+  e.host.push_back({"spectral host copy", 3 * 16 * double(slab.local_modes())});
+  e.host.push_back({"spectral checkpoint buffer", 3 * 16 * double(slab.local_modes())});
+  if (!gpu) {
+    e.host.push_back({"spectral solver", 16 * state + work});
+  } else {
+    e.device.push_back({"spectral state", cx * state});
+    e.device.push_back({"spectral transforms", work});
+    e.device.push_back({"cuFFT work area", cx * std::max({n1, n2, n3})});
+  }
+  e.checkpoint += 3 * Sizes(c.n).C;
+}
+
 }  // namespace
 
 double MemoryEstimate::host_bytes() const {
@@ -109,14 +146,17 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
   const bool gpu = b == Backend::gpu;
   const int nsolvers = int(runs_spectral(c)) + int(runs_vortex(c));
 
+  const int R = std::max(1, c.ranks);  // the driver's arrays are slabs on R > 1 ranks
   e.host.push_back({"program", kProgramBytes});
   if (gpu) e.host.push_back({"CUDA context and libraries", kCudaHostBytes});
-  e.host.push_back({"run driver", 8 * s.C + 2 * s.R});
+  e.host.push_back({"run driver", (8 * s.C + 2 * s.R) / R});
   if (!c.fields_at.empty()) {
-    e.host.push_back({"field output", 7 * s.R * std::max(1, nsolvers) + 2 * s.R + s.C});
+    e.host.push_back({"field output", (7 * s.R * std::max(1, nsolvers) + 2 * s.R + s.C) / R});
     e.fields_file = 7 * s.R * std::max(1, nsolvers);
   }
-  if (runs_spectral(c)) {
+  if (runs_spectral(c) && c.ranks > 1) {
+    spectral_on_ranks(c, gpu, fused, e);
+  } else if (runs_spectral(c)) {
     const bool expl = c.spectral.viscosity == spectral::Viscosity::explicit_rk4;
     const double state = (expl ? 9 : 6) * s.C;
     if (!gpu) {

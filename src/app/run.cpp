@@ -41,6 +41,9 @@
 #include "app/memory_estimate.h"
 #include "app/steppers.h"
 #include "base/comm.h"
+#ifdef VH_HAVE_CUDA
+#include "base/device_comm.h"
+#endif
 #include "base/error.h"
 #include "core/device.h"
 #include "core/diagnostics.h"
@@ -304,7 +307,24 @@ struct Setup {
   Backend backend;
   MemoryEstimate mem;  ///< that of one rank holding the whole grid
   MemoryAvailable host_mem, gpu_mem;
+  std::string comm;  ///< how the ranks exchange (connect_ranks)
 };
+
+/// R > 1 ranks of a GPU run: one GPU each (parallel.share_gpus lets them share) and the transport
+/// of device buffers (parallel.comm, VH_COMM). Returns its name for the banner and run.h5
+/// /meta: "nccl", "mpi-cuda" or "mpi-staged"; "mpi" on CPU ranks; "none" on one rank.
+std::string connect_ranks(const RunConfig& cfg, Backend backend, const Comm& world) {
+  if (world.size() == 1) return "none";
+  if (backend != Backend::gpu) return "mpi";
+  select_gpus(world, cfg.share_gpus);
+#ifdef VH_HAVE_CUDA
+  DeviceComm::configure(world, cfg.comm);
+  const DeviceComm::Transport t = DeviceComm::configured(world);
+  return t == DeviceComm::Transport::nccl ? std::string("nccl ") + DeviceComm::nccl_version() : DeviceComm::name(t);
+#else
+  return "mpi";
+#endif
+}
 
 /// On R > 1 ranks: the spectral solver only, and at most one rank per z-plane.
 void check_ranks(const RunConfig& cfg, const Options& opts, int ranks) {
@@ -324,34 +344,43 @@ Setup configure(const std::string& deck_path, const std::vector<std::string>& ov
   Options opts = ckpt ? parse_deck(ckpt->deck, ckpt->path + ":/deck", overrides) : read_deck(deck_path, overrides);
   RunConfig cfg = make_config(deck_path, opts);
   const int ranks = world.size();
+  cfg.ranks = ranks;
   check_ranks(cfg, opts, ranks);
   if (ckpt) check_checkpoint_grid(*ckpt, cfg.n);
   const Backend backend = resolve_backend(cfg.device);
-  if (backend == Backend::gpu && ranks > 1) select_gpus(world, true);  // one GPU per rank of a node
+  const std::string comm = connect_ranks(cfg, backend, world);
   if (ckpt) cfg.out_dir = ckpt->dir;  // a restart continues in the checkpoint's folder
   // Memory, estimated from the deck and checked before anything is written (memory_estimate.h).
   const MemoryEstimate mem = estimate_memory(cfg, backend, spectral_fused_on_gpu(cfg, backend));
   const MemoryAvailable host_mem = host_memory_available();
   const MemoryAvailable gpu_mem = backend == Backend::gpu ? device_memory_available() : MemoryAvailable{};
-  return {std::move(ckpt), std::move(opts), std::move(cfg), backend, mem, host_mem, gpu_mem};
+  return {std::move(ckpt), std::move(opts), std::move(cfg), backend, mem, host_mem, gpu_mem, comm};
 }
 
-/// The memory check, and --dry-run, which prints the estimate and ends there (true). The
-/// estimate is that of one rank holding the whole grid: on R > 1 ranks it is not checked.
-bool dry_run_or_check_memory(const Setup& s, int ranks, bool dry_run) {
-  if (ranks == 1) {
-    if (dry_run) {
-      std::cout << dry_run_report(s.cfg, device_name(s.backend), s.mem, s.backend, s.host_mem, s.gpu_mem)
-                << std::flush;
-      if (!s.ckpt) prepare_output_dir(s.cfg, false);
-      check_memory(s.cfg, s.backend, s.mem, s.host_mem, s.gpu_mem);
-      return true;
-    }
+/// The memory check, and --dry-run, which prints the estimate and ends there (true). On R > 1
+/// ranks the estimate is one rank's (rank 0's part, the largest) and every rank checks its own
+/// memory; the first rank short of memory says why, on every rank.
+bool dry_run_or_check_memory(const Setup& s, const Comm& world, bool dry_run) {
+  if (dry_run && world.root())
+    std::cout << dry_run_report(s.cfg, device_name(s.backend), s.mem, s.backend, s.host_mem, s.gpu_mem)
+              << (world.size() > 1 ? "(memory per rank, " + std::to_string(world.size()) + " ranks)\n" : "")
+              << std::flush;
+  if (dry_run && !s.ckpt) on_root(world, [&] { prepare_output_dir(s.cfg, false); });
+  std::string why;
+  try {
     check_memory(s.cfg, s.backend, s.mem, s.host_mem, s.gpu_mem);
-  } else if (dry_run) {
-    throw InputError("--dry-run: runs on one rank only (the memory estimate is that of one rank)");
+  } catch (const InputError& e) {
+    why = e.what();
   }
-  return false;
+  if (world.size() > 1) {
+    const int first = int(-world.max(why.empty() ? -double(world.size()) : -double(world.rank())));
+    if (first < world.size()) {
+      world.bcast(why, first);
+      if (first > 0) why = "rank " + std::to_string(first) + ": " + why;
+    }
+  }
+  if (!why.empty()) throw InputError(why);
+  return dry_run;
 }
 
 /// A new run's folder (created, or refused: prepare_output_dir), or a restart's (writable).
@@ -464,11 +493,7 @@ void Run::banner() {
   con_.line("vortexhit " VH_VERSION " (" VH_GIT_HASH ", " VH_BUILD_TYPE ", " VH_COMPILER ")");
   con_.line("device " + device_ + "  ranks " + std::to_string(ranks_) + "  deck " +
             (s_.ckpt ? s_.ckpt->path + ":/deck (restart)" : deck_path_.empty() ? "(defaults)" : deck_path_));
-  if (ranks_ > 1)
-    con_.line(decomposition_line(slab_) +
-              (s_.backend == Backend::gpu
-                   ? (Comm::cuda_aware() ? ", CUDA-aware" : ", not CUDA-aware: device buffers staged through host memory")
-                   : ""));
+  if (ranks_ > 1) con_.line(decomposition_line(slab_) + ", exchange " + s_.comm);
   con_.line("case " + c.name + "  solver " + c.solver + "  N " + std::to_string(g_.n) + "  nu " + fmt(init_.nu) +
             "  Re_lambda " + fmt(s0_.Re_lambda, 4) + "  u' " + fmt(s0_.u_prime, 4) + "  L " + fmt(s0_.L, 4) +
             "  T " + fmt(T0_, 4) + "  t_end " + fmt(t_end_, 4));
@@ -533,6 +558,7 @@ std::map<std::string, std::string> Run::meta() const {
           {"cuda_version", VH_CUDA_VERSION},
           {"device", device_},
           {"ranks", std::to_string(ranks_)},
+          {"comm", s_.comm},
           {"start_time", now_iso()},
           {"deck_path", deck_path_},
           {"argv", args_}};
@@ -818,7 +844,7 @@ static int run_case(const std::string& deck_path, const std::vector<std::string>
   catch_signals();
   const Comm world = Comm::world();
   Setup setup = configure(deck_path, overrides, restart, world);
-  if (dry_run_or_check_memory(setup, world.size(), dry_run)) return 0;
+  if (dry_run_or_check_memory(setup, world, dry_run)) return 0;
   prepare_run_folder(setup, world);
   Run r(std::move(setup), world, quiet, deck_path, argv);
   r.start();

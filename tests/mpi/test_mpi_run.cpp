@@ -192,6 +192,38 @@ TEST_F(MpiRun, BadInputIsRefusedWithOneLine) {
   EXPECT_EQ(fs::last_write_time(dir / "c" / "checkpoint.h5"), before);
 }
 
+// The memory check on R ranks (issue 24): the estimate is one rank's part, printed by
+// --dry-run once with "(memory per rank, R ranks)", nothing written; a run too large for the
+// machine even on R ranks is refused by every rank with one line, exit 2, nothing written. The
+// per-rank estimate of 2 ranks is about half the one-rank one (the solver's arrays are slabs).
+TEST_F(MpiRun, MemoryIsCheckedPerRank) {
+  const std::string base = " run --flow.Re_lambda=30 --device=cpu --case.solver=spectral --output.dir=";
+  Result r = shell(on(2) + kExe + base + (dir / "d").string() + " --domain.n=256 --dry-run");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(count(r.output, "dry run: the deck is valid; nothing was written"), 1) << r.output;
+  EXPECT_EQ(count(r.output, "(memory per rank, 2 ranks)"), 1) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "d"));
+  const Result one = shell(kExe + base + (dir / "d").string() + " --domain.n=256 --dry-run");
+  ASSERT_EQ(one.status, 0) << one.output;
+  // "memory   host 1.23 GiB needed (...)": the host figure in GiB or MiB.
+  auto host = [](const std::string& out) {
+    const auto p = out.find("memory   host ");
+    if (p == std::string::npos) return 0.0;
+    const double v = std::stod(out.substr(p + 14));
+    const std::string unit = out.substr(out.find(' ', p + 14) + 1, 3);
+    return v * (unit == "GiB" ? 1024.0 : unit == "MiB" ? 1.0 : unit == "TiB" ? 1048576.0 : 1.0 / 1024);
+  };
+  const double h1 = host(one.output), h2 = host(r.output);
+  EXPECT_GT(h1, 0) << one.output;
+  EXPECT_LT(h2, 0.7 * h1) << "2 ranks " << h2 << " MiB against one rank's " << h1 << " MiB";
+  EXPECT_GT(h2, 0.3 * h1);
+  r = shell(on(2) + kExe + base + (dir / "big").string() + " --domain.n=4096 --quiet");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_EQ(count(r.output, "vortexhit: error:"), 1) << r.output;
+  EXPECT_EQ(count(r.output, "of host memory"), 1) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "big"));
+}
+
 std::string bytes_of(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
