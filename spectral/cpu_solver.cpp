@@ -89,16 +89,9 @@ class CpuSolver final : public Rk4Solver {
 
   void set_velocity(const SpectralSlab& u, double t) override {
     VH_CHECK(u.slab.grid.n == g_.n && u.c[0].size() == nmodes_, "set_velocity: grid or slab differs from the solver's");
-    const int n = g_.n, nxh = g_.nxh(), sl = slab_.slots();
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads_)
-    for (int iz = 0; iz < n; ++iz)
-      for (int j = 0; j < sl; ++j)
-        for (int ix = 0; ix < nxh; ++ix) {
-          const std::size_t m = slab_.mode_index(ix, j, iz);
-          const bool keep = kernel::retained(g_, ix, kernel::signed_k(slab_.ky_index(j), n), kernel::signed_k(iz, n));
-          for (int c = 0; c < 3; ++c)
-            arr_.u0[c][m] = keep ? C{u.c[c][m].real(), u.c[c][m].imag()} : C{0, 0};
-        }
+    kernel::for_each_state_mode(g_, slab_, [&](std::size_t m, bool keep) {
+      for (int c = 0; c < 3; ++c) arr_.u0[c][m] = keep ? C{u.c[c][m].real(), u.c[c][m].imag()} : C{0, 0};
+    });
     t_ = t;
     inputs_ready_ = false;
     max_valid_ = false;

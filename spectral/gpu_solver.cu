@@ -391,17 +391,11 @@ class GpuSolver final : public Rk4Solver {
 
   void set_velocity(const SpectralSlab& u, double t) override {
     VH_CHECK(u.slab.grid.n == g_.n && u.c[0].size() == nmodes_, "set_velocity: grid or slab differs from the solver's");
-    const int n = g_.n, nxh = g_.nxh(), sl = slab_.slots();
     std::vector<Cx<T>> h(3 * nmodes_);
-    for (int iz = 0; iz < n; ++iz)
-      for (int j = 0; j < sl; ++j)
-        for (int ix = 0; ix < nxh; ++ix) {
-          const std::size_t m = slab_.mode_index(ix, j, iz);
-          const bool keep = kernel::retained(g_, ix, kernel::signed_k(slab_.ky_index(j), n), kernel::signed_k(iz, n));
-          for (int c = 0; c < 3; ++c)
-            h[c * nmodes_ + m] = keep ? Cx<T>{T(u.c[c][m].real()), T(u.c[c][m].imag())}
-                                      : Cx<T>{T(0), T(0)};
-        }
+    kernel::for_each_state_mode(g_, slab_, [&](std::size_t m, bool keep) {
+      for (int c = 0; c < 3; ++c)
+        h[c * nmodes_ + m] = keep ? Cx<T>{T(u.c[c][m].real()), T(u.c[c][m].imag())} : Cx<T>{T(0), T(0)};
+    });
     VH_CHECK_CUDA(cudaMemcpyAsync(state_.data(), h.data(), h.size() * sizeof(Cx<T>),
                                   cudaMemcpyHostToDevice, st_));
     VH_CHECK_CUDA(cudaStreamSynchronize(st_));

@@ -65,6 +65,17 @@ VH_HD inline bool retained(const Geometry& g, int kx, int ky, int kz) {
   return true;
 }
 
+/// Host: for each mode of a rank's state ([kz][slot][kx], core/slab.h), f(m, keep) with m its
+/// storage index and keep whether it is in the retained set (how set_velocity() masks a field).
+template <class F>
+void for_each_state_mode(const Geometry& g, const vh::Slab& s, F&& f) {
+  const int n = g.n, nxh = g.nxh(), slots = s.slots();
+  for (int iz = 0; iz < n; ++iz)
+    for (int j = 0; j < slots; ++j)
+      for (int ix = 0; ix < nxh; ++ix)
+        f(s.mode_index(ix, j, iz), retained(g, ix, signed_k(s.ky_index(j), n), signed_k(iz, n)));
+}
+
 /// u × ω at one grid point, written over u.
 template <class T>
 VH_HD inline void cross_in_place(T& ux, T& uy, T& uz, T wx, T wy, T wz) {
