@@ -49,15 +49,15 @@ using namespace vh;
 using namespace vh::vortex;
 using clock_type = std::chrono::steady_clock;
 
-struct Options {
+struct BenchOptions {
   std::vector<int> n = {128, 256};
   int cpu_n = 64, repeat = 5;
   double overlap = 1.0, cutoff = 7.0;
   std::string csv;
 };
 
-Options parse(int argc, char** argv) {
-  Options o;
+BenchOptions parse(int argc, char** argv) {
+  BenchOptions o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -163,7 +163,7 @@ app::MemoryEstimate case_memory(int n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
+  BenchOptions o;
   try {
     o = parse(argc, argv);
     // Every size's memory before any runs.
