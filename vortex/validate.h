@@ -21,7 +21,9 @@ namespace vh::vortex {
 ///                            ≥ s_min, its smallest over the lattice; the floored fft solve
 ///                            divides by more),
 ///   |dγ/dt| ≤ γ_max ω_max, |dα/dt| ≤ α_max ω_max   (stretching (α·∇)u or (∇u)ᵀα).
-/// Moved particles carry the same field at their own points, where the bound holds as well.
+/// Moved particles carry the same field at their own points, where the bound holds as well; the
+/// remeshed AB2 history (u_prev, the rates) is the lattice interpolant of such values, whose
+/// overshoot between the points stays within the slack of `speed` (speed_cap's kStepGrowth).
 /// Loose by design (√(N_p³) and 1/s_min³ over a turbulent field's values): it tells an
 /// impossible state, such as a strength of 1e300, from one the run could have written.
 struct Bounds {
