@@ -1,18 +1,20 @@
 #include "vortex/validate.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "vortex/rbf.h"
 
 namespace vh::vortex {
 namespace {
 
-std::string num(double v) {
+std::string num(double v, int digits = 17) {
   char b[32];
-  std::snprintf(b, sizeof b, "%.17g", v);
+  std::snprintf(b, sizeof b, "%.*g", digits, v);
   return b;
 }
 
@@ -30,6 +32,16 @@ void check_vectors(const std::vector<Vec3>& v, const char* name, double lo = 0, 
     }
 }
 
+/// |v[i]| ≤ bound for every i (the vectors are finite: check_vectors first).
+void check_magnitudes(const std::vector<Vec3>& v, const char* name, double bound, const char* what) {
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const double m = std::hypot(v[i][0], v[i][1], v[i][2]);
+    if (!(m <= bound))
+      refuse("|" + std::string(name) + "[" + std::to_string(i) + "]| = " + num(m, 3) + " is larger than " + what +
+             " can hold (allowed: <= " + num(bound, 3) + ", vortex/validate.h)");
+  }
+}
+
 void check_count(std::size_t got, std::size_t want, const char* name, const Grid& lattice) {
   if (got != want)
     refuse(std::string(name) + " has " + std::to_string(got) + " particles; the deck's particle lattice (" +
@@ -43,7 +55,20 @@ void check_attribute(bool ok, const char* name, double value, const char* allowe
 
 }  // namespace
 
-void validate(const State& s, const Grid& g) {
+Bounds bounds(const Grid& lattice, double sigma0, double speed) {
+  Bounds b;
+  if (!std::isfinite(speed)) return b;
+  const std::vector<double> s1 = symbol_factors(lattice, sigma0);
+  const double s_min = *std::min_element(s1.begin(), s1.end());
+  const double n = lattice.n, k_max = std::sqrt(3.0) * n / 2, volume = std::pow(lattice.h(), 3);
+  b.velocity = speed;
+  b.vorticity = std::sqrt(n * n * n) * k_max * speed;
+  b.gamma = volume * b.vorticity;
+  b.alpha = b.gamma / (s_min * s_min * s_min);
+  return b;
+}
+
+void validate(const State& s, const Grid& g, const Bounds& b) {
   const std::size_t n = g.points();
   const Particles& p = s.particles;
   check_count(p.x.size(), n, "x", g);
@@ -54,6 +79,9 @@ void validate(const State& s, const Grid& g) {
   check_vectors(p.x, "x", -slack, box + slack);
   check_vectors(p.alpha, "alpha");
   check_vectors(p.gamma, "gamma");
+  const char* field = "a field of the run's largest speed";
+  check_magnitudes(p.alpha, "alpha", b.alpha, field);
+  check_magnitudes(p.gamma, "gamma", b.gamma, field);
   for (std::size_t i = 0; i < n; ++i)
     if (!(p.sigma[i] > 0 && p.sigma[i] < box))
       refuse("sigma[" + std::to_string(i) + "] = " + num(p.sigma[i]) +
@@ -66,6 +94,9 @@ void validate(const State& s, const Grid& g) {
     check_vectors(s.u_prev, "u_prev");
     check_vectors(s.dalpha_prev, "dalpha_prev");
     check_vectors(s.dgamma_prev, "dgamma_prev");
+    check_magnitudes(s.u_prev, "u_prev", b.velocity, field);
+    check_magnitudes(s.dalpha_prev, "dalpha_prev", b.alpha * b.vorticity, field);
+    check_magnitudes(s.dgamma_prev, "dgamma_prev", b.gamma * b.vorticity, field);
   }
   check_attribute(std::isfinite(s.t) && s.t >= 0, "t", s.t, "finite, >= 0");
   check_attribute(s.steps >= 0, "steps", double(s.steps), ">= 0");

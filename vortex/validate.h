@@ -3,10 +3,40 @@
 // damaged or foreign file, not a state to continue from.
 #pragma once
 
+#include <limits>
+
 #include "core/grid.h"
 #include "vortex/solver.h"
 
 namespace vh::vortex {
+
+/// The largest values a state can hold whose velocity never exceeds `speed` at the particles
+/// (the run's guards bound it: src/app/checkpoint.h, speed_cap). The particles represent a field
+/// on the lattice of N_p points per direction (modes |k_i| ≤ N_p/2, so |k| ≤ k_max = √3 N_p/2);
+/// for such a field f, at any point, |f(x)| ≤ Σ_k |f̂_k| ≤ √(N_p³) ‖f‖ (Cauchy–Schwarz over its
+/// N_p³ modes; Parseval in grid.h's normalisation, ‖f‖² = ⟨|f|²⟩ = Σ_k |f̂_k|²): no point holds
+/// more than the whole field. With ‖u‖ ≤ speed and ‖∇u‖, ‖ω‖ ≤ k_max ‖u‖ (Σ|k|²|û|²):
+///   |u| ≤ speed,   |ω|, |∇u| ≤ ω_max = √(N_p³) k_max speed,   |γ| = |ω| V ≤ V ω_max,
+///   |α| ≤ V ω_max / s_min³   (α̂ = ω̂ V / s(k_x)s(k_y)s(k_z), rbf.h's symbol at σ₀, each factor
+///                            ≥ s_min, its smallest over the lattice; the floored fft solve
+///                            divides by more),
+///   |dγ/dt| ≤ γ_max ω_max, |dα/dt| ≤ α_max ω_max   (stretching (α·∇)u or (∇u)ᵀα).
+/// Moved particles carry the same field at their own points, where the bound holds as well; the
+/// remeshed AB2 history (u_prev, the rates) is the lattice interpolant of such values, whose
+/// overshoot between the points stays within the slack of `speed` (speed_cap's kStepGrowth).
+/// Loose by design (√(N_p³) and 1/s_min³ over a turbulent field's values): it tells an
+/// impossible state, such as a strength of 1e300, from one the run could have written.
+struct Bounds {
+  static constexpr double kNone = std::numeric_limits<double>::infinity();
+  double velocity = kNone;   ///< |u_prev|
+  double vorticity = kNone;  ///< |ω| and |∇u| at a point: ω_max
+  double gamma = kNone;      ///< |γ_p|
+  double alpha = kNone;      ///< |α_p|
+};
+
+/// The bounds above for the lattice `lattice`, lattice particles of core `sigma0` and the
+/// velocity bound `speed` (infinite: no magnitude bounds).
+Bounds bounds(const Grid& lattice, double sigma0, double speed);
 
 /// Throws vh::InputError whose message starts with the offending field under its checkpoint
 /// name (x, alpha, gamma, sigma, u_prev, …, or "attribute t", …) and says what is allowed:
@@ -15,12 +45,12 @@ namespace vh::vortex {
 ///     particles) in x, alpha, gamma and sigma; the AB2 history (u_prev, dalpha_prev,
 ///     dgamma_prev) absent or all of that length;
 ///   - every value finite; σ in (0, 2π); positions in the box [0, 2π)³ (to 1e-12 relative:
-///     wrap() can leave −1 ulp);
+///     wrap() can leave −1 ulp); the magnitudes of alpha, gamma and the AB2 history within `b`;
 ///   - t ≥ 0, steps ≥ 0, t = 0 exactly when steps = 0, 0 ≤ t_reinit ≤ t; 0 ≤ since_reinit ≤
 ///     steps, 0 ≤ reinits ≤ steps; with an AB2 history dt_prev > 0 (since_reinit may be 0:
 ///     the reinitialisation from the points remeshes the history); dt_prev, last_residual,
 ///     ratio_at_reinit, div_removed ≥ 0.
 /// A field added to State gets its line here.
-void validate(const State& s, const Grid& lattice);
+void validate(const State& s, const Grid& lattice, const Bounds& b);
 
 }  // namespace vh::vortex

@@ -35,6 +35,8 @@
 // Each size: one warm-up evaluation, then the median of --repeat.  --csv prints rows
 // date,commit,device,benchmark,case,metric,value,unit (bench/README.md) after the
 // table.  Cost on 2 cores of an AMD EPYC: about 1 minute up to 2^16, ~10 minutes up to 2^18.
+// The largest case's memory is checked first (bench/memory_check.h): one too large for the
+// machine is refused, exit 2, with the largest --max-log2n that fits.
 #include <omp.h>
 
 #include <algorithm>
@@ -50,6 +52,7 @@
 #include <vector>
 
 #include "bench/csv_rows.h"
+#include "bench/memory_check.h"
 #include "core/diagnostics.h"
 #include "core/fft.h"
 #include "core/initial_field.h"
@@ -359,12 +362,33 @@ void run_resident(const Options& o, const vh::fmm::Params& prm, const Blobs& b, 
 }
 #endif
 
+/// The memory of the case N = 2^lg (bench/memory_check.h): the FMM's (app::fmm_memory, host and
+/// GPU); the bench's positions, strengths, cores, u and ∇u (152 B a particle, on the GPU too with
+/// --resident); with the spectral reference (--turbulent, --white; N ≤ 2^ref-max-log2n) its
+/// full complex α̂, û and ∇û (240 B a point), its u and ∇u and the bench's copies (192 B).
+vh::app::MemoryEstimate case_memory(const Options& o, int lg) {
+  const double n = std::ldexp(1.0, lg);
+  const vh::app::FmmMemory f = vh::app::fmm_memory(n, o.prm, o.prm.use_gpu);
+  vh::app::MemoryEstimate e;
+  e.host.push_back({"FMM", f.host});
+  e.host.push_back({"particles, u and grad u", 152 * n});
+  if (o.turbulent && lg <= o.ref_max_log2n) e.host.push_back({"spectral reference", 432 * n});
+  if (o.prm.use_gpu) e.device.push_back({"FMM", f.device});
+  if (o.prm.use_gpu && o.resident) e.device.push_back({"resident inputs and results", 152 * n});
+  return e;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
   try {
     o = parse(argc, argv);
+    // The largest case's memory first (the others are smaller).
+    vh::bench::require_memory("--max-log2n " + std::to_string(o.max_log2n), "--max-log2n", o.max_log2n,
+                              vh::bench::sizes_below(o.max_log2n, 1, o.min_log2n),
+                              [&](int lg) { return case_memory(o, lg); },
+                              o.prm.use_gpu ? vh::Backend::gpu : vh::Backend::cpu);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fmm_bench: %s\n", e.what());
     return 2;

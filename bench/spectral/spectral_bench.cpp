@@ -18,7 +18,9 @@
 // Each case starts from a real random field (k⁴ exp spectrum, u′ = 1), takes `warmup` steps,
 // then times `steps` single steps (median) and `steps` repetitions of the bare transforms
 // on the solver's own plans and buffers (median). Prints one table; with --csv, rows in the
-// form of bench/README.md. Cost: seconds per case up to 512³ on one GPU.
+// form of bench/README.md. Cost: seconds per case up to 512³ on one GPU. Every case's memory is
+// checked first (bench/memory_check.h): one too large for the machine is refused, exit 2, with
+// the largest --n that fits.
 //
 // Ranks: under mpirun the solver runs on R ranks (slabs, core/slab.h; on one machine with one
 // GPU the ranks share it) and the table gains what the ranks cost: the time per step is the
@@ -40,7 +42,9 @@
 #include <string>
 #include <vector>
 
+#include "app/config.h"
 #include "bench/csv_rows.h"
+#include "bench/memory_check.h"
 #include "base/comm.h"
 #ifdef VH_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -57,6 +61,22 @@ using namespace vh;
 using namespace vh::spectral;
 
 namespace {
+
+/// The solver's parameters for dealiasing rule `d` and the command line's choices.
+Params solver_params(const std::string& d, bool single, bool pruned, bool callbacks, const std::string& transforms,
+                     bool overlap, double nu) {
+  Params p;
+  p.dealias = d == "3/2" ? Dealias::three_halves : d == "2/3" ? Dealias::two_thirds : Dealias::none;
+  p.single_precision = single;
+  p.pruned_transforms = pruned;
+  p.fft_callbacks = callbacks;
+  p.transforms = transforms == "cufft"   ? Transforms::cufft
+                 : transforms == "fused" ? Transforms::fused
+                                         : Transforms::automatic;
+  p.nu = nu;
+  p.overlap_exchange = overlap;
+  return p;
+}
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> r;
@@ -156,6 +176,25 @@ int main(int argc, char** argv) {
 #endif
     }
     if (ns.empty()) ns = b == Backend::gpu ? "128,256,512" : "64,128";
+    InitialFieldSpec spec;
+    spec.nu = 1e-3;
+    // Every case's memory before any runs (bench/memory_check.h): each case is a run of the
+    // spectral solver alone, the initial field standing for the run driver's arrays.
+    for (const std::string& nstr : split(ns))
+      for (const std::string& d : split(dealias)) {
+        app::RunConfig run;
+        run.solver = "spectral";
+        run.spectral = solver_params(d, precision == "single", pruned, callbacks, transforms, overlap, spec.nu);
+        run.ranks = ranks;
+        const int n = std::stoi(nstr), step = d == "3/2" ? 4 : 2;
+        bench::require_memory(
+            "--n " + nstr + " --dealias " + d, "--n", n, bench::sizes_below(n, step, 8),
+            [&](int m) {
+              run.n = m;
+              return app::estimate_memory(run, b, app::spectral_fused_on_gpu(run, b));
+            },
+            b, world);
+      }
     const std::string dev = device_name(b);
     const std::string prec = precision == "single" ? "fp32" : "fp64";
     const std::string asked = pruned ? ", pruned transforms" : b == Backend::gpu && callbacks ? ", cuFFT callbacks asked" : "";
@@ -171,19 +210,8 @@ int main(int argc, char** argv) {
     std::vector<Row> rows;
     for (const std::string& nstr : split(ns)) {
       const Grid g{std::stoi(nstr)};
-      InitialFieldSpec spec;
-      spec.nu = 1e-3;
       for (const std::string& d : split(dealias)) {
-        Params p;
-        p.dealias = d == "3/2" ? Dealias::three_halves : d == "2/3" ? Dealias::two_thirds : Dealias::none;
-        p.single_precision = precision == "single";
-        p.pruned_transforms = pruned;
-        p.fft_callbacks = callbacks;
-        p.transforms = transforms == "cufft"   ? Transforms::cufft
-                       : transforms == "fused" ? Transforms::fused
-                                               : Transforms::automatic;
-        p.nu = spec.nu;
-        p.overlap_exchange = overlap;
+        const Params p = solver_params(d, precision == "single", pruned, callbacks, transforms, overlap, spec.nu);
         const Slab slab = Slab::make(g, kept_kmax(p.dealias, g.n), world);
         auto s = make_solver(p, slab, b);
         s->set_velocity(make_initial_field(spec, slab).u, 0.0);

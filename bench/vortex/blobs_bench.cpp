@@ -13,6 +13,9 @@
 //
 //   blobs_bench [--n 128,256] [--cpu-n 64] [--repeat 5] [--overlap 1] [--cutoff 7] [--csv FILE]
 //
+// Every size's memory is checked first (bench/memory_check.h): one too large for the machine is
+// refused, exit 2, with the largest --n that fits.
+//
 // Results: bench/RESULTS.md.
 #include <cuda_runtime.h>
 #include <omp.h>
@@ -32,6 +35,7 @@
 #include <vector>
 
 #include "bench/csv_rows.h"
+#include "bench/memory_check.h"
 #include "vortex/blobs.h"
 #include "vortex/blobs_gpu.h"
 
@@ -45,15 +49,15 @@ using namespace vh;
 using namespace vh::vortex;
 using clock_type = std::chrono::steady_clock;
 
-struct Options {
+struct BenchOptions {
   std::vector<int> n = {128, 256};
   int cpu_n = 64, repeat = 5;
   double overlap = 1.0, cutoff = 7.0;
   std::string csv;
 };
 
-Options parse(int argc, char** argv) {
-  Options o;
+BenchOptions parse(int argc, char** argv) {
+  BenchOptions o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -143,12 +147,29 @@ struct Row {
   double device_s = -1, call_s = 0, rms = 0, err = -1;
 };
 
+/// The memory of the blob sums at an n³ lattice, one particle per point (bench/memory_check.h),
+/// from the allocations. Host: the particles (x, α, γ, σ: 80 B), the pinned staging of the packed
+/// particles and of the sums (kPacked + 3 doubles: 80 B), the GPU's and the CPU's sums (48 B).
+/// GPU (vortex/blobs_gpu.cu): the packed particles (56 B) and the sums (24 B), the sorted
+/// particles' kF = 6 doubles (48 B), the cell keys, permutation and cell starts (9 + 1 + 1 ints).
+app::MemoryEstimate case_memory(int n) {
+  const double points = double(n) * n * n;
+  app::MemoryEstimate e;
+  e.host.push_back({"particles, staging and sums", 208 * points});
+  e.device.push_back({"blob sums", 172 * points});
+  return e;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
+  BenchOptions o;
   try {
     o = parse(argc, argv);
+    // Every size's memory before any runs.
+    for (int n : o.n)
+      bench::require_memory("--n " + std::to_string(n), "--n", n, bench::sizes_below(n, 2, 8), case_memory,
+                            Backend::gpu);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "blobs_bench: %s\n", e.what());
     return 2;

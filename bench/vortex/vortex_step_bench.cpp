@@ -20,6 +20,9 @@
 //   vortex_step_bench [--n 128,256] [--refine 1] [--steps 5] [--warmup 2] [--tolerance 1e-5]
 //                     [--p auto] [--reinit-every 1] [--csv]
 //
+// Every size's memory is checked first (bench/memory_check.h): one too large for the GPU is
+// refused, exit 2, with the largest --n that fits.
+//
 // Results: bench/RESULTS.md (device-check.sh vstep).
 #include <cuda_runtime.h>
 #include <omp.h>
@@ -35,6 +38,7 @@
 #include <vector>
 
 #include "bench/csv_rows.h"
+#include "bench/memory_check.h"
 #include "core/diagnostics.h"
 #include "core/initial_field.h"
 #include "vortex/solver_gpu.h"
@@ -127,6 +131,19 @@ struct Row {
   int reinits = 0;
 };
 
+/// The solver's parameters: the command line's on the deck's defaults.
+vortex::Params solver_params(const BenchOptions& o, double nu) {
+  vortex::Params p;
+  p.nu = nu;
+  p.refine = o.refine;
+  p.reinit_every = o.reinit_every;
+  p.fmm.tolerance = o.tolerance;
+  p.fmm.set("p", o.p);
+  p.fmm.periodic = true;
+  p.use_gpu = true;
+  return p;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -141,6 +158,26 @@ int main(int argc, char** argv) {
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
     std::fprintf(stderr, "vortex_step_bench: no CUDA device\n");
     return 1;
+  }
+  try {
+    // Every size's memory before any runs (bench/memory_check.h): a run of the GPU-resident
+    // vortex solver alone.
+    app::RunConfig run;
+    run.solver = "vortex";
+    run.vortex = solver_params(o, 0.0);
+    for (int n : o.n) {
+      char what[64];
+      std::snprintf(what, sizeof what, "--n %d --refine %g", n, o.refine);
+      bench::require_memory(what, "--n", n, bench::sizes_below(n, 2, 8),
+                            [&](int m) {
+                              run.n = m;
+                              return app::estimate_memory(run, Backend::gpu, false);
+                            },
+                            Backend::gpu);
+    }
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "vortex_step_bench: %s\n", e.what());
+    return 2;
   }
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
@@ -162,14 +199,7 @@ int main(int argc, char** argv) {
       spec.Re_lambda = 100;
       spec.seed = 1;
       const InitialField f = make_initial_field(spec, g);
-      vortex::Params p;
-      p.nu = f.nu;
-      p.refine = o.refine;
-      p.reinit_every = o.reinit_every;
-      p.fmm.tolerance = o.tolerance;
-      p.fmm.set("p", o.p);
-      p.fmm.periodic = true;
-      p.use_gpu = true;
+      const vortex::Params p = solver_params(o, f.nu);
 
       std::size_t free0 = 0, total = 0;
       cudaMemGetInfo(&free0, &total);

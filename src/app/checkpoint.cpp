@@ -1,7 +1,9 @@
 #include "app/checkpoint.h"
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "app/deck.h"
 #include "base/error.h"
@@ -95,11 +97,23 @@ void check_checkpoint_grid(const CheckpointHeader& h, int n) {
                      std::to_string(n) + " (allowed: the checkpoint's N; the state is not interpolated)");
 }
 
-void load_checkpoint(const CheckpointHeader& h, const std::vector<std::unique_ptr<Stepper>>& solvers) {
+double speed_cap(const RunConfig& c, double h, double u0_max) {
+  double component;  // the largest max|u_i| the guards let through
+  if (!std::isnan(c.dt))
+    component = c.max_cfl * h / c.dt;
+  else if (c.stall_fraction > 0)
+    component = u0_max / c.stall_fraction;
+  else
+    return std::numeric_limits<double>::infinity();
+  return kStepGrowth * std::sqrt(3.0) * component;
+}
+
+void load_checkpoint(const CheckpointHeader& h, const std::vector<std::unique_ptr<Stepper>>& solvers,
+                     double speed) {
   h5::Handle f = h5::open_file(h.path, h5::Seal::checked);  // read_checkpoint_header checked it
   for (const auto& st : solvers) {
     h5::Handle g = h5::open_group(f, st->name());
-    st->load(g);
+    st->load(g, speed);
   }
 }
 

@@ -9,7 +9,9 @@
 // Written to a temporary name, sealed (io/seal.h: a hash of every byte), fsync'ed and
 // renamed into place; the previous checkpoint stays as checkpoint_prev.h5. A restart checks
 // the seal before HDF5 reads anything, then each solver checks the state it loads (finite,
-// sizes of the deck's grid, σ > 0, positions in the box, sane t and step counts): a damaged
+// sizes of the deck's grid, σ > 0, positions in the box, sane t and step counts, magnitudes
+// no field of the run's largest speed exceeds: speed_cap), and the run driver checks the
+// solvers' times and step counts against each other and run.h5 (run.cpp): a damaged
 // or foreign file is bad input (exit 2) naming the file and, past the seal, the dataset. The
 // series and spectra live in run.h5 (sealed too), which a restart reads back and trims to
 // each solver's checkpoint time. A checkpoint that cannot be written is a vh::WriteError on
@@ -24,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "app/config.h"
 #include "app/steppers.h"
 
 namespace vh::app {
@@ -45,10 +48,26 @@ void write_checkpoint(const std::string& dir, const std::string& deck, long fiel
 /// dataset for a missing, damaged, unsealed or foreign file. Collective over `comm`.
 CheckpointHeader read_checkpoint_header(const std::string& where, const Comm& comm = Comm());
 
+/// The largest speed |u| a state of the run configured by `c` (grid spacing h) can hold at
+/// its points: its guards stop a run whose max|u_i| passes max_cfl h / time.dt (time.dt given:
+/// the CFL guard) or 1/time.stall_fraction times that of its first step (CFL steps: the stall
+/// guard; a new run's first step is the initial field's, max|u_i| = u0_max), |u| ≤ √3 max|u_i|,
+/// and the state a guard stops at has grown one step past it: kStepGrowth. A checkpoint's
+/// values are checked against it (Stepper::load). Infinite, so no magnitude check, where no
+/// guard bounds the speed (time.stall_fraction = 0 with CFL steps).
+double speed_cap(const RunConfig& c, double h, double u0_max);
+
+/// How far one step can carry max|u| past the guard that then stops the run, in speed_cap: 10,
+/// measured 2 (the vortex stall of tests/app/test_restart.cpp: max|u| 9.1e6 at the stop, 4.7e6
+/// allowed); a state beyond it is not one the run wrote.
+constexpr double kStepGrowth = 10;
+
 /// Loads every solver's state (its group must exist) from the checkpoint whose seal
 /// read_checkpoint_header() checked; on R ranks every rank its part. vh::InputError naming
-/// the file and dataset when a state fails its checks.
-void load_checkpoint(const CheckpointHeader& h, const std::vector<std::unique_ptr<Stepper>>& solvers);
+/// the file and dataset when a state fails its checks, its magnitudes against `speed`
+/// (speed_cap).
+void load_checkpoint(const CheckpointHeader& h, const std::vector<std::unique_ptr<Stepper>>& solvers,
+                     double speed);
 
 /// vh::InputError (one line) when the checkpoint was written at another domain.n than `n`
 /// (its /deck says which): the state is not interpolated.

@@ -65,17 +65,10 @@ double transform_modes(const RunConfig& c) {
   return double(g.m) * g.m * g.mxh();
 }
 
-int expansion_coefficients(const RunConfig& c) {
-  const int p = c.vortex.fmm.resolved().p;
-  return (p + 1) * (p + 2) / 2;
-}
-
-/// FMM cells per particle on the lattice: leaves of (N/2^l)³ particles at the first level l
-/// where that is at most ncrit, and 8/7 cells per leaf in the octree above them.
-double cells_per_particle(const RunConfig& c) {
-  const int ncrit = c.vortex.fmm.resolved().ncrit;
-  const double m = vortex::lattice_points_per_direction(c.vortex.refine, c.n);
-  double leaf = m * m * m;
+/// FMM cells per source: leaves of particles/8^l sources at the first level l where that is at
+/// most ncrit (on the lattice, (N/2^l)³), and 8/7 cells per leaf in the octree above them.
+double cells_per_particle(double particles, int ncrit) {
+  double leaf = particles;
   while (leaf > ncrit) leaf /= 8;
   return (8.0 / 7.0) / leaf;
 }
@@ -129,6 +122,16 @@ double MemoryEstimate::device_bytes() const {
   return s;
 }
 
+FmmMemory fmm_memory(double particles, const fmm::Params& f, bool gpu) {
+  const fmm::Params r = f.resolved();
+  const double nc = (r.p + 1) * (r.p + 2) / 2, cells = cells_per_particle(particles, r.ncrit) * particles;
+  FmmMemory m;
+  // With the GPU back end the results come back through pinned staging memory (12 doubles).
+  m.host = (kVortexHostPerParticle + (gpu ? 96 : 0)) * particles + (kFmmHostPerCell + 96 * nc) * cells;
+  if (gpu) m.device = kFmmDevicePerParticle * particles + (kFmmDevicePerCell + 120 * nc) * cells + kFmmDeviceTables;
+  return m;
+}
+
 bool spectral_fused_on_gpu(const RunConfig& c, Backend b) {
   const spectral::Params& p = c.spectral;
   if (b != Backend::gpu || !runs_spectral(c) || p.pruned_transforms) return false;
@@ -180,13 +183,9 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
     e.host.push_back({"spectral checkpoint buffer", 3 * s.C});
   }
   if (runs_vortex(c)) {
-    const double nc = expansion_coefficients(c), cells = cells_per_particle(c) * particles;
-    // With the GPU back end the results come back through pinned staging memory (12 doubles).
-    e.host.push_back({"vortex solver and FMM",
-                      (kVortexHostPerParticle + (gpu ? 96 : 0)) * particles + (kFmmHostPerCell + 96 * nc) * cells});
-    if (gpu)
-      e.device.push_back({"FMM and blob sums",
-                          kFmmDevicePerParticle * particles + (kFmmDevicePerCell + 120 * nc) * cells + kFmmDeviceTables});
+    const FmmMemory f = fmm_memory(particles, c.vortex.fmm, gpu);
+    e.host.push_back({"vortex solver and FMM", f.host});
+    if (gpu) e.device.push_back({"FMM and blob sums", f.device});
     if (gpu && c.vortex.reinit_from == vortex::ReinitFrom::points) {
       e.device.push_back({"vortex state and work space", kVortexGpuPerParticle * particles});
     }
@@ -320,17 +319,24 @@ std::string items(const std::vector<MemoryItem>& v) {
 
 }  // namespace
 
-void check_memory(const RunConfig& c, Backend b, const MemoryEstimate& e, const MemoryAvailable& host,
-                  const MemoryAvailable& device) {
+std::string memory_shortfall(const MemoryEstimate& e, Backend b, const MemoryAvailable& host,
+                             const MemoryAvailable& device) {
   const bool host_short = e.host_bytes() > host.bytes;
   const bool device_short = b == Backend::gpu && e.device_bytes() > device.bytes;
-  if (!host_short && !device_short) return;
-  const bool fused = spectral_fused_on_gpu(c, b);
+  if (!host_short && !device_short) return "";
   const MemoryAvailable& a = host_short ? host : device;
+  return "needs " + format_bytes(host_short ? e.host_bytes() : e.device_bytes()) + " of " +
+         (host_short ? "host" : "GPU") + " memory (" + items(host_short ? e.host : e.device) + "), " +
+         format_bytes(a.bytes) + " available (" + a.limited_by + ")";
+}
+
+void check_memory(const RunConfig& c, Backend b, const MemoryEstimate& e, const MemoryAvailable& host,
+                  const MemoryAvailable& device) {
+  const std::string why = memory_shortfall(e, b, host, device);
+  if (why.empty()) return;
+  const bool fused = spectral_fused_on_gpu(c, b);
   std::ostringstream msg;
-  msg << c.options.where("domain.n") << " needs " << format_bytes(host_short ? e.host_bytes() : e.device_bytes())
-      << " of " << (host_short ? "host" : "GPU") << " memory (" << items(host_short ? e.host : e.device) << "), "
-      << format_bytes(a.bytes) << " available (" << a.limited_by << ")";
+  msg << c.options.where("domain.n") << " " << why;
   const int n = largest_n_that_fits(c, b, fused, host.bytes, b == Backend::gpu ? device.bytes
                                                                             : std::numeric_limits<double>::infinity());
   msg << "; allowed here: " << (n > 0 ? "domain.n <= " + std::to_string(n) : std::string("no domain.n"));

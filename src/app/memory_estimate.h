@@ -29,6 +29,7 @@
 
 #include "app/config.h"
 #include "core/device.h"
+#include "fmm/fmm.h"
 
 namespace vh::app {
 
@@ -71,6 +72,20 @@ MemoryAvailable host_memory_available();
 
 /// Free memory of the current GPU (cudaMemGetInfo); infinite without a GPU.
 MemoryAvailable device_memory_available();
+
+/// Host and GPU bytes of the periodic FMM (fmm/) over `particles` sources with parameters f, on
+/// the GPU with `gpu`: per source and per cell of its octree (leaves of at most f.ncrit, 8/7 cells
+/// per leaf), the host side with the vortex solver's own per-particle arrays (they were calibrated
+/// together). The vortex solver's share of estimate_memory; fmm_bench's estimate.
+struct FmmMemory {
+  double host = 0, device = 0;
+};
+FmmMemory fmm_memory(double particles, const fmm::Params& f, bool gpu);
+
+/// Why the estimate e (back end b) does not fit: "needs X of host memory (its three largest
+/// parts), Y available (the limit that decides)", the GPU's where that is short; "" when it fits.
+std::string memory_shortfall(const MemoryEstimate& e, Backend b, const MemoryAvailable& host,
+                             const MemoryAvailable& device);
 
 /// Throws vh::InputError with one line (what N needs, what is available, what to change) when
 /// the estimate e of configuration c exceeds `host` or, on the GPU back end, `device`.

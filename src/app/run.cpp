@@ -1,8 +1,9 @@
 // The run driver: deck → configuration (checked in full before anything is written) → the
 // initial field and its statistics → the solvers started from it (or restored from a
 // checkpoint) → for each stop time (outputs, field times, the end) each solver advances to it
-// and records its diagnostics; guards stop the run with a checkpoint; the end writes a
-// checkpoint, summary.txt and a table of time per phase.
+// and records its diagnostics; guards stop the run with a checkpoint of its state, or, where
+// that state is broken (not finite, or a flow collapsed to rest), keeping the last good one;
+// the end writes a checkpoint, summary.txt and a table of time per phase.
 //
 // run_case() reads that way: configure(), dry_run_or_check_memory() and prepare_run_folder()
 // before anything is written, then a Run: start() (start_from_initial_field() or
@@ -31,6 +32,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -138,6 +140,15 @@ std::vector<double> field_times(const std::vector<double>& fields_at, double T0)
 }
 
 bool near(double a, double b, double scale) { return std::abs(a - b) <= 1e-9 * scale; }
+
+/// The output interval of `c` in time units (T0: the initial field's eddy turnover time).
+double output_interval(const RunConfig& c, double T0) {
+  return std::isnan(c.output_interval) ? c.output_over_T * T0 : c.output_interval;
+}
+
+/// Below this share of K0 the velocity is under the round-off of the initial field's
+/// (√(K/K0) < ε): nothing of the flow is left, only the remains of a state that collapsed.
+constexpr double kCollapsedEnergy = std::numeric_limits<double>::epsilon() * std::numeric_limits<double>::epsilon();
 
 /// Adds the wall time of its scope to a phase's total.
 class PhaseTimer {
@@ -420,6 +431,8 @@ class Run {
   void banner();
   void make_solvers();
   void restart_from_checkpoint();
+  double initial_max_speed();
+  void check_checkpoint_times(const CheckpointHeader& ckpt, const RunData& data) const;
   void start_from_initial_field();
   std::map<std::string, std::string> meta() const;
   double advance(Stepper& st, double stop);
@@ -430,6 +443,7 @@ class Run {
   void check_energy_rise(const Stepper& st, const Statistics& s);
   void checkpoint_if_due();
   [[noreturn]] void stop(const std::string& why);
+  [[noreturn]] void stop_broken(const std::string& why);
   bool field_due(double t) const;
   void time_table(double wall);
   std::string memory_used() const;
@@ -462,6 +476,7 @@ class Run {
   std::map<std::string, double> phases_;  ///< wall seconds per phase, for the table at the end
   long steps_since_ckpt_ = 0;
   std::chrono::steady_clock::time_point last_ckpt_;
+  std::string last_good_;  ///< the last checkpoint of a good state: written, or restarted from
 };
 
 Run::Run(Setup s, const Comm& world, bool quiet, const std::string& deck_path, const std::vector<std::string>& argv)
@@ -479,7 +494,7 @@ Run::Run(Setup s, const Comm& world, bool quiet, const std::string& deck_path, c
       s0_(statistics(init_.u, init_.nu, fft_)),
       T0_(s0_.T),
       t_end_(std::isnan(s_.cfg.t_end) ? s_.cfg.t_end_over_T * T0_ : s_.cfg.t_end),
-      out_dt_(std::isnan(s_.cfg.output_interval) ? s_.cfg.output_over_T * T0_ : s_.cfg.output_interval),
+      out_dt_(output_interval(s_.cfg, T0_)),
       field_t_(field_times(s_.cfg.fields_at, T0_)),
       run_h5_((fs::path(s_.cfg.out_dir) / "run.h5").string()),
       stop_file_(fs::path(s_.cfg.out_dir) / "STOP") {
@@ -531,11 +546,14 @@ void Run::start() {
 /// solver's checkpoint time, fields files numbered on from the checkpoint's.
 void Run::restart_from_checkpoint() {
   const CheckpointHeader& ckpt = *s_.ckpt;
-  load_checkpoint(ckpt, solvers_);
+  load_checkpoint(ckpt, solvers_, speed_cap(s_.cfg, g_.h(), initial_max_speed()));
   RunData data = RunFile::read(run_h5_, /*require_seal=*/true);
   for (auto& st : solvers_) {
     check_restart_record(data, run_h5_, st->name(), st->time());
     trim_after(data.solvers.at(st->name()), st->time() * (1 + 1e-12));
+  }
+  check_checkpoint_times(ckpt, data);
+  for (auto& st : solvers_) {
     const auto& se = data.solvers.at(st->name()).series;
     const auto& K = se.at("K");
     last_[st->name()] = {K.back(), se.at("epsilon").back(), se.at("Re_lambda").back(),
@@ -546,7 +564,59 @@ void Run::restart_from_checkpoint() {
   rf_ = std::make_unique<RunFile>(run_h5_, std::move(data));
   field_index_ = ckpt.field_index;
   on_root(world_, [&] { remove_fields_from(s_.cfg.out_dir, field_index_); });
+  last_good_ = ckpt.path;
   con_.line("restart from " + ckpt.path);
+}
+
+/// max over the grid points and components of |u_i| of the initial field, on every rank: the
+/// first step's, which the stall guard measures against (speed_cap). One component at a time on
+/// this rank's planes: one grid array, within the statistics' work arrays of the memory
+/// estimate, which are not in use before the first output.
+double Run::initial_max_speed() {
+  std::vector<double> ui(slab_.local_points());
+  double m = 0;
+  for (int c = 0; c < 3; ++c) {
+    fft_.inverse(init_.u.c[c].data(), ui.data());
+    for (double v : ui) m = std::max(m, std::abs(v));
+  }
+  return world_.max(m);
+}
+
+/// The solvers' times and step counts against each other and against run.h5 (trimmed to each
+/// solver's time): the solvers advance to each output in turn, so a checkpoint, written at an
+/// output or by a guard during the interval after one, holds times within one output interval
+/// of each other and of each solver's last output, and a step count equal to that output's
+/// (at it) or larger (after it). The interval is the longer of the checkpoint's deck's and the
+/// restart's (an override may shorten it).
+void Run::check_checkpoint_times(const CheckpointHeader& ckpt, const RunData& data) const {
+  const double interval =
+      std::max(out_dt_, output_interval(make_config(deck_path_, parse_deck(ckpt.deck, ckpt.path + ":/deck", {})), T0_));
+  const double slack = interval * (1 + 1e-9);
+  auto attribute = [&](const Stepper& st, const char* name, double v) {
+    return ckpt.path + ":/" + st.name() + ": attribute " + name + " = " + fmt(v, 17);
+  };
+  const std::string allowed = " (allowed: within one output interval, " + fmt(interval) +
+                              ": each solver advances to the next output in turn)";
+  for (std::size_t i = 1; i < solvers_.size(); ++i) {
+    const Stepper &a = *solvers_[0], &b = *solvers_[i];
+    if (!(std::abs(b.time() - a.time()) <= slack))
+      throw InputError(attribute(b, "t", b.time()) + " is more than one output interval from /" + a.name() +
+                       " attribute t = " + fmt(a.time(), 17) + allowed);
+  }
+  for (const auto& st : solvers_) {
+    const auto& se = data.solvers.at(st->name()).series;
+    const double t_row = se.at("t").back();
+    const long step_row = long(se.at("step").back());
+    const std::string row = run_h5_ + ":/" + st->name() + "/series";
+    if (!(st->time() - t_row <= slack))
+      throw InputError(attribute(*st, "t", st->time()) + " is more than one output interval after the solver's last output (" +
+                       row + "/t = " + fmt(t_row, 17) + ")" + allowed);
+    // At its last output (the same t) a solver has that output's step count, after it more.
+    if (t_row >= st->time() ? step_row != st->steps() : step_row >= st->steps())
+      throw InputError(attribute(*st, "steps", double(st->steps())) + " disagrees with " + row + "/step = " +
+                       std::to_string(step_row) + " at t = " + fmt(t_row, 17) +
+                       " (allowed: that output's step count at its t, more after it)");
+  }
 }
 
 /// run.h5:/meta of a new run.
@@ -629,6 +699,9 @@ double Run::advance(Stepper& st, double stop) {
       st.step(dt);
     }
     t = st.time();
+    if (!std::isfinite(t))
+      stop_broken(name + ": t = " + fmt(t) + " is not finite after step " + std::to_string(st.steps()) + " (dt = " +
+                  fmt(dt, 3) + ")");
     ++steps_since_ckpt_;
     if (const std::string e = st.event(); !e.empty()) con_.line(e);
     con_.progress(name, st.steps(), t, T0_, dt, last_[name].K / s0_.K, last_[name].Re_lambda, t_end_);
@@ -638,8 +711,9 @@ double Run::advance(Stepper& st, double stop) {
 }
 
 /// The step of the CFL number (or time.dt), after the guards on it: the run stops with a
-/// checkpoint on a non-finite velocity, a CFL number above time.max_cfl, or a step that
-/// collapsed below time.stall_fraction of this process's first one.
+/// checkpoint on a CFL number above time.max_cfl or a step that collapsed below
+/// time.stall_fraction of this process's first one, and keeping the last good checkpoint
+/// (stop_broken) on a non-finite velocity or a flow at rest (no finite CFL step).
 double Run::stable_dt(Stepper& st) {
   const RunConfig& c = s_.cfg;
   const std::string name = st.name();
@@ -649,8 +723,13 @@ double Run::stable_dt(Stepper& st) {
     umax = st.max_velocity();
   }
   const std::string where = " at step " + std::to_string(st.steps()) + ", t = " + fmt(st.time());
-  if (!std::isfinite(umax)) stop(name + ": max|u| is not finite" + where);
+  if (!std::isfinite(umax)) stop_broken(name + ": max|u| is not finite" + where);
   const double dt = std::isnan(c.dt) ? c.cfl * g_.h() / umax : c.dt;
+  // A flow at rest (max|u| = 0, or so small that h / max|u| overflows) has no CFL step: its
+  // time would jump to infinity.
+  if (!std::isfinite(dt))
+    stop_broken(name + ": the CFL step dt = time.cfl h / max|u| is not finite (max|u| = " + fmt(umax, 3) +
+                "): the flow has come to rest" + where);
   if (umax * dt / g_.h() > c.max_cfl)
     stop(name + ": CFL number " + fmt(umax * dt / g_.h(), 3) + " > time.max_cfl = " + fmt(c.max_cfl, 3) + where);
   // A CFL step that collapses means the velocity grew without bound: stop rather than creep.
@@ -717,7 +796,11 @@ void Run::output(Stepper& st, double dt, std::map<std::string, GridFields>& fiel
   const double t = st.time();
   std::vector<double> E;
   const Statistics s = measure(st, E);
-  if (!std::isfinite(s.K)) stop(name + ": K is not finite at step " + std::to_string(st.steps()) + ", t = " + fmt(t));
+  const std::string where = " at step " + std::to_string(st.steps()) + ", t = " + fmt(t);
+  if (!std::isfinite(s.K)) stop_broken(name + ": K is not finite" + where);
+  if (s.K <= kCollapsedEnergy * s0_.K)
+    stop_broken(name + ": K = " + fmt(s.K, 3) + " has collapsed to zero (K/K0 = " + fmt(s.K / s0_.K, 3) +
+                " <= 2.2e-16^2: the velocity is below the round-off of the initial one)" + where);
   // Energy balance between outputs: −dK/dt against the mean of ε at both ends.
   const double t_prev = rf_->data().solvers.at(name).series.at("t").back();
   con_.line(name + " energy balance t/T " + fmt(t / T0_, 4) + "  -dK/dt " +
@@ -758,6 +841,7 @@ void Run::checkpoint_if_due() {
       (c.checkpoint_minutes > 0 && minutes >= c.checkpoint_minutes)) {
     const PhaseTimer timer(phases_["run.h5 and checkpoints"]);
     write_checkpoint(c.out_dir, deck_, field_index_, solvers_, world_);
+    last_good_ = (fs::path(c.out_dir) / "checkpoint.h5").string();
     steps_since_ckpt_ = 0;
     last_ckpt_ = std::chrono::steady_clock::now();
   }
@@ -770,6 +854,18 @@ void Run::stop(const std::string& why) {
   on_root(world_, [&] { rf_->write(); });
   throw RunStopped(why + "; checkpoint " + (fs::path(s_.cfg.out_dir) / "checkpoint.h5").string() +
                    " (the one before: checkpoint_prev.h5)");
+}
+
+/// A guard stops a run whose state is broken (not finite, or a flow collapsed to rest): that
+/// state is not saved (a restart could not continue it, and it would push the last good
+/// checkpoint aside), run.h5 is; RunStopped (exit 3) names the last good checkpoint.
+/// Collective: every rank decides the same.
+void Run::stop_broken(const std::string& why) {
+  on_root(world_, [&] { rf_->write(); });
+  throw RunStopped(why + "; this state is not saved: " +
+                   (last_good_.empty() ? "no checkpoint had been written yet (output.checkpoint_every)"
+                                       : "the last good checkpoint is " + last_good_ +
+                                             " (continue with `vortexhit run --restart " + last_good_ + "`)"));
 }
 
 void Run::final_checkpoint() {
@@ -840,7 +936,8 @@ static int run_case(const std::string& deck_path, const std::vector<std::string>
                     const std::string& restart, const std::vector<std::string>& argv, bool dry_run) {
   const auto wall0 = std::chrono::steady_clock::now();
   // Guards: a signal or a STOP file in the run folder ends the run after the current step
-  // with a checkpoint (exit 3), as do a non-finite velocity and a CFL number above max_cfl.
+  // with a checkpoint (exit 3), as do a CFL number above max_cfl, a stalled step and a rise
+  // of K; a non-finite velocity, time or K and a collapsed K end it keeping the last good one.
   catch_signals();
   const Comm world = Comm::world();
   Setup setup = configure(deck_path, overrides, restart, world);

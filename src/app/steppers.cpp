@@ -1,5 +1,6 @@
 #include "app/steppers.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -32,7 +33,9 @@ void save_coefficients(h5::Id grp, const SpectralSlab& u, RootErrors& err) {
     }
 }
 
-void load_coefficients(h5::Id grp, SpectralSlab& u) {
+/// Reads the spectral state into u; each coefficient is a mean of u e^{−ik·x} over the grid
+/// (grid.h normalisation), so |u_k| ≤ max|u| ≤ `speed`.
+void load_coefficients(h5::Id grp, SpectralSlab& u, double speed) {
   const Slab& s = u.slab;
   const std::size_t n = std::size_t(s.grid.n), nxh = n / 2 + 1, modes = n * n * nxh;
   const h5::Shape shape = h5::shape(grp, "u");
@@ -63,6 +66,18 @@ void load_coefficients(h5::Id grp, SpectralSlab& u) {
   for (const auto& c : u.c)
     for (const Complex& z : c) finite = finite && std::isfinite(z.real()) && std::isfinite(z.imag());
   if (s.comm.any(!finite)) throw InputError(h5::where(grp, "u") + ": holds values that are not finite");
+  double largest = 0;
+  for (const auto& c : u.c)
+    for (const Complex& z : c) largest = std::max(largest, std::abs(z));
+  largest = s.comm.max(largest);
+  if (!(largest <= speed)) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  ": holds a coefficient |u_k| = %.3g, larger than a field of the run's largest speed can hold "
+                  "(allowed: |u_k| <= max|u| <= %.3g, src/app/checkpoint.h)",
+                  largest, speed);
+    throw InputError(h5::where(grp, "u") + buf);
+  }
 }
 
 std::vector<double> flatten(const std::vector<Vec3>& v) {
@@ -118,9 +133,9 @@ class SpectralStepper : public Stepper {
       h5::write_attribute(grp, "steps", std::int64_t(steps_));
     });
   }
-  void load(h5::Id grp) override {
+  void load(h5::Id grp, double speed) override {
     SpectralSlab u(slab_);
-    load_coefficients(grp, u);
+    load_coefficients(grp, u, speed);
     const double t = h5::read_double_attribute(grp, "t");
     const long steps = long(h5::read_int64_attribute(grp, "steps"));
     if (!(std::isfinite(t) && t >= 0 && steps >= 0 && (steps == 0) == (t == 0)))
@@ -144,6 +159,7 @@ class VortexStepper : public Stepper {
   VortexStepper(const vortex::Params& p, const Grid& g)
       : grid_(g),
         lattice_{vortex::lattice_points_per_direction(p.refine, g.n)},
+        sigma0_(p.overlap * lattice_.h()),
         solver_(vortex::make_solver(p, g)),
         max_core_ratio_(p.max_core_ratio) {}
   std::string name() const override { return "vortex"; }
@@ -216,7 +232,7 @@ class VortexStepper : public Stepper {
     h5::write_attribute(grp, "since_reinit", std::int64_t(st.since_reinit));
     h5::write_attribute(grp, "reinits", std::int64_t(st.reinits));
   }
-  void load(h5::Id grp) override {
+  void load(h5::Id grp, double speed) override {
     vortex::State st;
     const std::size_t n = lattice_.points();  // lattice particles (vortex/validate.h)
     st.particles.x = unflatten(h5::read_doubles(grp, "x", h5::Shape{n, 3}));
@@ -238,7 +254,7 @@ class VortexStepper : public Stepper {
     st.since_reinit = long(h5::read_int64_attribute(grp, "since_reinit"));
     st.reinits = long(h5::read_int64_attribute(grp, "reinits"));
     try {
-      vortex::validate(st, lattice_);
+      vortex::validate(st, lattice_, vortex::bounds(lattice_, sigma0_, speed));
     } catch (const InputError& e) {
       throw InputError(h5::where(grp, ".") + ": " + e.what());
     }
@@ -258,6 +274,7 @@ class VortexStepper : public Stepper {
  private:
   Grid grid_;
   Grid lattice_;  ///< the particle lattice, refine·N per direction: a checkpoint's particle count
+  double sigma0_;  ///< the lattice particles' core, overlap · h_p
   std::unique_ptr<vortex::SolverInterface> solver_;
   vortex::RbfResult init_;
   vortex::Monitors m_;

@@ -41,12 +41,14 @@ class Stepper {
   /// What happened during the last step that the log should say (empty: nothing).
   virtual std::string event() { return ""; }
   /// Writes the whole state into the HDF5 group `group` (checkpoints), and reads it back;
-  /// load() throws vh::InputError naming the dataset when it is missing or malformed. On
+  /// load() throws vh::InputError naming the dataset when it is missing, malformed or holds
+  /// values larger than a field whose speed stays below `speed` can hold (checkpoint.h,
+  /// speed_cap; infinite: no such check). On
   /// R ranks load() runs on every rank (each reads its part of the global arrays) and the
   /// collective save() below writes: the group exists on rank 0 (-1 elsewhere), whose
   /// errors go to `err`. Its default is save(group) on rank 0: one-rank solvers.
   virtual void save(std::int64_t group) = 0;
-  virtual void load(std::int64_t group) = 0;
+  virtual void load(std::int64_t group, double speed) = 0;
   virtual void save(std::int64_t group, RootErrors& err, const Comm& comm) { err.run(comm, [&] { save(group); }); }
 };
 

@@ -13,7 +13,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <type_traits>
 
@@ -61,6 +63,13 @@ class CheckpointChecks : public ::testing::Test {
   fs::path dir_;
 };
 fs::path CheckpointChecks::base_;
+
+/// `v` as the program prints a time it refuses (17 significant digits).
+std::string digits17(double v) {
+  std::ostringstream o;
+  o << std::setprecision(17) << v;
+  return o.str();
+}
 
 /// Sets element `index` of double dataset `name` of `file` to `value`, then reseals the file.
 void poke(const std::string& file, const char* name, std::size_t index, double value) {
@@ -166,6 +175,59 @@ TEST_F(CheckpointChecks, NegativeStepCountsAreRefused) {
   fs::copy(base_ / "run", dir_);
   poke_attribute(ckpt(), "/", "field_index", std::int64_t(-1));
   expect_refused(ckpt() + ":/ attribute field_index = -1 is out of range");
+}
+
+// Finite values no run could have written (issue 28: a strength of 1e300 restarted and wrote
+// a last row with t = inf and K = 0, exit 0): each is larger than a field of the run's largest
+// speed can hold at a point (vortex/validate.h; the speed: src/app/checkpoint.h, speed_cap).
+TEST_F(CheckpointChecks, ImpossiblyLargeStrengthIsRefused) {
+  poke(ckpt(), "/vortex/alpha", 3 * 17 + 2, 1e300);
+  expect_refused(ckpt() + ":/vortex: |alpha[17]| = 1e+300 is larger than a field of the run's largest speed can hold");
+}
+
+TEST_F(CheckpointChecks, ImpossiblyLargePointStrengthOrHistoryIsRefused) {
+  // 1e20: far below overflow, far above the bound (about 4e9 for gamma at 8^3).
+  poke(ckpt(), "/vortex/gamma", 3 * 5, 1e20);
+  expect_refused(ckpt() + ":/vortex: |gamma[5]| = 1e+20 is larger than");
+  fs::remove_all(dir_);
+  fs::copy(base_ / "run", dir_);
+  poke(ckpt(), "/vortex/u_prev", 3 * 9 + 1, -1e300);
+  expect_refused(ckpt() + ":/vortex: |u_prev[9]| = 1e+300 is larger than");
+}
+
+TEST_F(CheckpointChecks, ImpossiblyLargeSpectralCoefficientIsRefused) {
+  poke(ckpt(), "/spectral/u", 42, 1e300);
+  expect_refused(ckpt() + ":/spectral/u: holds a coefficient |u_k| = 1e+300, larger than a field of the run's "
+                          "largest speed can hold");
+}
+
+// The solvers advance to each output in turn: a checkpoint holds their times within one
+// output interval of each other and of their last output in run.h5 (run.cpp,
+// check_checkpoint_times). Issue 28: a vortex time far past the spectral one restarted and
+// wrote a row at that time.
+TEST_F(CheckpointChecks, SolverTimesMoreThanAnOutputIntervalApartAreRefused) {
+  hid_t f = H5Fopen(ckpt().c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  double t = 0;
+  hid_t a = H5Aopen_by_name(f, "/vortex", "t", H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(H5Aread(a, H5T_NATIVE_DOUBLE, &t), 0);
+  H5Aclose(a);
+  H5Fclose(f);
+  ASSERT_GT(t, 0);
+  poke_attribute(ckpt(), "/vortex", "t", 10 * t);
+  expect_refused(ckpt() + ":/vortex: attribute t = " + digits17(10 * t) +
+                 " is more than one output interval from /spectral attribute t = " + digits17(t));
+  // Both moved on together: past their last output in run.h5.
+  poke_attribute(ckpt(), "/spectral", "t", 10 * t);
+  expect_refused(ckpt() + ":/spectral: attribute t = " + digits17(10 * t) +
+                 " is more than one output interval after the solver's last output");
+}
+
+TEST_F(CheckpointChecks, StepCountThatDisagreesWithTheRunFileIsRefused) {
+  // Written at an output: the count of that output's row (2), not 7.
+  poke_attribute(ckpt(), "/vortex", "steps", std::int64_t(7));
+  expect_refused(ckpt() + ":/vortex: attribute steps = 7 disagrees with " + (dir_ / "run.h5").string() +
+                 ":/vortex/series/step = 2");
 }
 
 /// Rewrites the deck stored in `file` with domain.n = `n`, then reseals the file.

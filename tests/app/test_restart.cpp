@@ -1,10 +1,13 @@
 // Checkpoint and restart: 2n steps in one go and n + restart + n give bit-identical run.h5
 // series and spectra (both solvers, CPU); every guard stops the run with exit 3 and a
-// checkpoint that a restart can read; a foreign or truncated checkpoint is bad input.
+// checkpoint that a restart can read: of the state it stopped at, or, where that state is
+// broken (not finite, or a flow collapsed to rest), the last good one, untouched; a foreign or
+// truncated checkpoint is bad input.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -147,15 +150,70 @@ TEST_F(Restart, StallGuardStopsWithExit3) {
   EXPECT_EQ(again.status, 3) << again.output;
 }
 
-TEST_F(Restart, NonFiniteVelocityStopsWithExit3) {
+TEST_F(Restart, NonFiniteVelocityStopsWithExit3WithoutSavingIt) {
   const fs::path b = dir / "b";
   // Inviscid, with a step 10⁴ times the stable one and the CFL guard lifted: RK4 overflows.
+  // A checkpoint of that state could not be continued (a restart refuses non-finite values):
+  // none is written (there was none before it either).
   const Result r = sh(kExe + " run --case.solver=spectral --domain.n=12 --flow.k_p=2 --flow.nu=0 --quiet"
                       " --output.fields_at=0 --time.t_end=1e4 --time.output_interval=1e4 --output.dir=" + b.string() +
                       " --time.dt=50 --time.max_cfl=1e300");
   EXPECT_EQ(r.status, 3) << r.output;
-  EXPECT_NE(r.output.find("not finite"), std::string::npos) << r.output;
-  EXPECT_TRUE(fs::exists(b / "checkpoint.h5"));
+  EXPECT_NE(r.output.find("is not finite"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("this state is not saved: no checkpoint had been written yet"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(b / "checkpoint.h5"));
+  EXPECT_TRUE(fs::exists(b / "run.h5"));
+}
+
+std::string bytes_of(const fs::path& f) {
+  std::ifstream in(f, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A flow that collapses to rest (issue 28: its CFL step, h / max|u| = inf, took t to infinity
+// and the run ended with exit 0 and a last row at t = inf, K = 0). A restart with a viscosity
+// 10³⁰ times the deck's (flow.Re_lambda = 1e-30) damps every mode to exactly 0 in one step:
+// with CFL steps the next step has no finite length, with a fixed step the next output's K is
+// 0. Either stops the run with exit 3, leaving the checkpoint it restarted from untouched; that
+// checkpoint restarts.
+TEST_F(Restart, CollapsedFlowStopsWithExit3KeepingTheLastGoodCheckpoint) {
+  const std::string small = " --domain.n=8 --flow.Re_lambda=20 --flow.k_p=2 --device=cpu --quiet --output.fields_at=";
+  struct Case {
+    std::string solver, steps, end, later, expect;
+  };
+  const Case cases[] = {
+      {"spectral", " --time.output_interval_over_T=0.1", " --time.t_end_over_T=0.1", " --time.t_end_over_T=0.3",
+       "the flow has come to rest"},
+      {"vortex", " --time.output_interval_over_T=0.1", " --time.t_end_over_T=0.1", " --time.t_end_over_T=0.3",
+       "the flow has come to rest"},
+      {"spectral", " --time.dt=0.05 --time.output_interval=0.1", " --time.t_end=0.1", " --time.t_end=0.3",
+       "K = 0 has collapsed to zero"},
+      {"vortex", " --time.dt=0.05 --time.output_interval=0.1", " --time.t_end=0.1", " --time.t_end=0.3",
+       "K = 0 has collapsed to zero"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.solver + c.steps);
+    const fs::path b = dir / ("b_" + std::to_string(&c - cases));
+    Result r = sh(kExe + " run" + small + " --case.solver=" + c.solver + c.steps + c.end + " --output.dir=" + b.string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    const std::string good = bytes_of(b / "checkpoint.h5");
+    r = sh(kExe + " run --restart " + b.string() + c.later + " --flow.Re_lambda=1e-30 --quiet");
+    EXPECT_EQ(r.status, 3) << r.output;
+    EXPECT_NE(r.output.find(c.solver + ": " ), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(c.expect), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("this state is not saved: the last good checkpoint is " + (b / "checkpoint.h5").string()),
+              std::string::npos)
+        << r.output;
+    EXPECT_TRUE(bytes_of(b / "checkpoint.h5") == good) << "the last good checkpoint was overwritten";
+    EXPECT_FALSE(fs::exists(b / "checkpoint_prev.h5"));
+    // Nothing past the last good output in run.h5 either: no row at t = inf or with K = 0.
+    const auto d = vh::RunFile::read((b / "run.h5").string());
+    for (double K : d.solvers.at(c.solver).series.at("K")) EXPECT_GT(K, 0);
+    for (double t : d.solvers.at(c.solver).series.at("t")) EXPECT_TRUE(std::isfinite(t));
+    r = sh(kExe + " run --restart " + b.string() + c.later + " --quiet");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(vh::RunFile::read((b / "run.h5").string()).solvers.at(c.solver).outputs(), 4u);
+  }
 }
 
 TEST_F(Restart, KeysEmptiedOnTheCommandLineStayEmpty) {

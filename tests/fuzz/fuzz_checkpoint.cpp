@@ -32,8 +32,9 @@ const std::vector<std::unique_ptr<vh::app::Stepper>>& solvers() {
 
 void restart_from(const std::string& path) {
   const vh::app::CheckpointHeader h = vh::app::read_checkpoint_header(path);
-  vh::app::make_config("", vh::app::parse_deck(h.deck, path + ":/deck", {}));
-  vh::app::load_checkpoint(h, solvers());
+  const vh::app::RunConfig c = vh::app::make_config("", vh::app::parse_deck(h.deck, path + ":/deck", {}));
+  // The magnitude checks at the speed cap of an initial field whose max|u_i| is 1.
+  vh::app::load_checkpoint(h, solvers(), vh::app::speed_cap(c, vh::Grid{8}.h(), 1.0));
 }
 
 }  // namespace
