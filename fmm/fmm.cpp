@@ -683,7 +683,8 @@ Timings run_let(const Params& prm_in, const Comm& comm, const std::vector<Vec3>&
   const auto t_exchange = clock_type::now();
   tm.exchange = seconds(t_start, t_boxes) + seconds(t_up, t_exchange);
   st.mark("exchange");
-  const LetLists let_lists_here = let_lists(tgt, let, trav.shifts, trav.mac);
+  const RankBox& box = boxes[comm.rank()];
+  const LetLists let_lists_here = let_lists(tgt, let, box.target_lo, box.target_hi, trav.shifts, trav.mac);
   const auto t_let_lists = clock_type::now();
   tm.traverse += seconds(t_exchange, t_let_lists);
   st.mark("let lists");

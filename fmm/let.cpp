@@ -19,25 +19,33 @@ struct LetParticle {
   double sigma;
 };
 
-// How a cell goes to one rank: as a multipole or as particles for some shift (a frontier cell),
-// or opened for some shift, when only its children's data travel (the receiver's M2M rebuilds
-// its multipole); for one rank the strongest over the shifts counts.
+// How a cell goes to one rank: as a multipole or as particles (a cell some shift's walk reaches
+// and does not open), or opened for some shift, when only its children's data travel (the
+// receiver's M2M rebuilds its multipole); for one rank the strongest over the shifts counts.
 enum Send : char { kNone = 0, kMultipole = 1, kParticles = 2, kOpened = 3 };
 
+}  // namespace
+
+bool taken_whole(const Vec3& c, double radius, const Vec3& bmin, const Vec3& bmax, double sigma_max, const Vec3& s,
+                 const Vec3& lo, const Vec3& hi, const Acceptance& mac) {
+  const Vec3 cs = {c[0] + s[0], c[1] + s[1], c[2] + s[2]};
+  const Vec3 blo = {bmin[0] + s[0], bmin[1] + s[1], bmin[2] + s[2]};
+  const Vec3 bhi = {bmax[0] + s[0], bmax[1] + s[1], bmax[2] + s[2]};
+  return accept(0.0, radius, point_box_distance(cs, lo, hi), box_box_distance(blo, bhi, lo, hi), sigma_max, mac.theta,
+                mac.rcut_per_sigma);
+}
+
+namespace {
+
 // The sender's walk of the header comment for one target box [lo, hi] and one shift s, depth
-// first from cell b: appends the frontier cells (cell, how) in the order met.  A cell accepted
+// first from cell b: appends the cells not opened, (cell, how), in the order met.  A cell taken
 // whole goes as particles when it has at most particle_limit of them (fewer bytes than its
 // multipole).
 void walk(const Tree& src, int b, const Vec3& lo, const Vec3& hi, const Vec3& s, const Acceptance& mac,
           int particle_limit, std::vector<std::pair<int, Send>>& out) {
   const Cell& B = src.cells[b];
   if (B.begin == B.end) return;
-  const Vec3 c = {B.center[0] + s[0], B.center[1] + s[1], B.center[2] + s[2]};
-  const Vec3 blo = {B.bmin[0] + s[0], B.bmin[1] + s[1], B.bmin[2] + s[2]};
-  const Vec3 bhi = {B.bmax[0] + s[0], B.bmax[1] + s[1], B.bmax[2] + s[2]};
-  // The traversal's test with the target a point of the box (R_A = 0), at the box's closest.
-  if (accept(0.0, B.radius, point_box_distance(c, lo, hi), box_box_distance(blo, bhi, lo, hi), B.sigma_max,
-             mac.theta, mac.rcut_per_sigma)) {
+  if (taken_whole(B.center, B.radius, B.bmin, B.bmax, B.sigma_max, s, lo, hi, mac)) {
     out.push_back({b, B.end - B.begin <= particle_limit ? kParticles : kMultipole});
   } else if (B.leaf()) {
     out.push_back({b, kParticles});
@@ -51,15 +59,13 @@ struct Outgoing {
   std::vector<LetCell> cells;
   std::vector<cplx> M;
   std::vector<LetParticle> particles;
-  std::vector<Interaction> frontier;
 };
 
-// The LET for the target box [lo, hi]: the walks of every shift (in parallel, each its own
-// list, then in shift order), and the union of the walked subtrees, the frontier cells and
-// their ancestors, in the tree's order (parents first): a cell opened for some shift travels
-// without data (all its children travel: the walk opens a cell whole), the others with their
-// multipole or particles.  So a cell that far images take whole and near ones open costs a
-// record, not a multipole.
+// The LET for the target box [lo, hi]: the walks of every shift (in parallel), and the union of
+// the walked subtrees, the cells not opened and their ancestors, in the tree's order (parents
+// first): a cell opened for some shift travels without data (all its children travel: the walk
+// opens a cell whole), the others with their multipole or particles.  So a cell that far
+// images take whole and near ones open costs a record, not a multipole.
 Outgoing build_outgoing(const Tree& src, const std::vector<cplx>& M, const std::vector<Vec3>& as, int p,
                         const std::vector<Vec3>& shifts, const Acceptance& mac, const Vec3& lo, const Vec3& hi,
                         std::vector<char>& how, std::vector<int>& slot) {
@@ -100,8 +106,6 @@ Outgoing build_outgoing(const Tree& src, const std::vector<cplx>& M, const std::
     }
     out.cells.push_back(c);
   }
-  for (int s = 0; s < nshift; ++s)
-    for (const auto& e : met[s]) out.frontier.push_back({slot[e.first], s});
   for (int b : used) {  // reset for the next rank
     how[b] = kNone;
     slot[b] = -1;
@@ -109,10 +113,9 @@ Outgoing build_outgoing(const Tree& src, const std::vector<cplx>& M, const std::
   return out;
 }
 
-// Bytes of a LET with these counts (cells, multipole coefficients, particles, frontier entries).
-long long let_bytes(const std::size_t n[4]) {
-  return static_cast<long long>(n[0] * sizeof(LetCell) + n[1] * sizeof(cplx) + n[2] * sizeof(LetParticle) +
-                                n[3] * sizeof(Interaction));
+// Bytes of a LET with these counts (cells, multipole coefficients, particles).
+long long let_bytes(const std::size_t n[3]) {
+  return static_cast<long long>(n[0] * sizeof(LetCell) + n[1] * sizeof(cplx) + n[2] * sizeof(LetParticle));
 }
 
 // alltoallv of the per-rank pieces out[r].*member, elements of type T, the counts known.
@@ -151,28 +154,27 @@ LetSources exchange_let(const Comm& comm, const std::vector<RankBox>& boxes, con
       if (r != me && boxes[r].targets > 0)
         out[r] = build_outgoing(src, M, as, p, shifts, mac, boxes[r].target_lo, boxes[r].target_hi, how, slot);
   }
-  // The counts, four a rank: cells, multipole coefficients, particles, frontier entries.
-  std::vector<std::size_t> counts(4 * R), recv_counts(4 * R);
+  // The counts, three a rank: cells, multipole coefficients, particles.
+  std::vector<std::size_t> counts(3 * R), recv_counts(3 * R);
   sent = LetStats{};
   for (int r = 0; r < R; ++r) {
-    std::size_t* n = &counts[4 * r];
+    std::size_t* n = &counts[3 * r];
     n[0] = out[r].cells.size();
     n[1] = out[r].M.size();
     n[2] = out[r].particles.size();
-    n[3] = out[r].frontier.size();
     sent.cells += static_cast<long long>(n[0]);
     sent.multipoles += static_cast<long long>(n[1] / (3 * nc));
     sent.particles += static_cast<long long>(n[2]);
     sent.bytes += let_bytes(n);
   }
   {
-    std::vector<std::size_t> four(R, 4), displ(R);
-    for (int r = 0; r < R; ++r) displ[r] = 4 * r;
-    comm.alltoallv(counts.data(), four, displ, recv_counts.data(), four, displ, sizeof(std::size_t));
+    std::vector<std::size_t> three(R, 3), displ(R);
+    for (int r = 0; r < R; ++r) displ[r] = 3 * r;
+    comm.alltoallv(counts.data(), three, displ, recv_counts.data(), three, displ, sizeof(std::size_t));
   }
   auto column = [&](int k) {
     std::vector<std::size_t> c(R);
-    for (int r = 0; r < R; ++r) c[r] = recv_counts[4 * r + k];
+    for (int r = 0; r < R; ++r) c[r] = recv_counts[3 * r + k];
     return c;
   };
   auto pieces = [&](auto member) {
@@ -184,16 +186,16 @@ LetSources exchange_let(const Comm& comm, const std::vector<RankBox>& boxes, con
   let.cells = exchange(comm, pieces(&Outgoing::cells), column(0));
   let.M = exchange(comm, pieces(&Outgoing::M), column(1));
   const std::vector<LetParticle> particles = exchange(comm, pieces(&Outgoing::particles), column(2));
-  let.frontier = exchange(comm, pieces(&Outgoing::frontier), column(3));
 
   // Indices within each sender's piece become indices into the concatenation; every cell's
   // multipole goes to its own slot (cell k at k 3 ncoef(p)).
   received = LetStats{};
   const std::vector<cplx> Min = std::move(let.M);
   let.M.assign(let.cells.size() * 3 * nc, cplx(0.0));
-  std::size_t cell0 = 0, mult0 = 0, part0 = 0, front0 = 0;
+  std::size_t cell0 = 0, mult0 = 0, part0 = 0;
   for (int r = 0; r < R; ++r) {
-    const std::size_t* n = &recv_counts[4 * r];
+    const std::size_t* n = &recv_counts[3 * r];
+    if (n[0] > 0) let.roots.push_back(static_cast<int>(cell0));  // parents first: the root first
     for (std::size_t c = cell0; c < cell0 + n[0]; ++c) {
       LetCell& C = let.cells[c];
       if (C.multipole >= 0)
@@ -202,7 +204,6 @@ LetSources exchange_let(const Comm& comm, const std::vector<RankBox>& boxes, con
       if (C.first >= 0) C.first += static_cast<int>(part0);
       if (C.parent >= 0) C.parent += static_cast<int>(cell0);
     }
-    for (std::size_t f = front0; f < front0 + n[3]; ++f) let.frontier[f].source += static_cast<int>(cell0);
     received.cells += static_cast<long long>(n[0]);
     received.multipoles += static_cast<long long>(n[1] / (3 * nc));
     received.particles += static_cast<long long>(n[2]);
@@ -210,7 +211,6 @@ LetSources exchange_let(const Comm& comm, const std::vector<RankBox>& boxes, con
     cell0 += n[0];
     mult0 += n[1] / (3 * nc);
     part0 += n[2];
-    front0 += n[3];
   }
   let.x.resize(particles.size());
   let.alpha.resize(particles.size());
@@ -231,31 +231,31 @@ LetSources exchange_let(const Comm& comm, const std::vector<RankBox>& boxes, con
       p2m(p, {let.x[i][0] - C.center[0], let.x[i][1] - C.center[1], let.x[i][2] - C.center[2]}, let.alpha[i],
           &let.M[std::size_t(k) * 3 * nc]);
   }
-  std::vector<int> depth(ncell, 0), nchild(ncell + 1, 0);
+  // Children from the parent links: a sent cell's children are consecutive (the tree's are, and
+  // an opened cell's travel all).
+  let.child.assign(ncell, -1);
+  let.nchild.assign(ncell, 0);
+  std::vector<int> depth(ncell, 0);
   int max_depth = 0;
   for (int k = 0; k < ncell; ++k) {
     const int a = let.cells[k].parent;
     if (a < 0) continue;
+    if (let.nchild[a]++ == 0) let.child[a] = k;
     depth[k] = depth[a] + 1;
     max_depth = std::max(max_depth, depth[k]);
-    ++nchild[a + 1];
   }
-  for (int k = 0; k < ncell; ++k) nchild[k + 1] += nchild[k];
-  std::vector<int> child(nchild[ncell]), fill(nchild.begin(), nchild.end() - 1);
   std::vector<std::vector<int>> at_depth(max_depth + 1);
-  for (int k = 0; k < ncell; ++k) {
-    if (let.cells[k].parent >= 0) child[fill[let.cells[k].parent]++] = k;
-    if (nchild[k + 1] > nchild[k]) at_depth[depth[k]].push_back(k);
-  }
+  for (int k = 0; k < ncell; ++k)
+    if (let.nchild[k] > 0) at_depth[depth[k]].push_back(k);
   for (int d = max_depth; d >= 0; --d)
 #pragma omp parallel for schedule(dynamic, 4)
     for (int q = 0; q < static_cast<int>(at_depth[d].size()); ++q) {
       const int k = at_depth[d][q];
       const LetCell& C = let.cells[k];
-      for (int e = nchild[k]; e < nchild[k + 1]; ++e) {
-        const LetCell& H = let.cells[child[e]];
+      for (int h = let.child[k]; h < let.child[k] + let.nchild[k]; ++h) {
+        const LetCell& H = let.cells[h];
         m2m(p, {H.center[0] - C.center[0], H.center[1] - C.center[1], H.center[2] - C.center[2]},
-            &let.M[std::size_t(child[e]) * 3 * nc], &let.M[std::size_t(k) * 3 * nc]);
+            &let.M[std::size_t(h) * 3 * nc], &let.M[std::size_t(k) * 3 * nc]);
       }
     }
   return let;
@@ -263,62 +263,113 @@ LetSources exchange_let(const Comm& comm, const std::vector<RankBox>& boxes, con
 
 namespace {
 
-enum Kind { kM2L, kM2P, kP2P };
+enum Kind { kM2L, kM2P, kP2P, kDefer };
 
-// One list entry of a receiver's descent.
+// One list entry of a receiver's traversal, or (kDefer) a call interact(target, in.source) at
+// the shift in.shift left to phase 2.
 struct Record {
   int target;
   Kind kind;
   Interaction in;
 };
 
-// The receiver's descent of the header comment for LET cell k (B) at shift index s, from target
-// cell a: appends the entries in depth-first order.
-void descend(const Tree& tgt, int a, const LetCell& B, int k, int s, const Vec3& shift, const Acceptance& mac,
-             std::vector<Record>& out) {
-  const Cell& A = tgt.cells[a];
-  if (A.begin == A.end) return;
-  const bool particles = B.first >= 0;
-  if (far_pair(A.center.data(), A.radius, A.bmin.data(), A.bmax.data(), B.center.data(), B.radius, B.bmin.data(),
-               B.bmax.data(), B.sigma_max, shift.data(), mac.theta, mac.rcut_per_sigma)) {
-    const long long pairs = static_cast<long long>(A.end - A.begin) * B.count;
-    const bool direct = particles && A.leaf() && s == 0 && pairs <= mac.p2p_max_pairs;  // as build_lists
-    out.push_back({a, direct ? kP2P : kM2L, {k, s}});
-    return;
+// The receiver's traversal of the header comment for one shift, as build_lists' (fmm/traverse.cpp:
+// the same two phases; with task_root, calls at those targets are recorded, not run).
+struct LetTraversal {
+  const Tree& tgt;
+  const LetSources& let;
+  const Vec3& lo;
+  const Vec3& hi;
+  const Vec3& shift;
+  int s;
+  const Acceptance& mac;
+  const std::vector<char>* task_root;
+  std::vector<Record>& out;
+
+  void interact(int a, int b) {
+    const Cell& A = tgt.cells[a];
+    if (A.begin == A.end) return;
+    if (task_root && (*task_root)[a]) {
+      out.push_back({a, kDefer, {b, s}});
+      return;
+    }
+    const LetCell& B = let.cells[b];
+    const bool particles = B.first >= 0;
+    if (far_pair(A.center.data(), A.radius, A.bmin.data(), A.bmax.data(), B.center.data(), B.radius,
+                 B.bmin.data(), B.bmax.data(), B.sigma_max, shift.data(), mac.theta, mac.rcut_per_sigma)) {
+      const long long pairs = static_cast<long long>(A.end - A.begin) * B.count;
+      const bool direct = particles && A.leaf() && s == 0 && pairs <= mac.p2p_max_pairs;  // as build_lists
+      out.push_back({a, direct ? kP2P : kM2L, {b, s}});
+      return;
+    }
+    // B can be split where the sender opened it for this shift (its children are here then).
+    const bool split_b =
+        let.nchild[b] > 0 && !taken_whole(B.center, B.radius, B.bmin, B.bmax, B.sigma_max, shift, lo, hi, mac);
+    if (!split_b || (!A.leaf() && A.radius >= B.radius)) {
+      if (A.leaf()) {  // B is a leaf for this shift: particles, or a multipole taken whole
+        out.push_back({a, particles ? kP2P : kM2P, {b, s}});
+        return;
+      }
+      for (int c = A.child; c < A.child + A.nchild; ++c) interact(c, b);
+    } else {
+      for (int c = let.child[b]; c < let.child[b] + let.nchild[b]; ++c) interact(a, c);
+    }
   }
-  if (!A.leaf()) {
-    for (int ch = A.child; ch < A.child + A.nchild; ++ch) descend(tgt, ch, B, k, s, shift, mac, out);
-    return;
-  }
-  out.push_back({a, particles ? kP2P : kM2P, {k, s}});
-}
+};
 
 }  // namespace
 
-LetLists let_lists(const Tree& tgt, const LetSources& let, const std::vector<Vec3>& shifts, const Acceptance& mac) {
+LetLists let_lists(const Tree& tgt, const LetSources& let, const Vec3& lo, const Vec3& hi,
+                   const std::vector<Vec3>& shifts, const Acceptance& mac) {
   LetLists lists;
   const int nct = static_cast<int>(tgt.cells.size());
   lists.m2l.resize(nct);
-  lists.m2p.resize(nct);
   lists.p2p.resize(nct);
-  const int ne = static_cast<int>(let.frontier.size());
-  if (tgt.size() == 0 || ne == 0) return lists;
-  // Entries in chunks (in parallel), each chunk's records in entry order, merged in chunk order:
-  // the lists of the serial loop for any number of threads.
-  const int nchunk = std::min(ne, 64 * omp_get_max_threads());
-  std::vector<std::vector<Record>> rec(nchunk);
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int k = 0; k < nchunk; ++k) {
-    const int lo = static_cast<int>(static_cast<long long>(ne) * k / nchunk);
-    const int hi = static_cast<int>(static_cast<long long>(ne) * (k + 1) / nchunk);
-    for (int e = lo; e < hi; ++e) {
-      const Interaction& f = let.frontier[e];
-      descend(tgt, 0, let.cells[f.source], f.source, f.shift, shifts[f.shift], mac, rec[k]);
+  lists.m2p.resize(nct);
+  if (tgt.size() == 0 || let.roots.empty()) return lists;
+  // Task roots: as build_lists, the cells of the first level with enough cells for the threads
+  // and the leaves above it.  Phase 1 runs each (sender, shift) from the roots down to them (in
+  // parallel, each its records), phase 2 each task root's recorded calls in (sender, shift)
+  // order (task roots in parallel: no two share a cell), so the lists are the serial order's.
+  const int nthreads = omp_get_max_threads();
+  int task_level = 0;
+  while (task_level + 1 < static_cast<int>(tgt.levels.size()) &&
+         static_cast<int>(tgt.levels[task_level].size()) < 64 * nthreads)
+    ++task_level;
+  std::vector<char> task_root(nct, 0);
+  std::vector<int> roots;
+  for (int c = 0; c < nct; ++c) {
+    const Cell& C = tgt.cells[c];
+    if (C.level == task_level || (C.leaf() && C.level < task_level)) {
+      task_root[c] = 1;
+      roots.push_back(c);
     }
   }
-  for (const auto& chunk : rec)
-    for (const Record& r : chunk)
-      (r.kind == kM2L ? lists.m2l : r.kind == kM2P ? lists.m2p : lists.p2p)[r.target].push_back(r.in);
+  const int nshift = static_cast<int>(shifts.size()), npair = static_cast<int>(let.roots.size()) * nshift;
+  std::vector<std::vector<Record>> rec(npair);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int q = 0; q < npair; ++q) {
+    const int s = q % nshift;
+    LetTraversal t{tgt, let, lo, hi, shifts[s], s, mac, &task_root, rec[q]};
+    t.interact(0, let.roots[q / nshift]);
+  }
+  auto list_of = [&](Kind k) -> std::vector<std::vector<Interaction>>& {
+    return k == kM2L ? lists.m2l : k == kM2P ? lists.m2p : lists.p2p;
+  };
+  std::vector<std::vector<Interaction>> queue(nct);
+  for (const auto& r : rec)
+    for (const Record& e : r) (e.kind == kDefer ? queue : list_of(e.kind))[e.target].push_back(e.in);
+  rec.clear();
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int k = 0; k < static_cast<int>(roots.size()); ++k) {
+    const int T = roots[k];
+    std::vector<Record> out;
+    for (const Interaction& call : queue[T]) {
+      LetTraversal t{tgt, let, lo, hi, shifts[call.shift], call.shift, mac, nullptr, out};
+      t.interact(T, call.source);
+    }
+    for (const Record& e : out) list_of(e.kind)[e.target].push_back(e.in);
+  }
   return lists;
 }
 

@@ -37,9 +37,10 @@
 // slabs (default: z-slabs of equal thickness, the vortex solver's partition) or interleaved
 // (blob i on rank i mod R).  One row per size: the slowest rank's total and stages, the
 // exchange (boxes, LETs, root multipoles; the slowest rank's), the LET bytes a rank sent (mean
-// and max) and the particles it received as a share of what the gather would bring it, M2Ps
-// per particle, and the imbalance max/mean of the particles and of the work (total less the
-// exchange); the error as without ranks, over every rank's blobs.
+// and max) and the most any rank received of what the gather would bring it (particles,
+// bytes), the imbalance max/mean of the particles and of the work (total less the exchange),
+// P2P pairs, M2Ls and M2Ps per particle summed over the ranks, and the error as without ranks
+// over every rank's blobs.
 // Each size: one warm-up evaluation, then the median of --repeat.  --csv prints rows
 // date,commit,device,benchmark,case,metric,value,unit (bench/README.md) after the
 // table.  Cost on 2 cores of an AMD EPYC: about 1 minute up to 2^16, ~10 minutes up to 2^18.
@@ -365,19 +366,19 @@ RanksRow run_ranks(const Options& o, const vh::fmm::Params& prm, const Blobs& b,
   std::sort(runs.begin(), runs.end(), [](const auto& p, const auto& q) { return p.first < q.first; });
   const vh::fmm::Timings& t = runs[runs.size() / 2].second;
   // Every rank's figures of that run, in rank order.
-  constexpr int kF = 14;
+  constexpr int kF = 15;
   const double mine_f[kF] = {t.total,   t.tree,      t.traverse,     t.p2m_m2m,
                              t.m2l,     t.l2l_l2p,   t.p2p,          t.exchange,
                              double(t.let_sent.bytes), double(t.let_received.particles),
                              double(t.let_received.bytes), double(mine.size()), double(t.n_m2p),
-                             double(t.n_m2l)};
+                             double(t.n_m2l), double(t.n_p2p_pairs)};
   std::vector<double> all(std::size_t(kF) * R);
   comm.allgather(mine_f, sizeof mine_f, all.data());
   RanksRow row;
   row.n = n;
   row.ranks = R;
   int slowest = 0;
-  double work_max = 0, work_sum = 0, np_max = 0, m2p = 0, m2l = 0;
+  double work_max = 0, work_sum = 0, np_max = 0, m2p = 0, m2l = 0, pairs = 0;
   for (int r = 0; r < R; ++r) {
     const double* f = &all[std::size_t(kF) * r];
     if (f[0] > all[std::size_t(kF) * slowest]) slowest = r;
@@ -394,6 +395,7 @@ RanksRow run_ranks(const Options& o, const vh::fmm::Params& prm, const Blobs& b,
     work_sum += f[0] - f[7];
     m2p += f[12];
     m2l += f[13];
+    pairs += f[14];
   }
   const double* f = &all[std::size_t(kF) * slowest];
   row.t = t;
@@ -406,6 +408,7 @@ RanksRow run_ranks(const Options& o, const vh::fmm::Params& prm, const Blobs& b,
   row.t.p2p = f[6];
   row.t.exchange = f[7];
   row.t.n_m2l = static_cast<long long>(m2l);
+  row.t.n_p2p_pairs = static_cast<long long>(pairs);
   row.imbalance_particles = np_max / (double(n) / R);
   row.imbalance_work = work_max / (work_sum / R);
   row.m2p_per_particle = m2p / n;
@@ -540,9 +543,9 @@ int main_ranks(const Options& o, const vh::Comm& comm) {
                 prm.periodic ? (", images = " + std::to_string(prm.images)).c_str() : "", VH_GIT_HASH);
     std::printf("stages: the slowest rank's; exchange: the slowest's (boxes, LETs, roots); LET MB sent a rank "
                 "(mean, max); received: the most any rank got of what the gather brings it (particles, bytes)\n"
-                "%9s %8s %7s %7s %8s %8s %8s %8s %8s %7s %7s %7s %7s %6s %6s %9s %9s\n",
+                "%9s %8s %7s %7s %8s %8s %8s %8s %8s %7s %7s %7s %7s %6s %6s %8s %7s %7s %9s %9s\n",
                 "N", "total[s]", "tree", "lists", "p2m/m2m", "m2l", "l2l/l2p", "p2p", "exchange", "MB mean",
-                "MB max", "recv p", "recv B", "imb N", "imb W", "err u", "err grad");
+                "MB max", "recv p", "recv B", "imb N", "imb W", "pairs/N", "M2L/N", "M2P/N", "err u", "err grad");
   }
   std::vector<RanksRow> rows;
   for (int lg = o.min_log2n; lg <= o.max_log2n; ++lg) {
@@ -555,11 +558,12 @@ int main_ranks(const Options& o, const vh::Comm& comm) {
       std::snprintf(eu, sizeof eu, "%.2e", r.err_u);
       std::snprintf(eg, sizeof eg, "%.2e", r.err_g);
     }
-    std::printf("%9d %8.3f %7.3f %7.3f %8.4f %8.4f %8.4f %8.4f %8.4f %7.3f %7.3f %6.0f%% %6.0f%% %6.2f %6.2f %9s "
-                "%9s\n",
+    std::printf("%9d %8.3f %7.3f %7.3f %8.4f %8.4f %8.4f %8.4f %8.4f %7.3f %7.3f %6.0f%% %6.0f%% %6.2f %6.2f %8.0f "
+                "%7.2f %7.2f %9s %9s\n",
                 r.n, r.t.total, r.t.tree, r.t.traverse, r.t.p2m_m2m, r.t.m2l, r.t.l2l_l2p, r.t.p2p, r.t.exchange,
                 r.let_bytes_mean / 1e6, r.let_bytes_max / 1e6, 100 * r.let_particles_share, 100 * r.let_bytes_share,
-                r.imbalance_particles, r.imbalance_work, eu, eg);
+                r.imbalance_particles, r.imbalance_work, double(r.t.n_p2p_pairs) / r.n, double(r.t.n_m2l) / r.n,
+                r.m2p_per_particle, eu, eg);
     std::fflush(stdout);
   }
   if (o.csv && root) {
@@ -585,6 +589,8 @@ int main_ranks(const Options& o, const vh::Comm& comm) {
       csv.row(cs, "let_bytes_received_over_gather", r.let_bytes_share, "1");
       csv.row(cs, "imbalance_particles_max_over_mean", r.imbalance_particles, "1");
       csv.row(cs, "imbalance_work_max_over_mean", r.imbalance_work, "1");
+      csv.row(cs, "p2p_pairs_per_particle", double(r.t.n_p2p_pairs) / r.n, "1");
+      csv.row(cs, "m2l_per_particle", double(r.t.n_m2l) / r.n, "1");
       csv.row(cs, "m2p_per_particle", r.m2p_per_particle, "1");
       if (r.err_u >= 0) {
         csv.row(cs, "u_rel_l2_error", r.err_u, "1");
