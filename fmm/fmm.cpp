@@ -605,7 +605,7 @@ void check_on_every_rank(const Comm& comm, const Params& prm, const std::vector<
 
 // The Comm overloads on the CPU (fmm/let.h): this rank's trees over its own sources and targets
 // in the cube all the ranks share, its own lists, the other ranks' LETs and this rank's
-// descents of them, the far lattice from the sum of the ranks' root multipoles and the mean
+// traversals of them, the far lattice from the sum of the ranks' root multipoles and the mean
 // terms of all the sources; then the evaluation at this rank's targets or, with `count`,
 // received_sums() in its place (image_sums[1] the lattice's); u_out, grad_out in input order.
 // Collective: every rank reaches the same collectives in the same order, whatever it holds.

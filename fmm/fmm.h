@@ -89,7 +89,7 @@ struct LetStats {
   long long cells = 0;       ///< cell records: with a multipole, with particles, or without data (opened)
   long long multipoles = 0;  ///< of which with a multipole
   long long particles = 0;   ///< particles
-  long long bytes = 0;       ///< bytes in all (records, multipoles, particles, frontier entries)
+  long long bytes = 0;       ///< bytes in all (records, multipoles, particles)
 };
 
 /// Wall time per phase of one evaluation, seconds.
@@ -103,7 +103,7 @@ struct Timings {
   double upload = 0;    ///< use_gpu only: list flattening and uploads (the stages above are then GPU kernel times); GpuEvaluator: the input check
   /// The overloads with a Comm: the input check on every rank, the boxes, and on the CPU the
   /// LETs' walks and exchange, the root multipoles and the mean terms (the stages above are this
-  /// rank's own; the LET's descents are in traverse), on the GPU the gather of the sources.
+  /// rank's own; the receiver's LET traversals are in traverse), on the GPU the gather of the sources.
   double exchange = 0;
   /// GpuEvaluator: wall time of the GPU stages from P2M to L2P with the near field beside the
   /// far field (the stage times above are per stream and overlap).
