@@ -693,10 +693,10 @@ Timings run_let(const Params& prm_in, const Comm& comm, const std::vector<Vec3>&
   std::vector<Vec3> u(nt, Vec3{});
   std::vector<Mat3> grad(nt, Mat3{});
   if (count) {
-    const long long w = 2 * lattice_half_width(trav.r0, prm.images) + 1, w0 = 2 * trav.r0 + 1;
+    const double w = 2.0 * lattice_half_width(trav.r0, prm.images) + 1, w0 = 2.0 * trav.r0 + 1;
     const Vec3 root_alpha = {root[0].real(), root[nc].real(), root[2 * nc].real()};  // monopoles
-    received_sums(tgt, src, self, lists, as, M, let, let_lists_here, prm.p,
-                  lattice ? double(w * w * w - w0 * w0 * w0) : 0.0, root_alpha, u, grad);
+    received_sums(tgt, src, self, lists, as, M, let, let_lists_here, prm.p, lattice ? w * w * w - w0 * w0 * w0 : 0.0,
+                  root_alpha, u, grad);
   } else {
     const Remote remote{let, let_lists_here, root.data()};
     evaluate_cpu(prm, tgt, src, self, lists, trav.shifts, trav.r0, lattice, as, src.sigma, M, &remote, u, grad, tm);

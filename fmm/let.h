@@ -52,7 +52,8 @@ class Comm;  // base/comm.h
 namespace vh::fmm {
 
 /// One cell of the LET as it travels (trivially copyable): what the acceptance tests read of
-/// the sender's cell, where its multipole or particles are, and its parent.
+/// the sender's cell, where its multipole or particles are, and its parent.  int indices: a
+/// rank receives fewer than 2^31 cells and particles (2^31 particles are 120 GB).
 struct LetCell {
   Vec3 center{};          ///< cube centre of the sender's cell: the multipole's expansion centre
   double radius = 0;      ///< tight radius about center
