@@ -58,7 +58,11 @@ void m2m_table(int p, const cplx* R, const cplx* Mc, cplx* Mp) {
   }
 }
 
-void m2l_table(int p, const cplx* Ih, const cplx* Mc, cplx* Lc) {
+namespace {
+
+// M2L with a table, output degrees 0..lmax (lmax = p for a full M2L, 2 for the M2P) into Lout,
+// stride nc_out between components.
+void m2l_upto(int p, int lmax, const cplx* Ih, const cplx* Mc, cplx* Lout, int nc_out) {
   const int nc = ncoef(p);
   // Full (l, -l..l) real/imaginary arrays, index fidx(l, m), so that the inner sums over k are
   // contiguous dot products; the (-1)^j conj(Mc_jk) factor is folded into Mr, Mi.
@@ -67,12 +71,22 @@ void m2l_table(int p, const cplx* Ih, const cplx* Mc, cplx* Lc) {
   for (int f = 0; f < (p + 1) * (p + 1); ++f)
     m2l_operands(f, nc, nf, reinterpret_cast<const double*>(Ih), reinterpret_cast<const double*>(Mc), Ir, Ii, Mr,
                  Mi);
-  for (int l = 0; l <= p; ++l)
+  for (int l = 0; l <= lmax; ++l)
     for (int m = 0; m <= l; ++m) {
       double sr[3], si[3];
       m2l_table_sum(p, l, m, Ir, Ii, Mr, Mi, nf, sr, si);
-      for (int a = 0; a < 3; ++a) Lc[a * nc + idx(l, m)] += cplx(sr[a], si[a]);
+      for (int a = 0; a < 3; ++a) Lout[a * nc_out + idx(l, m)] += cplx(sr[a], si[a]);
     }
+}
+
+}  // namespace
+
+void m2l_table(int p, const cplx* Ih, const cplx* Mc, cplx* Lc) { m2l_upto(p, p, Ih, Mc, Lc, ncoef(p)); }
+
+void m2p_table(int p, const cplx* Ih, const cplx* Mc, double dphi[3][3], double hphi[3][3][3]) {
+  cplx Lt[3 * 6] = {};  // degrees 0..2 of the local expansion about the target
+  m2l_upto(p, p < 2 ? p : 2, Ih, Mc, Lt, 6);
+  potential_derivatives(reinterpret_cast<const double*>(Lt), dphi, hphi);
 }
 
 void m2l(int p, const Vec3& d, const cplx* Mc, cplx* Lc) {

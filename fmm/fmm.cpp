@@ -12,6 +12,7 @@
 
 #include "base/comm.h"
 #include "fmm/expansions.h"
+#include "fmm/let.h"
 #include "fmm/p2p.h"
 #ifdef VH_FMM_HAVE_CUDA
 #include "fmm/far_gpu.h"
@@ -19,6 +20,7 @@
 #include "fmm/particles_gpu.h"
 #include "fmm/traverse_gpu.h"
 #endif
+#include "fmm/partition.h"
 #include "fmm/periodic.h"
 #include "fmm/profile.h"
 #include "fmm/traverse.h"
@@ -178,19 +180,11 @@ void check_inputs(const std::vector<Vec3>& x, const std::vector<Vec3>& alpha, co
   if (bad_t < nt) throw std::invalid_argument("fmm: target position " + std::to_string(bad_t) + " is not finite");
 }
 
-// Far field and near field on the CPU: P2M/M2M (+ the periodic lattice), M2L, L2L/L2P, P2P,
-// adding into u and grad (sorted target order) at every target, or where own[i] (sorted order)
-// is set: a target's sums do not depend on which others are evaluated.
-void evaluate_cpu(const Params& prm, const Tree& tgt, const Tree& src, bool self, const Lists& lists,
-                  const std::vector<Vec3>& shifts, int r0, bool lattice, const std::vector<Vec3>& as,
-                  const std::vector<double>& ss, const std::vector<char>* own, std::vector<Vec3>& u,
-                  std::vector<Mat3>& grad, Timings& tm) {
-  const int p = prm.p, nc = ncoef(p);
-  const auto t0 = clock_type::now();
-  // --- upward pass: P2M at leaves, M2M level by level ----------------------------------------
-  const int ncs = static_cast<int>(src.cells.size()), nct = static_cast<int>(tgt.cells.size());
-  std::vector<cplx> M(static_cast<std::size_t>(ncs) * 3 * nc), L(static_cast<std::size_t>(nct) * 3 * nc);
-  std::vector<char> has_local(nct, 0);
+// P2M at the leaves, M2M level by level: the multipoles of every cell of src (3 ncoef(p) each),
+// from the strengths in sorted order.
+std::vector<cplx> upward(int p, const Tree& src, const std::vector<Vec3>& as) {
+  const int nc = ncoef(p), ncs = static_cast<int>(src.cells.size());
+  std::vector<cplx> M(static_cast<std::size_t>(ncs) * 3 * nc);
 #pragma omp parallel for schedule(dynamic, 8)
   for (int c = 0; c < ncs; ++c) {
     const Cell& C = src.cells[c];
@@ -212,46 +206,89 @@ void evaluate_cpu(const Params& prm, const Tree& tgt, const Tree& src, bool self
       }
     }
   }
+  return M;
+}
+
+// What the other ranks give this rank's targets (the Comm overloads, fmm/let.h): the sources of
+// their LETs and the lists of the target cells that take them, and the far lattice's root
+// multipole, the sum of every rank's root.
+struct Remote {
+  const LetSources& let;
+  const LetLists& lists;
+  const cplx* lattice_root;
+};
+
+// The M2Ls of one target cell (centre ca) from its list into L, the source j with centre
+// centre(j) and multipole multipole(j).  M2L is linear in the table I_lm(d): the periodic images
+// of one source taken by the same target share one contraction with the summed table (one M2L
+// per (target, source) pair).  Returns the number of images.
+template <class Centre, class Multipole>
+long long m2l_list(int p, std::vector<Interaction> list, const Vec3& ca, const std::vector<Vec3>& shifts,
+                   const Centre& centre, const Multipole& multipole, cplx* L) {
+  const int nc = ncoef(p);
+  std::sort(list.begin(), list.end(), [](const Interaction& a, const Interaction& b) {
+    return a.source != b.source ? a.source < b.source : a.shift < b.shift;
+  });
+  cplx I[kMaxCoef], T[kMaxCoef];
+  long long n = 0;
+  for (std::size_t k = 0; k < list.size();) {
+    const int j = list[k].source;
+    const Vec3& cb = centre(j);
+    std::fill(T, T + nc, cplx(0.0));
+    for (; k < list.size() && list[k].source == j; ++k) {
+      const Vec3& s = shifts[list[k].shift];
+      solid_harmonics({cb[0] + s[0] - ca[0], cb[1] + s[1] - ca[1], cb[2] + s[2] - ca[2]}, p, nullptr, I);
+      for (int c = 0; c < nc; ++c) T[c] += I[c];
+      ++n;
+    }
+    m2l_table(p, T, multipole(j), L);
+  }
+  return n;
+}
+
+// Far field and near field on the CPU from the multipoles M of src: the periodic lattice, M2L,
+// L2L/L2P, P2P, adding into u and grad (sorted target order) at every target; with `remote`
+// also what the LET brought (M2L, the M2P at leaf targets, P2P) and the lattice of the global
+// root.  Without it, the sums of the one-rank evaluation, in its order.
+void evaluate_cpu(const Params& prm, const Tree& tgt, const Tree& src, bool self, const Lists& lists,
+                  const std::vector<Vec3>& shifts, int r0, bool lattice, const std::vector<Vec3>& as,
+                  const std::vector<double>& ss, const std::vector<cplx>& M, const Remote* remote,
+                  std::vector<Vec3>& u, std::vector<Mat3>& grad, Timings& tm) {
+  const int p = prm.p, nc = ncoef(p);
+  const auto t0 = clock_type::now();
+  const int nct = static_cast<int>(tgt.cells.size());
+  std::vector<cplx> L(static_cast<std::size_t>(nct) * 3 * nc);
+  std::vector<char> has_local(nct, 0);
   // Periodic far lattice into the target root's local expansion (both roots at the box centre).
   if (lattice) {
-    lattice_m2l(p, r0, prm.images, &M[0], &L[0]);
+    lattice_m2l(p, r0, prm.images, remote ? remote->lattice_root : &M[0], &L[0]);
     has_local[0] = 1;
   }
   const auto t_up = clock_type::now();
-  tm.p2m_m2m = seconds(t0, t_up);
+  tm.p2m_m2m += seconds(t0, t_up);
 
   // --- M2L ----------------------------------------------------------------------------------
-  // M2L is linear in the table I_lm(d): the periodic images of one source cell taken by the same
-  // target cell share one contraction with the summed table (one M2L per (target, source) pair).
-  long long n_m2l = 0, n_pairs = 0;
+  long long n_m2l = 0, n_pairs = 0, n_m2p = 0;
 #pragma omp parallel for schedule(dynamic, 4) reduction(+ : n_m2l)
   for (int i = 0; i < nct; ++i) {
-    const Cell& A = tgt.cells[i];
-    std::vector<Interaction> list = lists.m2l[i];
-    std::sort(list.begin(), list.end(), [](const Interaction& a, const Interaction& b) {
-      return a.source != b.source ? a.source < b.source : a.shift < b.shift;
-    });
-    cplx I[kMaxCoef], T[kMaxCoef];
-    for (std::size_t k = 0; k < list.size();) {
-      const int j = list[k].source;
-      const Cell& B = src.cells[j];
-      std::fill(T, T + nc, cplx(0.0));
-      for (; k < list.size() && list[k].source == j; ++k) {
-        const Vec3& s = shifts[list[k].shift];
-        solid_harmonics({B.center[0] + s[0] - A.center[0], B.center[1] + s[1] - A.center[1],
-                         B.center[2] + s[2] - A.center[2]},
-                        p, nullptr, I);
-        for (int c = 0; c < nc; ++c) T[c] += I[c];
-        ++n_m2l;
-      }
-      m2l_table(p, T, &M[std::size_t(j) * 3 * nc], &L[std::size_t(i) * 3 * nc]);
+    const Vec3& ca = tgt.cells[i].center;
+    cplx* Li = &L[std::size_t(i) * 3 * nc];
+    n_m2l += m2l_list(
+        p, lists.m2l[i], ca, shifts, [&](int j) -> const Vec3& { return src.cells[j].center; },
+        [&](int j) { return &M[std::size_t(j) * 3 * nc]; }, Li);
+    if (!lists.m2l[i].empty()) has_local[i] = 1;
+    if (remote && !remote->lists.m2l[i].empty()) {
+      const LetSources& let = remote->let;
+      n_m2l += m2l_list(
+          p, remote->lists.m2l[i], ca, shifts, [&](int j) -> const Vec3& { return let.cells[j].center; },
+          [&](int j) { return &let.M[std::size_t(let.cells[j].multipole) * 3 * nc]; }, Li);
+      has_local[i] = 1;
     }
-    if (!list.empty()) has_local[i] = 1;
   }
   const auto t_m2l = clock_type::now();
   tm.m2l = seconds(t_up, t_m2l);
 
-  // --- downward pass: L2L, then L2P at target leaves -----------------------------------------
+  // --- downward pass: L2L, then L2P at target leaves (and the LET's M2P) ----------------------
   for (int lev = 1; lev < static_cast<int>(tgt.levels.size()); ++lev) {
     const auto& cells = tgt.levels[lev];
 #pragma omp parallel for schedule(dynamic, 4)
@@ -265,21 +302,50 @@ void evaluate_cpu(const Params& prm, const Tree& tgt, const Tree& src, bool self
       has_local[c] = 1;
     }
   }
-#pragma omp parallel for schedule(dynamic, 8)
+  auto add = [&](int i, const double r[12]) {
+    for (int m = 0; m < 3; ++m) {
+      u[i][m] += r[m];
+      for (int l = 0; l < 3; ++l) grad[i][m][l] += r[3 + 3 * m + l];
+    }
+  };
+#pragma omp parallel for schedule(dynamic, 8) reduction(+ : n_m2p)
   for (int c = 0; c < nct; ++c) {
     const Cell& C = tgt.cells[c];
-    if (!C.leaf() || !has_local[c]) continue;
-    for (int i = C.begin; i < C.end; ++i) {
-      if (own && !(*own)[i]) continue;
-      double dphi[3][3], h[3][3][3], r[12];
-      l2p(p, {tgt.x[i][0] - C.center[0], tgt.x[i][1] - C.center[1], tgt.x[i][2] - C.center[2]},
-          &L[std::size_t(c) * 3 * nc], dphi, h);
-      velocity_from_potentials(dphi, h, r);  // fmm/expansions_kernel.h, as the GPU's L2P
-      for (int m = 0; m < 3; ++m) {
-        u[i][m] += r[m];
-        for (int l = 0; l < 3; ++l) grad[i][m][l] += r[3 + 3 * m + l];
+    if (!C.leaf()) continue;
+    if (has_local[c])
+      for (int i = C.begin; i < C.end; ++i) {
+        double dphi[3][3], h[3][3][3], r[12];
+        l2p(p, {tgt.x[i][0] - C.center[0], tgt.x[i][1] - C.center[1], tgt.x[i][2] - C.center[2]},
+            &L[std::size_t(c) * 3 * nc], dphi, h);
+        velocity_from_potentials(dphi, h, r);  // fmm/expansions_kernel.h, as the GPU's L2P
+        add(i, r);
       }
-    }
+    if (!remote || remote->lists.m2p[c].empty()) continue;
+    // The LET's multipoles this leaf is too close to take by M2L, at each target (fmm/let.h),
+    // the images of one multipole in one table as the M2L's.
+    std::vector<Interaction> list = remote->lists.m2p[c];
+    std::sort(list.begin(), list.end(), [](const Interaction& a, const Interaction& b) {
+      return a.source != b.source ? a.source < b.source : a.shift < b.shift;
+    });
+    const LetSources& let = remote->let;
+    cplx I[kMaxCoef], T[kMaxCoef];
+    for (int i = C.begin; i < C.end; ++i)
+      for (std::size_t k = 0; k < list.size();) {
+        const int j = list[k].source;
+        const Vec3& cb = let.cells[j].center;
+        std::fill(T, T + nc, cplx(0.0));
+        for (; k < list.size() && list[k].source == j; ++k) {
+          const Vec3& s = shifts[list[k].shift];
+          solid_harmonics({cb[0] + s[0] - tgt.x[i][0], cb[1] + s[1] - tgt.x[i][1], cb[2] + s[2] - tgt.x[i][2]}, p,
+                          nullptr, I);
+          for (int q = 0; q < nc; ++q) T[q] += I[q];
+          ++n_m2p;
+        }
+        double dphi[3][3], h[3][3][3], r[12];
+        m2p_table(p, T, &let.M[std::size_t(let.cells[j].multipole) * 3 * nc], dphi, h);
+        velocity_from_potentials(dphi, h, r);
+        add(i, r);
+      }
   }
   const auto t_down = clock_type::now();
   tm.l2l_l2p = seconds(t_m2l, t_down);
@@ -288,25 +354,25 @@ void evaluate_cpu(const Params& prm, const Tree& tgt, const Tree& src, bool self
 #pragma omp parallel for schedule(dynamic, 4) reduction(+ : n_pairs)
   for (int c = 0; c < nct; ++c) {
     const Cell& A = tgt.cells[c];
+    const int na = A.end - A.begin;
     for (const Interaction& in : lists.p2p[c]) {
       const Cell& B = src.cells[in.source];
-      // A's targets in runs of consecutive own ones (without own: all of A, one call).
-      for (int b = A.begin; b < A.end;) {
-        if (own && !(*own)[b]) {
-          ++b;
-          continue;
-        }
-        int e = b + 1;
-        while (e < A.end && (!own || (*own)[e])) ++e;
-        p2p(&tgt.x[b], e - b, b, &src.x[B.begin], &as[B.begin], &ss[B.begin], B.end - B.begin, B.begin,
-            shifts[in.shift], self && in.shift == 0, &u[b], &grad[b]);
-        n_pairs += static_cast<long long>(e - b) * (B.end - B.begin);
-        b = e;
-      }
+      p2p(&tgt.x[A.begin], na, A.begin, &src.x[B.begin], &as[B.begin], &ss[B.begin], B.end - B.begin, B.begin,
+          shifts[in.shift], self && in.shift == 0, &u[A.begin], &grad[A.begin]);
+      n_pairs += static_cast<long long>(na) * (B.end - B.begin);
+    }
+    if (!remote) continue;
+    const LetSources& let = remote->let;
+    for (const Interaction& in : remote->lists.p2p[c]) {
+      const LetCell& B = let.cells[in.source];
+      p2p(&tgt.x[A.begin], na, A.begin, &let.x[B.first], &let.alpha[B.first], &let.sigma[B.first], B.count, 0,
+          shifts[in.shift], false, &u[A.begin], &grad[A.begin]);
+      n_pairs += static_cast<long long>(na) * B.count;
     }
   }
   tm.p2p = seconds(t_down, clock_type::now());
   tm.n_m2l = n_m2l;
+  tm.n_m2p = n_m2p;
   tm.n_p2p_pairs = n_pairs;
 }
 
@@ -351,15 +417,66 @@ void evaluate_gpu(const Params& prm, const Tree& tgt, const Tree& src, const Sor
 }
 #endif
 
-// The sources [begin, end) of evaluate_self whose field a rank keeps (the Comm overloads).
+// The traversal's settings (fmm/traverse.h): the near-image range and shifts, the acceptance
+// test; throws when the largest core radius of all the sources, sigma_max, needs more images.
+struct TraversalSettings {
+  int r0 = 0;
+  std::vector<Vec3> shifts;
+  Acceptance mac;
+};
+TraversalSettings traversal_settings(const Params& prm, bool any_sources, double sigma_max) {
+  TraversalSettings t;
+  const double rcut_per_sigma = std::sqrt(2.0) * rho_tolerance(prm.tolerance);
+  if (prm.periodic) {
+    t.r0 = near_image_range(prm.theta);
+    if (any_sources && t.r0 * kBoxLength < rcut_per_sigma * sigma_max)
+      throw std::invalid_argument("fmm: sigma too large for the periodic box at this tolerance");
+  }
+  t.shifts = prm.periodic ? near_image_shifts(t.r0) : std::vector<Vec3>{{0, 0, 0}};
+  // One M2L (~8 us at p = 10) costs about as much as 200-500 pair evaluations (15-40 ns).
+  const long long p2p_max_pairs =
+      prm.p2p_max_pairs >= 0 ? prm.p2p_max_pairs : static_cast<long long>(std::pow(prm.p + 1.0, 4) / 55);
+  t.mac = Acceptance{prm.theta, rcut_per_sigma, p2p_max_pairs};
+  return t;
+}
+
+// The strengths in the tree's sorted order.
+std::vector<Vec3> sorted_strengths(const Tree& src, const std::vector<Vec3>& alpha_in) {
+  const int ns = src.size();
+  std::vector<Vec3> as(ns);
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < ns; ++i) {
+    if (i + 16 < ns) __builtin_prefetch(&alpha_in[src.perm[i + 16]]);
+    as[i] = alpha_in[src.perm[i]];
+  }
+  return as;
+}
+
+// u and grad from the target tree's sorted order back to the caller's.
+void to_input_order(const Tree& tgt, const std::vector<Vec3>& u, const std::vector<Mat3>& grad,
+                    std::vector<Vec3>& u_out, std::vector<Mat3>& grad_out) {
+  const int nt = tgt.size();
+  u_out.assign(nt, Vec3{});
+  grad_out.assign(nt, Mat3{});
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < nt; ++i) {
+    u_out[tgt.perm[i]] = u[i];
+    grad_out[tgt.perm[i]] = grad[i];
+  }
+}
+
+// The sources [begin, end) of evaluate_self whose field a rank keeps (the Comm overloads' gather
+// on the GPU path).
 struct Share {
   int begin = 0, end = 0;
 };
 
-// evaluate_self (targets_in null) or evaluate_at; with `share` (self only) u_out and grad_out
-// are the field at the sources [share->begin, share->end) alone.
+// evaluate_self (targets_in null) or evaluate_at on one rank; with `share` (the GPU path's
+// gather, self only) u_out and grad_out are the field at the sources [share->begin, share->end)
+// alone (the CPU path takes none).
 Timings run(const Params& prm_in, const std::vector<Vec3>& x_in, const std::vector<Vec3>& alpha_in,
-            const std::vector<double>& sigma_in, const std::vector<Vec3>* targets_in, const Share* share,
+            const std::vector<double>& sigma_in, const std::vector<Vec3>* targets_in,
+            [[maybe_unused]] const Share* share,
             std::vector<Vec3>& u_out, std::vector<Mat3>& grad_out) {
   prm_in.validate();
   const Params prm = prm_in.resolved();
@@ -400,25 +517,16 @@ Timings run(const Params& prm_in, const std::vector<Vec3>& x_in, const std::vect
   tm.tree = seconds(t_start, t_tree);
 
   // --- traversal ------------------------------------------------------------------------------
-  int r0 = 0;
-  const double rcut_per_sigma = std::sqrt(2.0) * rho_tolerance(prm.tolerance);
-  if (prm.periodic) {
-    r0 = near_image_range(prm.theta);
-    if (ns > 0 && r0 * kBoxLength < rcut_per_sigma * src.cells[0].sigma_max)
-      throw std::invalid_argument("fmm: sigma too large for the periodic box at this tolerance");
-  }
-  const std::vector<Vec3> shifts = prm.periodic ? near_image_shifts(r0) : std::vector<Vec3>{{0, 0, 0}};
-  // One M2L (~8 us at p = 10) costs about as much as 200-500 pair evaluations (15-40 ns).
-  const long long p2p_max_pairs =
-      prm.p2p_max_pairs >= 0 ? prm.p2p_max_pairs : static_cast<long long>(std::pow(prm.p + 1.0, 4) / 55);
-  const Acceptance mac{prm.theta, rcut_per_sigma, p2p_max_pairs};
+  const TraversalSettings trav = traversal_settings(prm, ns > 0, ns > 0 ? src.cells[0].sigma_max : 0.0);
+  const int r0 = trav.r0;
+  const std::vector<Vec3>& shifts = trav.shifts;
   // With the GPU back end the lists are built on the device, in the formats its kernels read.
   Lists lists;
 #ifdef VH_FMM_HAVE_CUDA
   GpuLists gpu_lists;
-  if (prm.use_gpu && nt > 0 && ns > 0) gpu_lists = build_lists_gpu(tgt, src, self, shifts, mac);
+  if (prm.use_gpu && nt > 0 && ns > 0) gpu_lists = build_lists_gpu(tgt, src, self, shifts, trav.mac);
 #endif
-  if (!prm.use_gpu) lists = build_lists(tgt, src, shifts, mac);
+  if (!prm.use_gpu) lists = build_lists(tgt, src, shifts, trav.mac);
   const auto t_trav = clock_type::now();
   st.mark("lists");
   tm.traverse = seconds(t_tree, t_trav);
@@ -439,34 +547,16 @@ Timings run(const Params& prm_in, const std::vector<Vec3>& x_in, const std::vect
     }
 #endif
   } else {
-    std::vector<Vec3> as(ns);
-#pragma omp parallel for schedule(static)
-    for (int i = 0; i < ns; ++i) {
-      if (i + 16 < ns) __builtin_prefetch(&alpha_in[src.perm[i + 16]]);
-      as[i] = alpha_in[src.perm[i]];
-    }
-    const std::vector<double>& ss = src.sigma;
-    // The share's targets in sorted order (input index perm[i] in [begin, end)).
-    std::vector<char> own;
-    if (share) {
-      own.resize(nt);
-#pragma omp parallel for schedule(static)
-      for (int i = 0; i < nt; ++i) own[i] = tgt.perm[i] >= share->begin && tgt.perm[i] < share->end;
-    }
+    const std::vector<Vec3> as = sorted_strengths(src, alpha_in);
+    const auto t_up = clock_type::now();
+    const std::vector<cplx> M = upward(prm.p, src, as);
+    tm.p2m_m2m = seconds(t_up, clock_type::now());
     std::vector<Vec3> u(nt, Vec3{});
     std::vector<Mat3> grad(nt, Mat3{});
-    evaluate_cpu(prm, tgt, src, self, lists, shifts, r0, lattice, as, ss, share ? &own : nullptr, u, grad, tm);
+    evaluate_cpu(prm, tgt, src, self, lists, shifts, r0, lattice, as, src.sigma, M, nullptr, u, grad, tm);
     // --- periodic mean removal, back to input order ------------------------------------------
     if (prm.periodic) periodic_correction(mean_terms(src.x, as), tgt.x, u, grad);
-    const int first = share ? share->begin : 0;
-    u_out.assign(share ? share->end - share->begin : nt, Vec3{});
-    grad_out.assign(u_out.size(), Mat3{});
-#pragma omp parallel for schedule(static)
-    for (int i = 0; i < nt; ++i) {
-      if (share && !own[i]) continue;
-      u_out[tgt.perm[i] - first] = u[i];
-      grad_out[tgt.perm[i] - first] = grad[i];
-    }
+    to_input_order(tgt, u, grad, u_out, grad_out);
   }
   tm.total = seconds(t_start, clock_type::now());
   return tm;
@@ -487,16 +577,8 @@ Timings evaluate_at(const Params& prm, const std::vector<Vec3>& x, const std::ve
 
 namespace {
 
-// Every rank's sources, one after the other in rank order (fmm.h: the gather that the local
-// essential tree replaces), and where this rank's start.
-struct Gathered {
-  std::vector<Vec3> x, alpha;
-  std::vector<double> sigma;
-  Share mine;
-};
-
 // Checks the parameters and this rank's inputs on every rank and agrees: when any rank fails,
-// every rank throws before the gather (none waits in a collective the others left).
+// every rank throws before the first exchange (none waits in a collective the others left).
 void check_on_every_rank(const Comm& comm, const Params& prm, const std::vector<Vec3>& x,
                          const std::vector<Vec3>& alpha, const std::vector<double>& sigma,
                          const std::vector<Vec3>* targets) {
@@ -506,6 +588,8 @@ void check_on_every_rank(const Comm& comm, const Params& prm, const std::vector<
     prm.validate();
     check_inputs(x, alpha, sigma, targets);
     if (x.size() >= (std::size_t(1) << 31)) throw std::invalid_argument("fmm: more than 2^31 - 1 sources on a rank");
+    if (targets && targets->size() >= (std::size_t(1) << 31))
+      throw std::invalid_argument("fmm: more than 2^31 - 1 targets on a rank");
   } catch (const std::exception& e) {
     error = std::current_exception();
     message = e.what();
@@ -518,6 +602,119 @@ void check_on_every_rank(const Comm& comm, const Params& prm, const std::vector<
   if (error) std::rethrow_exception(error);
   throw std::invalid_argument("rank " + std::to_string(root) + ": " + message);
 }
+
+// The Comm overloads on the CPU (fmm/let.h): this rank's trees over its own sources and targets
+// in the cube all the ranks share, its own lists, the other ranks' LETs and this rank's
+// traversals of them, the far lattice from the sum of the ranks' root multipoles and the mean
+// terms of all the sources; then the evaluation at this rank's targets or, with `count`,
+// received_sums() in its place (image_sums[1] the lattice's); u_out, grad_out in input order.
+// Collective: every rank reaches the same collectives in the same order, whatever it holds.
+Timings run_let(const Params& prm_in, const Comm& comm, const std::vector<Vec3>& x_in,
+                const std::vector<Vec3>& alpha_in, const std::vector<double>& sigma_in,
+                const std::vector<Vec3>* targets_in, bool count, std::vector<Vec3>& u_out,
+                std::vector<Mat3>& grad_out) {
+  const auto t_start = clock_type::now();
+  check_on_every_rank(comm, prm_in, x_in, alpha_in, sigma_in, targets_in);
+  const Params prm = prm_in.resolved();
+  const bool self = targets_in == nullptr;
+  Timings tm;
+  StepTimer st("let");
+  const std::vector<RankBox> boxes = allgather_boxes(comm, rank_box(x_in, sigma_in, targets_in, prm.periodic));
+  long long ns_all = 0;
+  double sigma_max = 0;
+  Vec3 lo = {1e300, 1e300, 1e300}, hi = {-1e300, -1e300, -1e300};
+  for (const RankBox& b : boxes) {
+    ns_all += b.sources;
+    sigma_max = std::max(sigma_max, b.sigma_max);
+    for (int d = 0; d < 3; ++d) {
+      lo[d] = std::min({lo[d], b.source_lo[d], b.target_lo[d]});
+      hi[d] = std::max({hi[d], b.source_hi[d], b.target_hi[d]});
+    }
+  }
+  // The cube of the one-rank evaluation of all the ranks' sources (and targets).
+  Vec3 center;
+  double half;
+  if (prm.periodic) {
+    center = {0.5 * kBoxLength, 0.5 * kBoxLength, 0.5 * kBoxLength};
+    half = 0.5 * kBoxLength;
+  } else {
+    cube_of_box(lo, hi, center, half);
+  }
+  const TraversalSettings trav = traversal_settings(prm, ns_all > 0, sigma_max);  // the same on every rank
+  const auto t_boxes = clock_type::now();
+  st.mark("boxes");
+
+  Tree src = build_tree(x_in, sigma_in, center, half, prm.ncrit, TreeBuild{prm.periodic, false});
+  Tree tgt_own;
+  if (!self) tgt_own = build_tree(*targets_in, {}, center, half, prm.ncrit, TreeBuild{prm.periodic, false});
+  const Tree& tgt = self ? src : tgt_own;
+  const int nt = tgt.size(), nc = ncoef(prm.p);
+  const auto t_tree = clock_type::now();
+  tm.tree = seconds(t_boxes, t_tree);
+  st.mark("trees");
+  const Lists lists = build_lists(tgt, src, trav.shifts, trav.mac);
+  const auto t_lists = clock_type::now();
+  tm.traverse = seconds(t_tree, t_lists);
+  st.mark("lists");
+  const std::vector<Vec3> as = sorted_strengths(src, alpha_in);
+  const std::vector<cplx> M = upward(prm.p, src, as);
+  const auto t_up = clock_type::now();
+  tm.p2m_m2m = seconds(t_lists, t_up);
+  st.mark("upward");
+
+  // --- the exchanges: LETs, root multipoles, mean terms -------------------------------------
+  const LetSources let = exchange_let(comm, boxes, src, M, as, prm.p, trav.shifts, trav.mac, tm.let_sent,
+                                      tm.let_received);
+  std::vector<cplx> roots(std::size_t(comm.size()) * 3 * nc), root(3 * nc, cplx(0.0));
+  comm.allgather(M.data(), 3 * nc * sizeof(cplx), roots.data());
+  for (int r = 0; r < comm.size(); ++r)
+    for (int c = 0; c < 3 * nc; ++c) root[c] += roots[std::size_t(r) * 3 * nc + c];
+  MeanTerms mean;
+  if (prm.periodic) {
+    std::vector<MeanTerms> means(comm.size());
+    const MeanTerms mine = mean_terms(src.x, as);
+    comm.allgather(&mine, sizeof(MeanTerms), means.data());
+    for (const MeanTerms& m : means)
+      for (int d = 0; d < 3; ++d) {
+        mean.Q[d] += m.Q[d];
+        mean.D[d] += m.D[d];
+      }
+  }
+  const auto t_exchange = clock_type::now();
+  tm.exchange = seconds(t_start, t_boxes) + seconds(t_up, t_exchange);
+  st.mark("exchange");
+  const RankBox& box = boxes[comm.rank()];
+  const LetLists let_lists_here = let_lists(tgt, let, box.target_lo, box.target_hi, trav.shifts, trav.mac);
+  const auto t_let_lists = clock_type::now();
+  tm.traverse += seconds(t_exchange, t_let_lists);
+  st.mark("let lists");
+
+  const bool lattice = prm.periodic && ns_all > 0 && nt > 0 && prm.images > 0;
+  std::vector<Vec3> u(nt, Vec3{});
+  std::vector<Mat3> grad(nt, Mat3{});
+  if (count) {
+    const double w = 2.0 * lattice_half_width(trav.r0, prm.images) + 1, w0 = 2.0 * trav.r0 + 1;
+    const Vec3 root_alpha = {root[0].real(), root[nc].real(), root[2 * nc].real()};  // monopoles
+    received_sums(tgt, src, self, lists, as, M, let, let_lists_here, prm.p, lattice ? w * w * w - w0 * w0 * w0 : 0.0,
+                  root_alpha, u, grad);
+  } else {
+    const Remote remote{let, let_lists_here, root.data()};
+    evaluate_cpu(prm, tgt, src, self, lists, trav.shifts, trav.r0, lattice, as, src.sigma, M, &remote, u, grad, tm);
+    if (prm.periodic) periodic_correction(mean, tgt.x, u, grad);
+  }
+  to_input_order(tgt, u, grad, u_out, grad_out);
+  tm.total = seconds(t_start, clock_type::now());
+  return tm;
+}
+
+#ifdef VH_FMM_HAVE_CUDA
+// Every rank's sources, one after the other in rank order (fmm.h: the GPU path's gather), and
+// where this rank's start.
+struct Gathered {
+  std::vector<Vec3> x, alpha;
+  std::vector<double> sigma;
+  Share mine;
+};
 
 Gathered gather_sources(const Comm& comm, const std::vector<Vec3>& x, const std::vector<Vec3>& alpha,
                         const std::vector<double>& sigma) {
@@ -539,39 +736,57 @@ Gathered gather_sources(const Comm& comm, const std::vector<Vec3>& x, const std:
   return g;
 }
 
-}  // namespace
-
-Timings evaluate_self(const Params& prm, const Comm& comm, const std::vector<Vec3>& x, const std::vector<Vec3>& alpha,
-                      const std::vector<double>& sigma, std::vector<Vec3>& u, std::vector<Mat3>& grad) {
-  if (comm.size() == 1) return evaluate_self(prm, x, alpha, sigma, u, grad);
+// The GPU path of the Comm overloads: every rank gathers all the sources and evaluates them on
+// its GPU at its own targets (targets_in) or, for evaluate_self, at its own share.
+Timings run_gathered(const Params& prm, const Comm& comm, const std::vector<Vec3>& x, const std::vector<Vec3>& alpha,
+                     const std::vector<double>& sigma, const std::vector<Vec3>* targets, std::vector<Vec3>& u,
+                     std::vector<Mat3>& grad) {
   const auto t0 = clock_type::now();
-  check_on_every_rank(comm, prm, x, alpha, sigma, nullptr);
+  check_on_every_rank(comm, prm, x, alpha, sigma, targets);
   const Gathered g = gather_sources(comm, x, alpha, sigma);
-  const double gather = seconds(t0, clock_type::now());
+  const double exchange = seconds(t0, clock_type::now());
   Timings tm;
-  if (g.mine.begin < g.mine.end) {
+  if (targets) {
+    tm = run(prm, g.x, g.alpha, g.sigma, targets, nullptr, u, grad);
+  } else if (g.mine.begin < g.mine.end) {
     tm = run(prm, g.x, g.alpha, g.sigma, nullptr, &g.mine, u, grad);
   } else {  // nothing of this rank's to evaluate
     u.clear();
     grad.clear();
   }
-  tm.gather = gather;
-  tm.total += gather;
+  tm.exchange = exchange;
+  tm.total += exchange;
   return tm;
+}
+#endif
+
+}  // namespace
+
+Timings evaluate_self(const Params& prm, const Comm& comm, const std::vector<Vec3>& x, const std::vector<Vec3>& alpha,
+                      const std::vector<double>& sigma, std::vector<Vec3>& u, std::vector<Mat3>& grad) {
+  if (comm.size() == 1) return evaluate_self(prm, x, alpha, sigma, u, grad);
+#ifdef VH_FMM_HAVE_CUDA
+  if (prm.use_gpu) return run_gathered(prm, comm, x, alpha, sigma, nullptr, u, grad);
+#endif
+  return run_let(prm, comm, x, alpha, sigma, nullptr, false, u, grad);
 }
 
 Timings evaluate_at(const Params& prm, const Comm& comm, const std::vector<Vec3>& x, const std::vector<Vec3>& alpha,
                     const std::vector<double>& sigma, const std::vector<Vec3>& targets, std::vector<Vec3>& u,
                     std::vector<Mat3>& grad) {
   if (comm.size() == 1) return evaluate_at(prm, x, alpha, sigma, targets, u, grad);
-  const auto t0 = clock_type::now();
-  check_on_every_rank(comm, prm, x, alpha, sigma, &targets);
-  const Gathered g = gather_sources(comm, x, alpha, sigma);
-  const double gather = seconds(t0, clock_type::now());
-  Timings tm = run(prm, g.x, g.alpha, g.sigma, &targets, nullptr, u, grad);
-  tm.gather = gather;
-  tm.total += gather;
-  return tm;
+#ifdef VH_FMM_HAVE_CUDA
+  if (prm.use_gpu) return run_gathered(prm, comm, x, alpha, sigma, &targets, u, grad);
+#endif
+  return run_let(prm, comm, x, alpha, sigma, &targets, false, u, grad);
+}
+
+Timings count_received(const Params& prm, const Comm& comm, const std::vector<Vec3>& x, const std::vector<Vec3>& alpha,
+                       const std::vector<double>& sigma, const std::vector<Vec3>* targets, std::vector<Vec3>& sums,
+                       std::vector<Mat3>& image_sums) {
+  Params p = prm;
+  p.use_gpu = false;
+  return run_let(p, comm, x, alpha, sigma, targets, true, sums, image_sums);
 }
 
 }  // namespace vh::fmm

@@ -83,6 +83,15 @@ struct ParamInfo {
 /// use_gpu is not among them.
 std::vector<ParamInfo> describe_params();
 
+/// The local essential trees of the Comm overloads on the CPU (fmm/let.h): what one rank sent
+/// to all the others, or received from them.
+struct LetStats {
+  long long cells = 0;       ///< cell records: with a multipole, with particles, or without data (opened)
+  long long multipoles = 0;  ///< of which with a multipole
+  long long particles = 0;   ///< particles
+  long long bytes = 0;       ///< bytes in all (records, multipoles, particles)
+};
+
 /// Wall time per phase of one evaluation, seconds.
 struct Timings {
   double tree = 0;      ///< wrapping, Morton sort, tree build
@@ -92,12 +101,17 @@ struct Timings {
   double l2l_l2p = 0;   ///< downward pass and evaluation at targets
   double p2p = 0;
   double upload = 0;    ///< use_gpu only: list flattening and uploads (the stages above are then GPU kernel times); GpuEvaluator: the input check
-  double gather = 0;    ///< the overloads with a Comm: the input check on every rank and the gather of the sources
+  /// The overloads with a Comm: the input check on every rank, the boxes, and on the CPU the
+  /// LETs' walks and exchange, the root multipoles and the mean terms (the stages above are this
+  /// rank's own; the receiver's LET traversals are in traverse), on the GPU the gather of the sources.
+  double exchange = 0;
   /// GpuEvaluator: wall time of the GPU stages from P2M to L2P with the near field beside the
   /// far field (the stage times above are per stream and overlap).
   double gpu_wall = 0;
   double total = 0;
   long long n_m2l = 0, n_p2p_pairs = 0;  ///< work counters
+  long long n_m2p = 0;                   ///< the LET's multipoles evaluated at single targets (CPU, Comm)
+  LetStats let_sent, let_received;       ///< the CPU overloads with a Comm: this rank's LETs
 };
 
 /// Field at the sources themselves (self interaction of each blob left out exactly; its only
@@ -113,22 +127,26 @@ Timings evaluate_at(const Params& prm, const std::vector<Vec3>& x, const std::ve
                     std::vector<Mat3>& grad);
 
 /// The blobs shared over the ranks of `comm` (collective: every rank calls it with the same
-/// prm).  Each rank passes its own share of the blobs (any size, zero included) and gets u and
-/// grad at them (u, grad resized to x.size()): bit for bit evaluate_self of all the ranks'
-/// shares concatenated in rank order, so each blob's self pair, and only it, is left out.
-/// Invalid parameters or inputs on any rank throw std::invalid_argument on every rank (its own
-/// message on a rank at fault, the first such rank's message, prefixed with its number, on the
-/// others).  For now every rank gathers all the sources (allgatherv: memory O(N) per rank) and
-/// builds the tree of all of them; on the CPU path only its own blobs' near field and L2P are
-/// evaluated, on the GPU path every blob's.  The distributed FMM (issue 25) replaces the gather
-/// by the local essential tree, with this signature.  One rank (Comm()): evaluate_self.
+/// prm).  Each rank passes its own share of the blobs (any size, zero included; any partition:
+/// the ranks' boxes, fmm/partition.h, are all the FMM assumes) and gets u and grad at them (u,
+/// grad resized to x.size()): evaluate_self of all the ranks' shares within the tolerance (each
+/// blob's self pair, and only it, left out), not bit for bit.  On the CPU each rank builds the
+/// tree of its own blobs in the cube every rank shares and takes the other ranks' sources
+/// through their local essential trees (fmm/let.h: multipoles and near particles sent by their
+/// owners, each source once per near image; the far lattice from the sum of the ranks' root
+/// multipoles): memory O(N / R + LET) a rank.  The GPU path (prm.use_gpu) still gathers every
+/// rank's sources (allgatherv: memory O(N) a rank) and evaluates its share of them on its GPU,
+/// bit for bit the one-rank evaluation of the shares concatenated in rank order; its LET is
+/// issue 25's device part.  Invalid parameters or inputs on any rank throw
+/// std::invalid_argument on every rank (its own message on a rank at fault, the first such
+/// rank's message, prefixed with its number, on the others).  One rank (Comm()): evaluate_self.
 Timings evaluate_self(const Params& prm, const Comm& comm, const std::vector<Vec3>& x, const std::vector<Vec3>& alpha,
                       const std::vector<double>& sigma, std::vector<Vec3>& u, std::vector<Mat3>& grad);
 
 /// evaluate_at with the sources shared over the ranks of `comm` (collective): each rank passes
-/// its own share of the sources and its own targets, and gets u and grad at its targets, bit
-/// for bit evaluate_at of all the ranks' sources concatenated in rank order at these targets.
-/// Errors, the gather and issue 25 as evaluate_self above.  One rank: evaluate_at.
+/// its own share of the sources and its own targets, and gets u and grad at its targets:
+/// evaluate_at of all the ranks' sources at these targets within the tolerance.  The LET (CPU)
+/// or the gather (GPU), and the errors, as evaluate_self above.  One rank: evaluate_at.
 Timings evaluate_at(const Params& prm, const Comm& comm, const std::vector<Vec3>& x, const std::vector<Vec3>& alpha,
                     const std::vector<double>& sigma, const std::vector<Vec3>& targets, std::vector<Vec3>& u,
                     std::vector<Mat3>& grad);

@@ -6,7 +6,7 @@
 //             [--ncrit 64] [--tolerance 1e-6] [--images 5] [--p2p-max-pairs -1] [--periodic]
 //             [--lattice | --turbulent | --white] [--precision single|double] [--direct-max-log2n 18]
 //             [--ref-max-log2n 24] [--jitter 0] [--fmm-ref] [--repeat 3] [--csv]
-//             [--resident [--overlap serial,streams,split] [--split-blocks 4]]
+//             [--resident [--overlap serial,streams,split] [--split-blocks 4]] [--split slabs|interleaved]
 //
 // --jitter F moves every coordinate by a uniform random amount in [-F h, F h] (as an AB2 step
 // leaves the particles of a lattice: off it, and lattice points on leaf faces into neighbour
@@ -32,6 +32,15 @@
 // mode), columns: the input check, sort + tree, lists, the GPU stages per stream and the GPU
 // wall time of P2M ... L2P with the overlap.  The error comes from one evaluate_at at the
 // particles (as below), the slope from the same_positions = false totals.
+// Under mpirun (R > 1 ranks, CPU only): every rank makes the same blobs and passes its share to
+// the Comm overload of evaluate_self (fmm/fmm.h: the local essential tree, fmm/let.h); --split
+// slabs (default: z-slabs of equal thickness, the vortex solver's partition) or interleaved
+// (blob i on rank i mod R).  One row per size: the slowest rank's total and stages, the
+// exchange (boxes, LETs, root multipoles; the slowest rank's), the LET bytes a rank sent (mean
+// and max) and the most any rank received of what the gather would bring it (particles,
+// bytes), the imbalance max/mean of the particles and of the work (total less the exchange),
+// P2P pairs, M2Ls and M2Ps per particle summed over the ranks, and the error as without ranks
+// over every rank's blobs.
 // Each size: one warm-up evaluation, then the median of --repeat.  --csv prints rows
 // date,commit,device,benchmark,case,metric,value,unit (bench/README.md) after the
 // table.  Cost on 2 cores of an AMD EPYC: about 1 minute up to 2^16, ~10 minutes up to 2^18.
@@ -51,6 +60,7 @@
 #include <string>
 #include <vector>
 
+#include "base/comm.h"
 #include "bench/csv_rows.h"
 #include "bench/memory_check.h"
 #include "core/diagnostics.h"
@@ -58,6 +68,7 @@
 #include "core/initial_field.h"
 #include "fmm/fmm.h"
 #include "fmm/p2p.h"
+#include "fmm/periodic.h"
 #include "spectral_reference.h"
 #ifdef VH_FMM_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -83,6 +94,7 @@ struct Options {
   bool resident = false;  // --resident: GpuEvaluator on device-resident inputs
   std::vector<std::string> overlap{"serial", "streams", "split"};
   int split_blocks = 4;
+  std::string split = "slabs";  // under mpirun: the blobs' partition over the ranks
   std::string device = "cpu";
   vh::fmm::Params prm;
 };
@@ -111,6 +123,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--fmm-ref") o.fmm_ref = true;
     else if (a == "--resident") o.resident = true;
     else if (a == "--split-blocks") o.split_blocks = std::stoi(next());
+    else if (a == "--split") o.split = next();
     else if (a == "--overlap") {
       o.overlap.clear();
       std::string v = next();
@@ -133,7 +146,7 @@ Options parse(int argc, char** argv) {
       std::printf("usage: fmm_bench [--device cpu|gpu] [--min-log2n N] [--max-log2n N] [--p P] [--theta T] "
                   "[--ncrit N] [--tolerance E] [--images K] [--p2p-max-pairs M] [--periodic] [--lattice | --turbulent] "
                   "[--precision single|double] [--direct-max-log2n N] [--ref-max-log2n N] [--jitter F] [--fmm-ref] [--repeat R] [--csv] "
-                  "[--resident [--overlap serial,streams,split] [--split-blocks B]]\n");
+                  "[--resident [--overlap serial,streams,split] [--split-blocks B]] [--split slabs|interleaved]\n");
       std::exit(0);
     } else {
       throw std::invalid_argument("unknown option " + a);
@@ -149,6 +162,8 @@ Options parse(int argc, char** argv) {
   if (o.resident) throw std::invalid_argument("--resident: this build has no CUDA");
 #endif
   if (o.split_blocks < 1) throw std::invalid_argument("--split-blocks must be >= 1");
+  if (o.split != "slabs" && o.split != "interleaved")
+    throw std::invalid_argument("--split " + o.split + ": slabs or interleaved");
   o.prm.validate();
   return o;
 }
@@ -293,6 +308,155 @@ void periodic_error(const Options& o, const vh::fmm::Params& prm, const Blobs& b
   row.err_g = rel_l2(g[0][0].data(), gr[0][0].data(), 9 * g.size());
 }
 
+// The blobs of size 2^lg of the options.
+Blobs make_blobs(const Options& o, int lg) {
+  Blobs b = o.white       ? white_lattice(1 << (lg / 3))
+            : o.turbulent ? turbulent_lattice(1 << (lg / 3))
+                          : random_blobs(lg, o.lattice);
+  if (o.jitter > 0) {  // as a vortex step leaves lattice particles: off the lattice, some across leaf faces
+    std::mt19937_64 gen(99 + lg);
+    std::uniform_real_distribution<double> U(-o.jitter, o.jitter);
+    for (auto& x : b.x)
+      for (int d = 0; d < 3; ++d) x[d] += U(gen) * b.s[0];
+  }
+  return b;
+}
+
+// Under mpirun: one size's evaluation over the ranks (header comment).
+struct RanksRow {
+  int n = 0, ranks = 1;
+  vh::fmm::Timings t;  // the slowest rank's (by total) in the median run
+  double exchange_max = 0;
+  double let_bytes_mean = 0, let_bytes_max = 0;  // sent per rank
+  double let_particles_share = 0;                // max over ranks: received / (N - N_r)
+  double let_bytes_share = 0;                    // max over ranks: bytes received / (56 (N - N_r))
+  double imbalance_particles = 0, imbalance_work = 0;
+  double m2p_per_particle = 0;
+  double err_u = -1, err_g = -1;
+};
+
+RanksRow run_ranks(const Options& o, const vh::fmm::Params& prm, const Blobs& b, int lg, const vh::Comm& comm) {
+  const int n = static_cast<int>(b.x.size()), R = comm.size();
+  // This rank's blobs: z-slabs of equal thickness (of the box, or of the blobs' z range in free
+  // space) or every R-th blob.
+  double zlo = 0, zhi = 2 * M_PI;
+  if (!prm.periodic) {
+    zlo = 1e300;
+    zhi = -1e300;
+    for (const auto& x : b.x) zlo = std::min(zlo, x[2]), zhi = std::max(zhi, x[2]);
+  }
+  std::vector<int> mine;
+  for (int i = 0; i < n; ++i) {
+    const double z = prm.periodic ? vh::fmm::wrap_coordinate(b.x[i][2]) : b.x[i][2];
+    const int owner =
+        o.split == "interleaved" ? i % R : std::min(R - 1, static_cast<int>((z - zlo) / (zhi - zlo) * R));
+    if (owner == comm.rank()) mine.push_back(i);
+  }
+  Blobs m;
+  for (int i : mine) {
+    m.x.push_back(b.x[i]);
+    m.a.push_back(b.a[i]);
+    m.s.push_back(b.s[i]);
+  }
+  std::vector<Vec3> u;
+  std::vector<Mat3> g;
+  vh::fmm::evaluate_self(prm, comm, m.x, m.a, m.s, u, g);  // warm-up
+  std::vector<std::pair<double, vh::fmm::Timings>> runs;
+  for (int r = 0; r < o.repeat; ++r) {
+    const vh::fmm::Timings t = vh::fmm::evaluate_self(prm, comm, m.x, m.a, m.s, u, g);
+    runs.push_back({comm.max(t.total), t});
+  }
+  std::sort(runs.begin(), runs.end(), [](const auto& p, const auto& q) { return p.first < q.first; });
+  const vh::fmm::Timings& t = runs[runs.size() / 2].second;
+  // Every rank's figures of that run, in rank order.
+  constexpr int kF = 15;
+  const double mine_f[kF] = {t.total,   t.tree,      t.traverse,     t.p2m_m2m,
+                             t.m2l,     t.l2l_l2p,   t.p2p,          t.exchange,
+                             double(t.let_sent.bytes), double(t.let_received.particles),
+                             double(t.let_received.bytes), double(mine.size()), double(t.n_m2p),
+                             double(t.n_m2l), double(t.n_p2p_pairs)};
+  std::vector<double> all(std::size_t(kF) * R);
+  comm.allgather(mine_f, sizeof mine_f, all.data());
+  RanksRow row;
+  row.n = n;
+  row.ranks = R;
+  int slowest = 0;
+  double work_max = 0, work_sum = 0, np_max = 0, m2p = 0, m2l = 0, pairs = 0;
+  for (int r = 0; r < R; ++r) {
+    const double* f = &all[std::size_t(kF) * r];
+    if (f[0] > all[std::size_t(kF) * slowest]) slowest = r;
+    row.exchange_max = std::max(row.exchange_max, f[7]);
+    row.let_bytes_mean += f[8] / R;
+    row.let_bytes_max = std::max(row.let_bytes_max, f[8]);
+    const double others = n - f[11];
+    if (others > 0) {
+      row.let_particles_share = std::max(row.let_particles_share, f[9] / others);
+      row.let_bytes_share = std::max(row.let_bytes_share, f[10] / (56 * others));
+    }
+    np_max = std::max(np_max, f[11]);
+    work_max = std::max(work_max, f[0] - f[7]);
+    work_sum += f[0] - f[7];
+    m2p += f[12];
+    m2l += f[13];
+    pairs += f[14];
+  }
+  const double* f = &all[std::size_t(kF) * slowest];
+  row.t = t;
+  row.t.total = f[0];
+  row.t.tree = f[1];
+  row.t.traverse = f[2];
+  row.t.p2m_m2m = f[3];
+  row.t.m2l = f[4];
+  row.t.l2l_l2p = f[5];
+  row.t.p2p = f[6];
+  row.t.exchange = f[7];
+  row.t.n_m2l = static_cast<long long>(m2l);
+  row.t.n_p2p_pairs = static_cast<long long>(pairs);
+  row.imbalance_particles = np_max / (double(n) / R);
+  row.imbalance_work = work_max / (work_sum / R);
+  row.m2p_per_particle = m2p / n;
+  // The error over every rank's blobs: free space against the direct sum on 1000 sampled blobs,
+  // --turbulent against the exact spectral sum (evaluate_at at the blobs, as without ranks).
+  double num[2] = {0, 0}, den[2] = {0, 0};
+  auto add = [&](const Vec3& a, const Mat3& ga, const Vec3& r, const Mat3& gr) {
+    for (int k = 0; k < 3; ++k) {
+      num[0] += (a[k] - r[k]) * (a[k] - r[k]);
+      den[0] += r[k] * r[k];
+      for (int l = 0; l < 3; ++l) {
+        num[1] += (ga[k][l] - gr[k][l]) * (ga[k][l] - gr[k][l]);
+        den[1] += gr[k][l] * gr[k][l];
+      }
+    }
+  };
+  bool have_error = false;
+  if (!prm.periodic) {
+    have_error = true;
+    const int ns = std::min(n, 1000);
+    std::vector<int> local(n, -1);
+    for (std::size_t k = 0; k < mine.size(); ++k) local[mine[k]] = static_cast<int>(k);
+    for (int i = 0; i < ns; ++i) {
+      const int id = int((long long)i * n / ns);
+      if (local[id] < 0) continue;
+      Vec3 ud{};
+      Mat3 gd{};
+      vh::fmm::p2p(&b.x[id], 1, id, b.x.data(), b.a.data(), b.s.data(), n, 0, Vec3{}, true, &ud, &gd);
+      add(u[local[id]], g[local[id]], ud, gd);
+    }
+  } else if (o.turbulent && o.jitter == 0 && !o.fmm_ref && lg <= o.ref_max_log2n) {
+    have_error = true;
+    vh::fmm::evaluate_at(prm, comm, m.x, m.a, m.s, m.x, u, g);
+    std::vector<Vec3> ur;
+    std::vector<Mat3> gr;
+    vh::fmm::testing::spectral_velocity(1 << (lg / 3), b.s[0], b.a, ur, gr);
+    for (std::size_t k = 0; k < mine.size(); ++k) add(u[k], g[k], ur[mine[k]], gr[mine[k]]);
+  }
+  if (have_error) {
+    row.err_u = std::sqrt(comm.sum(num[0]) / comm.sum(den[0]));
+    row.err_g = std::sqrt(comm.sum(num[1]) / comm.sum(den[1]));
+  }
+  return row;
+}
+
 #ifdef VH_FMM_HAVE_CUDA
 // One row of the resident table: an overlap mode, same_positions, the median of --repeat.
 struct ResidentRow {
@@ -380,19 +544,100 @@ vh::app::MemoryEstimate case_memory(const Options& o, int lg) {
 
 }  // namespace
 
+// The whole program under mpirun with R > 1 ranks: the table of run_ranks() rows (rank 0
+// prints), and --csv rows.
+int main_ranks(const Options& o, const vh::Comm& comm) {
+  const auto& prm = o.prm;
+  const vh::fmm::Params rp = prm.resolved();
+  const bool root = comm.root();
+  const char* field = o.white       ? " white-noise lattice"
+                      : o.turbulent ? " turbulent lattice"
+                      : o.lattice   ? " displaced lattice"
+                                    : " random";
+  if (root) {
+    std::printf("fmm_bench: CPU on %d ranks (MPI, %s, %d threads a rank), %s%s, p = %d, theta = %g, ncrit = %d, "
+                "tolerance = %g%s, commit %s\n",
+                comm.size(), o.split == "slabs" ? "z-slabs" : "interleaved", omp_get_max_threads(),
+                prm.periodic ? "periodic" : "free space", field, rp.p, rp.theta, rp.ncrit, prm.tolerance,
+                prm.periodic ? (", images = " + std::to_string(prm.images)).c_str() : "", VH_GIT_HASH);
+    std::printf("stages: the slowest rank's; exchange: the slowest's (boxes, LETs, roots); LET MB sent a rank "
+                "(mean, max); received: the most any rank got of what the gather brings it (particles, bytes)\n"
+                "%9s %8s %7s %7s %8s %8s %8s %8s %8s %7s %7s %7s %7s %6s %6s %8s %7s %7s %9s %9s\n",
+                "N", "total[s]", "tree", "lists", "p2m/m2m", "m2l", "l2l/l2p", "p2p", "exchange", "MB mean",
+                "MB max", "recv p", "recv B", "imb N", "imb W", "pairs/N", "M2L/N", "M2P/N", "err u", "err grad");
+  }
+  std::vector<RanksRow> rows;
+  for (int lg = o.min_log2n; lg <= o.max_log2n; ++lg) {
+    if (o.lattice && lg % 3 != 0) continue;
+    const RanksRow r = run_ranks(o, prm, make_blobs(o, lg), lg, comm);
+    rows.push_back(r);
+    if (!root) continue;
+    char eu[32] = "-", eg[32] = "-";
+    if (r.err_u >= 0) {
+      std::snprintf(eu, sizeof eu, "%.2e", r.err_u);
+      std::snprintf(eg, sizeof eg, "%.2e", r.err_g);
+    }
+    std::printf("%9d %8.3f %7.3f %7.3f %8.4f %8.4f %8.4f %8.4f %8.4f %7.3f %7.3f %6.0f%% %6.0f%% %6.2f %6.2f %8.0f "
+                "%7.2f %7.2f %9s %9s\n",
+                r.n, r.t.total, r.t.tree, r.t.traverse, r.t.p2m_m2m, r.t.m2l, r.t.l2l_l2p, r.t.p2p, r.t.exchange,
+                r.let_bytes_mean / 1e6, r.let_bytes_max / 1e6, 100 * r.let_particles_share, 100 * r.let_bytes_share,
+                r.imbalance_particles, r.imbalance_work, double(r.t.n_p2p_pairs) / r.n, double(r.t.n_m2l) / r.n,
+                r.m2p_per_particle, eu, eg);
+    std::fflush(stdout);
+  }
+  if (o.csv && root) {
+    std::fflush(stdout);
+    vh::bench::CsvRows csv(std::cout, "fmm", cpu_name() + " x " + std::to_string(comm.size()) + " ranks",
+                           VH_GIT_HASH);
+    const std::string base = std::string("cpu ") + (prm.periodic ? "periodic" : "free space") + field + " ranks=" +
+                             std::to_string(comm.size()) + " transport=MPI split=" + o.split;
+    for (const auto& r : rows) {
+      const std::string cs = base + " N=" + std::to_string(r.n) + " p=" + std::to_string(rp.p) + " theta=" +
+                             std::to_string(rp.theta).substr(0, 4) + " ncrit=" + std::to_string(rp.ncrit) +
+                             " tol=" + std::to_string(prm.tolerance).substr(0, 8) + " median of " +
+                             std::to_string(o.repeat);
+      csv.row(cs, "time_per_eval", r.t.total, "s");
+      csv.row(cs, "time_exchange", r.exchange_max, "s");
+      csv.row(cs, "time_lists", r.t.traverse, "s");
+      csv.row(cs, "time_m2l", r.t.m2l, "s");
+      csv.row(cs, "time_l2l_l2p", r.t.l2l_l2p, "s");
+      csv.row(cs, "time_p2p", r.t.p2p, "s");
+      csv.row(cs, "let_bytes_sent_mean", r.let_bytes_mean, "B");
+      csv.row(cs, "let_bytes_sent_max", r.let_bytes_max, "B");
+      csv.row(cs, "let_particles_received_over_gather", r.let_particles_share, "1");
+      csv.row(cs, "let_bytes_received_over_gather", r.let_bytes_share, "1");
+      csv.row(cs, "imbalance_particles_max_over_mean", r.imbalance_particles, "1");
+      csv.row(cs, "imbalance_work_max_over_mean", r.imbalance_work, "1");
+      csv.row(cs, "p2p_pairs_per_particle", double(r.t.n_p2p_pairs) / r.n, "1");
+      csv.row(cs, "m2l_per_particle", double(r.t.n_m2l) / r.n, "1");
+      csv.row(cs, "m2p_per_particle", r.m2p_per_particle, "1");
+      if (r.err_u >= 0) {
+        csv.row(cs, "u_rel_l2_error", r.err_u, "1");
+        csv.row(cs, "grad_u_rel_l2_error", r.err_g, "1");
+      }
+    }
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  vh::MpiSession mpi(&argc, &argv);
+  const vh::Comm comm = vh::Comm::world();
   Options o;
   try {
     o = parse(argc, argv);
+    if (comm.size() > 1 && (o.prm.use_gpu || o.resident))
+      throw std::invalid_argument("under mpirun the CPU only (the GPU path of the ranks still gathers the sources)");
     // The largest case's memory first (the others are smaller).
     vh::bench::require_memory("--max-log2n " + std::to_string(o.max_log2n), "--max-log2n", o.max_log2n,
                               vh::bench::sizes_below(o.max_log2n, 1, o.min_log2n),
                               [&](int lg) { return case_memory(o, lg); },
                               o.prm.use_gpu ? vh::Backend::gpu : vh::Backend::cpu);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "fmm_bench: %s\n", e.what());
+    if (comm.root()) std::fprintf(stderr, "fmm_bench: %s\n", e.what());
     return 2;
   }
+  if (comm.size() > 1) return main_ranks(o, comm);
   const auto& prm = o.prm;
   const bool gpu = prm.use_gpu;
 #ifdef VH_FMM_HAVE_CUDA
@@ -427,15 +672,7 @@ int main(int argc, char** argv) {
   for (int lg = o.min_log2n; lg <= o.max_log2n; ++lg) {
     if (o.lattice && lg % 3 != 0) continue;
     const int n = 1 << lg;
-    Blobs b = o.white       ? white_lattice(1 << (lg / 3))
-              : o.turbulent ? turbulent_lattice(1 << (lg / 3))
-                            : random_blobs(lg, o.lattice);
-    if (o.jitter > 0) {  // as a vortex step leaves lattice particles: off the lattice, some across leaf faces
-      std::mt19937_64 gen(99 + lg);
-      std::uniform_real_distribution<double> U(-o.jitter, o.jitter);
-      for (auto& x : b.x)
-        for (int d = 0; d < 3; ++d) x[d] += U(gen) * b.s[0];
-    }
+    const Blobs b = make_blobs(o, lg);
 #ifdef VH_FMM_HAVE_CUDA
     if (o.resident) {
       run_resident(o, prm, b, lg, resident_rows);

@@ -115,5 +115,55 @@ TEST(Expansions, ChainConvergesWithOrder) {
   EXPECT_LT(prev, 1e-9);
 }
 
+TEST(Expansions, M2pIsTheM2lToThePointThenL2p) {
+  // m2p_table: the M2L into the degrees 0..2 of a local expansion about the target, read there
+  // (fmm/expansions.h).  The same sums as m2l_table into a zero expansion followed by l2p at
+  // d = 0 (whose L2L adds only zero terms): equal to the last bit; and, for 30 charges in a ball
+  // of radius 0.5 seen from ~1.5 (ratio 1/3, p = 16: remainder ~(1/3)^17 ~ 1e-8 of the field),
+  // the direct gradient and Hessian of sum q / |r - x_q| within 1e-6.
+  const int p = 16, nc = ncoef(p);
+  std::mt19937_64 gen(11);
+  std::uniform_real_distribution<double> U(-0.28, 0.28);
+  const Vec3 c = {0.3, -0.2, 0.1}, x = {1.2, 0.9, -0.6};
+  Expansion M(3 * nc), L(3 * nc);
+  std::vector<Vec3> xs, qs;
+  for (int i = 0; i < 30; ++i) {
+    xs.push_back({c[0] + U(gen), c[1] + U(gen), c[2] + U(gen)});
+    qs.push_back({U(gen), U(gen), U(gen)});
+    p2m(p, {xs[i][0] - c[0], xs[i][1] - c[1], xs[i][2] - c[2]}, qs[i], M.data());
+  }
+  const Vec3 d = {c[0] - x[0], c[1] - x[1], c[2] - x[2]};
+  std::vector<cplx> I(nc);
+  solid_harmonics(d, p, nullptr, I.data());
+  double dp[3][3], hp[3][3][3], dl[3][3], hl[3][3][3];
+  m2p_table(p, I.data(), M.data(), dp, hp);
+  m2l(p, d, M.data(), L.data());
+  l2p(p, {0, 0, 0}, L.data(), dl, hl);
+  double num = 0, den = 0;
+  for (int a = 0; a < 3; ++a) {
+    double gd[3] = {}, hd[3][3] = {};
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      const double r[3] = {x[0] - xs[i][0], x[1] - xs[i][1], x[2] - xs[i][2]};
+      const double rr = std::sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
+      for (int j = 0; j < 3; ++j) {
+        gd[j] -= qs[i][a] * r[j] / (rr * rr * rr);
+        for (int k = 0; k < 3; ++k)
+          hd[j][k] += qs[i][a] * (3 * r[j] * r[k] / std::pow(rr, 5) - (j == k) / (rr * rr * rr));
+      }
+    }
+    for (int j = 0; j < 3; ++j) {
+      EXPECT_EQ(dp[a][j], dl[a][j]) << a << " " << j;
+      num += (gd[j] - dp[a][j]) * (gd[j] - dp[a][j]);
+      den += gd[j] * gd[j];
+      for (int k = 0; k < 3; ++k) {
+        EXPECT_EQ(hp[a][j][k], hl[a][j][k]) << a << " " << j << " " << k;
+        num += (hd[j][k] - hp[a][j][k]) * (hd[j][k] - hp[a][j][k]);
+        den += hd[j][k] * hd[j][k];
+      }
+    }
+  }
+  EXPECT_LT(std::sqrt(num / den), 1e-6);
+}
+
 }  // namespace
 }  // namespace vh::fmm
