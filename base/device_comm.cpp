@@ -126,10 +126,12 @@ std::string DeviceComm::nccl_version() {
 }
 
 DeviceComm::Transport DeviceComm::choose(const Comm& comm, const std::string& request) {
-  std::string req = request;
-  if (const char* e = std::getenv("VH_COMM")) req = e;
+  // VH_COMM overrides the deck; set but empty, it is unset (as a shell's VH_COMM= means).
+  const char* env = std::getenv("VH_COMM");
+  const bool from_env = env != nullptr && *env != '\0';
+  const std::string req = from_env ? std::string(env) : request;
   if (req != "auto" && req != "mpi" && req != "nccl")
-    throw InputError("comm = '" + req + "' (from " + (std::getenv("VH_COMM") ? "VH_COMM" : "the deck") +
+    throw InputError("comm = '" + req + "' (from " + (from_env ? "VH_COMM" : "the deck") +
                      "): allowed: auto, mpi, nccl");
   const Transport mpi = Comm::cuda_aware() ? Transport::mpi_cuda : Transport::mpi_staged;
   if (req == "mpi") return mpi;

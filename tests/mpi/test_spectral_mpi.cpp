@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "base/comm.h"
@@ -314,12 +315,36 @@ TEST(Mpi, PlanesGatherAndScatterExactly) {
   for (int c = 0; c < 3; ++c) EXPECT_TRUE(back.c[c] == us.c[c]) << c;
 }
 
+#ifdef VH_HAVE_CUDA
+// The transport a request gives (no GPU needed: the choice reads the ranks' GPUs only when a
+// request could take NCCL on R > 1 ranks): VH_COMM overrides the deck, set but empty it is unset,
+// and a value outside auto|mpi|nccl is refused naming where it came from.
+TEST(MpiGpu, TransportRequest) {
+  const DeviceComm::Transport mpi = Comm::cuda_aware() ? DeviceComm::Transport::mpi_cuda
+                                                       : DeviceComm::Transport::mpi_staged;
+  const char* was = std::getenv("VH_COMM");
+  const std::string saved = was ? was : "";
+  setenv("VH_COMM", "", 1);
+  EXPECT_EQ(DeviceComm::choose(world(), "mpi"), mpi);
+  EXPECT_THROW(DeviceComm::choose(world(), "tcp"), InputError);
+  setenv("VH_COMM", "mpi", 1);
+  EXPECT_EQ(DeviceComm::choose(world(), "nccl"), mpi);
+  setenv("VH_COMM", "gloo", 1);
+  try {
+    DeviceComm::choose(world(), "auto");
+    ADD_FAILURE() << "VH_COMM=gloo accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("(from VH_COMM): allowed: auto, mpi, nccl"), std::string::npos) << e.what();
+  }
+  if (was) setenv("VH_COMM", saved.c_str(), 1);
+  else unsetenv("VH_COMM");
+}
+
 // On the GPUs of one machine, one rank per GPU (or ranks sharing one GPU: device-check.sh mpi):
 // the GPU solver on R ranks equals the one-rank GPU run after 20 steps, for the fused passes
 // and the cuFFT slab path, 3/2 and 2/3, through every transport the ranks can use (NCCL where
 // the build has it and no two ranks share a GPU; MPI, staged or CUDA-aware, always). Skips
 // without a GPU.
-#ifdef VH_HAVE_CUDA
 TEST(MpiGpu, TwentyStepsEqualOneRankGpu) {
   if (!gpu_available()) GTEST_SKIP() << "no GPU visible";
   select_gpus(world(), true);
