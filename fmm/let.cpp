@@ -327,24 +327,12 @@ LetLists let_lists(const Tree& tgt, const LetSources& let, const Vec3& lo, const
   lists.p2p.resize(nct);
   lists.m2p.resize(nct);
   if (tgt.size() == 0 || let.roots.empty()) return lists;
-  // Task roots: as build_lists, the cells of the first level with enough cells for the threads
-  // and the leaves above it.  Phase 1 runs each (sender, shift) from the roots down to them (in
-  // parallel, each its records), phase 2 each task root's recorded calls in (sender, shift)
-  // order (task roots in parallel: no two share a cell), so the lists are the serial order's.
-  const int nthreads = omp_get_max_threads();
-  int task_level = 0;
-  while (task_level + 1 < static_cast<int>(tgt.levels.size()) &&
-         static_cast<int>(tgt.levels[task_level].size()) < 64 * nthreads)
-    ++task_level;
-  std::vector<char> task_root(nct, 0);
-  std::vector<int> roots;
-  for (int c = 0; c < nct; ++c) {
-    const Cell& C = tgt.cells[c];
-    if (C.level == task_level || (C.leaf() && C.level < task_level)) {
-      task_root[c] = 1;
-      roots.push_back(c);
-    }
-  }
+  // Task roots as in build_lists (task_roots()).  Phase 1 runs each (sender, shift) from the
+  // roots down to them (in parallel, each its records), phase 2 each task root's recorded calls
+  // in (sender, shift) order (task roots in parallel: no two share a cell), so the lists are the
+  // serial order's.
+  std::vector<char> task_root;
+  const std::vector<int> roots = task_roots(tgt, task_root);
   const int nshift = static_cast<int>(shifts.size()), npair = static_cast<int>(let.roots.size()) * nshift;
   std::vector<std::vector<Record>> rec(npair);
 #pragma omp parallel for schedule(dynamic, 1)

@@ -92,6 +92,25 @@ struct Traversal {
 
 }  // namespace
 
+std::vector<int> task_roots(const Tree& tgt, std::vector<char>& is_root) {
+  const int nct = static_cast<int>(tgt.cells.size());
+  const int nthreads = omp_get_max_threads();
+  int task_level = 0;
+  while (task_level + 1 < static_cast<int>(tgt.levels.size()) &&
+         static_cast<int>(tgt.levels[task_level].size()) < 64 * nthreads)
+    ++task_level;
+  is_root.assign(nct, 0);
+  std::vector<int> roots;
+  for (int c = 0; c < nct; ++c) {
+    const Cell& C = tgt.cells[c];
+    if (C.level == task_level || (C.leaf() && C.level < task_level)) {
+      is_root[c] = 1;
+      roots.push_back(c);
+    }
+  }
+  return roots;
+}
+
 Lists build_lists(const Tree& tgt, const Tree& src, const std::vector<Vec3>& shifts, const Acceptance& mac) {
   Lists lists;
   const int nct = static_cast<int>(tgt.cells.size());
@@ -99,21 +118,8 @@ Lists build_lists(const Tree& tgt, const Tree& src, const std::vector<Vec3>& shi
   lists.p2p.resize(nct);
   if (tgt.size() == 0 || src.size() == 0) return lists;
   const int nshift = static_cast<int>(shifts.size());
-  // Task level: the first with enough cells for the threads (any choice gives the same lists).
-  const int nthreads = omp_get_max_threads();
-  int task_level = 0;
-  while (task_level + 1 < static_cast<int>(tgt.levels.size()) &&
-         static_cast<int>(tgt.levels[task_level].size()) < 64 * nthreads)
-    ++task_level;
-  std::vector<char> task_root(nct, 0);
-  std::vector<int> roots;
-  for (int c = 0; c < nct; ++c) {
-    const Cell& C = tgt.cells[c];
-    if (C.level == task_level || (C.leaf() && C.level < task_level)) {
-      task_root[c] = 1;
-      roots.push_back(c);
-    }
-  }
+  std::vector<char> task_root;
+  const std::vector<int> roots = task_roots(tgt, task_root);
   // Phase 1: per shift, down to the task roots.
   std::vector<std::vector<Record>> rec(nshift);
 #pragma omp parallel for schedule(dynamic, 1) if (nshift > 1)

@@ -53,6 +53,13 @@ struct Acceptance {
 /// rho_tol with 1 - g(rho_tol) = tol (bisection; g from docs/design.md).
 double rho_tolerance(double tol);
 
+/// The task roots of a two-phase parallel traversal of the target tree `tgt` (build_lists and
+/// the LET's receiver): the cells of the first level with at least 64 cells a thread, and the
+/// leaves above it; every descent meets exactly one.  Returns them in cell order and marks them
+/// in `is_root` (one entry a cell).  Any choice gives the same lists: this one gives the threads
+/// enough work.
+std::vector<int> task_roots(const Tree& tgt, std::vector<char>& is_root);
+
 /// Traverses target tree `tgt` against source tree `src` once per shift in `shifts`.
 Lists build_lists(const Tree& tgt, const Tree& src, const std::vector<Vec3>& shifts, const Acceptance& mac);
 
