@@ -145,6 +145,12 @@ std::vector<ParamInfo> describe_params() {
 
 namespace {
 
+// The periodic box [0, kBoxLength)³ as the trees' cube.
+void periodic_cube(Vec3& center, double& half) {
+  center = {0.5 * kBoxLength, 0.5 * kBoxLength, 0.5 * kBoxLength};
+  half = 0.5 * kBoxLength;
+}
+
 using clock_type = std::chrono::steady_clock;
 double seconds(clock_type::time_point a, clock_type::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -491,8 +497,7 @@ Timings run(const Params& prm_in, const std::vector<Vec3>& x_in, const std::vect
   Vec3 center;
   double half;
   if (prm.periodic) {
-    center = {0.5 * kBoxLength, 0.5 * kBoxLength, 0.5 * kBoxLength};
-    half = 0.5 * kBoxLength;
+    periodic_cube(center, half);
   } else {
     bounding_cube(x_in, targets_in, center, half);
   }
@@ -635,8 +640,7 @@ Timings run_let(const Params& prm_in, const Comm& comm, const std::vector<Vec3>&
   Vec3 center;
   double half;
   if (prm.periodic) {
-    center = {0.5 * kBoxLength, 0.5 * kBoxLength, 0.5 * kBoxLength};
-    half = 0.5 * kBoxLength;
+    periodic_cube(center, half);
   } else {
     cube_of_box(lo, hi, center, half);
   }
