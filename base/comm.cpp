@@ -372,6 +372,15 @@ Comm::Request& Comm::Request::operator=(Request&& o) noexcept {
   return *this;
 }
 
+std::string Comm::first_error(const std::string& mine) const {
+  if (size_ == 1) return mine;
+  const int first = int(-max(mine.empty() ? -double(size_) : -double(rank_)));
+  if (first == size_) return "";
+  std::string line = mine;
+  bcast(line, first);
+  return first > 0 ? "rank " + std::to_string(first) + ": " + line : line;
+}
+
 void RootErrors::rethrow(const Comm& comm) {
   // kind: 0 none, 1 InputError, 2 RunStopped, 3 anything else, 4 WriteError (msg: its reason)
   int kind = 0;

@@ -49,6 +49,10 @@ class Comm {
   double max(double v) const;
   /// True on every rank when `v` is true on any.
   bool any(bool v) const;
+  /// Collective: one error line for every rank from each rank's own (`mine`; empty: none).
+  /// Empty when no rank has one; else the first such rank's line, on every rank, prefixed
+  /// "rank F: " when that rank F is not rank 0 (which prints it).
+  std::string first_error(const std::string& mine) const;
 
   /// All-to-all exchange of elements of `elem_bytes` bytes each: counts and displacements
   /// (one per rank) are in elements. `send` and `recv` may be device pointers when the MPI

@@ -41,12 +41,7 @@ inline void require_memory(const std::string& what, const std::string& option, i
     }
     why = what + " " + why + "; allowed here: " + fits + ", or a machine with more memory";
   }
-  if (comm.size() > 1) {
-    const int first = int(-comm.max(why.empty() ? -double(comm.size()) : -double(comm.rank())));
-    if (first == comm.size()) return;
-    comm.bcast(why, first);
-    if (first > 0) why = "rank " + std::to_string(first) + ": " + why;
-  }
+  why = comm.first_error(why);
   if (!why.empty()) throw InputError(why);
 }
 

@@ -383,13 +383,7 @@ bool dry_run_or_check_memory(const Setup& s, const Comm& world, bool dry_run) {
   } catch (const InputError& e) {
     why = e.what();
   }
-  if (world.size() > 1) {
-    const int first = int(-world.max(why.empty() ? -double(world.size()) : -double(world.rank())));
-    if (first < world.size()) {
-      world.bcast(why, first);
-      if (first > 0) why = "rank " + std::to_string(first) + ": " + why;
-    }
-  }
+  why = world.first_error(why);
   if (!why.empty()) throw InputError(why);
   return dry_run;
 }

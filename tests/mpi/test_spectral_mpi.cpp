@@ -95,6 +95,19 @@ TEST(Mpi, RanksAreThere) {
   EXPECT_EQ(w.max(double(w.rank())), double(w.size() - 1));
 }
 
+// One error line for every rank (Comm::first_error): none when no rank has one, else the
+// first failing rank's, prefixed with its number unless it is rank 0.
+TEST(Mpi, FirstErrorIsTheSameOnEveryRank) {
+  const Comm w = world();
+  EXPECT_EQ(w.first_error(""), "");
+  EXPECT_EQ(w.first_error("short of memory"), "short of memory");  // rank 0 fails first
+  const int last = w.size() - 1;
+  const std::string mine = w.rank() >= last ? "rank's own line " + std::to_string(w.rank()) : "";
+  EXPECT_EQ(w.first_error(mine),
+            last > 0 ? "rank " + std::to_string(last) + ": rank's own line " + std::to_string(last)
+                     : "rank's own line 0");
+}
+
 // Every ky index and every z-plane belongs to exactly one rank; on R > 1 ranks the kept ky
 // come first (one rank: slot = ky index).
 TEST(Mpi, SlabsCoverTheGridOnce) {
