@@ -101,19 +101,21 @@ void radix_sort(const std::vector<std::uint64_t>& key_in, std::vector<int>& perm
 
 }  // namespace
 
+void extend_bounds(const std::vector<Vec3>& x, bool wrap, Vec3& lo, Vec3& hi) {
+  const long long n = static_cast<long long>(x.size());
+  double l0 = lo[0], l1 = lo[1], l2 = lo[2], h0 = hi[0], h1 = hi[1], h2 = hi[2];
+#pragma omp parallel for schedule(static) reduction(min : l0, l1, l2) reduction(max : h0, h1, h2) if (n > kSerialBelow)
+  for (long long i = 0; i < n; ++i)
+    extend_box(wrap ? Vec3{morton::wrap(x[i][0]), morton::wrap(x[i][1]), morton::wrap(x[i][2])} : x[i], l0, l1, l2,
+               h0, h1, h2);
+  lo = {l0, l1, l2};
+  hi = {h0, h1, h2};
+}
+
 void bounding_cube(const std::vector<Vec3>& a, const std::vector<Vec3>* b, Vec3& center, double& half) {
   Vec3 lo = {1e300, 1e300, 1e300}, hi = {-1e300, -1e300, -1e300};
-  auto add = [&](const std::vector<Vec3>& v) {
-    const long long n = static_cast<long long>(v.size());
-    double l0 = lo[0], l1 = lo[1], l2 = lo[2], h0 = hi[0], h1 = hi[1], h2 = hi[2];
-    // min/max are exact: the reduction gives the serial result for any thread count.
-#pragma omp parallel for schedule(static) reduction(min : l0, l1, l2) reduction(max : h0, h1, h2) if (n > kSerialBelow)
-    for (long long i = 0; i < n; ++i) extend_box(v[i], l0, l1, l2, h0, h1, h2);
-    lo = {l0, l1, l2};
-    hi = {h0, h1, h2};
-  };
-  add(a);
-  if (b) add(*b);
+  extend_bounds(a, false, lo, hi);
+  if (b) extend_bounds(*b, false, lo, hi);
   cube_of_box(lo, hi, center, half);
 }
 

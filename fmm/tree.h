@@ -69,6 +69,9 @@ void cell_extents(std::vector<Cell>& cells, const std::vector<Vec3>& x, const st
 /// index_levels: Tree::levels from the cells.
 void index_levels(Tree& t);
 
+/// [lo, hi] grown to the tight box of the points x (each wrapped into the periodic box first
+/// with wrap, morton::wrap); min and max are exact, so the threads' reduction gives the serial box.
+void extend_bounds(const std::vector<Vec3>& x, bool wrap, Vec3& lo, Vec3& hi);
 /// Bounding cube (centre, half side) of one or two point sets, enlarged by a relative 1e-6.
 void bounding_cube(const std::vector<Vec3>& a, const std::vector<Vec3>* b, Vec3& center, double& half);
 /// The same from the points' bounding box [lo, hi] (GpuEvaluator measures it on the device).
