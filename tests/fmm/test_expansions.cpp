@@ -57,6 +57,23 @@ TEST(Expansions, AdditionTheorems) {
     }
 }
 
+// The gradient gd and Hessian hd at x of sum_i qs[i][a] / |x - xs[i]|, summed directly.
+void direct_derivatives(const Vec3& x, const std::vector<Vec3>& xs, const std::vector<Vec3>& qs, int a, double gd[3],
+                        double hd[3][3]) {
+  for (int j = 0; j < 3; ++j) {
+    gd[j] = 0;
+    for (int k = 0; k < 3; ++k) hd[j][k] = 0;
+  }
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const double r[3] = {x[0] - xs[i][0], x[1] - xs[i][1], x[2] - xs[i][2]};
+    const double rr = std::sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
+    for (int j = 0; j < 3; ++j) {
+      gd[j] -= qs[i][a] * r[j] / (rr * rr * rr);
+      for (int k = 0; k < 3; ++k) hd[j][k] += qs[i][a] * (3 * r[j] * r[k] / std::pow(rr, 5) - (j == k) / (rr * rr * rr));
+    }
+  }
+}
+
 // Chain error for 30 charges in a ball of radius 0.5 at distance ~3.8: falls like ~(1/3)^p.
 double chain_error(int p) {
   const int nc = ncoef(p);
@@ -81,16 +98,8 @@ double chain_error(int p) {
     double dp[3][3], hp[3][3][3];
     l2p(p, {x[0] - ct2[0], x[1] - ct2[1], x[2] - ct2[2]}, L2.data(), dp, hp);
     for (int a = 0; a < 3; ++a) {
-      double gd[3] = {}, hd[3][3] = {};
-      for (std::size_t i = 0; i < xs.size(); ++i) {
-        const double r[3] = {x[0] - xs[i][0], x[1] - xs[i][1], x[2] - xs[i][2]};
-        const double rr = std::sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
-        for (int j = 0; j < 3; ++j) {
-          gd[j] -= qs[i][a] * r[j] / (rr * rr * rr);
-          for (int k = 0; k < 3; ++k)
-            hd[j][k] += qs[i][a] * (3 * r[j] * r[k] / std::pow(rr, 5) - (j == k) / (rr * rr * rr));
-        }
-      }
+      double gd[3], hd[3][3];
+      direct_derivatives(x, xs, qs, a, gd, hd);
       for (int j = 0; j < 3; ++j) {
         num += (gd[j] - dp[a][j]) * (gd[j] - dp[a][j]);
         den += gd[j] * gd[j];
@@ -141,16 +150,8 @@ TEST(Expansions, M2pIsTheM2lToThePointThenL2p) {
   l2p(p, {0, 0, 0}, L.data(), dl, hl);
   double num = 0, den = 0;
   for (int a = 0; a < 3; ++a) {
-    double gd[3] = {}, hd[3][3] = {};
-    for (std::size_t i = 0; i < xs.size(); ++i) {
-      const double r[3] = {x[0] - xs[i][0], x[1] - xs[i][1], x[2] - xs[i][2]};
-      const double rr = std::sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
-      for (int j = 0; j < 3; ++j) {
-        gd[j] -= qs[i][a] * r[j] / (rr * rr * rr);
-        for (int k = 0; k < 3; ++k)
-          hd[j][k] += qs[i][a] * (3 * r[j] * r[k] / std::pow(rr, 5) - (j == k) / (rr * rr * rr));
-      }
-    }
+    double gd[3], hd[3][3];
+    direct_derivatives(x, xs, qs, a, gd, hd);
     for (int j = 0; j < 3; ++j) {
       EXPECT_EQ(dp[a][j], dl[a][j]) << a << " " << j;
       num += (gd[j] - dp[a][j]) * (gd[j] - dp[a][j]);
