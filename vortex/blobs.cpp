@@ -49,18 +49,22 @@ struct Weights {
   }
 };
 
-/// Adds every particle's stencil to the lattice: f(point, q, W, a, b, c) for each stencil point
-/// (a, b, c) of particle q with a nonzero z weight.  The z-planes are split among the threads;
+/// Adds every particle's stencil to the lattice points of the z-planes z0 … z0 + nz − 1:
+/// f(point, q, W, a, b, c) for each stencil point (a, b, c) of particle q on those planes with a
+/// nonzero z weight, `point` counted from plane z0.  The planes are split among the threads;
 /// each thread takes the particles in index order and adds only to its own planes, so every
-/// lattice point sums its particles in index order: the same bits for any thread count.
+/// lattice point sums its particles in index order: the same bits for any thread count, and for
+/// any split of the planes over ranks that hands each rank the particles in the same order.
 template <class F>
-void scatter(const std::vector<Vec3>& x, const std::vector<double>& sigma, const Grid& g, double cutoff, F&& f) {
+void scatter(const std::vector<Vec3>& x, const std::vector<double>& sigma, const Grid& g, double cutoff, int z0,
+             int nz, F&& f) {
   const int n = g.n, m = stencil_points(sigma, g.h(), cutoff);
   const double h = g.h();
+  const std::size_t plane0 = std::size_t(z0) * n * n;
 #pragma omp parallel
   {
     const int nth = omp_get_num_threads(), th = omp_get_thread_num();
-    const int z0 = int((long long)n * th / nth), z1 = int((long long)n * (th + 1) / nth);
+    const int za = z0 + int((long long)nz * th / nth), zb = z0 + int((long long)nz * (th + 1) / nth);
     Weights W(m);
     for (std::size_t q = 0; q < x.size(); ++q) {
       // Skip particles whose stencil misses this thread's planes (cheap test on the range).
@@ -68,16 +72,16 @@ void scatter(const std::vector<Vec3>& x, const std::vector<double>& sigma, const
       bool touches = hi - lo + 1 >= n;
       for (int z = lo; z <= hi && !touches; ++z) {
         const int zw = ((z % n) + n) % n;
-        touches = zw >= z0 && zw < z1;
+        touches = zw >= za && zw < zb;
       }
       if (!touches) continue;
       W.set(x[q], sigma[q], n, h, cutoff);
       for (int c = 0; c < m; ++c) {
         const int z = W.idx[2][c];
-        if (z < z0 || z >= z1 || W.w[2][c] == 0.0) continue;
+        if (z < za || z >= zb || W.w[2][c] == 0.0) continue;
         for (int b = 0; b < m; ++b) {
           if (W.w[1][b] == 0.0) continue;
-          const std::size_t row = g.index(0, W.idx[1][b], z);
+          const std::size_t row = g.index(0, W.idx[1][b], z) - plane0;
           for (int a = 0; a < m; ++a) f(row + W.idx[0][a], q, W, a, b, c);
         }
       }
@@ -126,18 +130,26 @@ int stencil_points(double sigma_max, double h, double cutoff) {
 
 void blob_sums(const std::vector<Vec3>& x, const std::vector<Vec3>& s, const std::vector<double>& sigma,
                const Grid& g, double cutoff, VectorField& out, bool gpu) {
-  if (s.size() != x.size() || sigma.size() != x.size())
-    throw std::invalid_argument("blob_sums: x, strengths and sigma differ in size");
-  out = VectorField(g);
   if (gpu) {
 #ifdef VH_HAVE_CUDA
+    if (s.size() != x.size() || sigma.size() != x.size())
+      throw std::invalid_argument("blob_sums: x, strengths and sigma differ in size");
+    out = VectorField(g);
     gather_on_gpu(x, s, sigma, g, cutoff, false, out.c.data());
     return;
 #else
     no_gpu();
 #endif
   }
-  scatter(x, sigma, g, cutoff, [&](std::size_t i, std::size_t q, const Weights& W, int a, int b, int c) {
+  blob_sums(x, s, sigma, g, cutoff, 0, g.n, out);
+}
+
+void blob_sums(const std::vector<Vec3>& x, const std::vector<Vec3>& s, const std::vector<double>& sigma,
+               const Grid& g, double cutoff, int z0, int nz, VectorField& out) {
+  if (s.size() != x.size() || sigma.size() != x.size())
+    throw std::invalid_argument("blob_sums: x, strengths and sigma differ in size");
+  out = VectorField(g, nz);
+  scatter(x, sigma, g, cutoff, z0, nz, [&](std::size_t i, std::size_t q, const Weights& W, int a, int b, int c) {
     const double w = W.w[0][a] * W.w[1][b] * W.w[2][c];
     if (w == 0.0) return;
     for (int d = 0; d < 3; ++d) out.c[d][i] += w * s[q][d];
@@ -149,19 +161,26 @@ void vorticity_on_lattice(const Particles& p, const Grid& g, double cutoff, Vect
 }
 
 void divergence_on_lattice(const Particles& p, const Grid& g, double cutoff, ScalarField& div, bool gpu) {
-  div = ScalarField(g);
   if (gpu) {
 #ifdef VH_HAVE_CUDA
+    div = ScalarField(g);
     gather_on_gpu(p.x, p.alpha, p.sigma, g, cutoff, true, &div.v);
     return;
 #else
     no_gpu();
 #endif
   }
-  scatter(p.x, p.sigma, g, cutoff, [&](std::size_t i, std::size_t q, const Weights& W, int a, int b, int c) {
-    div.v[i] += p.alpha[q][0] * W.dw[0][a] * W.w[1][b] * W.w[2][c] +
-                p.alpha[q][1] * W.w[0][a] * W.dw[1][b] * W.w[2][c] +
-                p.alpha[q][2] * W.w[0][a] * W.w[1][b] * W.dw[2][c];
+  divergence_on_lattice(p.x, p.alpha, p.sigma, g, cutoff, 0, g.n, div);
+}
+
+void divergence_on_lattice(const std::vector<Vec3>& x, const std::vector<Vec3>& alpha,
+                           const std::vector<double>& sigma, const Grid& g, double cutoff, int z0, int nz,
+                           ScalarField& div) {
+  div = ScalarField(g, nz);
+  scatter(x, sigma, g, cutoff, z0, nz, [&](std::size_t i, std::size_t q, const Weights& W, int a, int b, int c) {
+    div.v[i] += alpha[q][0] * W.dw[0][a] * W.w[1][b] * W.w[2][c] +
+                alpha[q][1] * W.w[0][a] * W.dw[1][b] * W.w[2][c] +
+                alpha[q][2] * W.w[0][a] * W.w[1][b] * W.dw[2][c];
   });
 }
 

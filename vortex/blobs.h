@@ -22,6 +22,13 @@ namespace vh::vortex {
 void blob_sums(const std::vector<Vec3>& x, const std::vector<Vec3>& s, const std::vector<double>& sigma,
                const Grid& g, double cutoff, VectorField& out, bool gpu = false);
 
+/// The same sums at the points of the z-planes z0 … z0 + nz − 1 of g only (a rank's slab,
+/// core/slab.h; out holds nz planes), on the CPU.  The particles given are those whose stencils
+/// may reach the planes (the rank's own and its ghosts, vortex/halo.h); each point sums them in
+/// index order, as blob_sums over the whole lattice does.
+void blob_sums(const std::vector<Vec3>& x, const std::vector<Vec3>& s, const std::vector<double>& sigma,
+               const Grid& g, double cutoff, int z0, int nz, VectorField& out);
+
 /// Lattice points per direction of every particle's stencil when the largest core is
 /// sigma_max (lattice spacing h, cut off at `cutoff` σ): 2 ceil(cutoff σ_max/h) + 2.
 int stencil_points(double sigma_max, double h, double cutoff);
@@ -31,5 +38,9 @@ void vorticity_on_lattice(const Particles& p, const Grid& g, double cutoff, Vect
 
 /// ∇·ω_σ at the lattice points of g (Σ_p α_p · ∇ζ_σp(x_i − x_p)).
 void divergence_on_lattice(const Particles& p, const Grid& g, double cutoff, ScalarField& div, bool gpu = false);
+/// ∇·ω_σ at the points of the z-planes z0 … z0 + nz − 1 only (as blob_sums on planes).
+void divergence_on_lattice(const std::vector<Vec3>& x, const std::vector<Vec3>& alpha,
+                           const std::vector<double>& sigma, const Grid& g, double cutoff, int z0, int nz,
+                           ScalarField& div);
 
 }  // namespace vh::vortex

@@ -6,21 +6,26 @@
 
 namespace vh::vortex {
 
-std::vector<Vec3> lattice_points(const Grid& g) {
-  std::vector<Vec3> x(g.points());
+std::vector<Vec3> lattice_points(const Grid& g) { return lattice_points(g, 0, g.n); }
+
+std::vector<Vec3> lattice_points(const Grid& g, int z0, int nz) {
+  std::vector<Vec3> x(std::size_t(nz) * g.n * g.n);
   const double h = g.h();
-  for (int k = 0; k < g.n; ++k)
+  const std::size_t plane0 = g.index(0, 0, z0);
+  for (int k = z0; k < z0 + nz; ++k)
     for (int j = 0; j < g.n; ++j)
-      for (int i = 0; i < g.n; ++i) x[g.index(i, j, k)] = {i * h, j * h, k * h};
+      for (int i = 0; i < g.n; ++i) x[g.index(i, j, k) - plane0] = {i * h, j * h, k * h};
   return x;
 }
 
-Particles lattice_particles(const Grid& g, double sigma) {
+Particles lattice_particles(const Grid& g, double sigma) { return lattice_particles(g, sigma, 0, g.n); }
+
+Particles lattice_particles(const Grid& g, double sigma, int z0, int nz) {
   Particles p;
-  p.x = lattice_points(g);
-  p.alpha.assign(g.points(), Vec3{0, 0, 0});
-  p.gamma.assign(g.points(), Vec3{0, 0, 0});
-  p.sigma.assign(g.points(), sigma);
+  p.x = lattice_points(g, z0, nz);
+  p.alpha.assign(p.x.size(), Vec3{0, 0, 0});
+  p.gamma.assign(p.x.size(), Vec3{0, 0, 0});
+  p.sigma.assign(p.x.size(), sigma);
   return p;
 }
 

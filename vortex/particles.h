@@ -31,9 +31,13 @@ struct Particles {
 /// One particle per grid point, x_p = h (i, j, k), in the grid's [z][y][x] order, with zero
 /// strengths and core radius `sigma`.
 Particles lattice_particles(const Grid& g, double sigma);
+/// The same for the z-planes z0 … z0 + nz − 1 only (a rank's slab, core/slab.h).
+Particles lattice_particles(const Grid& g, double sigma, int z0, int nz);
 
 /// The grid points as positions, in [z][y][x] order (targets for grid sampling).
 std::vector<Vec3> lattice_points(const Grid& g);
+/// Those of the z-planes z0 … z0 + nz − 1.
+std::vector<Vec3> lattice_points(const Grid& g, int z0, int nz);
 
 /// Σ_p s_p of one of the strengths (α or γ): ≈ 0 for a periodic field, whose mean vorticity is 0.
 Vec3 total_strength(const std::vector<Vec3>& s);

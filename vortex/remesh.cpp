@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/error.h"
+
 #include "vortex/blobs.h"
 #include "vortex/rbf.h"
 #include "vortex/remesh_kernel.h"
@@ -25,6 +27,25 @@ void for_each_mode(const Grid& g, F&& f) {
       for (int ix = 0; ix < nxh; ++ix) f(ix, iy, iz, g.mode_index(ix, iy, iz));
 }
 
+/// The same for the modes of a slab: iy the ky index of each slot, m the slab's storage index
+/// (one rank: the loop above, mode for mode).
+template <class F>
+void for_each_mode(const Slab& s, F&& f) {
+  const int n = s.grid.n, nxh = n / 2 + 1, sl = s.slots();
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int iz = 0; iz < n; ++iz)
+    for (int j = 0; j < sl; ++j) {
+      const int iy = s.ky_index(j);
+      for (int ix = 0; ix < nxh; ++ix) f(ix, iy, iz, s.mode_index(ix, j, iz));
+    }
+}
+
+std::vector<std::size_t> displacements(const std::vector<std::size_t>& counts) {
+  std::vector<std::size_t> d(counts.size(), 0);
+  for (std::size_t r = 1; r < counts.size(); ++r) d[r] = d[r - 1] + counts[r - 1];
+  return d;
+}
+
 }  // namespace
 
 void resample(const SpectralVector& from, const Grid& to_grid, SpectralVector& to) {
@@ -36,81 +57,173 @@ void resample(const SpectralVector& from, const Grid& to_grid, SpectralVector& t
   });
 }
 
-Lattice::Lattice(const Grid& g, double sigma0, double symbol_floor, double cutoff, bool gpu)
-    : g_(g), sigma0_(sigma0), floor_(symbol_floor), cutoff_(cutoff), vol_(g.h() * g.h() * g.h()), gpu_(gpu),
-      s1_(symbol_factors(g, sigma0)), fft_(std::make_unique<Fft3d>(g.n)) {}
+void resample(const SpectralSlab& from, SpectralSlab& to) {
+  const Slab &fs = from.slab, &ts = to.slab;
+  VH_CHECK(fs.ranks() == ts.ranks(), "resample: the two slabs are spread over different ranks");
+  for (auto& a : to.c) a.assign(ts.local_modes(), Complex(0.0, 0.0));
+  const int nt = ts.grid.n, nf = fs.grid.n, nxf = nf / 2 + 1;
+  if (ts.whole()) {
+    for_each_mode(ts, [&](int ix, int iy, int iz, std::size_t dst) {
+      const long long src = kernel::resample_source(ix, iy, iz, nt, nf);
+      if (src < 0) return;
+      for (int d = 0; d < 3; ++d) to.c[d][dst] = from.c[d][std::size_t(src)];
+    });
+    return;
+  }
+  // Where each ky index of the source layout lives: its rank and slot there.
+  const Comm& comm = ts.comm;
+  const int R = ts.ranks();
+  const std::size_t NR = std::size_t(R), NF = std::size_t(nf);
+  std::vector<int> owner(NF), slot(NF);
+  std::vector<Slab> of(NR);
+  for (int r = 0; r < R; ++r) {
+    of[std::size_t(r)] = fs.of_rank(r);
+    for (int j = 0; j < of[std::size_t(r)].slots(); ++j) {
+      const int ky = of[std::size_t(r)].ky_index(j);
+      owner[std::size_t(ky)] = r;
+      slot[std::size_t(ky)] = j;
+    }
+  }
+  // The requests: for each source rank, its storage indices of the modes this rank needs, and
+  // where they go here.
+  std::vector<std::vector<std::size_t>> want(NR), where(NR);
+  const int nxt = nt / 2 + 1;
+  for (int iz = 0; iz < nt; ++iz)
+    for (int j = 0; j < ts.slots(); ++j)
+      for (int ix = 0; ix < nxt; ++ix) {
+        const long long src = kernel::resample_source(ix, ts.ky_index(j), iz, nt, nf);
+        if (src < 0) continue;
+        const int sx = int(src % nxf), sy = int((src / nxf) % nf), sz = int(src / (std::size_t(nxf) * nf));
+        const int r = owner[std::size_t(sy)];
+        want[std::size_t(r)].push_back(of[std::size_t(r)].mode_index(sx, slot[std::size_t(sy)], sz));
+        where[std::size_t(r)].push_back(ts.mode_index(ix, j, iz));
+      }
+  std::vector<std::size_t> counts(NR), req;
+  for (int r = 0; r < R; ++r) {
+    counts[std::size_t(r)] = want[std::size_t(r)].size();
+    req.insert(req.end(), want[std::size_t(r)].begin(), want[std::size_t(r)].end());
+  }
+  std::vector<std::size_t> ones(NR, 1), idx(NR), asked(NR);
+  for (int r = 0; r < R; ++r) idx[std::size_t(r)] = std::size_t(r);
+  comm.alltoallv(counts.data(), ones, idx, asked.data(), ones, idx, sizeof(std::size_t));
+  const std::vector<std::size_t> displs = displacements(counts), adispls = displacements(asked);
+  std::vector<std::size_t> theirs(adispls.back() + asked.back());
+  comm.alltoallv(req.data(), counts, displs, theirs.data(), asked, adispls, sizeof(std::size_t));
+  // Answer with the three components of each mode asked for.
+  std::vector<Complex> answer(3 * theirs.size()), got(3 * req.size());
+  for (std::size_t i = 0; i < theirs.size(); ++i)
+    for (int d = 0; d < 3; ++d) answer[3 * i + std::size_t(d)] = from.c[d][theirs[i]];
+  comm.alltoallv(answer.data(), asked, adispls, got.data(), counts, displs, 3 * sizeof(Complex));
+  std::size_t i = 0;
+  for (int r = 0; r < R; ++r)
+    for (std::size_t dst : where[std::size_t(r)]) {
+      for (int d = 0; d < 3; ++d) to.c[d][dst] = got[3 * i + std::size_t(d)];
+      ++i;
+    }
+}
+
+Lattice::Lattice(const Slab& s, double sigma0, double symbol_floor, double cutoff, bool gpu)
+    : s_(s), sigma0_(sigma0), floor_(symbol_floor), cutoff_(cutoff), vol_(s.grid.h() * s.grid.h() * s.grid.h()),
+      gpu_(gpu), s1_(symbol_factors(s.grid, sigma0)), fft_(std::make_unique<SlabFft>(s)) {
+  VH_CHECK(s.whole() || !gpu, "Lattice: blob sums on the GPU need the whole lattice on one rank");
+}
 
 double Lattice::symbol(int ix, int iy, int iz) const { return kernel::symbol(s1_.data(), ix, iy, iz, floor_); }
 
 void Lattice::field(const std::vector<Vec3>& x, const std::vector<Vec3>& qv, const std::vector<double>& sigma,
-                    SpectralVector& out) {
-  blob_sums(x, qv, sigma, g_, cutoff_, work_, gpu_);
-  fft_->forward(work_, out);
+                    SpectralSlab& out) {
+  if (s_.whole())
+    blob_sums(x, qv, sigma, s_.grid, cutoff_, work_, gpu_);
+  else
+    blob_sums(x, qv, sigma, s_.grid, cutoff_, s_.z0, s_.nz, work_);
+  out = SpectralSlab(s_);
+  for (int d = 0; d < 3; ++d) fft_->forward(work_.c[d].data(), out.c[d].data());
   // Σ_p q_p V ζ(x_i − x_p) has the coefficients (s(k)/V) q̂ V = s(k) q̂ on the lattice.
   for (auto& c : out.c)
-    for_each_mode(g_, [&](int ix, int iy, int iz, std::size_t m) { kernel::deconvolve(cx(c.data())[m], symbol(ix, iy, iz)); });
+    for_each_mode(s_, [&](int ix, int iy, int iz, std::size_t m) { kernel::deconvolve(cx(c.data())[m], symbol(ix, iy, iz)); });
 }
 
-void Lattice::modes(const std::vector<Vec3>& values, double scale, SpectralVector& out) {
-  if (work_.grid.n != g_.n) work_ = VectorField(g_);
+void Lattice::modes(const std::vector<Vec3>& values, double scale, SpectralSlab& out) {
+  VH_CHECK(values.size() == s_.local_points(), "Lattice::modes: one value per lattice point of the slab expected");
+  if (work_.c[0].size() != s_.local_points()) work_ = VectorField(s_.grid, s_.nz);
   const std::ptrdiff_t np = std::ptrdiff_t(values.size());
   for (int d = 0; d < 3; ++d)
 #pragma omp parallel for schedule(static)
     for (std::ptrdiff_t i = 0; i < np; ++i) work_.c[d][i] = values[i][d] * scale;
-  fft_->forward(work_, out);
+  out = SpectralSlab(s_);
+  for (int d = 0; d < 3; ++d) fft_->forward(work_.c[d].data(), out.c[d].data());
 }
 
-void Lattice::diffuse(SpectralVector& c, double nu_tau) const {
+void Lattice::diffuse(SpectralSlab& c, double nu_tau) const {
   if (nu_tau == 0) return;
-  for_each_mode(g_, [&](int ix, int iy, int iz, std::size_t m) {
-    const double f = kernel::diffusion_factor(nu_tau, ix, g_.wavenumber(iy), g_.wavenumber(iz));
+  const Grid& g = s_.grid;
+  for_each_mode(s_, [&](int ix, int iy, int iz, std::size_t m) {
+    const double f = kernel::diffusion_factor(nu_tau, ix, g.wavenumber(iy), g.wavenumber(iz));
     for (auto& a : c.c) kernel::scale(cx(a.data())[m], f);
   });
 }
 
-double Lattice::project(SpectralVector& c) const {
-  const int n = g_.n, nxh = n / 2 + 1;
+double Lattice::project(SpectralSlab& c) const {
+  const Grid& g = s_.grid;
+  const int n = g.n, nxh = n / 2 + 1, sl = s_.slots();
   double removed = 0, total = 0;
 #pragma omp parallel for collapse(2) schedule(static) reduction(+ : removed, total)
   for (int iz = 0; iz < n; ++iz)
-    for (int iy = 0; iy < n; ++iy)
+    for (int j = 0; j < sl; ++j) {
+      const int iy = s_.ky_index(j);
       for (int ix = 0; ix < nxh; ++ix) {
-        const std::size_t m = g_.mode_index(ix, iy, iz);
+        const std::size_t m = s_.mode_index(ix, j, iz);
         Cx v[3] = {cx(c.c[0].data())[m], cx(c.c[1].data())[m], cx(c.c[2].data())[m]};
-        kernel::project(ix, g_.wavenumber(iy), g_.wavenumber(iz), mode_weight(ix, n), v, removed, total);
+        kernel::project(ix, g.wavenumber(iy), g.wavenumber(iz), mode_weight(ix, n), v, removed, total);
         for (int d = 0; d < 3; ++d) cx(c.c[d].data())[m] = v[d];
       }
+    }
+  if (!s_.whole()) {
+    std::vector<double> sums = {removed, total};
+    s_.comm.sum(sums);
+    removed = sums[0], total = sums[1];
+  }
   return total > 0 ? std::sqrt(removed / total) : 0.0;
 }
 
-void Lattice::filter(SpectralVector& c, Filter f, double fraction) const {
+void Lattice::filter(SpectralSlab& c, Filter f, double fraction) const {
   if (f == Filter::none) return;
-  const double kmax = fraction * 0.5 * g_.n, kmax2 = kmax * kmax;
-  for_each_mode(g_, [&](int ix, int iy, int iz, std::size_t m) {
-    if (kernel::kept(ix, g_.wavenumber(iy), g_.wavenumber(iz), kmax2)) return;
+  const Grid& g = s_.grid;
+  const double kmax = fraction * 0.5 * g.n, kmax2 = kmax * kmax;
+  for_each_mode(s_, [&](int ix, int iy, int iz, std::size_t m) {
+    if (kernel::kept(ix, g.wavenumber(iy), g.wavenumber(iz), kmax2)) return;
     for (auto& a : c.c) a[m] = 0;
   });
 }
 
-void Lattice::values(const SpectralVector& c, bool blob, double scale, std::vector<Vec3>& out) {
-  SpectralVector t = c;
-  if (blob)
+void Lattice::points(const SpectralSlab& c, VectorField& out) {
+  if (out.grid.n != s_.grid.n || out.c[0].size() != s_.local_points()) out = VectorField(s_.grid, s_.nz);
+  for (int d = 0; d < 3; ++d) fft_->inverse(c.c[d].data(), out.c[d].data());
+}
+
+void Lattice::values(const SpectralSlab& c, bool blob, double scale, std::vector<Vec3>& out) {
+  if (blob) {
+    SpectralSlab t = c;
     for (auto& a : t.c)
-      for_each_mode(g_, [&](int ix, int iy, int iz, std::size_t m) { kernel::scale(cx(a.data())[m], vol_ / symbol(ix, iy, iz)); });
-  fft_->inverse(t, work_);
-  out.resize(g_.points());
+      for_each_mode(s_, [&](int ix, int iy, int iz, std::size_t m) { kernel::scale(cx(a.data())[m], vol_ / symbol(ix, iy, iz)); });
+    points(t, work_);
+  } else {
+    points(c, work_);
+  }
+  out.resize(s_.local_points());
   const std::ptrdiff_t np = std::ptrdiff_t(out.size());
 #pragma omp parallel for schedule(static)
   for (std::ptrdiff_t i = 0; i < np; ++i)
     for (int d = 0; d < 3; ++d) out[i][d] = work_.c[d][i] * scale;
 }
 
-void Lattice::biot_savart(const SpectralVector& w, SpectralVector& u) const {
-  u = SpectralVector(g_);
-  for_each_mode(g_, [&](int ix, int iy, int iz, std::size_t m) {
+void Lattice::biot_savart(const SpectralSlab& w, SpectralSlab& u) const {
+  const Grid& g = s_.grid;
+  u = SpectralSlab(s_);
+  for_each_mode(s_, [&](int ix, int iy, int iz, std::size_t m) {
     const Cx v[3] = {cx(w.c[0].data())[m], cx(w.c[1].data())[m], cx(w.c[2].data())[m]};
     Cx r[3];
-    modes::biot_savart(double(ix), double(g_.wavenumber(iy)), double(g_.wavenumber(iz)), v, r);
+    modes::biot_savart(double(ix), double(g.wavenumber(iy)), double(g.wavenumber(iz)), v, r);
     for (int d = 0; d < 3; ++d) cx(u.c[d].data())[m] = r[d];
   });
 }

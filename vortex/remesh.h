@@ -45,6 +45,11 @@ namespace vh::vortex {
 /// zero. Refining (N_to > N_from) is the exact spectral interpolation; coarsening the
 /// truncation (remesh_kernel.h, resample_source).
 void resample(const SpectralVector& from, const Grid& to_grid, SpectralVector& to);
+/// The same between slab-distributed fields (core/slab.h) of any two grids and layouts over the
+/// same ranks: `to` holds its slab (to.slab) on entry and every value on return.  One rank: the
+/// loop above; R > 1: each rank asks the owners of the modes it needs for them (two
+/// all-to-alls).  Collective.
+void resample(const SpectralSlab& from, SpectralSlab& to);
 
 /// Which modes the reinitialisation keeps (vortex.filter).
 enum class Filter {
@@ -52,48 +57,57 @@ enum class Filter {
   spherical  ///< |k| ≤ filter_fraction · N/2
 };
 
-/// The particle lattice and its spectral operations (one FFT plan, the symbol tables).
+/// The particle lattice and its spectral operations (one FFT plan, the symbol tables), on this
+/// rank's slab of it (core/slab.h): coefficients in the slab's [kz][slot][kx] order, point
+/// values on its z-planes in [z][y][x] order.  One rank: the whole lattice in grid.h's layout.
 class Lattice {
  public:
-  /// g: the particle lattice; sigma0: the lattice particles' core; symbol_floor: as RbfParams;
-  /// cutoff: blob sums cut off at this many σ; gpu: blob sums on the GPU.
-  Lattice(const Grid& g, double sigma0, double symbol_floor, double cutoff, bool gpu);
+  /// s: this rank's slab of the particle lattice; sigma0: the lattice particles' core;
+  /// symbol_floor: as RbfParams; cutoff: blob sums cut off at this many σ; gpu: blob sums on the
+  /// GPU (one rank).
+  Lattice(const Slab& s, double sigma0, double symbol_floor, double cutoff, bool gpu);
 
-  const Grid& grid() const { return g_; }
+  const Grid& grid() const { return s_.grid; }
+  const Slab& slab() const { return s_; }
+  SlabFft& fft() { return *fft_; }
   /// V = h³, the volume of a lattice particle.
   double volume() const { return vol_; }
 
   /// Coefficients of the field whose values times V the particles at x carry as `qv` (cores
-  /// sigma): blob sums, FFT, ÷ s(k).  For γ this is ω̂.
+  /// sigma): blob sums at this rank's planes, FFT, ÷ s(k).  For γ this is ω̂.  The particles
+  /// are all those that reach the planes (vortex/halo.h: one rank, its own).  Collective.
   void field(const std::vector<Vec3>& x, const std::vector<Vec3>& qv, const std::vector<double>& sigma,
-             SpectralVector& out);
-  /// Coefficients of values given at the lattice points themselves, times `scale`.
-  void modes(const std::vector<Vec3>& values, double scale, SpectralVector& out);
+             SpectralSlab& out);
+  /// Coefficients of values given at this rank's lattice points themselves, times `scale`.
+  void modes(const std::vector<Vec3>& values, double scale, SpectralSlab& out);
 
   /// ω̂ ← exp(−ν|k|²τ) ω̂ (nu_tau = ντ).
-  void diffuse(SpectralVector& c, double nu_tau) const;
-  /// ω̂ ← ω̂ − k (k·ω̂)/|k|², ω̂(0) = 0.  Returns ‖k·ω̂‖ / ‖|k| ω̂‖ before (the share removed).
-  double project(SpectralVector& c) const;
+  void diffuse(SpectralSlab& c, double nu_tau) const;
+  /// ω̂ ← ω̂ − k (k·ω̂)/|k|², ω̂(0) = 0.  Returns ‖k·ω̂‖ / ‖|k| ω̂‖ before (the share removed), over
+  /// all ranks (collective).
+  double project(SpectralSlab& c) const;
   /// Zeroes the modes with |k| > fraction · N/2 (spherical).
-  void filter(SpectralVector& c, Filter f, double fraction) const;
+  void filter(SpectralSlab& c, Filter f, double fraction) const;
 
-  /// Values at the lattice points, times `scale`: of the field (blob = false) or of the blob
-  /// strengths whose blobs of core σ₀ reproduce it there (blob = true: ÷ S(k) = s(k)/V first,
-  /// floored).  `c` is left unchanged.
-  void values(const SpectralVector& c, bool blob, double scale, std::vector<Vec3>& out);
+  /// Values at this rank's lattice points, times `scale`: of the field (blob = false) or of the
+  /// blob strengths whose blobs of core σ₀ reproduce it there (blob = true: ÷ S(k) = s(k)/V
+  /// first, floored).  `c` is left unchanged.  Collective.
+  void values(const SpectralSlab& c, bool blob, double scale, std::vector<Vec3>& out);
+  /// The same as a field on this rank's planes (no scale).
+  void points(const SpectralSlab& c, VectorField& out);
 
   /// The velocity of the vorticity ω̂: û = i k × ω̂ / |k|², û(0) = 0.
-  void biot_savart(const SpectralVector& omega, SpectralVector& u) const;
+  void biot_savart(const SpectralSlab& omega, SpectralSlab& u) const;
 
  private:
   /// s(k) with the floor (what ÷ s uses).
   double symbol(int ix, int iy, int iz) const;
 
-  Grid g_;
+  Slab s_;
   double sigma0_, floor_, cutoff_, vol_;
   bool gpu_;
   std::vector<double> s1_;  ///< symbol_factors(g, σ₀)
-  std::unique_ptr<Fft3d> fft_;
+  std::unique_ptr<SlabFft> fft_;
   VectorField work_;
 };
 

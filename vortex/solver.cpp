@@ -10,6 +10,7 @@
 #include "core/fft.h"
 #include "core/modes_kernel.h"
 #include "vortex/blobs.h"
+#include "vortex/halo.h"
 #include "vortex/update_kernel.h"
 #ifdef VH_HAVE_CUDA
 #include "vortex/solver_gpu.h"
@@ -200,34 +201,65 @@ int lattice_points_per_direction(double refine, int n) {
 }
 
 std::unique_ptr<SolverInterface> make_solver(const Params& p, const Grid& g) {
-#ifdef VH_HAVE_CUDA
-  if (p.use_gpu && p.reinit_from == ReinitFrom::points) return std::make_unique<GpuSolver>(p, g);
-#endif
-  return std::make_unique<Solver>(p, g);
+  return make_solver(p, Slab::whole_grid(g));
 }
 
-Solver::Solver(const Params& p, const Grid& g) : prm_(p), g_(g), gp_{lattice_points_per_direction(p.refine, g.n)} {
+std::unique_ptr<SolverInterface> make_solver(const Params& p, const Slab& grid_slab) {
+#ifdef VH_HAVE_CUDA
+  if (p.use_gpu && p.reinit_from == ReinitFrom::points && grid_slab.whole())
+    return std::make_unique<GpuSolver>(p, grid_slab.grid);
+#endif
+  return std::make_unique<Solver>(p, grid_slab);
+}
+
+Slab lattice_slab(const Params& p, int n, const Comm& comm) {
+  const Grid gp{lattice_points_per_direction(p.refine, n)};
+  // The ky the reinitialisation keeps first (core/slab.h orders them so that they balance).
+  int kmax = gp.n / 2 - 1;
+  if (p.filter == Filter::spherical) kmax = std::min(kmax, int(std::floor(p.filter_fraction * 0.5 * gp.n)));
+  return Slab::make(gp, kmax, comm);
+}
+
+Solver::Solver(const Params& p, const Grid& g) : Solver(p, Slab::whole_grid(g)) {}
+
+Solver::Solver(const Params& p, const Slab& grid_slab)
+    : prm_(p),
+      g_(grid_slab.grid),
+      gp_{lattice_points_per_direction(p.refine, grid_slab.grid.n)},
+      gs_(grid_slab),
+      ls_(lattice_slab(p, grid_slab.grid.n, grid_slab.comm)),
+      comm_(grid_slab.comm) {
+  if (!gs_.whole()) {
+    if (prm_.use_gpu)
+      throw InputError("device = gpu with the vortex solver on " + std::to_string(comm_.size()) +
+                       " ranks: the vortex solver on several GPUs is not built yet (allowed on R > 1 ranks: "
+                       "device = cpu)");
+    if (!points())
+      throw InputError("vortex.reinit_from = blobs on " + std::to_string(comm_.size()) +
+                       " ranks: the seeds' scheme runs on one rank (allowed on R > 1 ranks: points)");
+  }
   prm_.fmm.periodic = true;
   prm_.fmm.use_gpu = prm_.use_gpu;
   sigma0_ = prm_.overlap * gp_.h();
-  lattice_ = std::make_unique<Lattice>(gp_, sigma0_, prm_.rbf.symbol_floor, prm_.blob_cutoff, prm_.use_gpu);
+  lattice_ = std::make_unique<Lattice>(ls_, sigma0_, prm_.rbf.symbol_floor, prm_.blob_cutoff, prm_.use_gpu);
 }
 
 Solver::~Solver() = default;
 
-RbfResult Solver::set_velocity(const SpectralVector& u, double t) {
-  SpectralVector up;
-  if (gp_.n == g_.n) up = u;
-  else resample(u, gp_, up);
-  Fft3d fft(gp_.n);
+RbfResult Solver::set_velocity(const SpectralVector& u, double t) { return set_velocity(SpectralSlab::whole(u), t); }
+
+RbfResult Solver::set_velocity(const SpectralSlab& u, double t) {
+  SpectralSlab up(ls_);
+  if (gp_.n == g_.n && ls_.whole()) up = u;
+  else resample(u, up);
   VectorField omega;
-  vorticity(up, fft, omega);
-  p_ = lattice_particles(gp_, sigma0_);
+  vorticity(up, lattice_->fft(), omega);
+  p_ = lattice_particles(gp_, sigma0_, ls_.z0, ls_.nz);
   RbfResult r;
   const double V = lattice_->volume();
   if (points()) {
-    SpectralVector w;
-    fft.forward(omega, w);
+    SpectralSlab w(ls_);
+    for (int d = 0; d < 3; ++d) lattice_->fft().forward(omega.c[d].data(), w.c[d].data());
     lattice_->values(w, false, V, p_.gamma);
     if (prm_.init == Init::rbf) lattice_->values(w, true, 1.0, p_.alpha);
     else p_.alpha = p_.gamma;
@@ -250,19 +282,19 @@ RbfResult Solver::set_velocity(const SpectralVector& u, double t) {
 
 void Solver::evaluate_rhs() {
   // A state that has overflowed is the driver's to report (max|u| not finite: exit 3 with a
-  // checkpoint), not the FMM's bad input.
+  // checkpoint), not the FMM's bad input.  Every rank takes the same way (the FMM is collective).
   bool finite = true;
   const std::ptrdiff_t np = std::ptrdiff_t(p_.size());
 #pragma omp parallel for schedule(static) reduction(&& : finite)
   for (std::ptrdiff_t i = 0; i < np; ++i)
     for (int d = 0; d < 3; ++d) finite = finite && std::isfinite(p_.x[i][d]) && std::isfinite(p_.alpha[i][d]);
-  if (!finite) {
+  if (comm_.any(!finite)) {
     const double nan = std::numeric_limits<double>::quiet_NaN();
     u_.assign(p_.size(), Vec3{nan, nan, nan});
     rhs_valid_ = true;
     return;
   }
-  timings_ = fmm::evaluate_self(prm_.fmm, p_.x, p_.alpha, p_.sigma, u_, grad_);
+  timings_ = fmm::evaluate_self(prm_.fmm, comm_, p_.x, p_.alpha, p_.sigma, u_, grad_);
   const bool classical = prm_.stretching == Stretching::classical;
   stretch_all(grad_, p_.alpha, classical, dalpha_);
   if (points()) stretch_all(grad_, p_.gamma, classical, dgamma_);
@@ -297,6 +329,7 @@ void Solver::step(double dt) {
       s = spread_core(s, prm_.nu, dt);
       smax = std::max(smax, s);
     }
+    smax = comm_.max(smax);  // every rank decides alike
   }
   wrap(p_);
   t_ += dt;
@@ -305,22 +338,33 @@ void Solver::step(double dt) {
   const double ratio = smax / sigma0_;
   if ((prm_.reinit_every > 0 && since_reinit_ >= prm_.reinit_every) || ratio > prm_.max_core_ratio)
     reinitialise();
+  else if (!ls_.whole())  // moved particles go to the rank of their lattice plane, with their history
+    migrated_ += migrate(ls_, p_, {&u_prev_, &dalpha_prev_, &dgamma_prev_});
 }
 
 double Solver::pending_nu_tau() const {
   return prm_.diffusion == Diffusion::lattice ? prm_.nu * (t_ - t_reinit_) : 0.0;
 }
 
-void Solver::points_field(SpectralVector& w) {
+double Solver::max_sigma() const {
+  double m = 0;
+  for (double s : p_.sigma) m = std::max(m, s);
+  return comm_.max(m);
+}
+
+void Solver::points_field(SpectralSlab& w) {
   if (since_reinit_ == 0) {
     lattice_->modes(p_.gamma, 1.0 / lattice_->volume(), w);  // on the lattice: exact, no sums
     return;
   }
-  lattice_->field(p_.x, p_.gamma, p_.sigma, w);
+  const Halo halo(ls_, p_.x, p_.sigma, prm_.blob_cutoff);
+  std::vector<Vec3> xb, gb;
+  std::vector<double> sb;
+  lattice_->field(halo.gather(p_.x, xb), halo.gather(p_.gamma, gb), halo.gather(p_.sigma, sb), w);
   lattice_->diffuse(w, pending_nu_tau());
 }
 
-void Solver::spectral_steps(SpectralVector& w, double nu_tau, bool record) {
+void Solver::spectral_steps(SpectralSlab& w, double nu_tau, bool record) {
   lattice_->diffuse(w, nu_tau);
   if (prm_.project) {
     const double removed = lattice_->project(w);
@@ -330,13 +374,20 @@ void Solver::spectral_steps(SpectralVector& w, double nu_tau, bool record) {
 }
 
 RbfResult Solver::reinitialise() {
-  ratio_at_reinit_ = *std::max_element(p_.sigma.begin(), p_.sigma.end()) / sigma0_;
+  ratio_at_reinit_ = max_sigma() / sigma0_;
   const double V = lattice_->volume();
   RbfResult r;
   if (points()) {
-    SpectralVector w, uh, wh;
+    SpectralSlab w, uh, wh;
     const double nu_tau = pending_nu_tau();
-    lattice_->field(p_.x, p_.gamma, p_.sigma, w);
+    // The particles whose stencils reach this rank's planes (one rank: its own, no copies).
+    const Halo halo(ls_, p_.x, p_.sigma, prm_.blob_cutoff);
+    ghosts_ = halo.received();
+    std::vector<Vec3> xb, qb;
+    std::vector<double> sb;
+    const std::vector<Vec3>& x = halo.gather(p_.x, xb);
+    const std::vector<double>& sigma = halo.gather(p_.sigma, sb);
+    lattice_->field(x, halo.gather(p_.gamma, qb), sigma, w);
     spectral_steps(w, nu_tau, true);
     if (have_history_) {
       // fⁿ⁻¹ carried by the particles to where they are now: the history along the paths that
@@ -344,13 +395,13 @@ RbfResult Solver::reinitialise() {
       // u at the departure points is solenoidal, and AB2 needs them as they are. The rate takes
       // the viscous factor of the step, as AB2 with an integrating factor does (its history
       // term is exp(−ν|k|²Δt) fⁿ⁻¹); without it the splitting is first order.
-      lattice_->field(p_.x, scaled(u_prev_, V), p_.sigma, uh);
+      lattice_->field(x, halo.gather(scaled(u_prev_, V), qb), sigma, uh);
       lattice_->filter(uh, prm_.filter, prm_.filter_fraction);
-      lattice_->field(p_.x, dgamma_prev_, p_.sigma, wh);
+      lattice_->field(x, halo.gather(dgamma_prev_, qb), sigma, wh);
       lattice_->diffuse(wh, nu_tau);
       lattice_->filter(wh, prm_.filter, prm_.filter_fraction);
     }
-    p_ = lattice_particles(gp_, sigma0_);
+    p_ = lattice_particles(gp_, sigma0_, ls_.z0, ls_.nz);
     lattice_->values(w, false, V, p_.gamma);
     lattice_->values(w, true, 1.0, p_.alpha);
     if (have_history_) {
@@ -363,11 +414,10 @@ RbfResult Solver::reinitialise() {
     vorticity_on_lattice(p_, gp_, prm_.blob_cutoff, omega, prm_.use_gpu);
     const double nu_tau = pending_nu_tau();
     if (prm_.project || nu_tau > 0 || prm_.filter != Filter::none) {
-      Fft3d fft(gp_.n);
-      SpectralVector w;
-      fft.forward(omega, w);
+      SpectralSlab w(ls_);
+      for (int d = 0; d < 3; ++d) lattice_->fft().forward(omega.c[d].data(), w.c[d].data());
       spectral_steps(w, nu_tau, true);
-      fft.inverse(w, omega);
+      lattice_->points(w, omega);
     }
     r = rbf_strengths(omega, sigma0_, prm_.rbf, alpha);
     p_ = lattice_particles(gp_, sigma0_);
@@ -431,19 +481,27 @@ double Solver::max_velocity() {
   const std::ptrdiff_t n = std::ptrdiff_t(u_.size());
 #pragma omp parallel for schedule(static) reduction(max : m)
   for (std::ptrdiff_t i = 0; i < n; ++i) m = std::max({m, std::abs(u_[i][0]), std::abs(u_[i][1]), std::abs(u_[i][2])});
-  return m;
+  return comm_.max(m);
 }
 
 void Solver::velocity(SpectralVector& u) {
-  SpectralVector up;
+  SpectralSlab s(Slab::whole_grid(g_));
+  velocity(s);
+  u = std::move(s).to_vector();
+}
+
+void Solver::velocity(SpectralSlab& u) {
+  SpectralSlab up(ls_);
   if (points()) {
-    SpectralVector w;
+    SpectralSlab w;
     points_field(w);
     lattice_->biot_savart(w, up);
   } else if (since_reinit_ == 0 && !p_.x.empty()) {
     // Just (re)initialised: lattice particles with σ₀, whose velocity at the lattice points is
-    // known exactly and costs three FFTs instead of an FMM evaluation.
-    lattice_velocity(p_, gp_, prm_.field_core * sigma0_, up);
+    // known exactly and costs three FFTs instead of an FMM evaluation (one rank).
+    SpectralVector v;
+    lattice_velocity(p_, gp_, prm_.field_core * sigma0_, v);
+    up = SpectralSlab::whole(std::move(v));
   } else {
     std::vector<Vec3> ug;
     std::vector<Mat3> gg;
@@ -458,28 +516,40 @@ void Solver::velocity(SpectralVector& u) {
     }
     lattice_->modes(ug, 1.0, up);
   }
-  if (gp_.n == g_.n) u = std::move(up);
-  else resample(up, g_, u);
+  if (u.slab.grid.n != g_.n || u.slab.ranks() != gs_.ranks()) u = SpectralSlab(gs_);
+  if (gp_.n == g_.n && ls_.whole()) u = std::move(up);
+  else resample(up, u);
 }
 
 Monitors Solver::monitors() {
   Monitors m;
-  m.total_strength = total_strength(points() ? p_.gamma : p_.alpha);
+  const Vec3 sum = total_strength(points() ? p_.gamma : p_.alpha);
+  std::vector<double> sums(sum.begin(), sum.end());
+  comm_.sum(sums);
+  m.total_strength = {sums[0], sums[1], sums[2]};
   ScalarField div;
-  divergence_on_lattice(p_, gp_, prm_.blob_cutoff, div, prm_.use_gpu);
-  for (double v : div.v) m.max_div_omega = std::max(m.max_div_omega, std::abs(v));
   VectorField omega;
+  if (ls_.whole()) {
+    divergence_on_lattice(p_, gp_, prm_.blob_cutoff, div, prm_.use_gpu);
+  } else {
+    const Halo halo(ls_, p_.x, p_.sigma, prm_.blob_cutoff);
+    std::vector<Vec3> xb, ab;
+    std::vector<double> sb;
+    divergence_on_lattice(halo.gather(p_.x, xb), halo.gather(p_.alpha, ab), halo.gather(p_.sigma, sb), gp_,
+                          prm_.blob_cutoff, ls_.z0, ls_.nz, div);
+  }
+  for (double v : div.v) m.max_div_omega = std::max(m.max_div_omega, std::abs(v));
+  m.max_div_omega = comm_.max(m.max_div_omega);
   if (points()) {
-    SpectralVector w;
+    SpectralSlab w;
     points_field(w);
-    Fft3d fft(gp_.n);
-    fft.inverse(w, omega);
+    lattice_->points(w, omega);
   } else {
     vorticity_on_lattice(p_, gp_, prm_.blob_cutoff, omega, prm_.use_gpu);
   }
-  m.max_omega = max_norm(omega);
+  m.max_omega = comm_.max(max_norm(omega));
   m.div_removed = div_removed_;
-  m.core_ratio = *std::max_element(p_.sigma.begin(), p_.sigma.end()) / sigma0_;
+  m.core_ratio = max_sigma() / sigma0_;
   m.reinits = reinits_;
   m.last_rbf_residual = last_residual_;
   m.core_ratio_at_reinit = ratio_at_reinit_;

@@ -47,7 +47,10 @@
 #include <string>
 #include <vector>
 
+#include "base/comm.h"
+#include "base/error.h"
 #include "core/grid.h"
+#include "core/slab.h"
 #include "core/options.h"
 #include "fmm/fmm.h"
 #include "vortex/particles.h"
@@ -122,9 +125,22 @@ class SolverInterface {
  public:
   virtual ~SolverInterface() = default;
   virtual RbfResult set_velocity(const SpectralVector& u, double t) = 0;
+  /// The same from this rank's slab of the grid's coefficients (core/slab.h); the default takes
+  /// the whole grid of one rank.
+  virtual RbfResult set_velocity(const SpectralSlab& u, double t) {
+    VH_CHECK(u.slab.whole(), "this vortex solver runs on one rank");
+    return set_velocity(SpectralSlab(u).to_vector(), t);
+  }
   virtual void step(double dt) = 0;
   virtual double max_velocity() = 0;
   virtual void velocity(SpectralVector& u) = 0;
+  /// The velocity on this rank's slab of the grid (u.slab on entry; the default: one rank).
+  virtual void velocity(SpectralSlab& u) {
+    VH_CHECK(u.slab.whole(), "this vortex solver runs on one rank");
+    SpectralVector v;
+    velocity(v);
+    u = SpectralSlab::whole(std::move(v));
+  }
   virtual double time() const = 0;
   virtual long steps() const = 0;
   virtual Monitors monitors() = 0;
@@ -147,12 +163,29 @@ class SolverInterface {
 
 /// GpuSolver where `p.use_gpu` and reinit_from = points (CUDA builds), else Solver.
 std::unique_ptr<SolverInterface> make_solver(const Params& p, const Grid& g);
+/// The same on this rank's slab of the grid: Solver on R > 1 ranks (throws vh::InputError where
+/// the parameters ask for what runs on one rank only: the GPU, reinit_from = blobs).
+std::unique_ptr<SolverInterface> make_solver(const Params& p, const Slab& grid_slab);
+
+/// The z-slabs of the particle lattice (refine·N points per direction) over the ranks of
+/// `comm`, ordered for the modes the reinitialisation keeps (core/slab.h).
+Slab lattice_slab(const Params& p, int n, const Comm& comm);
 
 class Solver : public SolverInterface {
  public:
   /// g: the grid of the diagnostics (N³); the particles live on the refine·N lattice.
   Solver(const Params& p, const Grid& g);
+  /// On the ranks of grid_slab.comm (docs/design.md, "The vortex solver on several ranks"):
+  /// set_velocity and velocity take and give this rank's slab of the grid's coefficients; the
+  /// particles are this rank's (those of its z-slab of the lattice, vortex/halo.h); the FMM is
+  /// the distributed one (fmm/fmm.h, the overloads with a Comm).  reinit_from = points and
+  /// the CPU (use_gpu = false) when R > 1.  Every member is collective then.
+  Solver(const Params& p, const Slab& grid_slab);
   ~Solver() override;
+  using SolverInterface::set_velocity;
+  using SolverInterface::velocity;
+  RbfResult set_velocity(const SpectralSlab& u, double t) override;
+  void velocity(SpectralSlab& u) override;
 
   /// Particles from the velocity coefficients on g (interpolated spectrally to the particle
   /// lattice: exact): ω on the lattice by spectral curl; points: γ = ω V and α the RBF
@@ -178,10 +211,16 @@ class Solver : public SolverInterface {
   /// Reinitialises now (as step() does when due); returns the RBF result.
   RbfResult reinitialise() override;
 
+  /// This rank's particles.
   const Particles& particles() const { return p_; }
   /// The particle lattice.
   const Grid& lattice() const { return gp_; }
-  /// The whole state, and its restoration (same grid and parameters).
+  /// Ghost particles this rank received at the last reinitialisation, and particles that left
+  /// it by migration since (R > 1; 0 on one rank).
+  std::size_t ghosts_received() const { return ghosts_; }
+  std::size_t migrated() const { return migrated_; }
+  /// The whole state (this rank's particles and history), and its restoration (same grid and
+  /// parameters; on R ranks each rank's own particles, vortex/halo.h owner_of).
   State state() const override;
   void set_state(const State& s) override;
   const fmm::Timings& last_timings() const override { return timings_; }
@@ -190,15 +229,19 @@ class Solver : public SolverInterface {
   void evaluate_rhs();  ///< fills u_, dalpha_ (and dgamma_) at the current state
   /// Coefficients on the particle lattice of the solver's vorticity now (points: the remeshed
   /// field before projection and filter, with the pending lattice diffusion).
-  void points_field(SpectralVector& w);
+  void points_field(SpectralSlab& w);
   /// The lattice field after the spectral steps of a reinitialisation (diffusion over nu_tau,
   /// projection, filter); records the projection's share.
-  void spectral_steps(SpectralVector& w, double nu_tau, bool record);
+  void spectral_steps(SpectralSlab& w, double nu_tau, bool record);
   bool points() const { return prm_.reinit_from == ReinitFrom::points; }
   double pending_nu_tau() const;
+  double max_sigma() const;  ///< over all ranks
 
   Params prm_;
   Grid g_, gp_;
+  Slab gs_, ls_;  ///< this rank's slabs of the grid and of the particle lattice
+  Comm comm_;
+  std::size_t ghosts_ = 0, migrated_ = 0;
   std::unique_ptr<Lattice> lattice_;
   Particles p_;
   double sigma0_ = 0, t_ = 0, t_reinit_ = 0, dt_prev_ = 0;

@@ -61,6 +61,8 @@ class GpuSolver : public SolverInterface {
   GpuSolver(const GpuSolver&) = delete;
   GpuSolver& operator=(const GpuSolver&) = delete;
 
+  using SolverInterface::set_velocity;
+  using SolverInterface::velocity;
   RbfResult set_velocity(const SpectralVector& u, double t) override;
   void step(double dt) override;
   double max_velocity() override;

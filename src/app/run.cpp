@@ -337,11 +337,18 @@ std::string connect_ranks(const RunConfig& cfg, Backend backend, const Comm& wor
 #endif
 }
 
-/// On R > 1 ranks: the spectral solver only, and at most one rank per z-plane.
-void check_ranks(const RunConfig& cfg, const Options& opts, int ranks) {
-  if (ranks > 1 && (cfg.solver == "vortex" || cfg.solver == "both"))
-    throw InputError(opts.where("case.solver") + " on " + std::to_string(ranks) +
-                     " ranks: the vortex solver runs on one rank for now (allowed on R > 1 ranks: spectral, initial)");
+/// On R > 1 ranks: at most one rank per z-plane; the vortex solver on CPU ranks with its default
+/// reinitialisation from the points (vortex/halo.h).
+void check_ranks(const RunConfig& cfg, const Options& opts, int ranks, Backend backend) {
+  if (ranks > 1 && (cfg.solver == "vortex" || cfg.solver == "both")) {
+    if (backend == Backend::gpu)
+      throw InputError(opts.where("case.solver") + " on " + std::to_string(ranks) +
+                       " GPU ranks: the vortex solver on several GPUs is not built yet (allowed on R > 1 ranks: "
+                       "device = cpu, or solver = spectral on GPUs)");
+    if (cfg.vortex.reinit_from == vortex::ReinitFrom::blobs)
+      throw InputError(opts.where("vortex.reinit_from") + " = blobs on " + std::to_string(ranks) +
+                       " ranks: the seeds' scheme runs on one rank (allowed on R > 1 ranks: points)");
+  }
   if (ranks > cfg.n)
     throw InputError("mpirun -np " + std::to_string(ranks) + ": " + std::to_string(ranks) + " ranks for " +
                      opts.where("domain.n") + " (allowed: at most N = " + std::to_string(cfg.n) +
@@ -356,9 +363,9 @@ Setup configure(const std::string& deck_path, const std::vector<std::string>& ov
   RunConfig cfg = make_config(deck_path, opts);
   const int ranks = world.size();
   cfg.ranks = ranks;
-  check_ranks(cfg, opts, ranks);
-  if (ckpt) check_checkpoint_grid(*ckpt, cfg.n);
   const Backend backend = resolve_backend(cfg.device);
+  check_ranks(cfg, opts, ranks, backend);
+  if (ckpt) check_checkpoint_grid(*ckpt, cfg.n);
   const std::string comm = connect_ranks(cfg, backend, world);
   if (ckpt) cfg.out_dir = ckpt->dir;  // a restart continues in the checkpoint's folder
   // Memory, estimated from the deck and checked before anything is written (memory_estimate.h).
@@ -518,7 +525,7 @@ void Run::make_solvers() {
   }
   if (c.solver == "vortex" || c.solver == "both") {
     c.vortex.nu = init_.nu;
-    solvers_.push_back(make_vortex(c.vortex, g_, s_.backend));
+    solvers_.push_back(make_vortex(c.vortex, slab_, s_.backend));
     con_.line(fmm_line(c.vortex.fmm.resolved(), s_.backend));
   }
 }

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "io/h5.h"
+#include "vortex/halo.h"
 #include "vortex/validate.h"
 
 namespace vh::app {
@@ -153,17 +154,19 @@ class SpectralStepper : public Stepper {
 };
 
 /// The vortex solver behind vortex::make_solver: the GPU-resident one (vortex/solver_gpu.h) on
-/// the GPU back end with reinit_from = points, vortex::Solver otherwise.
+/// the GPU back end with reinit_from = points, vortex::Solver otherwise (on R ranks: each rank
+/// its particles, vortex/halo.h).
 class VortexStepper : public Stepper {
  public:
-  VortexStepper(const vortex::Params& p, const Grid& g)
-      : grid_(g),
-        lattice_{vortex::lattice_points_per_direction(p.refine, g.n)},
+  VortexStepper(const vortex::Params& p, const Slab& s)
+      : grid_(s.grid),
+        lattice_{vortex::lattice_points_per_direction(p.refine, s.grid.n)},
+        lattice_slab_(vortex::lattice_slab(p, s.grid.n, s.comm)),
         sigma0_(p.overlap * lattice_.h()),
-        solver_(vortex::make_solver(p, g)),
+        solver_(vortex::make_solver(p, s)),
         max_core_ratio_(p.max_core_ratio) {}
   std::string name() const override { return "vortex"; }
-  void start(const SpectralSlab& u, double t) override { init_ = solver_->set_velocity(SpectralSlab(u).to_vector(), t); }
+  void start(const SpectralSlab& u, double t) override { init_ = solver_->set_velocity(u, t); }
   void step(double dt) override {
     const long before = solver_->reinits();
     solver_->step(dt);
@@ -181,11 +184,7 @@ class VortexStepper : public Stepper {
   double max_velocity() override { return solver_->max_velocity(); }
   double time() const override { return solver_->time(); }
   long steps() const override { return solver_->steps(); }
-  void velocity(SpectralSlab& u) override {
-    SpectralVector v;
-    solver_->velocity(v);
-    u = SpectralSlab::whole(std::move(v));
-  }
+  void velocity(SpectralSlab& u) override { solver_->velocity(u); }
   bool statistics_in_place(double nu, Statistics& s, std::vector<double>& E) override {
 #ifdef VH_HAVE_CUDA
     const void* d[3];
@@ -210,28 +209,51 @@ class VortexStepper : public Stepper {
             {"reinits", double(m_.reinits)},
             {"rbf_residual", m_.last_rbf_residual}};
   }
+  /// The particles as global arrays, "x", "alpha", … [n][3] with n the lattice's points: rank
+  /// 0 writes them as the ranks' parts arrive in rank order (after a reinitialisation that is
+  /// the one-rank solver's lattice order), so any rank count restarts from them.
   void save(h5::Id grp) override {
-    const vortex::State st = solver_->state();
-    const std::size_t n = st.particles.size();
-    h5::write_doubles(grp, "x", flatten(st.particles.x).data(), {n, 3});
-    h5::write_doubles(grp, "alpha", flatten(st.particles.alpha).data(), {n, 3});
-    h5::write_doubles(grp, "gamma", flatten(st.particles.gamma).data(), {n, 3});
-    h5::write_doubles(grp, "sigma", st.particles.sigma);
-    if (!st.u_prev.empty()) {  // the AB2 history
-      h5::write_doubles(grp, "u_prev", flatten(st.u_prev).data(), {n, 3});
-      h5::write_doubles(grp, "dalpha_prev", flatten(st.dalpha_prev).data(), {n, 3});
-      h5::write_doubles(grp, "dgamma_prev", flatten(st.dgamma_prev).data(), {n, 3});
-    }
-    h5::write_attribute(grp, "t", st.t);
-    h5::write_attribute(grp, "t_reinit", st.t_reinit);
-    h5::write_attribute(grp, "dt_prev", st.dt_prev);
-    h5::write_attribute(grp, "div_removed", st.div_removed);
-    h5::write_attribute(grp, "last_residual", st.last_residual);
-    h5::write_attribute(grp, "ratio_at_reinit", st.ratio_at_reinit);
-    h5::write_attribute(grp, "steps", std::int64_t(st.steps));
-    h5::write_attribute(grp, "since_reinit", std::int64_t(st.since_reinit));
-    h5::write_attribute(grp, "reinits", std::int64_t(st.reinits));
+    RootErrors err;
+    save(grp, err, Comm());
+    err.rethrow(Comm());
   }
+  void save(h5::Id grp, RootErrors& err, const Comm& comm) override {
+    const vortex::State st = solver_->state();
+    const std::vector<std::size_t> counts = comm.counts(st.particles.size());
+    std::size_t n = 0;
+    for (std::size_t c : counts) n += c;
+    // One array at a time through rank 0: the whole of one array is the most it holds.
+    auto write = [&](const char* name, const std::vector<Vec3>& v) {
+      std::vector<Vec3> all(comm.root() ? n : 0);
+      comm.gatherv(v.data(), v.size(), comm.root() ? all.data() : nullptr, counts, sizeof(Vec3));
+      err.run(comm, [&] { h5::write_doubles(grp, name, flatten(all).data(), {n, 3}); });
+    };
+    write("x", st.particles.x);
+    write("alpha", st.particles.alpha);
+    write("gamma", st.particles.gamma);
+    std::vector<double> sigma(comm.root() ? n : 0);
+    comm.gatherv(st.particles.sigma.data(), st.particles.sigma.size(), comm.root() ? sigma.data() : nullptr,
+                 counts, sizeof(double));
+    err.run(comm, [&] { h5::write_doubles(grp, "sigma", sigma); });
+    if (!st.u_prev.empty()) {  // the AB2 history (every rank has one or none)
+      write("u_prev", st.u_prev);
+      write("dalpha_prev", st.dalpha_prev);
+      write("dgamma_prev", st.dgamma_prev);
+    }
+    err.run(comm, [&] {
+      h5::write_attribute(grp, "t", st.t);
+      h5::write_attribute(grp, "t_reinit", st.t_reinit);
+      h5::write_attribute(grp, "dt_prev", st.dt_prev);
+      h5::write_attribute(grp, "div_removed", st.div_removed);
+      h5::write_attribute(grp, "last_residual", st.last_residual);
+      h5::write_attribute(grp, "ratio_at_reinit", st.ratio_at_reinit);
+      h5::write_attribute(grp, "steps", std::int64_t(st.steps));
+      h5::write_attribute(grp, "since_reinit", std::int64_t(st.since_reinit));
+      h5::write_attribute(grp, "reinits", std::int64_t(st.reinits));
+    });
+  }
+  /// Every rank reads and checks the whole state, then keeps its own particles
+  /// (vortex::owner_of: the rank of each particle's nearest lattice plane).
   void load(h5::Id grp, double speed) override {
     vortex::State st;
     const std::size_t n = lattice_.points();  // lattice particles (vortex/validate.h)
@@ -258,9 +280,9 @@ class VortexStepper : public Stepper {
     } catch (const InputError& e) {
       throw InputError(h5::where(grp, ".") + ": " + e.what());
     }
+    if (!lattice_slab_.whole()) keep_own(st);
     solver_->set_state(st);
-  }
-  std::string log_line() override {
+  }  std::string log_line() override {
     char buf[256];
     std::snprintf(buf, sizeof buf,
                   "vortex   sum(strength) (%.1e, %.1e, %.1e)  max|div w|/max|w| %.2e  projected %.1e  "
@@ -272,8 +294,24 @@ class VortexStepper : public Stepper {
   }
 
  private:
+  /// The particles (and history) of st that this rank owns, in their order in st.
+  void keep_own(vortex::State& st) const {
+    std::vector<std::size_t> mine;
+    for (std::size_t i = 0; i < st.particles.size(); ++i)
+      if (vortex::owner_of(lattice_slab_, st.particles.x[i][2]) == lattice_slab_.rank) mine.push_back(i);
+    auto pick = [&](auto& v) {
+      if (v.empty()) return;
+      std::remove_reference_t<decltype(v)> kept(mine.size());
+      for (std::size_t i = 0; i < mine.size(); ++i) kept[i] = v[mine[i]];
+      v = std::move(kept);
+    };
+    pick(st.particles.x), pick(st.particles.alpha), pick(st.particles.gamma), pick(st.particles.sigma);
+    pick(st.u_prev), pick(st.dalpha_prev), pick(st.dgamma_prev);
+  }
+
   Grid grid_;
   Grid lattice_;  ///< the particle lattice, refine·N per direction: a checkpoint's particle count
+  Slab lattice_slab_;  ///< this rank's slab of it
   double sigma0_;  ///< the lattice particles' core, overlap · h_p
   std::unique_ptr<vortex::SolverInterface> solver_;
   vortex::RbfResult init_;
@@ -288,9 +326,9 @@ std::unique_ptr<Stepper> make_spectral(const spectral::Params& p, const Slab& s,
   return std::make_unique<SpectralStepper>(p, s, b);
 }
 
-std::unique_ptr<Stepper> make_vortex(vortex::Params p, const Grid& g, Backend b) {
+std::unique_ptr<Stepper> make_vortex(vortex::Params p, const Slab& s, Backend b) {
   p.use_gpu = b == Backend::gpu;
-  return std::make_unique<VortexStepper>(p, g);
+  return std::make_unique<VortexStepper>(p, s);
 }
 
 }  // namespace vh::app

@@ -54,9 +54,10 @@ class Stepper {
 
 /// The spectral solver on this rank's slab (one rank: Slab::whole_grid).
 std::unique_ptr<Stepper> make_spectral(const spectral::Params& p, const Slab& s, Backend b);
-/// The vortex solver (vortex::make_solver): on the GPU back end with reinit_from = points its
-/// state lives on the GPU (vortex/solver_gpu.h); with reinit_from = blobs its FMM and blob sums
-/// run there while the particles stay on the host.
-std::unique_ptr<Stepper> make_vortex(vortex::Params p, const Grid& g, Backend b);
+/// The vortex solver (vortex::make_solver) on this rank's slab (one rank: Slab::whole_grid): on
+/// the GPU back end with reinit_from = points its state lives on the GPU (vortex/solver_gpu.h);
+/// with reinit_from = blobs its FMM and blob sums run there while the particles stay on the
+/// host. On R > 1 ranks the CPU solver with the particles split by lattice z-slabs.
+std::unique_ptr<Stepper> make_vortex(vortex::Params p, const Slab& s, Backend b);
 
 }  // namespace vh::app

@@ -24,7 +24,7 @@ const std::vector<std::unique_ptr<vh::app::Stepper>>& solvers() {
     const vh::Grid g{c.n};
     v.push_back(vh::app::make_spectral(c.spectral, vh::Slab::whole_grid(g, vh::spectral::kept_kmax(c.spectral.dealias, g.n)),
                                        vh::Backend::cpu));
-    v.push_back(vh::app::make_vortex(c.vortex, g, vh::Backend::cpu));
+    v.push_back(vh::app::make_vortex(c.vortex, vh::Slab::whole_grid(g), vh::Backend::cpu));
     return v;
   }();
   return s;
