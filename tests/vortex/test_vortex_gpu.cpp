@@ -9,7 +9,9 @@
 //     amplify that at most 81× (s ≥ exp(−(2π/3)²/2) = 0.11 at |k| = N/3, σ₀ = h): 1e-12;
 //   - five steps at 32³, where the two FMMs (CPU and GPU, both to fmm.tolerance 1e-6) differ: the
 //     state and the grid velocity within the FMM's error;
-//   - a GPU restart (state → set_state on a fresh solver) against the run in one go: bit for bit.
+//   - a GPU restart (state → set_state on a fresh solver) against the run in one go: bit for bit;
+//   - three steps at 8³ with FMM p 4, small enough for compute-sanitizer racecheck (the two above
+//     take more than 480 s under it): equal to round-off, as both FMMs sum the same expansions.
 // Skipped without a GPU.
 #include <gtest/gtest.h>
 
@@ -277,6 +279,56 @@ TEST(VortexGpu, RestartContinuesBitForBit) {
     run(e, 2, dt);
     expect_states_near(a.state(), e.state(), 1e-5, every == 1, what + "GPU state continued on the CPU");
   }
+}
+
+// The steps of the GPU solver sized for compute-sanitizer racecheck (scripts/device-check.sh
+// sanitize, unit vortex_steps_small): FiveSteps and RestartContinues did not finish under it in
+// 480 s (bench/RESULTS.md). The 8³ lattice (refine·N = 8, the smallest allowed), FMM p 4, θ 0.6,
+// ncrit 128 (a tree of one level: 8 leaves of the lattice's 4³ points, up to 125 when moved),
+// three steps of varying length with reinit_every 2: a first step without history, an AB2 step
+// of moved particles, a reinitialisation that remeshes the AB2 history, an AB2 step from it;
+// then max |u|, the grid velocity and the monitors. Tolerance: in double precision (set, not
+// auto) the two FMMs sum the same expansions over the same tree and lists (fmm/README.md), so
+// they differ by round-off (≤ 1e-10 asserted in test_fmm_gpu, 2.7e-15 measured), not by the
+// FMM's error (p 4: ~1e-3); a reinitialisation adds ≤ 1e-12 (above), and three steps a few of
+// each: 1e-9 is 10× the bound asserted for one evaluation. (A particle moved to within
+// round-off of a leaf's face could fall in another leaf on one side, a difference of the FMM's
+// error: at 512 particles and three steps, not seen.)
+TEST(VortexGpu, SanitizerSizedSteps) {
+  if (!gpu_available()) GTEST_SKIP() << "no CUDA device";
+  const int n = 8;
+  const double tol = 1e-9;
+  const InitialField f = initial(n, 2, 17);
+  Params p = params(f.nu);
+  p.fmm.tolerance = 1e-3;  // far field beyond ρ ≈ 4 (1 − g < 1e-3; 1e-6: 5.5): more pairs to the M2L
+  p.fmm.p = 4;
+  p.fmm.theta = 0.6;
+  p.fmm.ncrit = 128;
+  p.fmm.precision = "double";
+  p.reinit_every = 2;
+  Solver cpu(p, Grid{n});
+  GpuSolver gpu(p, Grid{n});
+  cpu.set_velocity(f.u, 0.0);
+  gpu.set_velocity(f.u, 0.0);
+  const double uc = cpu.max_velocity(), ug = gpu.max_velocity();
+  EXPECT_NEAR(ug, uc, tol * uc) << "max |u| of the initial particles";
+  const double dt = 0.5 * Grid{n}.h() / uc;
+  for (int i = 0; i < 3; ++i) {
+    cpu.step(dt * (1 + 0.1 * i));
+    gpu.step(dt * (1 + 0.1 * i));
+    if (i == 1) {
+      ASSERT_EQ(cpu.reinits(), 1);
+      expect_states_near(gpu.state(), cpu.state(), tol, true, "8^3, 2 steps (reinitialised)");
+    }
+  }
+  expect_states_near(gpu.state(), cpu.state(), tol, false, "8^3, 3 steps");
+  SpectralVector vc, vg;
+  cpu.velocity(vc);
+  gpu.velocity(vg);
+  EXPECT_LE(rel_l2(vg, vc), tol) << "grid velocity after 3 steps";
+  std::printf("8^3, 3 steps: grid velocity relative L2 GPU - CPU %.2e\n", rel_l2(vg, vc));
+  EXPECT_NEAR(gpu.max_velocity(), cpu.max_velocity(), tol * uc);
+  expect_monitors_near(gpu.monitors(), cpu.monitors(), tol, "8^3, 3 steps");
 }
 
 }  // namespace
