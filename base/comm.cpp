@@ -64,13 +64,6 @@ MPI_Datatype element_type(std::size_t bytes) {
   return types[bytes] = t;
 }
 
-/// Displacements of consecutive blocks of `counts` elements.
-std::vector<std::size_t> displacements(const std::vector<std::size_t>& counts) {
-  std::vector<std::size_t> d(counts.size(), 0);
-  for (std::size_t i = 1; i < counts.size(); ++i) d[i] = d[i - 1] + counts[i - 1];
-  return d;
-}
-
 std::vector<int> to_int(const std::vector<std::size_t>& v, const char* what) {
   std::vector<int> r(v.size());
   for (std::size_t i = 0; i < v.size(); ++i) {
@@ -355,6 +348,20 @@ void Comm::bcast(std::string& s, int root) const {
   bcast(&n, sizeof n, root);
   s.resize(n);
   bcast(s.data(), n, root);
+}
+
+std::vector<std::size_t> displacements(const std::vector<std::size_t>& counts) {
+  std::vector<std::size_t> d(counts.size(), 0);
+  for (std::size_t i = 1; i < counts.size(); ++i) d[i] = d[i - 1] + counts[i - 1];
+  return d;
+}
+
+std::vector<std::size_t> Comm::alltoall_counts(const std::vector<std::size_t>& send) const {
+  VH_CHECK(send.size() == static_cast<std::size_t>(size_), "alltoall_counts: one count per rank expected");
+  const std::vector<std::size_t> ones(send.size(), 1), at = displacements(ones);
+  std::vector<std::size_t> recv(send.size());
+  alltoallv(send.data(), ones, at, recv.data(), ones, at, sizeof(std::size_t));
+  return recv;
 }
 
 std::vector<std::size_t> Comm::counts(std::size_t count) const {

@@ -31,6 +31,10 @@ struct ExchangeStats {
   long exchanges = 0;  ///< exchange calls
 };
 
+/// Where each of consecutive blocks of `counts` elements starts (the displacements of
+/// Comm::alltoallv and the v-collectives): 0, c0, c0 + c1, …
+std::vector<std::size_t> displacements(const std::vector<std::size_t>& counts);
+
 class Comm {
  public:
   Comm() = default;  ///< one rank, no MPI
@@ -77,6 +81,9 @@ class Comm {
                   std::size_t elem_bytes) const;
   /// Every rank's count (allgather of one std::size_t): the counts allgatherv() wants.
   std::vector<std::size_t> counts(std::size_t count) const;
+  /// The counts of an alltoallv() from the senders' side: `send` holds how many elements this
+  /// rank sends to each rank; returns how many each rank sends to this one.
+  std::vector<std::size_t> alltoall_counts(const std::vector<std::size_t>& send) const;
 
   void send(const void* data, std::size_t bytes, int dest, int tag) const;
   void recv(void* data, std::size_t bytes, int source, int tag) const;

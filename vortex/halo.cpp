@@ -12,21 +12,6 @@ namespace {
 
 int wrapped(int i, int n) { return ((i % n) + n) % n; }
 
-std::vector<std::size_t> displacements(const std::vector<std::size_t>& counts) {
-  std::vector<std::size_t> d(counts.size(), 0);
-  for (std::size_t r = 1; r < counts.size(); ++r) d[r] = d[r - 1] + counts[r - 1];
-  return d;
-}
-
-/// Each rank's count for each other rank, exchanged: recv[r] = what rank r sends here.
-std::vector<std::size_t> exchange_counts(const Comm& comm, const std::vector<std::size_t>& send) {
-  const std::size_t R = std::size_t(comm.size());
-  std::vector<std::size_t> ones(R, 1), idx(R), recv(R);
-  for (std::size_t r = 0; r < R; ++r) idx[r] = r;
-  comm.alltoallv(send.data(), ones, idx, recv.data(), ones, idx, sizeof(std::size_t));
-  return recv;
-}
-
 }  // namespace
 
 int owner_of(const Slab& lattice, double z) {
@@ -64,7 +49,7 @@ Halo::Halo(const Slab& lattice, const std::vector<Vec3>& x, const std::vector<do
     if (r != comm_.rank()) sent_ += to[std::size_t(r)].size();
   }
   send_displs_ = displacements(send_counts_);
-  recv_counts_ = exchange_counts(comm_, send_counts_);
+  recv_counts_ = comm_.alltoall_counts(send_counts_);
   recv_displs_ = displacements(recv_counts_);
   for (int r = 0; r < R; ++r)
     if (r != comm_.rank()) received_ += recv_counts_[std::size_t(r)];
@@ -122,7 +107,7 @@ std::size_t migrate(const Slab& lattice, Particles& p, const std::vector<std::ve
     }
     *dst = p.sigma[order[i]];
   }
-  const std::vector<std::size_t> displs = displacements(counts), rcounts = exchange_counts(comm, counts),
+  const std::vector<std::size_t> displs = displacements(counts), rcounts = comm.alltoall_counts(counts),
                                  rdispls = displacements(rcounts);
   const std::size_t arrivals = rdispls.back() + rcounts.back();
   std::vector<double> recv(arrivals * row);

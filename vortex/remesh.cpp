@@ -40,12 +40,6 @@ void for_each_mode(const Slab& s, F&& f) {
     }
 }
 
-std::vector<std::size_t> displacements(const std::vector<std::size_t>& counts) {
-  std::vector<std::size_t> d(counts.size(), 0);
-  for (std::size_t r = 1; r < counts.size(); ++r) d[r] = d[r - 1] + counts[r - 1];
-  return d;
-}
-
 }  // namespace
 
 void resample(const SpectralVector& from, const Grid& to_grid, SpectralVector& to) {
@@ -103,9 +97,7 @@ void resample(const SpectralSlab& from, SpectralSlab& to) {
     counts[std::size_t(r)] = want[std::size_t(r)].size();
     req.insert(req.end(), want[std::size_t(r)].begin(), want[std::size_t(r)].end());
   }
-  std::vector<std::size_t> ones(NR, 1), idx(NR), asked(NR);
-  for (int r = 0; r < R; ++r) idx[std::size_t(r)] = std::size_t(r);
-  comm.alltoallv(counts.data(), ones, idx, asked.data(), ones, idx, sizeof(std::size_t));
+  const std::vector<std::size_t> asked = comm.alltoall_counts(counts);
   const std::vector<std::size_t> displs = displacements(counts), adispls = displacements(asked);
   std::vector<std::size_t> theirs(adispls.back() + asked.back());
   comm.alltoallv(req.data(), counts, displs, theirs.data(), asked, adispls, sizeof(std::size_t));
