@@ -118,6 +118,14 @@ TEST_F(Resolution, RunFileHoldsKmaxEtaOfEachSolversOwnEpsilon) {
   EXPECT_NE(sum.find("spectral.kmax 5\n"), std::string::npos) << sum;
   EXPECT_NE(sum.find("vortex.kmax 4\n"), std::string::npos) << sum;
   EXPECT_NE(sum.find("vortex.kmax_eta_min"), std::string::npos) << sum;
+
+  // compare names the shells beyond either solver's k_max (N = 16: shells up to 14).
+  const Result c = vortexhit("compare " + out.string() + " --at 0");
+  EXPECT_EQ(c.status, 0) << c.output;
+  EXPECT_NE(c.output.find("shells 5-14 lie beyond vortex k_max = 4, shells 6-14 beyond spectral k_max = 5"),
+            std::string::npos)
+      << c.output;
+  EXPECT_NE(c.output.find("k 1-5*"), std::string::npos) << "the band reaching shell 5: " << c.output;
 }
 
 TEST_F(Resolution, ResolvedRunDoesNotWarn) {
