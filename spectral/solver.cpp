@@ -53,6 +53,8 @@ const char* to_string(Dealias d) {
 
 int kept_kmax(Dealias d, int n) { return d == Dealias::two_thirds ? (n - 1) / 3 : n / 2 - 1; }
 
+double resolved_kmax(const Params& p, int n) { return kept_kmax(p.dealias, n); }
+
 std::unique_ptr<Solver> make_solver(const Params& p, const vh::Grid& g, vh::Backend b) {
   return make_solver(p, vh::Slab::whole_grid(g, kept_kmax(p.dealias, g.n)), b);
 }

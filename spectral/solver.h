@@ -89,6 +89,11 @@ const char* to_string(Dealias d);
 /// Largest |k_i| the dealiasing `d` keeps on an N grid (rhs_kernel.h retained()): N/2 − 1,
 /// or (N − 1)/3 for the 2/3 rule. Orders the ky of a slab (Slab::make).
 int kept_kmax(Dealias d, int n);
+/// The solver's k_max, the wavenumber of k_max η that the run reports (docs/design.md, "Files a
+/// run writes"): the largest |k_i| it keeps, kept_kmax(p.dealias, n) — N/2 − 1 with the 3/2
+/// rule or none, (N − 1)/3 with the 2/3 rule. Its truncation is a cube, so shells up to
+/// √3 k_max hold modes too, but only those up to k_max hold all of theirs.
+double resolved_kmax(const Params& p, int n);
 
 /// Time and volume of the all-to-all exchanges a solver made (R > 1; zero on one rank).
 using vh::ExchangeStats;  // base/comm.h

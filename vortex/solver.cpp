@@ -200,6 +200,13 @@ int lattice_points_per_direction(double refine, int n) {
   return int(r);
 }
 
+double resolved_kmax(const Params& p, int n) {
+  const Grid lattice{lattice_points_per_direction(p.refine, n)};
+  double k = std::min(Grid{n}.kmax(), lattice.kmax());
+  if (p.filter == Filter::spherical) k = std::min(k, p.filter_fraction * 0.5 * lattice.n);  // Lattice::filter's radius
+  return k;
+}
+
 std::unique_ptr<SolverInterface> make_solver(const Params& p, const Grid& g) {
   return make_solver(p, Slab::whole_grid(g));
 }

@@ -91,6 +91,17 @@ struct Params {
 /// naming vortex.refine unless it is an even integer >= 8.
 int lattice_points_per_direction(double refine, int n);
 
+/// The solver's k_max, the wavenumber of k_max η that the run reports (docs/design.md, "Files a
+/// run writes"): the largest wavenumber of the velocity it hands to the diagnostics on the N³
+/// grid, min(filter_fraction · N_p/2, N_p/2 − 1, N/2 − 1) with N_p = refine·N, the first term
+/// only with filter = spherical. filter_fraction · N_p/2 is the radius of the sphere the
+/// reinitialisation keeps (|k| ≤ it; between reinitialisations, reinit_every > 1, the moved
+/// particles carry some energy beyond it until the next one); N_p/2 − 1 and N/2 − 1 are the
+/// largest |k_i| of the lattice and of the grid the velocity is truncated to (the Nyquist
+/// modes apart). With the defaults (refine 1, 2/3 filter) k_max = N/3; refine = 1.5 makes it
+/// N/2 − 1, the grid's. Throws as lattice_points_per_direction() does.
+double resolved_kmax(const Params& p, int n);
+
 /// Deck rows vortex.* and fmm.*.
 std::vector<OptionSpec> option_specs();
 /// Reads them (throws vh::InputError naming the key).

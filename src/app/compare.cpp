@@ -168,6 +168,7 @@ struct Side {
   std::string solver;
   const SolverRecord* rec = nullptr;
   int n = 0;  ///< domain.n from /deck (0 when the deck does not say)
+  std::string label;  ///< for notes: the solver, or "run B's spectral" when two runs are compared
   std::string where(const std::string& dataset) const { return run_path + ":/" + solver + "/" + dataset; }
 };
 
@@ -449,6 +450,7 @@ struct SpecResult {
   double requested, t_over_T;
   std::vector<Band> bands;
   int k_agree;
+  double kmax_a, kmax_b;  ///< each side's k_max at that output (NaN: not in its run.h5)
 };
 
 /// Everything compare measures, for the text report, the checks and --json.
@@ -457,6 +459,7 @@ struct Report {
   std::map<std::string, double> max_rel;  ///< series name → max |B/A − 1| over the common times
   std::string series_json;                ///< one JSON object per common output time
   int k_max = 0;                          ///< the largest shell of A's spectra
+  double kmax_a = kNaN, kmax_b = kNaN;    ///< each side's solver k_max at its last output (NaN: not recorded)
   std::vector<SpecResult> spectra;        ///< one per --at time (none without common spectra)
   std::vector<QResult> q;                 ///< likewise for the Q fields
   std::vector<Check> checks;
@@ -479,7 +482,12 @@ std::vector<RunData> read_runs(const Options& o) {
 /// A and B: two solvers of one run, or one solver of two runs (--solver, else the first of
 /// spectral, vortex, initial that both hold). The sides point into `data`.
 std::pair<Side, Side> make_sides(const Options& o, const std::vector<RunData>& data) {
-  if (o.dirs.size() == 1) return {make_side(o.dirs[0], data[0], o.solver_a), make_side(o.dirs[0], data[0], o.solver_b)};
+  if (o.dirs.size() == 1) {
+    std::pair<Side, Side> ab{make_side(o.dirs[0], data[0], o.solver_a), make_side(o.dirs[0], data[0], o.solver_b)};
+    ab.first.label = ab.first.solver;
+    ab.second.label = ab.second.solver;
+    return ab;
+  }
   std::string s = o.solver;
   if (s.empty()) {
     for (const char* c : {"spectral", "vortex", "initial"})
@@ -489,8 +497,10 @@ std::pair<Side, Side> make_sides(const Options& o, const std::vector<RunData>& d
       }
     if (s.empty()) s = "spectral";  // make_side names what is missing
   }
-  Side a = make_side(o.dirs[0], data[0], s);
-  return {a, make_side(o.dirs[1], data[1], s)};
+  Side a = make_side(o.dirs[0], data[0], s), b = make_side(o.dirs[1], data[1], s);
+  a.label = "run A's " + s;
+  b.label = "run B's " + s;
+  return {a, b};
 }
 
 void print_header(const Side& a, const Side& b, bool two_runs, const Report& r, std::ostream& out) {
@@ -541,14 +551,82 @@ void compare_series(const Side& a, const Side& b, double t_tol, Report& r, std::
   out << "\n\n";
 }
 
-void print_spectra(const std::vector<SpecResult>& spec, double spectrum_tol, int k_max, std::ostream& out) {
+/// A side's solver k_max (the largest wavenumber it keeps: spectral::resolved_kmax,
+/// vortex::resolved_kmax) at the output nearest t, from its run.h5 series kmax; NaN for a run
+/// file written before the series was.
+double kmax_at(const Side& s, double t) {
+  const auto it = s.rec->series.find("kmax");
+  if (it == s.rec->series.end() || it->second.empty()) return kNaN;
+  const auto& ts = series(s, "t");  // as long as kmax (RunFile::read checks)
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < ts.size(); ++i)
+    if (std::abs(ts[i] - t) < std::abs(ts[best] - t)) best = i;
+  return it->second[best];
+}
+
+/// The first shell beyond k_max: shells are centred on integers, k > k_max.
+int first_beyond(double kmax) { return int(std::floor(kmax)) + 1; }
+
+/// The first shell beyond the smaller known k_max of the two (INT_MAX when neither is known).
+int first_beyond(double ka, double kb) {
+  int f = std::numeric_limits<int>::max();
+  for (double k : {ka, kb})
+    if (!std::isnan(k)) f = std::min(f, first_beyond(k));
+  return f;
+}
+
+/// "shells 11-16", "shell 16".
+std::string shell_range(int lo, int hi) {
+  return lo == hi ? "shell " + std::to_string(lo) : "shells " + std::to_string(lo) + "-" + std::to_string(hi);
+}
+
+/// Which of the shells 1 … max_shell lie beyond each side's k_max: "shells 11-16 lie beyond
+/// vortex k_max = 10.67, shell 16 beyond spectral k_max = 15"; a side without the series is
+/// named as such.
+std::string beyond_note(const Side& a, double ka, const Side& b, double kb, int max_shell) {
+  std::vector<std::pair<double, std::string>> known;  // (k_max, label), smallest first
+  std::string unknown;
+  for (const auto& [k, side] : {std::make_pair(ka, &a), std::make_pair(kb, &b)}) {
+    if (std::isnan(k)) {
+      unknown += (unknown.empty() ? "" : " and ") + side->label;
+    } else if (!known.empty() && known[0].first == k) {
+      known[0].second += " and " + side->label;
+    } else {
+      known.emplace_back(k, side->label);
+    }
+  }
+  std::sort(known.begin(), known.end());
+  std::string note;
+  for (const auto& [k, label] : known) {
+    const int f = first_beyond(k);
+    note += note.empty() ? "" : ", ";
+    note += f > max_shell ? "no shell lies beyond " + label + " k_max = " + num(k, "%.4g")
+                          : shell_range(f, max_shell) + (note.empty() ? " lie" : "") + " beyond " + label +
+                                " k_max = " + num(k, "%.4g");
+  }
+  if (!unknown.empty())
+    note += (note.empty() ? "" : "; ") + std::string("no k_max recorded for ") + unknown +
+            " (run.h5 written before the series kmax): cannot say which shells lie beyond it";
+  return note;
+}
+
+void print_spectra(const std::vector<SpecResult>& spec, const Side& a, const Side& b, double spectrum_tol,
+                   const Report& r, std::ostream& out) {
   char line[256];
   out << "spectra: sum_band |E_B - E_A| / sum_band E_A; k_agree: largest k with |E_B/E_A - 1| <= "
       << num(spectrum_tol) << " on every shell 1..k\n";
+  // k_max: the largest wavenumber each solver keeps (run.h5 series kmax); shells beyond it are
+  // cut by that solver, wholly or in part, so agreement there says little about its accuracy.
+  out << "k_max (largest wavenumber kept): " << beyond_note(a, r.kmax_a, b, r.kmax_b, r.k_max) << "\n";
+  const int beyond = first_beyond(r.kmax_a, r.kmax_b);
   std::snprintf(line, sizeof line, "%8s %8s", "t/T req", "t/T");
   out << line;
+  bool marked = false;
   for (const auto& bd : spec.front().bands) {
-    std::snprintf(line, sizeof line, " %10s", ("k " + std::to_string(bd.lo) + "-" + std::to_string(bd.hi)).c_str());
+    const bool m = bd.hi >= beyond;
+    marked = marked || m;
+    std::snprintf(line, sizeof line, " %10s",
+                  ("k " + std::to_string(bd.lo) + "-" + std::to_string(bd.hi) + (m ? "*" : "")).c_str());
     out << line;
   }
   out << "  k_agree\n";
@@ -559,15 +637,28 @@ void print_spectra(const std::vector<SpecResult>& spec, double spectrum_tol, int
       std::snprintf(line, sizeof line, " %10s", num(bd.rel_diff, "%.4g").c_str());
       out << line;
     }
-    out << "  " << s.k_agree << " of " << k_max << "\n";
+    out << "  " << s.k_agree << " of " << r.k_max;
+    // The agreement to k_agree counts shells that a solver has cut: say which.
+    const int f = first_beyond(s.kmax_a, s.kmax_b);
+    if (s.k_agree >= f) {
+      const bool by_a = !std::isnan(s.kmax_a) && first_beyond(s.kmax_a) == f;
+      const bool by_b = !std::isnan(s.kmax_b) && first_beyond(s.kmax_b) == f;
+      const std::string who = by_a && by_b ? a.label + " and " + b.label : by_a ? a.label : b.label;
+      const double k = by_a ? s.kmax_a : s.kmax_b;
+      out << " (" << shell_range(f, s.k_agree) << " beyond " << who << " k_max = " << num(k, "%.4g") << ")";
+    }
+    out << "\n";
   }
+  if (marked) out << "* the band holds shells beyond a k_max\n";
   out << "\n";
 }
 
 /// The spectra at the common spectrum time nearest each requested t/T: band-wise differences
-/// up to k = N/3 and k_agree.
+/// up to k = N/3 and k_agree, with each side's k_max there.
 void compare_spectra(const Side& a, const Side& b, const Options& o, double t_tol, Report& r, std::ostream& out) {
   r.k_max = int(a.rec->k.size()) - 1;
+  r.kmax_a = kmax_at(a, series(a, "t").empty() ? 0.0 : series(a, "t").back());
+  r.kmax_b = kmax_at(b, series(b, "t").empty() ? 0.0 : series(b, "t").back());
   const int k_cut = a.n ? std::min(a.n / 3, r.k_max) : r.k_max;
   const auto spairs = common_times(a.rec->spectrum_t, b.rec->spectrum_t, t_tol);
   if (spairs.empty()) {
@@ -582,9 +673,10 @@ void compare_spectra(const Side& a, const Side& b, const Options& o, double t_to
     const auto& ea = a.rec->E.at(best.first);
     const auto& eb = b.rec->E.at(best.second);
     r.spectra.push_back({want, a.rec->spectrum_t[best.first] / r.T0, band_differences(ea, eb, k_cut),
-                         agreement_k(ea, eb, o.spectrum_tol)});
+                         agreement_k(ea, eb, o.spectrum_tol), kmax_at(a, a.rec->spectrum_t[best.first]),
+                         kmax_at(b, b.rec->spectrum_t[best.second])});
   }
-  print_spectra(r.spectra, o.spectrum_tol, r.k_max, out);
+  print_spectra(r.spectra, a, b, o.spectrum_tol, r, out);
 }
 
 /// The fields files of A's and of B's solver at a common time, in A's order.
@@ -729,7 +821,12 @@ std::string json_spectra(const std::vector<SpecResult>& spec) {
   std::ostringstream j;
   for (std::size_t i = 0; i < spec.size(); ++i) {
     j << (i ? "," : "") << "\n    {\"t_over_T_requested\": " << jnum(spec[i].requested)
-      << ", \"t_over_T\": " << jnum(spec[i].t_over_T) << ", \"k_agree\": " << spec[i].k_agree << ", \"bands\": [";
+      << ", \"t_over_T\": " << jnum(spec[i].t_over_T) << ", \"k_agree\": " << spec[i].k_agree
+      << ", \"solver_kmax_a\": " << jnum(spec[i].kmax_a) << ", \"solver_kmax_b\": " << jnum(spec[i].kmax_b)
+      << ", \"first_shell_beyond_kmax\": "
+      << (std::isnan(spec[i].kmax_a) && std::isnan(spec[i].kmax_b) ? "null"
+                                                                     : std::to_string(first_beyond(spec[i].kmax_a, spec[i].kmax_b)))
+      << ", \"bands\": [";
     for (std::size_t k = 0; k < spec[i].bands.size(); ++k)
       j << (k ? ", " : "") << "{\"k_lo\": " << spec[i].bands[k].lo << ", \"k_hi\": " << spec[i].bands[k].hi
         << ", \"rel_diff\": " << jnum(spec[i].bands[k].rel_diff) << "}";
@@ -774,6 +871,7 @@ void write_json(const Options& o, const Side& a, const Side& b, bool two_runs, c
   for (std::size_t i = 0; i < kCompared.size(); ++i)
     j << (i ? ", " : "") << jstr(kCompared[i]) << ": " << jnum(r.max_rel.at(kCompared[i]));
   j << "},\n  \"spectrum_tol\": " << jnum(o.spectrum_tol) << ",\n  \"k_max\": " << r.k_max
+    << ",\n  \"solver_kmax_a\": " << jnum(r.kmax_a) << ",\n  \"solver_kmax_b\": " << jnum(r.kmax_b)
     << ",\n  \"spectra\": [" << json_spectra(r.spectra);
   j << "\n  ],\n  \"q_level\": " << jnum(o.q_level) << ",\n  \"q_pdf_bins\": " << json_bins(kQBins)
     << ",\n  \"qr_pdf_bins\": " << json_bins(kQRBins) << ",\n  \"q_fields\": [" << json_q_fields(r.q);

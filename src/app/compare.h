@@ -17,7 +17,13 @@
 //     1–4, 5–16, 17–64, 65–256, … cut at k = N/3 (a last band cut to less than a quarter of
 //     its width joins the one before: N = 256 gives 1–4, 5–16, 17–85), plus k_agree: the
 //     largest k such that |E_B(k')/E_A(k') − 1| ≤ --spectrum-tol (default 0.1) for every
-//     shell 1 ≤ k' ≤ k;
+//     shell 1 ≤ k' ≤ k; and which shells lie beyond each side's k_max, the largest wavenumber
+//     its solver keeps (/<solver>/series/kmax, written by the run from
+//     spectral::resolved_kmax and vortex::resolved_kmax; shells k > k_max): a line above the
+//     table, a `*` on the bands that hold such shells, and after k_agree the shells of the
+//     agreement that lie beyond (JSON: solver_kmax_a, solver_kmax_b, and per spectrum
+//     first_shell_beyond_kmax; null where a run file has no series kmax, older runs, which
+//     compare as before);
 //   - for the Q fields (fields_*.h5) nearest each requested t/T that both sides hold at the
 //     same time: the correlation coefficient of Q_A and Q_B over the grid, and the Jaccard
 //     index |S_A ∩ S_B| / |S_A ∪ S_B| of S = {Q > q ⟨Q²⟩^½}, each field with its own rms,

@@ -107,14 +107,32 @@ void prepare_output_dir(const RunConfig& c, bool create = true) {
     if (e.path().filename().string().rfind("fields", 0) == 0) fs::remove(e.path());
 }
 
-/// One diagnostics row in the order of kSeriesNames, plus enstrophy and divergence.
+/// k_max η of a field of dissipation ε (ν of the initial field; k_max of the solver).
+double kmax_eta(double kmax, double nu, double epsilon) { return kmax * kolmogorov_length(nu, epsilon); }
+
+/// One diagnostics row in the order of kSeriesNames, plus enstrophy, divergence, helicity and
+/// the resolution: k_max of the field's solver and k_max η from its own ε.
 std::vector<std::pair<std::string, double>> series_row(double t, long step, double dt,
-                                                       const Statistics& s) {
+                                                       const Statistics& s, double kmax, double nu) {
   return {{"t", t},           {"step", double(step)},  {"dt", dt},
           {"K", s.K},         {"epsilon", s.epsilon},  {"L", s.L},
           {"T", s.T},         {"lambda", s.lambda},    {"Re_lambda", s.Re_lambda},
           {"S3", s.S3},       {"enstrophy", s.enstrophy}, {"divergence_rel", s.divergence_rel},
-          {"helicity", s.helicity}};
+          {"helicity", s.helicity}, {"kmax", kmax},     {"kmax_eta", kmax_eta(kmax, nu, s.epsilon)}};
+}
+
+/// A run.h5 record written before k_max and k_max η were (restart): the two columns, after
+/// helicity as series_row() places them, from its own ε, so that the rows this run appends
+/// line up with the old ones. A record without helicity is left as it is.
+void add_resolution_columns(SolverRecord& r, double kmax, double nu) {
+  if (r.series.count("kmax_eta")) return;
+  const auto at = std::find(r.names.begin(), r.names.end(), "helicity");
+  if (at == r.names.end() || !r.series.count("epsilon")) return;
+  r.names.insert(at + 1, {"kmax", "kmax_eta"});
+  for (double eps : r.series.at("epsilon")) {
+    r.series["kmax"].push_back(kmax);
+    r.series["kmax_eta"].push_back(kmax_eta(kmax, nu, eps));
+  }
 }
 
 /// Times at which the run stops to output: every output interval, every requested field
@@ -168,6 +186,8 @@ struct Last {
   double K = 0, epsilon = 0, Re_lambda = 0;
   double K_min = 0;     ///< the smallest K output so far (the energy guard's reference)
   double first_dt = 0;  ///< the first CFL step of this process (the stall guard's reference)
+  double kmax_eta = std::numeric_limits<double>::quiet_NaN();
+  bool under_resolved = false;  ///< k_max η < 1 has been reported (once per solver and process)
 };
 
 /// What most likely makes K grow in a run of `solver` (the energy guard's message).
@@ -217,10 +237,10 @@ double relative_l2(const SpectralSlab& a, const SpectralSlab& b) {
   return std::sqrt(num / den);
 }
 
-/// One output of a solver into the run file: series (standard names, then its monitors) and
-/// spectrum E.
-void record(RunFile& rf, Stepper& st, const Statistics& s, double dt, const std::vector<double>& E) {
-  auto row = series_row(st.time(), st.steps(), dt, s);
+/// One output of a solver into the run file: series (standard names, k_max and k_max η, then
+/// its monitors) and spectrum E.
+void record(RunFile& rf, Stepper& st, const Statistics& s, double dt, const std::vector<double>& E, double nu) {
+  auto row = series_row(st.time(), st.steps(), dt, s, st.kmax(), nu);
   for (const auto& m : st.monitors()) row.push_back(m);
   rf.append_series(st.name(), row);
   rf.append_spectrum(st.name(), st.time(), E);
@@ -442,6 +462,8 @@ class Run {
   Statistics measure(Stepper& st, std::vector<double>& E);
   void output(Stepper& st, double dt, std::map<std::string, GridFields>& fields);
   void check_energy_rise(const Stepper& st, const Statistics& s);
+  void report_resolution();
+  void check_resolution(const Stepper& st);
   void checkpoint_if_due();
   [[noreturn]] void stop(const std::string& why);
   [[noreturn]] void stop_broken(const std::string& why);
@@ -541,6 +563,37 @@ void Run::start() {
     start_from_initial_field();
   on_root(world_, [&] { rf_->write(); });
   deck_ = rf_->data().deck;
+  report_resolution();
+}
+
+/// The banner's resolution line: k_max η at t = 0 of the initial field and of every solver, from
+/// their first rows in run.h5 (on a restart too); then the warning for a solver below 1 at its
+/// last output.
+void Run::report_resolution() {
+  std::string line = "resolution k_max eta at t = 0:";
+  auto part = [&](const std::string& name) {
+    const auto& se = rf_->data().solvers.at(name).series;
+    const bool known = se.count("kmax_eta") && !se.at("kmax_eta").empty();
+    line += std::string(line.back() == ':' ? " " : ", ") + name + " " +
+            (known ? fmt(se.at("kmax_eta")[0], 3) + " (k_max " + fmt(se.at("kmax")[0], 4) + ")" : "n/a");
+  };
+  part("initial");
+  for (const auto& st : solvers_) part(st->name());
+  con_.line(line + "; eta = (nu^3/eps)^1/4 from each one's eps, k_max its largest wavenumber kept");
+  for (const auto& st : solvers_) {
+    const auto& se = rf_->data().solvers.at(st->name()).series;
+    if (se.count("kmax_eta")) last_[st->name()].kmax_eta = se.at("kmax_eta").back();
+    check_resolution(*st);
+  }
+}
+
+/// The first output of this process at which a solver's k_max η is below 1: one warning line.
+void Run::check_resolution(const Stepper& st) {
+  Last& l = last_[st.name()];
+  if (!(l.kmax_eta < 1) || l.under_resolved) return;
+  l.under_resolved = true;
+  con_.line("warning  " + st.name() + " k_max eta " + fmt(l.kmax_eta, 3) + " < 1 at t/T = " + fmt(st.time() / T0_, 4) +
+            " (k_max " + fmt(st.kmax(), 4) + "): the dissipation range is not resolved; " + st.resolution_advice());
 }
 
 /// Continue: the solvers' states from the checkpoint, the series from run.h5 trimmed to each
@@ -552,7 +605,9 @@ void Run::restart_from_checkpoint() {
   for (auto& st : solvers_) {
     check_restart_record(data, run_h5_, st->name(), st->time());
     trim_after(data.solvers.at(st->name()), st->time() * (1 + 1e-12));
+    add_resolution_columns(data.solvers.at(st->name()), st->kmax(), init_.nu);
   }
+  if (data.solvers.count("initial")) add_resolution_columns(data.solvers.at("initial"), g_.kmax(), init_.nu);
   check_checkpoint_times(ckpt, data);
   for (auto& st : solvers_) {
     const auto& se = data.solvers.at(st->name()).series;
@@ -641,7 +696,7 @@ void Run::start_from_initial_field() {
   rf_ = std::make_unique<RunFile>(run_h5_);
   rf_->set_deck(deck_text(s_.opts));
   rf_->set_meta(meta());
-  rf_->append_series("initial", series_row(0.0, 0, 0.0, s0_));
+  rf_->append_series("initial", series_row(0.0, 0, 0.0, s0_, g_.kmax(), init_.nu));
   rf_->append_spectrum("initial", 0.0, energy_spectrum(init_.u));
   // With no solver to run, the initial field's own fields are the output.
   if (s_.cfg.solver == "initial" && field_due(0.0)) {
@@ -657,7 +712,7 @@ void Run::start_from_initial_field() {
     if (st->name() == "vortex")
       con_.line("vortex   initial particles: FMM velocity on the grid vs the spectral one, rel. L2 " +
                 fmt(relative_l2(u_, init_.u), 3));
-    record(*rf_, *st, s, 0.0, energy_spectrum(u_));
+    record(*rf_, *st, s, 0.0, energy_spectrum(u_), init_.nu);
     if (const std::string l = st->log_line(); !l.empty()) con_.line(l);
     if (field_due(0.0)) fields[st->name()] = grid_fields(u_, fft_);
     last_[st->name()] = {s.K, s.epsilon, s.Re_lambda, s.K};
@@ -705,7 +760,8 @@ double Run::advance(Stepper& st, double stop) {
                   fmt(dt, 3) + ")");
     ++steps_since_ckpt_;
     if (const std::string e = st.event(); !e.empty()) con_.line(e);
-    con_.progress(name, st.steps(), t, T0_, dt, last_[name].K / s0_.K, last_[name].Re_lambda, t_end_);
+    con_.progress(name, st.steps(), t, T0_, dt, last_[name].K / s0_.K, last_[name].Re_lambda, last_[name].kmax_eta,
+                  t_end_);
     check_stop_requests(st);
   }
   return dt;
@@ -808,7 +864,7 @@ void Run::output(Stepper& st, double dt, std::map<std::string, GridFields>& fiel
             fmt(-(s.K - last_[name].K) / (t - t_prev), 6) + "  eps " + fmt(0.5 * (s.epsilon + last_[name].epsilon), 6));
   {
     const PhaseTimer timer(phases_[name + " monitors and run.h5 rows"]);
-    record(*rf_, st, s, dt, E);
+    record(*rf_, st, s, dt, E, init_.nu);
   }
   if (const std::string l = st.log_line(); !l.empty()) con_.line(l);
   check_energy_rise(st, s);  // after the row is in run.h5, so that the rise can be seen there
@@ -816,8 +872,11 @@ void Run::output(Stepper& st, double dt, std::map<std::string, GridFields>& fiel
     const PhaseTimer timer(phases_["fields (velocity, vorticity, Q) and their files"]);
     fields[name] = grid_fields(u_, fft_);
   }
-  last_[name] = {s.K, s.epsilon, s.Re_lambda, std::min(last_[name].K_min, s.K), last_[name].first_dt};
-  con_.progress(name, st.steps(), t, T0_, dt, s.K / s0_.K, s.Re_lambda, t_end_, true);
+  Last& l = last_[name];
+  l.K = s.K, l.epsilon = s.epsilon, l.Re_lambda = s.Re_lambda, l.K_min = std::min(l.K_min, s.K);
+  l.kmax_eta = rf_->data().solvers.at(name).series.at("kmax_eta").back();
+  con_.progress(name, st.steps(), t, T0_, dt, s.K / s0_.K, s.Re_lambda, l.kmax_eta, t_end_, true);
+  check_resolution(st);
 }
 
 /// The flow is unforced, so K can only decay: a rise above time.max_energy_rise over its
@@ -920,11 +979,20 @@ std::string Run::summary(double wall) const {
       << fmt(s0_.u_prime, 10) << "\nL           " << fmt(s0_.L, 10) << "\nT           " << fmt(T0_, 10)
       << "\nlambda      " << fmt(s0_.lambda, 10) << "\nRe_lambda   " << fmt(s0_.Re_lambda, 10)
       << "\nnu          " << fmt(init_.nu, 10) << "\nt_end       " << fmt(t_end_, 10) << "\n";
+  // "spectral.steps  120": the key padded to 12 columns (at least one space).
+  auto key = [](const std::string& k) { return k + std::string(std::max<int>(1, 12 - int(k.size())), ' '); };
   for (const auto& st : solvers_) {
     const std::string name = st->name();
-    sum << name << ".steps" << std::string(std::max<int>(1, 12 - int(name.size()) - 6), ' ') << st->steps() << "\n"
-        << name << ".K/K0" << std::string(std::max<int>(1, 12 - int(name.size()) - 5), ' ')
-        << fmt(last_.at(name).K / s0_.K, 10) << "\n";
+    sum << key(name + ".steps") << st->steps() << "\n" << key(name + ".K/K0") << fmt(last_.at(name).K / s0_.K, 10)
+        << "\n";
+    // The resolution: k_max, and k_max η at the end and at its smallest over the run's outputs.
+    const auto& se = rf_->data().solvers.at(name).series;
+    if (se.count("kmax_eta") && !se.at("kmax_eta").empty()) {
+      const auto& ke = se.at("kmax_eta");
+      sum << key(name + ".kmax") << fmt(st->kmax(), 10) << "\n"
+          << key(name + ".kmax_eta") << fmt(ke.back(), 6) << "\n"
+          << key(name + ".kmax_eta_min") << fmt(*std::min_element(ke.begin(), ke.end()), 6) << "\n";
+    }
   }
   sum << "wall_s      " << fmt(wall, 4) << "\n";
   if (ranks_ > 1) sum << "ranks       " << ranks_ << "\n";

@@ -97,8 +97,15 @@ std::vector<Vec3> unflatten(const std::vector<double>& f) {
 class SpectralStepper : public Stepper {
  public:
   SpectralStepper(const spectral::Params& p, const Slab& s, Backend b)
-      : slab_(s), solver_(spectral::make_solver(p, s, b)) {}
+      : slab_(s), solver_(spectral::make_solver(p, s, b)), kmax_(spectral::resolved_kmax(p, s.grid.n)),
+        dealias_(p.dealias) {}
   std::string name() const override { return "spectral"; }
+  double kmax() const override { return kmax_; }
+  std::string resolution_advice() const override {
+    return dealias_ == spectral::Dealias::two_thirds
+               ? "raise domain.n (or spectral.dealias = 3/2: k_max N/2 - 1 instead of N/3)"
+               : "raise domain.n";
+  }
   void start(const SpectralSlab& u, double t) override { solver_->set_velocity(u, t); }
   void step(double dt) override {
     solver_->step(dt);
@@ -150,6 +157,8 @@ class SpectralStepper : public Stepper {
  private:
   Slab slab_;
   std::unique_ptr<spectral::Solver> solver_;
+  double kmax_;
+  spectral::Dealias dealias_;
   long steps_ = 0;
 };
 
@@ -164,8 +173,16 @@ class VortexStepper : public Stepper {
         lattice_slab_(vortex::lattice_slab(p, s.grid.n, s.comm)),
         sigma0_(p.overlap * lattice_.h()),
         solver_(vortex::make_solver(p, s)),
-        max_core_ratio_(p.max_core_ratio) {}
+        max_core_ratio_(p.max_core_ratio),
+        kmax_(vortex::resolved_kmax(p, s.grid.n)) {}
   std::string name() const override { return "vortex"; }
+  double kmax() const override { return kmax_; }
+  std::string resolution_advice() const override {
+    // The filter's sphere grows with the lattice up to the grid's N/2 - 1 (refine 1.5 with the 2/3 filter).
+    return kmax_ < grid_.kmax() ? "raise domain.n (or vortex.refine: the filter keeps |k| <= filter_fraction * refine * N/2, "
+                                  "up to the grid's N/2 - 1)"
+                                : "raise domain.n";
+  }
   void start(const SpectralSlab& u, double t) override { init_ = solver_->set_velocity(u, t); }
   void step(double dt) override {
     const long before = solver_->reinits();
@@ -317,6 +334,7 @@ class VortexStepper : public Stepper {
   vortex::RbfResult init_;
   vortex::Monitors m_;
   double max_core_ratio_;
+  double kmax_;
   bool reinitialised_ = false;
 };
 

@@ -34,6 +34,11 @@ class Stepper {
   /// The statistics and E_n of the current velocity computed where the state lives, when the
   /// solver can (spectral on the GPU in fp64): true, and nothing is copied to the host.
   virtual bool statistics_in_place(double /*nu*/, Statistics& /*s*/, std::vector<double>& /*E*/) { return false; }
+  /// The largest wavenumber of the velocity on the grid (spectral::resolved_kmax,
+  /// vortex::resolved_kmax): the k_max of k_max η.
+  virtual double kmax() const = 0;
+  /// What raises kmax(), for the warning when k_max η falls below 1 ("raise domain.n ...").
+  virtual std::string resolution_advice() const = 0;
   /// Solver-specific monitors appended to the series at each output (fixed names).
   virtual std::vector<std::pair<std::string, double>> monitors() { return {}; }
   /// A line for the log at each output (empty: none).

@@ -207,6 +207,8 @@ struct WholeModes {
 std::vector<double> energy_spectrum(const SpectralVector& u) { return spectrum_of(WholeModes(u).m); }
 std::vector<double> energy_spectrum(const SpectralSlab& u) { return spectrum_of(slab_modes(u)); }
 
+double kolmogorov_length(double nu, double epsilon) { return std::pow(nu * nu * nu / epsilon, 0.25); }
+
 double gradient_norm2(const SpectralVector& u) { return gradient_norm2_of(WholeModes(u).m); }
 double gradient_norm2(const SpectralSlab& u) { return gradient_norm2_of(slab_modes(u)); }
 

@@ -31,6 +31,12 @@ struct Statistics {
   double helicity = 0;        ///< ⟨u·ω⟩ = Σ_k Re(û* · (i k × û))
 };
 
+/// η = (ν³/ε)^{1/4}, the Kolmogorov length of a flow of viscosity ν dissipating ε (infinite
+/// for ε = 0: nothing to resolve). k_max η ≥ 1 is the usual lower bound of a resolved
+/// dissipation range (Pope 2000, ch. 9, takes 1.5 for good resolution), k_max the largest
+/// wavenumber the solver keeps (resolved_kmax of spectral/solver.h and vortex/solver.h).
+double kolmogorov_length(double nu, double epsilon);
+
 /// E_n for n = 0 … grid.max_shell().
 std::vector<double> energy_spectrum(const SpectralVector& u);
 std::vector<double> energy_spectrum(const SpectralSlab& u);

@@ -38,6 +38,10 @@ struct Grid {
   int wavenumber(int i) const { return vh::modes::signed_k(i, n); }
   /// Largest shell index |k| rounded to the nearest integer that the half layout holds.
   int max_shell() const;
+  /// Largest |k_i| a field on the grid carries: N/2 − 1 (the Nyquist modes, whose sign is
+  /// ambiguous, are zero in every field of this code). The initial field's k_max, and the
+  /// bound of every solver's (spectral::resolved_kmax, vortex::resolved_kmax).
+  int kmax() const { return n / 2 - 1; }
 };
 
 /// Weight of a half-layout mode in a sum over the full spectrum, mode_weight(ix, n): 1 on the

@@ -27,7 +27,7 @@ std::string format_duration(double seconds) {
 }
 
 void Console::progress(const std::string& solver, long step, double t, double T, double dt,
-                       double K_over_K0, double Re_lambda, double t_end, bool force) {
+                       double K_over_K0, double Re_lambda, double kmax_eta, double t_end, bool force) {
   const auto now = clock::now();
   history_.push_back({now, {step, t}});
   // The rate is a moving average over the last ~20 samples; the first sample (warm-up:
@@ -47,8 +47,9 @@ void Console::progress(const std::string& solver, long step, double t, double T,
   }
   char buf[256];
   std::snprintf(buf, sizeof buf,
-                "%-8s step %6ld  t %.3e  t/T %5.2f  dt %.1e  K/K0 %.4f  Re_l %6.1f  steps/s %6.1f  ETA %s",
-                solver.c_str(), step, t, t / T, dt, K_over_K0, Re_lambda, steps_per_s,
+                "%-8s step %6ld  t %.3e  t/T %5.2f  dt %.1e  K/K0 %.4f  Re_l %6.1f  kmax_eta %5.2f  steps/s %6.1f  "
+                "ETA %s",
+                solver.c_str(), step, t, t / T, dt, K_over_K0, Re_lambda, kmax_eta, steps_per_s,
                 format_duration(eta).c_str());
   line(buf);
 }

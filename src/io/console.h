@@ -18,9 +18,9 @@ class Console {
   void line(const std::string& s);
 
   /// A progress line, printed when `force` or at least `interval_s` since the last one:
-  /// step, t, t/T, dt, K/K0, Re_λ, steps/s (moving average) and ETA to `t_end`.
+  /// step, t, t/T, dt, K/K0, Re_λ, k_max η, steps/s (moving average) and ETA to `t_end`.
   void progress(const std::string& solver, long step, double t, double T, double dt, double K_over_K0,
-                double Re_lambda, double t_end, bool force = false);
+                double Re_lambda, double kmax_eta, double t_end, bool force = false);
   /// Forgets the step-rate history (e.g. when a new solver starts).
   void reset_rate();
 

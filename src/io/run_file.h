@@ -5,6 +5,8 @@
 //   /<solver>/series/<name>    1-D double, one entry per diagnostic output; names in the
 //                              order first appended (the group tracks creation order):
 //                              t, step, dt, K, epsilon, L, T, lambda, Re_lambda, S3, extras
+//                              (the run driver's: enstrophy, divergence_rel, helicity, kmax,
+//                              kmax_eta, the solver's monitors; older files lack some)
 //   /<solver>/spectra/k        1-D double, shell wavenumbers 0 … nmax
 //   /<solver>/spectra/t        1-D double, output times
 //   /<solver>/spectra/E        2-D double [output][shell], E(k) with Σ_k E(k) = K

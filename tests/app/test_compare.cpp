@@ -4,7 +4,9 @@
 // tolerance (exit 1); runs on different grids, a missing solver or an unreadable file are
 // bad input (exit 2) named by file and dataset. The PDFs of Q and of (Q, R): a run against
 // itself is at distance 0; against a second seed the Q-PDF distance equals one computed here
-// from the fields files, ⟨Q_W⟩ follows ε, and --q-pdf-max / --qr-pdf-max fail below it.
+// from the fields files, ⟨Q_W⟩ follows ε, and --q-pdf-max / --qr-pdf-max fail below it. The
+// shells beyond the solvers' k_max are named, and a run file without the series kmax (older
+// runs) still compares, saying it cannot tell (tests/app/test_resolution.cpp: two solvers).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -89,6 +91,41 @@ TEST_F(Compare, RunWithItselfHasNoDifferences) {
   EXPECT_TRUE(has(j, R"("qr_pdf_bins": {"lo": -10, "hi": 10, "n": 80})")) << j;
   EXPECT_TRUE(has(j, R"("k_agree": 14)")) << "identical spectra agree on every shell of 16³: " << j;
   EXPECT_TRUE(has(j, R"("passed": true)")) << j;
+  // The 3/2 rule keeps |k_i| <= N/2 - 1 = 7: the agreement on shells 8-14 is that of modes
+  // the solver holds only in part (the cube's corners), and compare says so.
+  EXPECT_TRUE(has(r.output, "k_max (largest wavenumber kept): shells 8-14 lie beyond run A's spectral and run B's "
+                            "spectral k_max = 7\n"))
+      << r.output;
+  EXPECT_TRUE(has(r.output, "14 of 14 (shells 8-14 beyond run A's spectral and run B's spectral k_max = 7)"))
+      << r.output;
+  EXPECT_TRUE(has(j, R"("solver_kmax_a": 7,)")) << j;
+  EXPECT_TRUE(has(j, R"("first_shell_beyond_kmax": 8)")) << j;
+}
+
+TEST_F(Compare, RunFileWithoutKmaxStillCompares) {
+  // A run file written before the series kmax and kmax_eta: compare works and says what it
+  // cannot tell.
+  const fs::path a = root / "n16", b = root / "no_kmax";
+  fs::remove_all(b);
+  fs::copy(a, b);
+  vh::RunData d = vh::RunFile::read((b / "run.h5").string());
+  for (auto& [name, rec] : d.solvers)
+    for (const char* s : {"kmax", "kmax_eta"}) {
+      rec.series.erase(s);
+      rec.names.erase(std::remove(rec.names.begin(), rec.names.end(), s), rec.names.end());
+    }
+  vh::RunFile((b / "run.h5").string(), d).write();
+  const fs::path json = root / "no_kmax.json";
+  Result r = vortexhit("compare " + a.string() + " " + b.string() + " --K-tol 1e-12 --json " + json.string());
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "shells 8-14 lie beyond run A's spectral k_max = 7; no k_max recorded for run B's "
+                            "spectral (run.h5 written before the series kmax)"))
+      << r.output;
+  EXPECT_TRUE(has(slurp(json), R"("solver_kmax_b": null)")) << slurp(json);
+  r = vortexhit("compare " + b.string() + " " + b.string());
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "no k_max recorded for run A's spectral and run B's spectral")) << r.output;
+  EXPECT_TRUE(has(r.output, "  14 of 14\n")) << "nothing to say beyond k_agree: " << r.output;
 }
 
 TEST_F(Compare, EnergyScaledByTenPercentFailsFivePercentTolerance) {
