@@ -17,34 +17,11 @@ using kernel::Cx;
 Cx* cx(Complex* c) { return reinterpret_cast<Cx*>(c); }
 const Cx* cx(const Complex* c) { return reinterpret_cast<const Cx*>(c); }
 
-/// Calls f(ix, iy, iz, m) for every mode m of the half layout of g, in parallel over (iz, iy).
-template <class F>
-void for_each_mode(const Grid& g, F&& f) {
-  const int n = g.n, nxh = n / 2 + 1;
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int iz = 0; iz < n; ++iz)
-    for (int iy = 0; iy < n; ++iy)
-      for (int ix = 0; ix < nxh; ++ix) f(ix, iy, iz, g.mode_index(ix, iy, iz));
-}
-
-/// The same for the modes of a slab: iy the ky index of each slot, m the slab's storage index
-/// (one rank: the loop above, mode for mode).
-template <class F>
-void for_each_mode(const Slab& s, F&& f) {
-  const int n = s.grid.n, nxh = n / 2 + 1, sl = s.slots();
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int iz = 0; iz < n; ++iz)
-    for (int j = 0; j < sl; ++j) {
-      const int iy = s.ky_index(j);
-      for (int ix = 0; ix < nxh; ++ix) f(ix, iy, iz, s.mode_index(ix, j, iz));
-    }
-}
-
 }  // namespace
 
 void resample(const SpectralVector& from, const Grid& to_grid, SpectralVector& to) {
   to = SpectralVector(to_grid);
-  for_each_mode(to_grid, [&](int ix, int iy, int iz, std::size_t dst) {
+  for_each_mode(Slab::whole_grid(to_grid), [&](std::size_t dst, int ix, int iy, int iz) {
     const long long src = kernel::resample_source(ix, iy, iz, to_grid.n, from.grid.n);
     if (src < 0) return;
     for (int d = 0; d < 3; ++d) to.c[d][dst] = from.c[d][std::size_t(src)];
@@ -57,7 +34,7 @@ void resample(const SpectralSlab& from, SpectralSlab& to) {
   for (auto& a : to.c) a.assign(ts.local_modes(), Complex(0.0, 0.0));
   const int nt = ts.grid.n, nf = fs.grid.n, nxf = nf / 2 + 1;
   if (ts.whole()) {
-    for_each_mode(ts, [&](int ix, int iy, int iz, std::size_t dst) {
+    for_each_mode(ts, [&](std::size_t dst, int ix, int iy, int iz) {
       const long long src = kernel::resample_source(ix, iy, iz, nt, nf);
       if (src < 0) return;
       for (int d = 0; d < 3; ++d) to.c[d][dst] = from.c[d][std::size_t(src)];
@@ -132,7 +109,7 @@ void Lattice::field(const std::vector<Vec3>& x, const std::vector<Vec3>& qv, con
   for (int d = 0; d < 3; ++d) fft_->forward(work_.c[d].data(), out.c[d].data());
   // Σ_p q_p V ζ(x_i − x_p) has the coefficients (s(k)/V) q̂ V = s(k) q̂ on the lattice.
   for (auto& c : out.c)
-    for_each_mode(s_, [&](int ix, int iy, int iz, std::size_t m) { kernel::deconvolve(cx(c.data())[m], symbol(ix, iy, iz)); });
+    for_each_mode(s_, [&](std::size_t m, int ix, int iy, int iz) { kernel::deconvolve(cx(c.data())[m], symbol(ix, iy, iz)); });
 }
 
 void Lattice::modes(const std::vector<Vec3>& values, double scale, SpectralSlab& out) {
@@ -149,7 +126,7 @@ void Lattice::modes(const std::vector<Vec3>& values, double scale, SpectralSlab&
 void Lattice::diffuse(SpectralSlab& c, double nu_tau) const {
   if (nu_tau == 0) return;
   const Grid& g = s_.grid;
-  for_each_mode(s_, [&](int ix, int iy, int iz, std::size_t m) {
+  for_each_mode(s_, [&](std::size_t m, int ix, int iy, int iz) {
     const double f = kernel::diffusion_factor(nu_tau, ix, g.wavenumber(iy), g.wavenumber(iz));
     for (auto& a : c.c) kernel::scale(cx(a.data())[m], f);
   });
@@ -182,7 +159,7 @@ void Lattice::filter(SpectralSlab& c, Filter f, double fraction) const {
   if (f == Filter::none) return;
   const Grid& g = s_.grid;
   const double kmax = fraction * 0.5 * g.n, kmax2 = kmax * kmax;
-  for_each_mode(s_, [&](int ix, int iy, int iz, std::size_t m) {
+  for_each_mode(s_, [&](std::size_t m, int ix, int iy, int iz) {
     if (kernel::kept(ix, g.wavenumber(iy), g.wavenumber(iz), kmax2)) return;
     for (auto& a : c.c) a[m] = 0;
   });
@@ -197,7 +174,7 @@ void Lattice::values(const SpectralSlab& c, bool blob, double scale, std::vector
   if (blob) {
     SpectralSlab t = c;
     for (auto& a : t.c)
-      for_each_mode(s_, [&](int ix, int iy, int iz, std::size_t m) { kernel::scale(cx(a.data())[m], vol_ / symbol(ix, iy, iz)); });
+      for_each_mode(s_, [&](std::size_t m, int ix, int iy, int iz) { kernel::scale(cx(a.data())[m], vol_ / symbol(ix, iy, iz)); });
     points(t, work_);
   } else {
     points(c, work_);
@@ -212,7 +189,7 @@ void Lattice::values(const SpectralSlab& c, bool blob, double scale, std::vector
 void Lattice::biot_savart(const SpectralSlab& w, SpectralSlab& u) const {
   const Grid& g = s_.grid;
   u = SpectralSlab(s_);
-  for_each_mode(s_, [&](int ix, int iy, int iz, std::size_t m) {
+  for_each_mode(s_, [&](std::size_t m, int ix, int iy, int iz) {
     const Cx v[3] = {cx(w.c[0].data())[m], cx(w.c[1].data())[m], cx(w.c[2].data())[m]};
     Cx r[3];
     modes::biot_savart(double(ix), double(g.wavenumber(iy)), double(g.wavenumber(iz)), v, r);

@@ -22,19 +22,6 @@ struct Modes {
 
 Modes slab_modes(const SpectralSlab& u) { return {u.slab, {u.c[0].data(), u.c[1].data(), u.c[2].data()}}; }
 
-/// Calls f(m, ix, iy, iz) for every local mode m, in parallel over (kz, slot). With one rank
-/// slot = ky index, so this is the loop over the half layout of grid.h.
-template <class F>
-void for_each_mode(const Slab& s, F&& f) {
-  const int n = s.grid.n, nxh = n / 2 + 1, sl = s.slots();
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int iz = 0; iz < n; ++iz)
-    for (int j = 0; j < sl; ++j) {
-      const int iy = s.ky_index(j);
-      for (int ix = 0; ix < nxh; ++ix) f(s.mode_index(ix, j, iz), ix, iy, iz);
-    }
-}
-
 /// Sums of C quantities over the rank's modes or points, reduced over the ranks: plain sums
 /// per z-plane (in parallel over planes), the planes' sums added with Neumaier's compensation
 /// (Neumaier 1974), then the ranks'. A sum of n terms in one pass errs by up to ~√n ulp in

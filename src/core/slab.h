@@ -85,6 +85,20 @@ struct Slab {
   }
 };
 
+/// Calls f(m, ix, iy, iz) for every mode of the rank's slab: m its storage index, iy the ky
+/// index of its slot; in parallel over (kz, slot). With one rank slot = ky index, so this is the
+/// loop over the half layout of grid.h.
+template <class F>
+void for_each_mode(const Slab& s, F&& f) {
+  const int n = s.grid.n, nxh = n / 2 + 1, sl = s.slots();
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int iz = 0; iz < n; ++iz)
+    for (int j = 0; j < sl; ++j) {
+      const int iy = s.ky_index(j);
+      for (int ix = 0; ix < nxh; ++ix) f(s.mode_index(ix, j, iz), ix, iy, iz);
+    }
+}
+
 /// This rank's coefficients of a vector field: c[i] holds slab.local_modes() values in the
 /// slab's [kz][slot][kx] order. With one rank it is a SpectralVector's layout.
 struct SpectralSlab {

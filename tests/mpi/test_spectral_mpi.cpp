@@ -17,6 +17,7 @@
 #include <string>
 
 #include "base/comm.h"
+#include "slabs.h"
 #ifdef VH_HAVE_CUDA
 #include "base/device_comm.h"
 #endif
@@ -32,31 +33,8 @@ namespace vh::spectral {
 namespace {
 
 Comm world() { return Comm::world(); }
-
-/// The slab's modes of a whole field.
-SpectralSlab restrict_to(const SpectralVector& u, const Slab& s) {
-  SpectralSlab r(s);
-  const int n = s.grid.n, nxh = n / 2 + 1;
-  for (int c = 0; c < 3; ++c)
-    for (int iz = 0; iz < n; ++iz)
-      for (int j = 0; j < s.slots(); ++j)
-        for (int ix = 0; ix < nxh; ++ix) r.c[c][s.mode_index(ix, j, iz)] = u.c[c][u.grid.mode_index(ix, s.ky_index(j), iz)];
-  return r;
-}
-
-/// ‖a − b‖ / ‖b‖ over the whole field (Parseval weights; reduced over the ranks).
-double rel_l2(const SpectralSlab& a, const SpectralSlab& b) {
-  const Slab& s = b.slab;
-  const int n = s.grid.n, nxh = n / 2 + 1;
-  double num = 0, den = 0;
-  for (int c = 0; c < 3; ++c)
-    for (std::size_t m = 0; m < b.c[c].size(); ++m) {
-      const double w = mode_weight(int(m % nxh), n);
-      num += w * std::norm(a.c[c][m] - b.c[c][m]);
-      den += w * std::norm(b.c[c][m]);
-    }
-  return std::sqrt(s.comm.sum(num) / s.comm.sum(den));
-}
+using test::rel_l2;
+using test::restrict_to;
 
 /// max |a − b| over the rank's points of a field on the grid, against max |b| (reduced).
 double rel_max(const std::vector<double>& a, const std::vector<double>& whole, const Slab& s) {

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "base/comm.h"
+#include "slabs.h"
 #include "core/initial_field.h"
 #include "core/slab.h"
 #include "spectral/solver.h"
@@ -41,30 +42,8 @@ namespace vh::vortex {
 namespace {
 
 Comm world() { return Comm::world(); }
-
-SpectralSlab restrict_to(const SpectralVector& u, const Slab& s) {
-  SpectralSlab r(s);
-  const int n = s.grid.n, nxh = n / 2 + 1;
-  for (int c = 0; c < 3; ++c)
-    for (int iz = 0; iz < n; ++iz)
-      for (int j = 0; j < s.slots(); ++j)
-        for (int ix = 0; ix < nxh; ++ix) r.c[c][s.mode_index(ix, j, iz)] = u.c[c][u.grid.mode_index(ix, s.ky_index(j), iz)];
-  return r;
-}
-
-/// Relative L2 over all ranks of a − b, b the reference (the same slab).
-double rel_l2(const SpectralSlab& a, const SpectralSlab& b) {
-  const Slab& s = b.slab;
-  const int n = s.grid.n, nxh = n / 2 + 1;
-  double num = 0, den = 0;
-  for (int c = 0; c < 3; ++c)
-    for (std::size_t m = 0; m < b.c[c].size(); ++m) {
-      const double w = mode_weight(int(m % nxh), n);
-      num += w * std::norm(a.c[c][m] - b.c[c][m]);
-      den += w * std::norm(b.c[c][m]);
-    }
-  return std::sqrt(s.comm.sum(num) / s.comm.sum(den));
-}
+using test::rel_l2;
+using test::restrict_to;
 
 SpectralVector random_field(int n, std::uint64_t seed) {
   InitialFieldSpec spec;
