@@ -11,7 +11,16 @@
 // warm-up call.  CPU at --cpu-n: the wall time of the call (median of --repeat), and the
 // relative L2 difference of the GPU sums from it.
 //
-//   blobs_bench [--n 128,256] [--cpu-n 64] [--repeat 5] [--overlap 1] [--cutoff 7] [--csv FILE]
+// Then, per size, the blob sums alone as the GPU solver runs them (particles already on the
+// device, detail::DeviceBlobSums): the cell sort once, then the sum of omega (3 components) and
+// of div omega, each timed alone with CUDA events (median of --repeat after a warm-up), with the
+// particle-point pairs inside the cut-off per second (pairs: the product over the axes of each
+// particle's points within cutoff sigma, summed).  "reinit" = sort + 3 omega sums: what one
+// reinitialisation of the GPU solver spends on blob sums (its history and its strengths).
+// --resident-only runs this table alone.
+//
+//   blobs_bench [--n 128,256] [--cpu-n 64] [--repeat 5] [--overlap 1] [--cutoff 7] [--resident-only]
+//               [--csv FILE]
 //
 // Every size's memory is checked first (bench/memory_check.h): one too large for the machine is
 // refused, exit 2, with the largest --n that fits.
@@ -35,9 +44,11 @@
 #include <vector>
 
 #include "bench/csv_rows.h"
+#include "base/device_buffer.h"
 #include "bench/memory_check.h"
 #include "vortex/blobs.h"
 #include "vortex/blobs_gpu.h"
+#include "vortex/blobs_kernel.h"
 
 #ifndef VH_GIT_HASH
 #define VH_GIT_HASH "unknown"
@@ -53,6 +64,7 @@ struct BenchOptions {
   std::vector<int> n = {128, 256};
   int cpu_n = 64, repeat = 5;
   double overlap = 1.0, cutoff = 7.0;
+  bool resident_only = false;
   std::string csv;
 };
 
@@ -72,10 +84,11 @@ BenchOptions parse(int argc, char** argv) {
     else if (a == "--repeat") o.repeat = std::stoi(next());
     else if (a == "--overlap") o.overlap = std::stod(next());
     else if (a == "--cutoff") o.cutoff = std::stod(next());
+    else if (a == "--resident-only") o.resident_only = true;
     else if (a == "--csv") o.csv = next();
     else if (a == "--help" || a == "-h") {
       std::printf("usage: blobs_bench [--n 128,256] [--cpu-n N (0: none)] [--repeat R] [--overlap O] [--cutoff C] "
-                  "[--csv FILE]\n");
+                  "[--resident-only] [--csv FILE]\n");
       std::exit(0);
     } else {
       throw std::invalid_argument("unknown option " + a);
@@ -146,6 +159,74 @@ struct Row {
   std::string sum, device;
   double device_s = -1, call_s = 0, rms = 0, err = -1;
 };
+
+/// Seconds of the work that f queues on the default stream (CUDA events around it).
+template <class F>
+double device_seconds(F&& f) {
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  cudaEventRecord(a);
+  f();
+  cudaEventRecord(b);
+  const cudaError_t e = cudaEventSynchronize(b);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, a, b);
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  if (e != cudaSuccess) throw std::runtime_error(std::string("CUDA: ") + cudaGetErrorString(e));
+  return 1e-3 * ms;
+}
+
+/// The device-resident sums of one size (the header comment's second table).
+struct ResidentRow {
+  int n = 0, m = 0;
+  long long np = 0;
+  double pairs = 0;  // particle-point pairs inside the cut-off
+  double sort_s = 0, omega_s = 0, div_s = 0;
+};
+
+ResidentRow resident(const Particles& p, const Grid& g, double cutoff, int repeat) {
+  ResidentRow r;
+  r.n = g.n;
+  r.np = static_cast<long long>(p.size());
+  const double h = g.h(), smax = *std::max_element(p.sigma.begin(), p.sigma.end());
+  r.m = stencil_points(smax, h, cutoff);
+  double pairs = 0;
+#pragma omp parallel for reduction(+ : pairs) schedule(static)
+  for (long long q = 0; q < r.np; ++q) {
+    const blob::Core c = blob::core(p.sigma[q], cutoff);
+    double prod = 1;
+    for (int d = 0; d < 3; ++d) {
+      const int i0 = blob::stencil_start(p.x[q][d], c.R, h);
+      int len = 0;
+      for (int a = 0; a < r.m; ++a) len += blob::inside(blob::offset(i0 + a, h, p.x[q][d]), c);
+      prod *= len;
+    }
+    pairs += prod;
+  }
+  r.pairs = pairs;
+  const std::size_t np = p.size(), npts = g.points();
+  DeviceArray<double> x, alpha, sigma, out(3 * npts);
+  x.upload(p.x[0].data(), 3 * np);
+  alpha.upload(p.alpha[0].data(), 3 * np);
+  sigma.upload(p.sigma.data(), np);
+  detail::DeviceBlobSums sums;
+  auto sort = [&] { sums.sort(x.data(), sigma.data(), np, g, cutoff, r.m); };
+  std::vector<double> ts, to, td;
+  sort();
+  sums.sum(alpha.data(), 1.0, false, out.data());
+  sums.sum(alpha.data(), 1.0, true, out.data());
+  for (int k = 0; k < repeat; ++k) {
+    ts.push_back(device_seconds(sort));
+    to.push_back(device_seconds([&] { sums.sum(alpha.data(), 1.0, false, out.data()); }));
+    td.push_back(device_seconds([&] { sums.sum(alpha.data(), 1.0, true, out.data()); }));
+  }
+  r.sort_s = median(ts);
+  r.omega_s = median(to);
+  r.div_s = median(td);
+  return r;
+}
 
 /// The memory of the blob sums at an n³ lattice, one particle per point (bench/memory_check.h),
 /// from the allocations. Host: the particles (x, α, γ, σ: 80 B), the pinned staging of the packed
@@ -222,8 +303,8 @@ int main(int argc, char** argv) {
 
   std::vector<Row> rows;
   try {
-    std::vector<int> sizes = o.n;
-    if (o.cpu_n) sizes.insert(sizes.begin(), o.cpu_n);
+    std::vector<int> sizes = o.resident_only ? std::vector<int>{} : o.n;
+    if (o.cpu_n && !o.resident_only) sizes.insert(sizes.begin(), o.cpu_n);
     for (std::size_t si = 0; si < sizes.size(); ++si) {
       const bool with_cpu = o.cpu_n && si == 0;
       const Grid g{sizes[si]};
@@ -250,7 +331,24 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  std::printf("\n%6s %-10s %-4s %12s %10s %12s %14s\n", "n", "sum", "dev", "device[s]", "call[s]", "rms", "GPU-CPU rel");
+  std::vector<ResidentRow> res;
+  try {
+    for (int n : o.n) {
+      const Grid g{n};
+      res.push_back(resident(particles(g, o.overlap, 17 + g.n), g, cutoff, o.repeat));
+      const ResidentRow& r = res.back();
+      std::printf("  n = %d resident: sort %.2f ms, omega %.2f ms, div %.2f ms\n", n, 1e3 * r.sort_s, 1e3 * r.omega_s,
+                  1e3 * r.div_s);
+      std::fflush(stdout);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "blobs_bench: %s\n", e.what());
+    return 1;
+  }
+
+  if (!rows.empty())
+    std::printf("\n%6s %-10s %-4s %12s %10s %12s %14s\n", "n", "sum", "dev", "device[s]", "call[s]", "rms",
+                "GPU-CPU rel");
   for (const auto& r : rows) {
     std::printf("%6d %-10s %-4s ", r.n, r.sum.c_str(), r.device.c_str());
     if (r.device_s >= 0) std::printf("%12.4f", r.device_s);
@@ -259,6 +357,15 @@ int main(int argc, char** argv) {
     if (r.err >= 0) std::printf(" %14.2e", r.err);
     std::printf("\n");
   }
+
+  std::printf("\ndevice-resident blob sums (DeviceBlobSums; CUDA events, median of %d; pairs: particle-point pairs "
+              "inside the cut-off)\n", o.repeat);
+  std::printf("%6s %11s %7s %10s %9s %10s %9s %10s %14s %12s\n", "n", "particles", "stencil", "pairs/part", "sort[ms]",
+              "omega[ms]", "div[ms]", "reinit[ms]", "omega Gpairs/s", "div Gpairs/s");
+  for (const auto& r : res)
+    std::printf("%6d %11lld %4d^3 %10.0f %9.2f %10.2f %9.2f %10.2f %14.1f %12.1f\n", r.n, r.np, r.m, r.pairs / r.np,
+                1e3 * r.sort_s, 1e3 * r.omega_s, 1e3 * r.div_s, 1e3 * (r.sort_s + 3 * r.omega_s),
+                1e-9 * r.pairs / r.omega_s, 1e-9 * r.pairs / r.div_s);
 
   if (!o.csv.empty()) {
     std::ofstream f(o.csv);
@@ -280,6 +387,15 @@ int main(int argc, char** argv) {
       } else {
         csv.row(cs, "time_call", r.call_s, "s");
       }
+    }
+    csv.device(dev);
+    for (const auto& r : res) {
+      const std::string base =
+          "resident n=" + std::to_string(r.n) + " " + setup + " median of " + std::to_string(o.repeat);
+      csv.row(base + " sort", "time_device", r.sort_s, "s");
+      csv.row(base + " vorticity", "time_device", r.omega_s, "s");
+      csv.row(base + " divergence", "time_device", r.div_s, "s");
+      csv.row(base + " vorticity", "pairs_per_second", r.pairs / r.omega_s, "1/s");
     }
     std::printf("CSV rows written to %s\n", o.csv.c_str());
   }

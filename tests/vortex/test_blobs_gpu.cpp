@@ -1,6 +1,7 @@
-// The blob sums at the lattice on the GPU (vortex/blobs_gpu.cu, a tiled gather) against the CPU
-// scatter: the same weights and cut-off decisions, so only the rounding of exp and 1/σ² and the
-// order of the additions differ (relative L2 <= 1e-13); and the same bits on every run. The
+// The blob sums at the lattice on the GPU (vortex/blobs_gpu.cu, a tiled gather on the tensor
+// cores) against the CPU scatter: the same weights and cut-off decisions, so only the rounding of
+// exp and 1/σ² and the order of the products and additions differ (relative L2 <= 1e-13); and
+// the same bits on every run. The
 // device entry (DeviceBlobSums, for particles that live on the GPU) runs the same kernels as the
 // host entry: the same bits. Skipped without a GPU.
 #include <cuda_runtime.h>
@@ -77,6 +78,20 @@ TEST(BlobsGpu, SolverCoresEqualTheCpu) {
   if (!gpu_available()) GTEST_SKIP() << "no CUDA device";
   const Grid g{32};
   expect_gpu_equals_cpu(moved(g, 5, 0.1, 1.0, 0.0), g, "moved 0.1 h, cores h");
+}
+
+// A third of the particles packed into a cube about a cell wide: cells with hundreds of
+// particles, so that a tile's round of staged particles fills up inside one cell's run and the
+// next round resumes there.
+TEST(BlobsGpu, ClusteredParticlesEqualTheCpu) {
+  if (!gpu_available()) GTEST_SKIP() << "no CUDA device";
+  const Grid g{20};
+  Particles p = moved(g, 9, 0.4, 1.0, 0.0);
+  std::mt19937_64 gen(1);
+  std::uniform_real_distribution<double> U(0, 1);
+  for (std::size_t q = 0; q < p.size(); q += 3)
+    for (int d = 0; d < 3; ++d) p.x[q][d] = 1.0 + 0.3 * U(gen);
+  expect_gpu_equals_cpu(p, g, "a third in one cell");
 }
 
 TEST(BlobsGpu, SameBitsEveryRun) {
