@@ -6,10 +6,9 @@
 // particle's weights are three 1-D vectors. CPU: each particle's stencil is added to the
 // lattice, the z-planes split among the threads and the particles taken in index order, so
 // every point sums in the same order for any thread count (restarts are bit-exact). GPU
-// (blobs_gpu.cu): the particles sorted into lattice cells on the device, then a block per
-// 8 × 16 × 16 tile of points stages the particles that reach the tile (their 1-D weights at the
-// tile's points) and sums them on the FP64 tensor cores, Σ_p (w_y w_z)(α w_x) as a product of
-// matrices, every point in a fixed order (no atomics, the same bits on every run).
+// (blobs_gpu.cu): the particles sorted into lattice cells on the device, then a block per 8^3
+// tile of points stages the particles that reach the tile and every thread sums its own points
+// in a fixed order (no atomics, the same bits on every run).
 #pragma once
 
 #include "core/grid.h"

@@ -1,7 +1,6 @@
 // GPU blob sums: see blobs_gpu.h.  The stencils and weights are blobs_kernel.h's, as in blobs.cpp
 // (the same stencil start, cut-off test and formula, rounded as on the host), so the GPU sums
-// differ from the CPU's only in the rounding of exp and in the order of the products and the
-// additions (w_y w_z times α w_x on the tensor cores; the CPU takes w_x w_y w_z times α).
+// differ from the CPU's only in the rounding of exp and in the order of the additions.
 #include "vortex/blobs_gpu.h"
 
 #include <cuda_runtime.h>
@@ -27,59 +26,23 @@ struct Event {
 
 double last_seconds = 0;
 
-// The tiling.  A block sums the kTX × kTY × kTZ = 8 × 16 × 16 lattice points of one tile as a
-// product of matrices on the FP64 tensor cores.  For the particles p staged in shared memory the
-// sums are
-//   ω_c(i, j, k) = Σ_p [w_y,p(j) w_z,p(k)] [α_p,c w_x,p(i)]   (ζ separable, blobs_kernel.h),
-// D[(j, k), (c, i)] = Σ_p A[(j, k), p] B[p, (c, i)]: mma.sync m16n8k4 takes 4 particles (a
-// "chunk") at a time, A's 16 rows being a 4 × 4 block of (j, k) (an "m-block") and B's 8 columns
-// the tile's 8 x-points of one component.  Warp w owns the m-blocks at j = 4 (w mod 4) …, k = 8 (w /
-// 4) … and 8 (w / 4) + 4 …, both for the 3 components (or the one divergence, below): 6 (2)
-// accumulator fragments a lane.  A chunk whose particles have no weight in an m-block's 4 y- or
-// 4 z-points skips that m-block (the chunks are consecutive particles of the cell order, mostly of
-// one row of cells, so nearly alike in y and z): each point then sees about 1.5 × 1.2 × 1.2 times
-// the pairs inside the cut-off, against 3.4 times for the 8³ SIMT gather this replaced.  The
-// divergence Σ_p α_p · ∇ζ is three products into one sum: A = (w_y w_z, dw_y w_z, w_y dw_z), B =
-// (α_x dw_x, α_y w_x, α_z w_x).  Each round stages up to kSlots particles; their 1-D weights at the
-// tile's points (blob::weight, one thread a nonzero weight) are the only exp evaluations.
-constexpr int kTX = 8, kTY = 16, kTZ = 16;
-constexpr int kWarps = 8;
+// The tiling.  A block sums the kT³ lattice points of one tile; warp w owns its z-points
+// kZ w … kZ w + kZ − 1, lane (ig, j) the x-points 2 ig, 2 ig + 1 and the y-point j of those: 2 kZ
+// points a thread, so that each value read from shared memory feeds several multiply-adds and
+// the lanes of a warp read few distinct addresses (the z weights are one broadcast).  Each round
+// every warp stages up to 32 particles (slots 32 w …), so kThreads particles a round.
+constexpr int kT = 8;
+constexpr int kWarps = 2;
+constexpr int kZ = kT / kWarps;
 constexpr int kThreads = 32 * kWarps;
-constexpr int kK = 4;                  // particles per mma (m16n8k4)
-constexpr int kWeights = kTX + kTY + kTZ;  // 1-D weights per staged particle
-static_assert(kTX == 8 && kTY == 16 && kTZ == 16 && kWarps == 8,
-              "the warps' m-blocks assume 8 warps on 16 × 16 (j, k) and 8 x-points");
-__device__ constexpr int tile_points(int d) { return d == 0 ? kTX : d == 1 ? kTY : kTZ; }
+static_assert(kT == 8 && kZ % 2 == 0, "the lane layout assumes 4 x-pairs times 8 y-points a warp");
 
-// Particles staged per round (a multiple of kK, at most 32 kK: warp 0 prefixes them a chunk a lane).
+// Shared-memory doubles per staged particle: the x weights times α, 3 per point, and the y and
+// z weights (w, or (w, dw) pairs for the divergence), each padded to an odd number of 16-byte
+// units so that the lanes storing different particles spread over the banks.
+constexpr int kXS = 3 * kT + 2;
 template <bool Div>
-constexpr int kSlots = Div ? 64 : 128;
-
-// Shared-memory rows per staged particle (doubles): X, the B values α_c w_x(i) (or the divergence's),
-// component-major; Y and Z (and the derivatives YD, ZD), the w_y and w_z, padded to 20 so that a
-// warp's A loads (4 particles × 4 y-points, 4 particles × 2 z-points) fall on distinct banks.
-constexpr int kXS = 3 * kTX;
-constexpr int kYS = kTY + 4;
-constexpr int kZS = kTZ + 4;
-
-// The dynamic shared memory of gather_kernel<Div>: doubles first, then ints (offsets in elements).
-template <bool Div>
-struct Smem {
-  static constexpr int S = kSlots<Div>;
-  static constexpr int X = 0, Y = X + S * kXS, Z = Y + S * kYS, YD = Z + S * kZS, ZD = YD + (Div ? S * kYS : 0);
-  // per slot: position, core (σ, R, norm) and strength, [3][S] each
-  static constexpr int POS = ZD + (Div ? S * kZS : 0), CORE = POS + 3 * S, STR = CORE + 3 * S, DOUBLES = STR + 3 * S;
-  // per slot and direction: the run (ilo, sh, len) and its bits on the tile, [3][S] each; the
-  // prefix of the nonzero weights per slot; the chunks' (y bits | z bits << 16); the segment
-  // table (base, end) of two batches; the warps' hit counts; the first hit left for the next round
-  static constexpr int ILO = 0, SH = ILO + 3 * S, LEN = SH + 3 * S, BITS = LEN + 3 * S, PRE = BITS + 3 * S,
-                       CMASK = PRE + S + 1, SEG = CMASK + S / kK, WCOUNT = SEG + 2 * 64, STOP = WCOUNT + kWarps,
-                       INTS = STOP + 1;
-  static constexpr std::size_t bytes = sizeof(double) * DOUBLES + sizeof(int) * INTS;
-};
-static_assert(kSlots<false> % kK == 0 && kSlots<false> <= 32 * kK && kSlots<true> % kK == 0 &&
-                  kSlots<true> <= 32 * kK,
-              "warp 0 prefixes the slots a chunk a lane");
+constexpr int kYZS = Div ? 2 * kT + 2 : kT + 2;
 
 // Where the caller holds the particles: particle q's position, strength and core at
 // x[xs q + d], s[ss q + d] (times `scale`) and sigma[gs q]: the host entry's packed rows (stride
@@ -106,9 +69,9 @@ struct Sorted {
   int np, ss;
   double scale;
   __device__ double operator()(int k, int s) const { return f[static_cast<long long>(k) * np + s]; }
+  __device__ blob::Core core(int s) const { return {(*this)(3, s), (*this)(4, s), (*this)(5, s)}; }
   __device__ int run(int d, int j, int s) const { return g[static_cast<long long>(3 * d + j) * np + s]; }
-  /// Component c of the strength of particle q = perm[s] (times scale).
-  __device__ double strength(int c, int q) const { return str[static_cast<long long>(ss) * q + c] * scale; }
+  __device__ double strength(int c, int s) const { return str[static_cast<long long>(ss) * perm[s] + c] * scale; }
 };
 
 // Each particle's lattice cell, floor(x/h) clamped into the box, as its sort key.
@@ -161,10 +124,10 @@ __global__ void prepare(int np, Source src, const int* __restrict__ perm, int n,
   }
 }
 
-// Bits lo … hi − 1 of a tile's T points along one direction (0 <= lo).
-__device__ unsigned span(int lo, int hi, int T) {
-  lo = min(lo, T);
-  hi = min(hi, T);
+// Bits lo … hi − 1 of the tile's kT.
+__device__ unsigned span(int lo, int hi) {
+  lo = min(lo, kT);
+  hi = min(hi, kT);
   return hi > lo ? ((1u << hi) - 1) & ~((1u << lo) - 1) : 0u;
 }
 
@@ -177,110 +140,142 @@ struct Run {
 };
 
 __device__ Run run_at(const Sorted& P, int d, int s, int o, int n, unsigned valid) {
-  const int T = tile_points(d);
   Run r{P.run(d, 0, s), P.run(d, 1, s) - o, P.run(d, 2, s), valid};
   if (r.sh < 0) r.sh += n;
-  if (r.len < n) r.bits &= span(r.sh, r.sh + r.len, T) | (r.sh + r.len > n ? span(0, r.sh + r.len - n, T) : 0u);
+  if (r.len < n) r.bits &= span(r.sh, r.sh + r.len) | (r.sh + r.len > n ? span(0, r.sh + r.len - n) : 0u);
   return r;
 }
 
-// w and dw = ∂w/∂x_i (blob::weight) of a particle at coordinate x with core c at the tile's point
-// t on its run (ilo, sh, len): the sum over the run's points k, k + n, … < len that are that point
-// (several where the stencil is wider than the box).
-__device__ void weight_at(int ilo, int sh, int len, int t, int n, double h, double x, const blob::Core& c, double& w,
-                          double& dw) {
-  int k = t - sh;
-  if (k < 0) k += n;
-  w = 0;
-  dw = 0;
-  for (int kk = k; kk < len; kk += n) {
-    double v, dv;
-    blob::weight(blob::offset(ilo + kk, h, x), c, v, dv);
-    w += v;
-    dw += dv;
+// Whether particle s has a nonzero weight at some point of the tile at o.
+__device__ bool reaches(const Sorted& P, int s, const int (&o)[3], const unsigned (&valid)[3], int n) {
+#pragma unroll
+  for (int d = 2; d >= 0; --d)
+    if (!run_at(P, d, s, o[d], n, valid[d]).bits) return false;
+  return true;
+}
+
+// Writes particle s's weights at the tile's points into slot `slot`: along x times α,
+// (α_x dw, α_y w, α_z w) per point for the divergence, (α_x w, α_y w, α_z w) for ω; along y and z
+// the (w, dw) pairs or w (blob::weight at the run's points k, k + n, … < len where the stencil
+// is wider than the box).  Returns the bits of the z-points with a nonzero weight.  The loops
+// stay rolled: unrolled, this code overflowed the instruction cache and the warps waited on
+// instruction fetch.
+template <bool Div>
+__device__ unsigned stage(const Sorted& P, int s, int slot, const int (&o)[3], const unsigned (&valid)[3], int n,
+                          double h, double* xs, double* ys, double* zs) {
+  const double al[3] = {P.strength(0, s), P.strength(1, s), P.strength(2, s)};
+  const blob::Core c = P.core(s);
+  unsigned bits = 0;
+#pragma unroll 1
+  for (int d = 0; d < 3; ++d) {
+    const Run r = run_at(P, d, s, d == 0 ? o[0] : d == 1 ? o[1] : o[2], n,
+                         d == 0 ? valid[0] : d == 1 ? valid[1] : valid[2]);
+    const double x = P(d, s);
+    double* dst = d == 0 ? xs + slot * kXS : (d == 1 ? ys : zs) + slot * kYZS<Div>;
+#pragma unroll 1
+    for (int t = 0; t < kT; ++t) {
+      double w = 0, dw = 0;
+      if ((r.bits >> t) & 1u) {
+        int k = t - r.sh;
+        if (k < 0) k += n;
+        for (int kk = k; kk < r.len; kk += n) {
+          double v, dv;
+          blob::weight(blob::offset(r.ilo + kk, h, x), c, v, dv);
+          w += v;
+          dw += dv;
+        }
+      }
+      if (d == 0) {
+        dst[3 * t] = al[0] * (Div ? dw : w);
+        dst[3 * t + 1] = al[1] * w;
+        dst[3 * t + 2] = al[2] * w;
+      } else if (Div) {
+        reinterpret_cast<double2*>(dst)[t] = make_double2(w, dw);
+      } else {
+        dst[t] = w;
+      }
+    }
+    bits = r.bits;
+  }
+  return bits;  // along z
+}
+
+// Adds staged particle `slot` to this thread's points (x 2 ig + ii, y j, z kZ warp + kk).
+template <bool Div>
+__device__ void accumulate(int slot, int ig, int j, int warp, const double2* xs, const double2* ys, const double2* zs,
+                           double (&acc)[Div ? 1 : 3][2][kZ]) {
+  const double2* X = xs + slot * (kXS / 2) + 3 * ig;
+  const double2 p0 = X[0], p1 = X[1], p2 = X[2];
+  const double a[2][3] = {{p0.x, p0.y, p1.x}, {p1.y, p2.x, p2.y}};
+  const double2* Z = zs + slot * (kYZS<Div> / 2);
+  if constexpr (Div) {
+    // α·∇: w_z (α_x dw_x w_y + α_y w_x dw_y) + dw_z (α_z w_x w_y)
+    const double2 y = ys[slot * (kYZS<Div> / 2) + j];
+    double u[2], v[2];
+#pragma unroll
+    for (int ii = 0; ii < 2; ++ii) {
+      u[ii] = fma(a[ii][1], y.y, a[ii][0] * y.x);
+      v[ii] = a[ii][2] * y.x;
+    }
+#pragma unroll
+    for (int kk = 0; kk < kZ; ++kk) {
+      const double2 z = Z[kZ * warp + kk];
+#pragma unroll
+      for (int ii = 0; ii < 2; ++ii) acc[0][ii][kk] = fma(z.y, v[ii], fma(z.x, u[ii], acc[0][ii][kk]));
+    }
+  } else {
+    const double wy = reinterpret_cast<const double*>(ys)[slot * kYZS<Div> + j];
+    double t[2][3];
+#pragma unroll
+    for (int ii = 0; ii < 2; ++ii)
+      for (int c = 0; c < 3; ++c) t[ii][c] = a[ii][c] * wy;
+#pragma unroll
+    for (int k2 = 0; k2 < kZ / 2; ++k2) {
+      const double2 z = Z[kZ * warp / 2 + k2];
+#pragma unroll
+      for (int ii = 0; ii < 2; ++ii)
+        for (int c = 0; c < 3; ++c) {
+          acc[c][ii][2 * k2] = fma(z.x, t[ii][c], acc[c][ii][2 * k2]);
+          acc[c][ii][2 * k2 + 1] = fma(z.y, t[ii][c], acc[c][ii][2 * k2 + 1]);
+        }
+    }
   }
 }
 
-// Cells along one direction whose particles may reach the tile's points o … o + T − 1: those
+// Cells along one direction whose particles may reach the tile's points o … o + kT − 1: those
 // within `reach` cells (wrapped), or every cell once when that window covers the box.
 struct Cells {
   int lo, len;
 };
 
-__device__ Cells cells_near(int o, int T, int reach, int n) {
-  return T + 2 * reach >= n ? Cells{0, n} : Cells{o - reach, T + 2 * reach};
+__device__ Cells cells_near(int o, int reach, int n) {
+  return kT + 2 * reach >= n ? Cells{0, n} : Cells{o - reach, kT + 2 * reach};
 }
 
-// d += A B for the warp's fragments of a 16 × 4 A, a 4 × 8 B and the 16 × 8 D (PTX mma
-// m16n8k4 .f64, row.col): lane = 4 g + t holds a0 = A[g][t], a1 = A[g + 8][t], b0 = B[t][g] and
-// d = (D[g][2t], D[g][2t + 1], D[g + 8][2t], D[g + 8][2t + 1]).  Below sm_90 (no f64 m16n8k4)
-// the same products through shuffles and FMAs, slowly.
-__device__ __forceinline__ void mma(double (&d)[4], double a0, double a1, double b0) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
-      : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-      : "d"(a0), "d"(a1), "d"(b0));
-#else
-  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  for (int k = 0; k < kK; ++k) {
-    const double lo = __shfl_sync(~0u, a0, 4 * g + k), hi = __shfl_sync(~0u, a1, 4 * g + k);
-    const double b_0 = __shfl_sync(~0u, b0, 4 * (2 * t) + k), b_1 = __shfl_sync(~0u, b0, 4 * (2 * t + 1) + k);
-    d[0] = fma(lo, b_0, d[0]);
-    d[1] = fma(lo, b_1, d[1]);
-    d[2] = fma(hi, b_0, d[2]);
-    d[3] = fma(hi, b_1, d[3]);
-  }
-#endif
-}
-
-// One tile a block (the tiling above), in rounds of three phases.
-//  1. Candidates: the particles of the tile's window of cells, by rows of cells along x (one or
-//     two runs of sorted particles, "segments", each), are tested kThreads at a time; those that
-//     reach the tile take the next slots in the order of the segments (a block-wide prefix of the
-//     warps' ballots) until kSlots are taken.  A batch's positions come from a table of the next
-//     32 segments (warp 0: their starts and the prefix of their lengths); the cursor (segment sg,
-//     offset off) is the same in every thread.
-//  2. Staging: the 1-D weights of the slots at the tile's points, zero off their runs and in the
-//     padding up to a whole chunk; one thread a nonzero weight.
-//  3. Products: every warp adds the round's chunks, in order, to its fragments.
-// Every point thus sums its particles in one fixed order (the candidates' order; within a chunk,
-// the tensor core's): the same bits on every run.
+// One tile a block.  The candidates are the particles of the tile's window of cells, taken by
+// rows of cells along x (one or two runs of sorted particles each, two where the window wraps);
+// warp w walks rows w, w + kWarps, … 32 candidates at a time, keeps those that reach the tile in
+// a queue and stages 32 of them a round.  Then every thread adds the round's particles, warp 0's
+// slots before warp 1's, skipping a warp's slots where their z weights miss its z-points: a fixed
+// order, so the sums have the same bits on every run.
 template <bool Div>
-__global__ void __launch_bounds__(kThreads, 2)
-    gather_kernel(Sorted P, const int* __restrict__ start, int n, int reach, double h, double* __restrict__ out) {
-  using L = Smem<Div>;
-  constexpr int S = L::S;
-  constexpr int NC = Div ? 1 : 3;  // output components
-  extern __shared__ double smem[];
-  double* const X = smem + L::X;
-  double* const Y = smem + L::Y;
-  double* const Z = smem + L::Z;
-  double* const YD = smem + L::YD;
-  double* const ZD = smem + L::ZD;
-  double* const pos = smem + L::POS;
-  double* const core = smem + L::CORE;
-  double* const str = smem + L::STR;
-  int* const ints = reinterpret_cast<int*>(smem + L::DOUBLES);
-  int* const ilo = ints + L::ILO;
-  int* const shs = ints + L::SH;
-  int* const lens = ints + L::LEN;
-  unsigned* const bits = reinterpret_cast<unsigned*>(ints + L::BITS);
-  int* const pre = ints + L::PRE;
-  unsigned* const cmask = reinterpret_cast<unsigned*>(ints + L::CMASK);
-  int* const seg_table = ints + L::SEG;
-  int* const wcount = ints + L::WCOUNT;
-  int* const stop = ints + L::STOP;
+__global__ void __launch_bounds__(kThreads) gather_kernel(Sorted P, const int* __restrict__ start, int n, int reach,
+                                                          double h, double* __restrict__ out) {
+  __shared__ double2 xs[kThreads * kXS / 2];
+  __shared__ double2 ys[kThreads * kYZS<Div> / 2];
+  __shared__ double2 zs[kThreads * kYZS<Div> / 2];
+  __shared__ int queue[kWarps][64];
+  __shared__ int count[kWarps];
+  __shared__ unsigned zmask[kWarps];
 
-  const int tx = (n + kTX - 1) / kTX, ty = (n + kTY - 1) / kTY;
-  const int b = static_cast<int>(blockIdx.x);
-  const int o[3] = {b % tx * kTX, b / tx % ty * kTY, b / (tx * ty) * kTZ};
-  const unsigned valid[3] = {span(0, n - o[0], kTX), span(0, n - o[1], kTY), span(0, n - o[2], kTZ)};
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
+  const int tiles = (n + kT - 1) / kT;
+  const int o[3] = {static_cast<int>(blockIdx.x % tiles) * kT, static_cast<int>(blockIdx.x / tiles % tiles) * kT,
+                    static_cast<int>(blockIdx.x / (tiles * tiles)) * kT};
+  const unsigned valid[3] = {span(0, n - o[0]), span(0, n - o[1]), span(0, n - o[2])};  // points in the box
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
-  // The window's segments: row r = (z, y) of cells, then [ca0, cb0) and, where the window wraps
-  // in x, [0, cb1).
-  const Cells cx = cells_near(o[0], kTX, reach, n), cy = cells_near(o[1], kTY, reach, n),
-              cz = cells_near(o[2], kTZ, reach, n);
+  const Cells cx = cells_near(o[0], reach, n), cy = cells_near(o[1], reach, n), cz = cells_near(o[2], reach, n);
+  // A row's runs of cells: [ca0, cb0), then [0, cb1) where the window wraps.
   int ca0 = cx.lo, cb0 = cx.lo + cx.len, cb1 = 0, nseg = 1;
   if (cx.lo < 0 || cx.lo + cx.len > n) {
     ca0 = wrap(cx.lo, n);
@@ -288,228 +283,69 @@ __global__ void __launch_bounds__(kThreads, 2)
     cb1 = cx.lo + cx.len - (cx.lo < 0 ? 0 : n);
     nseg = 2;
   }
-  const int nsegs = cy.len * cz.len * nseg;
+  const int nrows = cy.len * cz.len;
+  int row = warp, seg = 0, pos = 0, end = 0, qlen = 0;
+  auto open = [&] {
+    const int c = (wrap(cz.lo + row / cy.len, n) * n + wrap(cy.lo + row % cy.len, n)) * n;
+    pos = start[c + (seg ? 0 : ca0)];
+    end = start[c + (seg ? cb1 : cb0)];
+  };
+  if (row < nrows) open();
 
-  // This warp's m-blocks: j = jb + 0 … 3, k = kb0 + 4 mb + 0 … 3 (mb = 0, 1).
-  const int jb = 4 * (warp % 4), kb0 = 8 * (warp / 4);
-  double acc[2][NC][4] = {};
-
-  int sg = 0, off = 0, batch = 0;  // the candidates' cursor and the batches so far (block-uniform)
+  const int ig = lane % 4, j = lane / 4;
+  double acc[Div ? 1 : 3][2][kZ] = {};
   for (;;) {
-    // ---- 1. candidates ----
-    int nslot = 0;
-    while (nslot < S && sg < nsegs) {
-      int* const base = seg_table + 64 * (batch & 1);  // two tables: one may still be read
-      int* const end = base + 32;
-      if (warp == 0) {
-        int a = 0, e = 0;
-        if (sg + lane < nsegs) {
-          const int sgl = sg + lane, row = sgl / nseg, seg = sgl - row * nseg;
-          const int c = (wrap(cz.lo + row / cy.len, n) * n + wrap(cy.lo + row % cy.len, n)) * n;
-          a = start[c + (seg ? 0 : ca0)] + (lane == 0 ? off : 0);
-          e = start[c + (seg ? cb1 : cb0)] - a;
-        }
-        for (int dl = 1; dl < 32; dl *= 2) {
-          const int v = __shfl_up_sync(~0u, e, dl);
-          if (lane >= dl) e += v;
-        }
-        base[lane] = a;
-        end[lane] = e;  // positions before the end of segment sg + lane
-      }
-      __syncthreads();
-      const int covered = end[31], total = min(covered, kThreads);
-      const int e = threadIdx.x;
-      bool hit = false;
-      int s = 0, ps = 0;
-      double fv[kF];
-      Run r[3];
-      if (e < total) {
-        int l = 0;
-        while (end[l] <= e) ++l;
-        s = base[l] + e - (l ? end[l - 1] : 0);
-        ps = P.perm[s];  // now, with the runs: one wait less before the slot's strength
-#pragma unroll
-        for (int k = 0; k < kF; ++k) fv[k] = P(k, s);
-        hit = true;
-#pragma unroll
-        for (int d = 0; d < 3; ++d) {
-          r[d] = run_at(P, d, s, o[d], n, valid[d]);
-          hit = hit && r[d].bits;
-        }
-      }
+    while (qlen < 32 && row < nrows) {
+      const int s = pos + lane;
+      const bool hit = s < end && reaches(P, s, o, valid, n);
       const unsigned ballot = __ballot_sync(~0u, hit);
-      if (lane == 0) wcount[warp] = __popc(ballot);
-      __syncthreads();
-      int before = 0, all = 0;
-      for (int w = 0; w < kWarps; ++w) {
-        before += w < warp ? wcount[w] : 0;
-        all += wcount[w];
-      }
-      const int rank = before + __popc(ballot & ((1u << lane) - 1)), room = S - nslot;
-      if (hit && rank < room) {
-        const int q = nslot + rank;
-#pragma unroll
-        for (int d = 0; d < 3; ++d) {
-          pos[d * S + q] = fv[d];
-          core[d * S + q] = fv[3 + d];  // σ, R, norm
-          str[d * S + q] = P.strength(d, ps);
-          ilo[d * S + q] = r[d].ilo;
-          shs[d * S + q] = r[d].sh;
-          lens[d * S + q] = r[d].len;
-          bits[d * S + q] = r[d].bits;
+      if (hit) queue[warp][qlen + __popc(ballot & ((1u << lane) - 1))] = s;
+      qlen += __popc(ballot);
+      pos += 32;
+      if (pos >= end) {
+        if (++seg == nseg) {
+          seg = 0;
+          row += kWarps;
         }
+        if (row < nrows) open();
       }
-      if (hit && rank == room) *stop = e;  // the first hit left for the next round
-      __syncthreads();
-      // The next position: after the batch, or the hit left over.
-      int next = total;
-      if (all > room) {
-        next = *stop;
-        nslot = S;
-      } else {
-        nslot += all;
-      }
-      if (next >= covered) {
-        sg += 32;
-        off = 0;
-      } else {
-        int l = 0;
-        while (end[l] <= next) ++l;
-        off = (l ? 0 : off) + next - (l ? end[l - 1] : 0);
-        sg += l;
-      }
-      ++batch;
     }
-    if (nslot == 0) break;  // block-uniform: every thread saw the same counts
-    const int nch = (nslot + kK - 1) / kK;
-
-    // The slots' nonzero weights as a prefix (pre[q] … pre[q + 1] − 1 are slot q's; pre[S] all)
-    // and the chunks' bits along y and z: warp 0, a chunk a lane.
-    if (warp == 0) {
-      int cnt[kK], sum = 0;
-      unsigned cm = 0;
-#pragma unroll
-      for (int i = 0; i < kK; ++i) {
-        const int q = kK * lane + i;
-        cnt[i] = 0;
-        if (q < nslot) {
-          cnt[i] = __popc(bits[q]) + __popc(bits[S + q]) + __popc(bits[2 * S + q]);
-          cm |= bits[S + q] | bits[2 * S + q] << 16;
-        }
-        sum += cnt[i];
-      }
-      int incl = sum;
-      for (int dl = 1; dl < 32; dl *= 2) {
-        const int v = __shfl_up_sync(~0u, incl, dl);
-        if (lane >= dl) incl += v;
-      }
-      int p = incl - sum;
-      if (kK * lane < S) {
-#pragma unroll
-        for (int i = 0; i < kK; ++i) {
-          pre[kK * lane + i] = p;
-          p += cnt[i];
-        }
-      }
-      if (lane == 31) pre[S] = incl;
-      if (lane < nch) cmask[lane] = cm;
+    __syncwarp();
+    const int take = min(qlen, 32);
+    unsigned zbits = 0;
+    if (lane < take)
+      zbits = stage<Div>(P, queue[warp][lane], 32 * warp + lane, o, valid, n, h, reinterpret_cast<double*>(xs),
+                         reinterpret_cast<double*>(ys), reinterpret_cast<double*>(zs));
+    zbits = __reduce_or_sync(~0u, zbits);
+    const int rest = lane + 32 < qlen ? queue[warp][lane + 32] : 0;
+    __syncwarp();
+    if (lane + 32 < qlen) queue[warp][lane] = rest;
+    qlen -= take;
+    if (lane == 0) {
+      count[warp] = take;
+      zmask[warp] = zbits;
     }
     __syncthreads();
-
-    // ---- 2. staging ----
-    // Zeros: the points off the runs, and every point of the padding slots.
-    for (int e = threadIdx.x; e < kK * nch * kWeights; e += kThreads) {
-      const int q = e / kWeights, u = e - q * kWeights;
-      const int d = u < kTX ? 0 : u < kTX + kTY ? 1 : 2;
-      const int t = u - (d == 0 ? 0 : d == 1 ? kTX : kTX + kTY);
-      if (q < nslot && ((bits[d * S + q] >> t) & 1u)) continue;
-      if (d == 0) {
-        for (int c = 0; c < 3; ++c) X[q * kXS + kTX * c + t] = 0.0;
-      } else if (d == 1) {
-        Y[q * kYS + t] = 0.0;
-        if constexpr (Div) YD[q * kYS + t] = 0.0;
-      } else {
-        Z[q * kZS + t] = 0.0;
-        if constexpr (Div) ZD[q * kZS + t] = 0.0;
-      }
-    }
-    // The nonzero weights, the r-th of the round in slot q with pre[q] <= r < pre[q + 1].
-    const int nw = pre[S];
-    for (int r = threadIdx.x; r < nw; r += kThreads) {
-      int lo = 0, hi = nslot - 1;
-      while (lo < hi) {
-        const int mid = (lo + hi + 1) / 2;
-        if (pre[mid] <= r) lo = mid;
-        else hi = mid - 1;
-      }
-      const int q = lo;
-      int k = r - pre[q], d = 0;
-      unsigned m = bits[q];
-      while (k >= __popc(m)) {  // every slot has at least one point along each direction
-        k -= __popc(m);
-        m = bits[++d * S + q];
-      }
-      for (int i = 0; i < k; ++i) m &= m - 1;
-      const int t = __ffs(m) - 1;  // the k-th point on the run
-      const blob::Core c{core[q], core[S + q], core[2 * S + q]};
-      double w, dw;
-      weight_at(ilo[d * S + q], shs[d * S + q], lens[d * S + q], t, n, h, pos[d * S + q], c, w, dw);
-      if (d == 0) {
-        X[q * kXS + t] = str[q] * (Div ? dw : w);
-        X[q * kXS + kTX + t] = str[S + q] * w;
-        X[q * kXS + 2 * kTX + t] = str[2 * S + q] * w;
-      } else if (d == 1) {
-        Y[q * kYS + t] = w;
-        if constexpr (Div) YD[q * kYS + t] = dw;
-      } else {
-        Z[q * kZS + t] = w;
-        if constexpr (Div) ZD[q * kZS + t] = dw;
-      }
+    int total = 0;
+    for (int w = 0; w < kWarps; ++w) total += count[w];
+    if (total == 0) break;
+    for (int w = 0; w < kWarps; ++w) {
+      if (!((zmask[w] >> (kZ * warp)) & ((1u << kZ) - 1))) continue;
+      const int c = count[w];
+#pragma unroll 2
+      for (int p = 0; p < c; ++p) accumulate<Div>(32 * w + p, ig, j, warp, xs, ys, zs, acc);
     }
     __syncthreads();
-
-    // ---- 3. products ----
-    // Chunk ch: particles (slots) kK ch + t, lane (g, t) giving A rows g (j = jb + g mod 4, k = kb +
-    // g / 4) and g + 8 (the same j, k + 2) and B row t at column g (x-point g).
-    for (int ch = 0; ch < nch; ++ch) {
-      const unsigned cm = cmask[ch];
-      if (!((cm >> jb) & 0xFu)) continue;
-      const int q = kK * ch + t4;
-      const double wy = Y[q * kYS + jb + g % 4];
-      const double dwy = Div ? YD[q * kYS + jb + g % 4] : 0.0;
-#pragma unroll
-      for (int mb = 0; mb < 2; ++mb) {
-        const int kb = kb0 + 4 * mb;
-        if (!((cm >> (16 + kb)) & 0xFu)) continue;
-        const int zi = q * kZS + kb + g / 4;
-        const double z0 = Z[zi], z1 = Z[zi + 2];
-        if constexpr (Div) {
-          const double dz0 = ZD[zi], dz1 = ZD[zi + 2];
-          mma(acc[mb][0], wy * z0, wy * z1, X[q * kXS + g]);               // α_x dw_x w_y w_z
-          mma(acc[mb][0], dwy * z0, dwy * z1, X[q * kXS + kTX + g]);       // α_y w_x dw_y w_z
-          mma(acc[mb][0], wy * dz0, wy * dz1, X[q * kXS + 2 * kTX + g]);   // α_z w_x w_y dw_z
-        } else {
-          const double a0 = wy * z0, a1 = wy * z1;
-#pragma unroll
-          for (int c = 0; c < 3; ++c) mma(acc[mb][c], a0, a1, X[q * kXS + kTX * c + g]);
-        }
-      }
-    }
-    __syncthreads();  // the next round overwrites the slots
   }
 
-  // Fragment value v of m-block mb: x = 2 t + v mod 2, y = jb + g mod 4, z = kb + g / 4 + 2 (v / 2).
   const long long npts = static_cast<long long>(n) * n * n;
-  const int y = o[1] + jb + g % 4;
-#pragma unroll
-  for (int mb = 0; mb < 2; ++mb)
-#pragma unroll
-    for (int v = 0; v < 4; ++v) {
-      const int x = o[0] + 2 * t4 + v % 2, z = o[2] + kb0 + 4 * mb + g / 4 + 2 * (v / 2);
+  const int y = o[1] + j;
+  for (int kk = 0; kk < kZ; ++kk)
+    for (int ii = 0; ii < 2; ++ii) {
+      const int x = o[0] + 2 * ig + ii, z = o[2] + kZ * warp + kk;
       if (x >= n || y >= n || z >= n) continue;
       const long long i = (static_cast<long long>(z) * n + y) * n + x;
-#pragma unroll
-      for (int c = 0; c < NC; ++c) out[c * npts + i] = acc[mb][c][v];
+      for (int c = 0; c < (Div ? 1 : 3); ++c) out[c * npts + i] = acc[c][ii][kk];
     }
 }
 
@@ -580,21 +416,13 @@ struct DeviceBlobSums::Impl {
     // A particle in cell c has its nonzero weights within ceil(cutoff σ_max/h) = m/2 − 1 lattice
     // points of c; one cell more covers the rounding of floor(x/h) and of the cut-off test.
     const int reach = m / 2;
-    const long long tiles = static_cast<long long>((n + kTX - 1) / kTX) * ((n + kTY - 1) / kTY) * ((n + kTZ - 1) / kTZ);
+    const long long tiles = (n + kT - 1) / kT;
     const Sorted P{f.as<double>(), runs.as<int>(), perm.as<int>(), src.s, np, src.ss, src.scale};
+    const unsigned nblocks = static_cast<unsigned>(tiles * tiles * tiles);
     if (divergence)
-      launch<true>(P, static_cast<unsigned>(tiles), reach, out);
+      gather_kernel<true><<<nblocks, kThreads>>>(P, start.as<int>(), n, reach, h, out);
     else
-      launch<false>(P, static_cast<unsigned>(tiles), reach, out);
-  }
-
-  template <bool Div>
-  void launch(const Sorted& P, unsigned nblocks, int reach, double* out) const {
-    // More than the 48 KB of shared memory a block gets unasked (set on every call: cheap, and
-    // right for whichever device is current).
-    VH_CHECK_CUDA(cudaFuncSetAttribute(gather_kernel<Div>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(Smem<Div>::bytes)));
-    gather_kernel<Div><<<nblocks, kThreads, Smem<Div>::bytes>>>(P, start.as<int>(), n, reach, h, out);
+      gather_kernel<false><<<nblocks, kThreads>>>(P, start.as<int>(), n, reach, h, out);
     VH_CHECK_LAUNCH();
   }
 };

@@ -1,12 +1,11 @@
 // GPU counterpart of the blob sums of vortex/blobs.cpp (CUDA builds, VH_HAVE_CUDA): a tiled
 // gather.  The particles are sorted into lattice cells on the device; a thread block owns a tile
 // of lattice points, stages the particles whose stencils reach it (their 1-D weights at the
-// tile's points, computed there) in shared memory, and its warps add them to their points on
-// the FP64 tensor cores (mma.sync m16n8k4: the separable weights make the sums a product of
-// matrices), every point in a fixed order: no atomics, the same bits on every run.  Internal to
-// vh_vortex: host particles go through vorticity_on_lattice / divergence_on_lattice / blob_sums
-// with gpu = true (gather_gpu below), device-resident ones (the GPU vortex solver, solver_gpu.h)
-// through DeviceBlobSums; both run the same kernels.  Host header, no CUDA syntax.
+// tile's points, computed there) in shared memory, and each thread sums its own points in a
+// fixed order: no atomics, the same bits on every run.  Internal to vh_vortex: host particles
+// go through vorticity_on_lattice / divergence_on_lattice / blob_sums with gpu = true
+// (gather_gpu below), device-resident ones (the GPU vortex solver, solver_gpu.h) through
+// DeviceBlobSums; both run the same kernels.  Host header, no CUDA syntax.
 #pragma once
 
 #include <cstddef>

@@ -390,8 +390,7 @@ int main(int argc, char** argv) {
     }
     csv.device(dev);
     for (const auto& r : res) {
-      const std::string base =
-          "resident n=" + std::to_string(r.n) + " " + setup + " median of " + std::to_string(o.repeat);
+      const std::string base = "resident n=" + std::to_string(r.n) + " " + setup + " median of " + std::to_string(o.repeat);
       csv.row(base + " sort", "time_device", r.sort_s, "s");
       csv.row(base + " vorticity", "time_device", r.omega_s, "s");
       csv.row(base + " divergence", "time_device", r.div_s, "s");

@@ -1,7 +1,6 @@
-// The blob sums at the lattice on the GPU (vortex/blobs_gpu.cu, a tiled gather on the tensor
-// cores) against the CPU scatter: the same weights and cut-off decisions, so only the rounding of
-// exp and 1/σ² and the order of the products and additions differ (relative L2 <= 1e-13); and
-// the same bits on every run. The
+// The blob sums at the lattice on the GPU (vortex/blobs_gpu.cu, a tiled gather) against the CPU
+// scatter: the same weights and cut-off decisions, so only the rounding of exp and 1/σ² and the
+// order of the additions differ (relative L2 <= 1e-13); and the same bits on every run. The
 // device entry (DeviceBlobSums, for particles that live on the GPU) runs the same kernels as the
 // host entry: the same bits. Skipped without a GPU.
 #include <cuda_runtime.h>
@@ -81,8 +80,8 @@ TEST(BlobsGpu, SolverCoresEqualTheCpu) {
 }
 
 // A third of the particles packed into a cube about a cell wide: cells with hundreds of
-// particles, so that a tile's round of staged particles fills up inside one cell's run and the
-// next round resumes there.
+// particles, so that a tile's staged particles fill up inside one cell's run and the next batch
+// resumes there.
 TEST(BlobsGpu, ClusteredParticlesEqualTheCpu) {
   if (!gpu_available()) GTEST_SKIP() << "no CUDA device";
   const Grid g{20};
