@@ -63,22 +63,6 @@ void Halo::exchange(const void* v, std::size_t elem_bytes, void* out) const {
   comm_.alltoallv(send.data(), send_counts_, send_displs_, out, recv_counts_, recv_displs_, elem_bytes);
 }
 
-const std::vector<Vec3>& Halo::gather(const std::vector<Vec3>& v, std::vector<Vec3>& buf) const {
-  if (comm_.size() == 1) return v;
-  VH_CHECK(v.size() == total_, "Halo::gather: one value per particle expected");
-  buf.resize(recv_displs_.back() + recv_counts_.back());
-  exchange(v.data(), sizeof(Vec3), buf.data());
-  return buf;
-}
-
-const std::vector<double>& Halo::gather(const std::vector<double>& v, std::vector<double>& buf) const {
-  if (comm_.size() == 1) return v;
-  VH_CHECK(v.size() == total_, "Halo::gather: one value per particle expected");
-  buf.resize(recv_displs_.back() + recv_counts_.back());
-  exchange(v.data(), sizeof(double), buf.data());
-  return buf;
-}
-
 std::size_t migrate(const Slab& lattice, Particles& p, const std::vector<std::vector<Vec3>*>& carried) {
   const Comm& comm = lattice.comm;
   const int R = lattice.ranks(), me = comm.rank();

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/comm.h"
+#include "base/error.h"
 #include "core/slab.h"
 #include "vortex/particles.h"
 
@@ -38,8 +39,14 @@ class Halo {
   /// The values `v` (one per particle of this rank) of every particle whose stencil reaches this
   /// rank's planes, in rank order and each rank's index order.  One rank: `v` itself, no copy;
   /// else `buf`, filled.  Collective.
-  const std::vector<Vec3>& gather(const std::vector<Vec3>& v, std::vector<Vec3>& buf) const;
-  const std::vector<double>& gather(const std::vector<double>& v, std::vector<double>& buf) const;
+  template <class T>
+  const std::vector<T>& gather(const std::vector<T>& v, std::vector<T>& buf) const {
+    if (comm_.size() == 1) return v;
+    VH_CHECK(v.size() == total_, "Halo::gather: one value per particle expected");
+    buf.resize(recv_displs_.back() + recv_counts_.back());
+    exchange(v.data(), sizeof(T), buf.data());
+    return buf;
+  }
 
   /// Particles this rank receives from other ranks, and sends to them.
   std::size_t received() const { return received_; }
