@@ -1,4 +1,5 @@
 #include "core/slab.h"
+#include "core/slab_copy.h"
 
 #include <algorithm>
 #include <cstring>
@@ -103,6 +104,37 @@ void scatter_plane(const Complex* plane, int c, int iz, SpectralSlab& u) {
     }
   }
   s.comm.scatterv(all.data(), counts, mine, row, sizeof(Complex));
+}
+
+SpectralSlab restrict_to(const SpectralVector& u, const Slab& s) {
+  SpectralSlab r(s);
+  for (int c = 0; c < 3; ++c)
+    for_each_mode(s, [&](std::size_t m, int ix, int iy, int iz) { r.c[c][m] = u.c[c][u.grid.mode_index(ix, iy, iz)]; });
+  return r;
+}
+
+SpectralVector allgather(const SpectralSlab& u) {
+  const Slab& s = u.slab;
+  SpectralVector w(s.grid);
+  if (s.whole()) {
+    for (int c = 0; c < 3; ++c) w.c[c] = u.c[c];
+    return w;
+  }
+  const int n = s.grid.n, nxh = n / 2 + 1;
+  std::vector<std::size_t> counts;
+  for (int r = 0; r < s.ranks(); ++r) counts.push_back(s.of_rank(r).local_modes());
+  std::vector<Complex> all(std::size_t(n) * n * nxh);
+  for (int c = 0; c < 3; ++c) {
+    s.comm.allgatherv(u.c[c].data(), u.c[c].size(), all.data(), counts, sizeof(Complex));
+    const Complex* p = all.data();
+    for (int r = 0; r < s.ranks(); ++r) {  // rank r's [kz][slot][kx] rows to their ky
+      const Slab o = s.of_rank(r);
+      for (int iz = 0; iz < n; ++iz)
+        for (int j = 0; j < o.slots(); ++j, p += nxh)
+          std::copy(p, p + nxh, w.c[c].begin() + std::ptrdiff_t(w.grid.mode_index(0, o.ky_index(j), iz)));
+    }
+  }
+  return w;
 }
 
 }  // namespace vh

@@ -1,5 +1,5 @@
-// What the tests on R ranks share: the rank's slab of a whole field, and the relative L2
-// difference of two slab-distributed fields over all the ranks.
+// What the tests on R ranks share: the rank's slab of a whole field (core/slab_copy.h), and the
+// relative L2 difference of two slab-distributed fields over all the ranks.
 #pragma once
 
 #include <cmath>
@@ -7,16 +7,11 @@
 
 #include "core/grid.h"
 #include "core/slab.h"
+#include "core/slab_copy.h"
 
 namespace vh::test {
 
-/// This rank's part (s) of the whole field u.
-inline SpectralSlab restrict_to(const SpectralVector& u, const Slab& s) {
-  SpectralSlab r(s);
-  for (int c = 0; c < 3; ++c)
-    for_each_mode(s, [&](std::size_t m, int ix, int iy, int iz) { r.c[c][m] = u.c[c][u.grid.mode_index(ix, iy, iz)]; });
-  return r;
-}
+using vh::restrict_to;  // core/slab_copy.h
 
 /// ‖a − b‖ / ‖b‖ over all the ranks' modes (each weighted for its conjugate), b the reference.
 inline double rel_l2(const SpectralSlab& a, const SpectralSlab& b) {
