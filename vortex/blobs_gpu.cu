@@ -85,13 +85,20 @@ __global__ void cell_keys(int np, Source src, int n, double h, int* __restrict__
   idx[q] = q;
 }
 
-// start[c]: the first sorted particle of cell c (start[ncells] = np): sorted position k starts
-// the cells after its predecessor's up to its own.
+// start[c]: the first sorted particle of cell c (start[ncells] = np), by binary search of the
+// sorted keys, one thread a cell: the particles may leave long runs of cells empty (a rank's
+// share of them covers only its planes, vortex/solver_gpu.cu), which a thread per particle
+// filling the cells up to its own would walk alone.
 __global__ void cell_starts(int np, int ncells, const int* __restrict__ key, int* __restrict__ start) {
-  const int k = blockIdx.x * blockDim.x + threadIdx.x;
-  if (k > np) return;
-  const int lo = k == 0 ? 0 : key[k - 1] + 1, hi = k == np ? ncells : key[k];
-  for (int c = lo; c <= hi; ++c) start[c] = k;
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c > ncells) return;
+  int lo = 0, hi = np;  // the first k with key[k] >= c
+  while (lo < hi) {
+    const int mid = lo + (hi - lo) / 2;
+    if (key[mid] < c) lo = mid + 1;
+    else hi = mid;
+  }
+  start[c] = lo;
 }
 
 __device__ int wrap(int a, int n) {
@@ -260,7 +267,7 @@ __device__ Cells cells_near(int o, int reach, int n) {
 // order, so the sums have the same bits on every run.
 template <bool Div>
 __global__ void __launch_bounds__(kThreads) gather_kernel(Sorted P, const int* __restrict__ start, int n, int reach,
-                                                          double h, double* __restrict__ out) {
+                                                          double h, int z0, int z1, double* __restrict__ out) {
   __shared__ double2 xs[kThreads * kXS / 2];
   __shared__ double2 ys[kThreads * kYZS<Div> / 2];
   __shared__ double2 zs[kThreads * kYZS<Div> / 2];
@@ -270,7 +277,7 @@ __global__ void __launch_bounds__(kThreads) gather_kernel(Sorted P, const int* _
 
   const int tiles = (n + kT - 1) / kT;
   const int o[3] = {static_cast<int>(blockIdx.x % tiles) * kT, static_cast<int>(blockIdx.x / tiles % tiles) * kT,
-                    static_cast<int>(blockIdx.x / (tiles * tiles)) * kT};
+                    static_cast<int>(blockIdx.x / (tiles * tiles) + z0 / kT) * kT};
   const unsigned valid[3] = {span(0, n - o[0]), span(0, n - o[1]), span(0, n - o[2])};  // points in the box
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
@@ -338,13 +345,13 @@ __global__ void __launch_bounds__(kThreads) gather_kernel(Sorted P, const int* _
     __syncthreads();
   }
 
-  const long long npts = static_cast<long long>(n) * n * n;
+  const long long npts = static_cast<long long>(z1 - z0) * n * n;  // of the window
   const int y = o[1] + j;
   for (int kk = 0; kk < kZ; ++kk)
     for (int ii = 0; ii < 2; ++ii) {
       const int x = o[0] + 2 * ig + ii, z = o[2] + kZ * warp + kk;
-      if (x >= n || y >= n || z >= n) continue;
-      const long long i = (static_cast<long long>(z) * n + y) * n + x;
+      if (x >= n || y >= n || z < z0 || z >= z1) continue;
+      const long long i = (static_cast<long long>(z - z0) * n + y) * n + x;
       for (int c = 0; c < (Div ? 1 : 3); ++c) out[c * npts + i] = acc[c][ii][kk];
     }
 }
@@ -403,7 +410,8 @@ struct DeviceBlobSums::Impl {
       std::size_t bytes = temp_bytes;
       VH_CHECK_CUDA(cub::DeviceRadixSort::SortPairs(scratch, bytes, key, skey, idx, perm.as<int>(), np, 0, bits));
     }
-    cell_starts<<<blocks(np + 1, threads), threads>>>(np, n * n * n, skey, start.as<int>());
+    cell_starts<<<blocks(static_cast<long long>(n) * n * n + 1, threads), threads>>>(np, n * n * n, skey,
+                                                                                     start.as<int>());
     VH_CHECK_LAUNCH();
     if (np > 0) {
       prepare<<<blocks(np, threads), threads>>>(np, src, perm.as<int>(), n, h, cutoff, m, f.as<double>(),
@@ -412,17 +420,22 @@ struct DeviceBlobSums::Impl {
     }
   }
 
-  void sum(const Source& src, bool divergence, double* out) const {
+  void sum(const Source& src, bool divergence, double* out, int z0 = 0, int nz = -1) const {
     // A particle in cell c has its nonzero weights within ceil(cutoff σ_max/h) = m/2 − 1 lattice
     // points of c; one cell more covers the rounding of floor(x/h) and of the cut-off test.
     const int reach = m / 2;
-    const long long tiles = (n + kT - 1) / kT;
+    const int z1 = nz < 0 ? n : z0 + nz;
+    if (z0 < 0 || z1 > n || z1 < z0) throw std::invalid_argument("blob sums: z-planes outside the lattice");
+    if (z1 == z0) return;
+    // The tiles of the whole lattice that hold the window's planes: each point's sum is the one
+    // the whole lattice's tile gives it, bit for bit.
+    const long long tiles = (n + kT - 1) / kT, ztiles = (z1 + kT - 1) / kT - z0 / kT;
     const Sorted P{f.as<double>(), runs.as<int>(), perm.as<int>(), src.s, np, src.ss, src.scale};
-    const unsigned nblocks = static_cast<unsigned>(tiles * tiles * tiles);
+    const unsigned nblocks = static_cast<unsigned>(tiles * tiles * ztiles);
     if (divergence)
-      gather_kernel<true><<<nblocks, kThreads>>>(P, start.as<int>(), n, reach, h, out);
+      gather_kernel<true><<<nblocks, kThreads>>>(P, start.as<int>(), n, reach, h, z0, z1, out);
     else
-      gather_kernel<false><<<nblocks, kThreads>>>(P, start.as<int>(), n, reach, h, out);
+      gather_kernel<false><<<nblocks, kThreads>>>(P, start.as<int>(), n, reach, h, z0, z1, out);
     VH_CHECK_LAUNCH();
   }
 };
@@ -436,8 +449,8 @@ void DeviceBlobSums::sort(const double* d_x, const double* d_sigma, std::size_t 
   impl_->sort(Source{d_x, nullptr, d_sigma, 3, 0, 1, 1.0}, cutoff, m);
 }
 
-void DeviceBlobSums::sum(const double* d_s, double scale, bool divergence, double* d_out) const {
-  impl_->sum(Source{nullptr, d_s, nullptr, 0, 3, 0, scale}, divergence, d_out);
+void DeviceBlobSums::sum(const double* d_s, double scale, bool divergence, double* d_out, int z0, int nz) const {
+  impl_->sum(Source{nullptr, d_s, nullptr, 0, 3, 0, scale}, divergence, d_out, z0, nz);
 }
 
 std::size_t DeviceBlobSums::device_bytes() const {

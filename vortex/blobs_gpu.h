@@ -52,8 +52,10 @@ class DeviceBlobSums {
   /// d_x and d_sigma are read here only.
   void sort(const double* d_x, const double* d_sigma, std::size_t np, const Grid& g, double cutoff, int m);
   /// The sums of the sorted particles with strengths scale · d_s (read now, in the sorted order)
-  /// into d_out: 3 components, or 1 with `divergence`.
-  void sum(const double* d_s, double scale, bool divergence, double* d_out) const;
+  /// into d_out: 3 components, or 1 with `divergence`. With nz ≥ 0 only at the z-planes
+  /// [z0, z0 + nz) of the lattice (a rank's slab), written as a lattice of nz planes (component
+  /// c at d_out[c·nz·n² …]), each value bit for bit the whole lattice's.
+  void sum(const double* d_s, double scale, bool divergence, double* d_out, int z0 = 0, int nz = -1) const;
   /// Device memory held.
   std::size_t device_bytes() const;
 

@@ -38,4 +38,15 @@ VH_HD inline void weight(double delta, const Core& c, double& w, double& dw) {
   dw = -delta / (c.sigma * c.sigma) * w;
 }
 
+/// Whether a particle whose z lies in lattice cell `cell` (floor(z/h)) may have weights at the
+/// planes z0 … z0 + nz − 1 of an n-point lattice: its cell within `reach` cells of them,
+/// periodically. reach = m/2 + 1 for a stencil of m points covers its ceil(cutoff σ/h) points
+/// each side and the rounding of the cell (the blob sums of a rank's planes, solver_gpu.cu).
+VH_HD inline bool near_planes(int cell, int z0, int nz, int n, int reach) {
+  int c = cell % n;
+  if (c < 0) c += n;
+  const int d = (c - z0 + n) % n;  // cells above z0, periodically
+  return d < nz + reach || d >= n - reach;
+}
+
 }  // namespace vh::vortex::blob

@@ -14,6 +14,7 @@
 #include "core/device.h"
 #include "vortex/blobs.h"
 #include "vortex/blobs_gpu.h"
+#include "vortex/blobs_kernel.h"
 
 namespace vh::vortex {
 namespace {
@@ -162,6 +163,64 @@ TEST(BlobsGpu, DevicePointersEqualTheHostEntry) {
     EXPECT_TRUE(out.part(0, npts) == div.v) << "n " << n << ", divergence";
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
+}
+
+// The sums at a window of z-planes (a rank's slab, vortex/solver_gpu.cu) equal the whole
+// lattice's sums there bit for bit: the window's tiles are the whole lattice's (windows that
+// start and end inside a tile, one plane, the last planes), and the planes outside it are not
+// written. Also with only the particles that reach the window (their order kept): the sums
+// there still equal the whole lattice's to round-off (1e-14): which particles a tile stages
+// together may change, not which particles a point adds.
+TEST(BlobsGpu, WindowOfPlanesEqualsTheWholeLattice) {
+  if (!gpu_available()) GTEST_SKIP() << "no CUDA device";
+  const int n = 36;
+  const Grid g{n};
+  const Particles p = moved(g, 5, 0.4, 1.15, 0.15);
+  const std::size_t np = p.size(), plane = std::size_t(n) * n;
+  const DeviceCopy x(p.x[0].data(), 3 * np), alpha(p.alpha[0].data(), 3 * np), sigma(p.sigma.data(), np);
+  detail::DeviceBlobSums sums;
+  const double smax = *std::max_element(p.sigma.begin(), p.sigma.end());
+  const int m = stencil_points(smax, g.h(), 7.0);
+  sums.sort(x.p, sigma.p, np, g, 7.0, m);
+  VectorField w;
+  vorticity_on_lattice(p, g, 7.0, w, true);
+  for (auto [z0, nz] : {std::pair{0, 36}, {3, 10}, {17, 1}, {30, 6}, {8, 8}}) {
+    const std::size_t npl = std::size_t(nz) * plane;
+    std::vector<double> sentinel(3 * npl + 1, 1e300);
+    const DeviceCopy out(sentinel.data(), sentinel.size());
+    sums.sum(alpha.p, 1.0, false, out.p, z0, nz);
+    for (int d = 0; d < 3; ++d)
+      EXPECT_TRUE(out.part(d * npl, npl) ==
+                  std::vector<double>(w.c[d].begin() + std::ptrdiff_t(z0 * plane),
+                                      w.c[d].begin() + std::ptrdiff_t(z0 * plane + npl)))
+          << "planes " << z0 << " + " << nz << ", component " << d;
+    EXPECT_EQ(out.part(3 * npl, 1)[0], 1e300) << "written past the window";
+  }
+  // Only the particles within reach of planes 30 … 35 (wrapping to 0 … ): their sums there.
+  const int z0 = 30, nz = 6, reach = m / 2 + 1;
+  Particles near;
+  for (std::size_t q = 0; q < np; ++q) {
+    if (blob::near_planes(int(std::floor(p.x[q][2] / g.h())), z0, nz, n, reach)) {
+      near.x.push_back(p.x[q]);
+      near.alpha.push_back(p.alpha[q]);
+      near.gamma.push_back(p.alpha[q]);
+      near.sigma.push_back(p.sigma[q]);
+    }
+  }
+  ASSERT_LT(near.size(), np);
+  const DeviceCopy nx(near.x[0].data(), 3 * near.size()), na(near.alpha[0].data(), 3 * near.size()),
+      ns(near.sigma.data(), near.size());
+  const std::size_t npl = std::size_t(nz) * plane;
+  const DeviceCopy out(3 * npl);
+  detail::DeviceBlobSums few;
+  few.sort(nx.p, ns.p, near.size(), g, 7.0, m);
+  few.sum(na.p, 1.0, false, out.p, z0, nz);
+  for (int d = 0; d < 3; ++d) {
+    const std::vector<double> whole(w.c[d].begin() + std::ptrdiff_t(z0 * plane),
+                                    w.c[d].begin() + std::ptrdiff_t(z0 * plane + npl));
+    EXPECT_LE(rel_l2(out.part(d * npl, npl), whole), 1e-14) << "component " << d;
+  }
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 }  // namespace
