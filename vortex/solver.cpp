@@ -213,8 +213,7 @@ std::unique_ptr<SolverInterface> make_solver(const Params& p, const Grid& g) {
 
 std::unique_ptr<SolverInterface> make_solver(const Params& p, const Slab& grid_slab) {
 #ifdef VH_HAVE_CUDA
-  if (p.use_gpu && p.reinit_from == ReinitFrom::points && grid_slab.whole())
-    return std::make_unique<GpuSolver>(p, grid_slab.grid);
+  if (p.use_gpu && p.reinit_from == ReinitFrom::points) return std::make_unique<GpuSolver>(p, grid_slab);
 #endif
   return std::make_unique<Solver>(p, grid_slab);
 }
@@ -237,13 +236,11 @@ Solver::Solver(const Params& p, const Slab& grid_slab)
       ls_(lattice_slab(p, grid_slab.grid.n, grid_slab.comm)),
       comm_(grid_slab.comm) {
   if (!gs_.whole()) {
-    if (prm_.use_gpu)
-      throw InputError("device = gpu with the vortex solver on " + std::to_string(comm_.size()) +
-                       " ranks: the vortex solver on several GPUs is not built yet (allowed on R > 1 ranks: "
-                       "device = cpu)");
     if (!points())
       throw InputError("vortex.reinit_from = blobs on " + std::to_string(comm_.size()) +
                        " ranks: the seeds' scheme runs on one rank (allowed on R > 1 ranks: points)");
+    if (prm_.use_gpu)  // make_solver gives GpuSolver there
+      throw std::invalid_argument("vortex::Solver on several ranks runs on the CPU (GpuSolver on their GPUs)");
   }
   prm_.fmm.periodic = true;
   prm_.fmm.use_gpu = prm_.use_gpu;

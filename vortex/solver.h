@@ -174,8 +174,8 @@ class SolverInterface {
 
 /// GpuSolver where `p.use_gpu` and reinit_from = points (CUDA builds), else Solver.
 std::unique_ptr<SolverInterface> make_solver(const Params& p, const Grid& g);
-/// The same on this rank's slab of the grid: Solver on R > 1 ranks (throws vh::InputError where
-/// the parameters ask for what runs on one rank only: the GPU, reinit_from = blobs).
+/// The same on this rank's slab of the grid (throws vh::InputError on R > 1 ranks for
+/// reinit_from = blobs, which runs on one rank only).
 std::unique_ptr<SolverInterface> make_solver(const Params& p, const Slab& grid_slab);
 
 /// The z-slabs of the particle lattice (refine·N points per direction) over the ranks of

@@ -19,6 +19,9 @@
 #include <cuda_runtime.h>
 #include <cufft.h>
 
+#include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -27,13 +30,17 @@
 #include <vector>
 
 #include "base/cuda_check.h"
+#include "base/device_comm.h"
 #include "base/device_buffer.h"
 #include "core/device.h"
 #include "core/modes_kernel.h"
 #include "core/error.h"
+#include "core/slab_copy.h"
 #include "fmm/evaluator.h"
+#include "fmm/p2p_kernel.h"
 #include "vortex/blobs.h"
 #include "vortex/blobs_gpu.h"
+#include "vortex/blobs_kernel.h"
 #include "vortex/rbf.h"
 #include "vortex/remesh_kernel.h"
 #include "vortex/update_kernel.h"
@@ -97,11 +104,42 @@ __global__ void advance_kernel(long long np, Advance a, double* __restrict__ x, 
   }
 }
 
-// The lattice particles (lattice_particles): x_i = h (ix, iy, iz) in [z][y][x] order, σ = σ₀.
-__global__ void lattice_kernel(int n, double h, double sigma0, double* __restrict__ x, double* __restrict__ sigma) {
-  const long long np = static_cast<long long>(n) * n * n;
+// ∇u − each particle's own pair (fmm/p2p_kernel.h at r = 0: G(0) ε·α), which an evaluation at
+// the particles as separate targets includes and evaluate_self leaves out.
+__global__ void drop_self_pair_kernel(long long np, const double* __restrict__ alpha, const double* __restrict__ sigma,
+                                      double* __restrict__ grad) {
   for (long long i = thread_index(); i < np; i += thread_stride()) {
-    const int ix = static_cast<int>(i % n), iy = static_cast<int>(i / n % n), iz = static_cast<int>(i / n / n);
+    const double r[3] = {0, 0, 0}, a[3] = {alpha[3 * i], alpha[3 * i + 1], alpha[3 * i + 2]};
+    double u[3] = {0, 0, 0}, g[3][3] = {};
+    fmm::p2p_pair(r, a, sigma[i], u, g);
+    for (int m = 0; m < 3; ++m)
+      for (int k = 0; k < 3; ++k) grad[9 * i + 3 * m + k] -= g[m][k];
+  }
+}
+
+// 1 for each of n particles whose lattice cell lies within `reach` cells (periodically) of the
+// planes z0 … z0 + nz − 1 of an n_lat lattice of spacing h: those whose blob stencil may reach
+// them.
+__global__ void near_planes_kernel(long long n, const double* __restrict__ x, int n_lat, double h, int z0, int nz,
+                                   int reach, char* __restrict__ flag) {
+  for (long long i = thread_index(); i < n; i += thread_stride())
+    flag[i] = blob::near_planes(static_cast<int>(floor(x[3 * i + 2] / h)), z0, nz, n_lat, reach) ? 1 : 0;
+}
+
+// to[j] = from[sel[j]] for k doubles a particle.
+__global__ void pick_kernel(long long count, int k, const int* __restrict__ sel, const double* __restrict__ from,
+                            double* __restrict__ to) {
+  for (long long j = thread_index(); j < count; j += thread_stride())
+    for (int d = 0; d < k; ++d) to[k * j + d] = from[static_cast<long long>(k) * sel[j] + d];
+}
+
+// The lattice particles (lattice_particles) of the planes z0 … z0 + nz − 1: x_i = h (ix, iy, iz)
+// in [z][y][x] order, σ = σ₀.
+__global__ void lattice_kernel(int n, int z0, int nz, double h, double sigma0, double* __restrict__ x,
+                               double* __restrict__ sigma) {
+  const long long np = static_cast<long long>(n) * n * nz;
+  for (long long i = thread_index(); i < np; i += thread_stride()) {
+    const int ix = static_cast<int>(i % n), iy = static_cast<int>(i / n % n), iz = z0 + static_cast<int>(i / n / n);
     x[3 * i] = ix * h;
     x[3 * i + 1] = iy * h;
     x[3 * i + 2] = iz * h;
@@ -115,10 +153,12 @@ __global__ void split_kernel(long long np, const double* __restrict__ v, double 
     for (int d = 0; d < 3; ++d) f[d * np + i] = v[3 * i + d] * scale;
 }
 
-// f (3 × n) times scale → v (n × 3): Lattice::values' copy.
-__global__ void join_kernel(long long np, const double* __restrict__ f, double scale, double* __restrict__ v) {
-  for (long long i = thread_index(); i < np; i += thread_stride())
-    for (int d = 0; d < 3; ++d) v[3 * i + d] = f[d * np + i] * scale;
+// f (3 components `stride` apart) times scale → v (count × 3): Lattice::values' copy, of a
+// rank's planes where f points at their first value.
+__global__ void join_kernel(long long count, long long stride, const double* __restrict__ f, double scale,
+                            double* __restrict__ v) {
+  for (long long i = thread_index(); i < count; i += thread_stride())
+    for (int d = 0; d < 3; ++d) v[3 * i + d] = f[d * stride + i] * scale;
 }
 
 // ---- per-mode steps --------------------------------------------------------------------------
@@ -354,10 +394,33 @@ std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 struct GpuSolver::Impl {
   Params prm;
   Grid g, gp;         // the diagnostics' grid and the particle lattice
-  long long np = 0;   // particles = lattice points
+  Slab gs, ls;        // this rank's slabs of the grid and of the lattice (one rank: the whole)
+  Comm comm;
+  bool many = false;  // R > 1 ranks
+  long long nl = 0;   // lattice points
+  long long p0 = 0;   // this rank's first lattice point (ls.z0 n²) and its count (ls.nz n²)
+  long long nown = 0;
+  long long np = 0;   // particles this rank holds (nown after a reinitialisation; one rank: nl)
   long long nm = 0;   // lattice modes per component
   long long nmg = 0;  // grid modes per component
   double sigma0 = 0, vol = 0, kmax2 = 0, box = 2.0 * kPi;
+
+  // R > 1: every rank's particles gathered in rank order (positions, strengths, cores and one
+  // more vector for the blob sums' strengths), this rank's planes of the blob sums, and the
+  // device transport of the gathers.
+  std::unique_ptr<DeviceComm> dcomm;
+  cudaStream_t dstream = nullptr;
+  std::vector<std::size_t> counts;  // particles per rank, when last gathered
+  long long nall = 0;               // their sum
+  DeviceArray<double> all_x, all_a, all_s, all_q, mine;
+  bool gathered_xs = false;         // all_x, all_s hold the particles' current positions and cores
+  // The gathered particles whose stencils reach this rank's planes (indices into the gathered
+  // arrays, in their order), and their positions, cores and strengths: the blob sums' input.
+  DeviceArray<int> sel;
+  DeviceArray<double> sel_x, sel_s, sel_q;
+  DeviceBytes sel_flags, sel_temp;
+  DeviceArray<int> sel_count;
+  long long nsel = 0;
 
   // The state (solver_gpu.h: bytes per particle).
   DeviceArray<double> x, alpha, gamma, sigma, u_prev, da_prev, dg_prev;
@@ -386,12 +449,22 @@ struct GpuSolver::Impl {
   fmm::Timings timings;
   GpuStepTimes cur, last;
 
-  Impl(const Params& p, const Grid& grid)
-      : prm(p), g(grid), gp{lattice_points_per_direction(p.refine, grid.n)}, fmm(fmm_params(p)) {
+  Impl(const Params& p, const Slab& grid_slab)
+      : prm(p),
+        g(grid_slab.grid),
+        gp{lattice_points_per_direction(p.refine, grid_slab.grid.n)},
+        gs(grid_slab),
+        ls(lattice_slab(p, grid_slab.grid.n, grid_slab.comm)),
+        comm(grid_slab.comm),
+        many(!grid_slab.whole()),
+        fmm(fmm_params(p)) {
     if (prm.reinit_from != ReinitFrom::points)
       throw std::invalid_argument(
           "vortex::GpuSolver runs reinit_from = points; reinit_from = blobs runs on vortex::Solver (make_solver)");
-    np = static_cast<long long>(gp.points());
+    nl = static_cast<long long>(gp.points());
+    p0 = static_cast<long long>(ls.z0) * gp.n * gp.n;
+    nown = static_cast<long long>(ls.local_points());
+    np = nown;
     nm = static_cast<long long>(gp.modes());
     nmg = static_cast<long long>(g.modes());
     sigma0 = prm.overlap * gp.h();
@@ -400,8 +473,7 @@ struct GpuSolver::Impl {
     kmax2 = kmax * kmax;
     sigma_max = sigma0;
 
-    for (auto* a : {&x, &alpha, &gamma, &u_prev, &da_prev, &dg_prev}) a->resize(3 * np);
-    sigma.resize(np);
+    reserve_particles(np);
 
     // cuFFT plans on the lattice, one component at a time, sharing a work area in `work`.
     std::size_t wf = 0, wi = 0;
@@ -413,24 +485,67 @@ struct GpuSolver::Impl {
     VH_CHECK_CUFFT(cufftSetAutoAllocation(inv.h, 0));
     VH_CHECK_CUFFT(cufftMakePlan3d(fwd.h, gp.n, gp.n, gp.n, CUFFT_D2Z, &wf));
     VH_CHECK_CUFFT(cufftMakePlan3d(inv.h, gp.n, gp.n, gp.n, CUFFT_Z2D, &wi));
-    const std::size_t spectrum = aligned(3 * nm * sizeof(Cx)), field = aligned(3 * np * sizeof(double));
-    const std::size_t fft_work = aligned(std::max(wf, wi));
-    const std::size_t rhs = aligned(3 * np * sizeof(double)) + aligned(9 * np * sizeof(double));
-    work.resize(std::max(rhs, 2 * spectrum + field + fft_work));
-    char* base = work.as<char>();
-    u = reinterpret_cast<double*>(base);
-    grad = reinterpret_cast<double*>(base + aligned(3 * np * sizeof(double)));
-    W = reinterpret_cast<Cx*>(base);
-    H = reinterpret_cast<Cx*>(base + spectrum);
-    R = reinterpret_cast<double*>(base + 2 * spectrum);
-    VH_CHECK_CUFFT(cufftSetWorkArea(fwd.h, base + 2 * spectrum + field));
-    VH_CHECK_CUFFT(cufftSetWorkArea(inv.h, base + 2 * spectrum + field));
+    fft_work = aligned(std::max(wf, wi));
+    lay_out_work();
 
     const std::vector<double> f = symbol_factors(gp, sigma0);
     s1.upload(f);
     partial.resize(3 * kBlocks);
     proj.resize(2 * kBlocks);
     host_partial.resize(3 * kBlocks);
+    if (many) {
+      VH_CHECK_CUDA(cudaStreamCreate(&dstream));  // blocking: in order with the default stream
+      dcomm = std::make_unique<DeviceComm>(comm, dstream);
+      mine.resize(3 * static_cast<std::size_t>(nown));
+    }
+  }
+  ~Impl() {
+    dcomm.reset();
+    if (dstream) cudaStreamDestroy(dstream);
+  }
+
+  std::size_t fft_work = 0;
+  std::size_t particles_cap = 0;
+
+  /// Room for n particles on this rank (the state's contents are not kept).
+  void reserve_particles(long long n) {
+    const std::size_t want = static_cast<std::size_t>(std::max(n, nown));
+    if (want <= particles_cap) return;
+    for (auto* a : {&x, &alpha, &gamma, &u_prev, &da_prev, &dg_prev}) a->resize(3 * want);
+    sigma.resize(want);
+    particles_cap = want;
+    if (work.bytes() > 0) lay_out_work();
+  }
+  /// u and ∇u of this rank's particles, and over them the lattice's FFT work space.
+  void lay_out_work() {
+    const std::size_t cap = particles_cap;
+    const std::size_t spectrum = aligned(3 * nm * sizeof(Cx)), field = aligned(3 * nl * sizeof(double));
+    const std::size_t rhs = aligned(3 * cap * sizeof(double)) + aligned(9 * cap * sizeof(double));
+    work.resize(std::max(rhs, 2 * spectrum + field + fft_work));
+    char* base = work.as<char>();
+    u = reinterpret_cast<double*>(base);
+    grad = reinterpret_cast<double*>(base + aligned(3 * cap * sizeof(double)));
+    W = reinterpret_cast<Cx*>(base);
+    H = reinterpret_cast<Cx*>(base + spectrum);
+    R = reinterpret_cast<double*>(base + 2 * spectrum);
+    VH_CHECK_CUFFT(cufftSetWorkArea(fwd.h, base + 2 * spectrum + field));
+    VH_CHECK_CUFFT(cufftSetWorkArea(inv.h, base + 2 * spectrum + field));
+  }
+
+  // ---- the ranks' particles (R > 1) ----
+
+  /// Every rank's values v (k doubles a particle) into `all`, in rank order. Collective.
+  void gather(const double* v, int k, DeviceArray<double>& all) {
+    if (all.size() < static_cast<std::size_t>(k * nall)) all.resize(static_cast<std::size_t>(k * nall));
+    dcomm->allgatherv(v, static_cast<std::size_t>(np), all.data(), counts, k * sizeof(double));
+  }
+  /// The particles' positions and cores of every rank, gathered (once per set of positions).
+  void gather_positions() {
+    if (gathered_xs) return;
+    gather_counts();
+    gather(x.data(), 3, all_x);
+    gather(sigma.data(), 1, all_s);
+    gathered_xs = true;
   }
 
   static fmm::Params fmm_params(const Params& p) {
@@ -445,12 +560,12 @@ struct GpuSolver::Impl {
   /// W = the coefficients of the real fields R (3 components), before the 1/n³ (mode_steps).
   void forward_R_to_W() {
     for (int d = 0; d < 3; ++d)
-      VH_CHECK_CUFFT(cufftExecD2Z(fwd.h, R + d * np, reinterpret_cast<cufftDoubleComplex*>(W + d * nm)));
+      VH_CHECK_CUFFT(cufftExecD2Z(fwd.h, R + d * nl, reinterpret_cast<cufftDoubleComplex*>(W + d * nm)));
   }
   /// R = the fields of the coefficients c (3 components; c is overwritten: cuFFT's C2R).
   void inverse_to_R(Cx* c) {
     for (int d = 0; d < 3; ++d)
-      VH_CHECK_CUFFT(cufftExecZ2D(inv.h, reinterpret_cast<cufftDoubleComplex*>(c + d * nm), R + d * np));
+      VH_CHECK_CUFFT(cufftExecZ2D(inv.h, reinterpret_cast<cufftDoubleComplex*>(c + d * nm), R + d * nl));
   }
   void mode_steps(const ModeSteps& s, Cx* c) {
     mode_steps_kernel<<<blocks_for(nm), kThreads>>>(nm, gp.n, s, s1.data(), c, c + nm, c + 2 * nm, proj.data());
@@ -459,7 +574,7 @@ struct GpuSolver::Impl {
   /// The steps of a field from its blob sums (Lattice::field: 1/n³, ÷ s) and those given.
   ModeSteps field_steps(double nu_tau, bool project, bool filter) const {
     ModeSteps s;
-    s.scale = 1.0 / static_cast<double>(np);
+    s.scale = 1.0 / static_cast<double>(nl);
     s.deconvolve = true;
     s.floor = prm.rbf.symbol_floor;
     s.nu_tau = nu_tau;
@@ -469,8 +584,8 @@ struct GpuSolver::Impl {
     return s;
   }
   /// Lattice::values of the coefficients W: the point values × `point_scale` into `points`
-  /// (if not null) and the blob strengths (÷ S) × `blob_scale` into `blobs` (if not null).
-  /// W is overwritten.
+  /// (if not null) and the blob strengths (÷ S) × `blob_scale` into `blobs` (if not null), at
+  /// this rank's lattice points (its new particles). W is overwritten.
   void values(double* points, double point_scale, double* blobs, double blob_scale) {
     if (blobs) {
       events.begin(PhaseEvents::fft_steps);
@@ -489,25 +604,79 @@ struct GpuSolver::Impl {
   }
   void join(const double* f, double scale, double* v) {
     events.begin(PhaseEvents::rest);
-    join_kernel<<<blocks_for(np), kThreads>>>(np, f, scale, v);
+    join_kernel<<<blocks_for(nown), kThreads>>>(nown, nl, f + p0, scale, v);
     VH_CHECK_LAUNCH();
     events.end();
   }
 
   // ---- blob sums ----
 
+  /// The particles sorted for the blob sums: this rank's, or on R > 1 every rank's, gathered.
   void sort() {
     if (sorted) return;
-    sums.sort(x.data(), sigma.data(), static_cast<std::size_t>(np), gp, prm.blob_cutoff,
-              stencil_points(sigma_max, gp.h(), prm.blob_cutoff));
+    const int m = stencil_points(sigma_max, gp.h(), prm.blob_cutoff);
+    if (many) {
+      gather_positions();
+      select_near_planes(m / 2 + 1);
+      sums.sort(sel_x.data(), sel_s.data(), static_cast<std::size_t>(nsel), gp, prm.blob_cutoff, m);
+    } else {
+      sums.sort(x.data(), sigma.data(), static_cast<std::size_t>(np), gp, prm.blob_cutoff, m);
+    }
     sorted = true;
+  }
+  /// sel, nsel and the selected positions and cores: the gathered particles within `reach`
+  /// cells of this rank's planes, in their order.
+  void select_near_planes(int reach) {
+    const std::size_t n = static_cast<std::size_t>(nall);
+    sel_flags.reserve(std::max<std::size_t>(n, 1));
+    if (sel.size() < n) sel.resize(n);
+    if (sel_count.size() < 1) sel_count.resize(1);
+    char* flags = sel_flags.as<char>();
+    near_planes_kernel<<<blocks_for(nall), kThreads>>>(nall, all_x.data(), gp.n, gp.h(), ls.z0, ls.nz,
+                                                       std::min(reach, gp.n), flags);
+    VH_CHECK_LAUNCH();
+    std::size_t bytes = 0;
+    const thrust::counting_iterator<int> index(0);
+    VH_CHECK_CUDA(cub::DeviceSelect::Flagged(nullptr, bytes, index, flags, sel.data(), sel_count.data(),
+                                             static_cast<int>(n)));
+    sel_temp.reserve(std::max<std::size_t>(bytes, 1));
+    VH_CHECK_CUDA(cub::DeviceSelect::Flagged(sel_temp.data(), bytes, index, flags, sel.data(), sel_count.data(),
+                                             static_cast<int>(n)));
+    int count = 0;
+    VH_CHECK_CUDA(cudaMemcpy(&count, sel_count.data(), sizeof(int), cudaMemcpyDeviceToHost));
+    nsel = count;
+    if (sel_x.size() < static_cast<std::size_t>(3 * nsel)) sel_x.resize(static_cast<std::size_t>(3 * nsel));
+    if (sel_s.size() < static_cast<std::size_t>(nsel)) sel_s.resize(static_cast<std::size_t>(nsel));
+    pick(all_x.data(), 3, sel_x.data());
+    pick(all_s.data(), 1, sel_s.data());
+  }
+  void pick(const double* from, int k, double* to) {
+    pick_kernel<<<blocks_for(nsel), kThreads>>>(nsel, k, sel.data(), from, to);
+    VH_CHECK_LAUNCH();
+  }
+  /// The blob sums at the lattice of the particles' values scale · q into out (3 components,
+  /// or 1 with `divergence`, nl apart). R > 1: each rank sums at its own planes from every
+  /// rank's particles that reach them, then the ranks' planes are gathered.
+  void blob_sums(const double* q, double scale, bool divergence, double* out) {
+    sort();
+    if (!many) {
+      sums.sum(q, scale, divergence, out);
+      return;
+    }
+    gather(q, 3, all_q);
+    if (sel_q.size() < static_cast<std::size_t>(3 * nsel)) sel_q.resize(static_cast<std::size_t>(3 * nsel));
+    pick(all_q.data(), 3, sel_q.data());
+    sums.sum(sel_q.data(), scale, divergence, mine.data(), ls.z0, ls.nz);
+    std::vector<std::size_t> planes;
+    for (int r = 0; r < comm.size(); ++r) planes.push_back(ls.of_rank(r).local_points());
+    for (int c = 0; c < (divergence ? 1 : 3); ++c)
+      dcomm->allgatherv(mine.data() + c * nown, static_cast<std::size_t>(nown), out + c * nl, planes, sizeof(double));
   }
   /// W = the coefficients (after mode_steps s) of the field whose values × V the particles
   /// carry as scale · q (Lattice::field and the steps after it).
   void field(const double* q, double scale, const ModeSteps& s) {
     events.begin(PhaseEvents::blob_sums);
-    sort();
-    sums.sum(q, scale, false, R);
+    blob_sums(q, scale, false, R);
     events.end();
     events.begin(PhaseEvents::fft_steps);
     forward_R_to_W();
@@ -546,19 +715,25 @@ struct GpuSolver::Impl {
 
   double pending_nu_tau() const { return prm.diffusion == Diffusion::lattice ? prm.nu * (t - t_reinit) : 0.0; }
 
+  /// This rank's particles: the lattice points of its planes, with the core σ₀.
   void to_lattice() {
     events.begin(PhaseEvents::rest);
-    lattice_kernel<<<blocks_for(np), kThreads>>>(gp.n, gp.h(), sigma0, x.data(), sigma.data());
+    lattice_kernel<<<blocks_for(nown), kThreads>>>(gp.n, ls.z0, ls.nz, gp.h(), sigma0, x.data(), sigma.data());
     VH_CHECK_LAUNCH();
     events.end();
+    np = nown;
     sigma_max = sigma0;
-    sorted = false;
+    sorted = gathered_xs = false;
   }
+  /// Sum or max of a value over the ranks.
+  double over_ranks_sum(double v) const { return many ? comm.sum(v) : v; }
+  double over_ranks_max(double v) const { return many ? comm.max(v) : v; }
 
   void evaluate_rhs() {
     // A state that has overflowed is the driver's to report (max |u| not finite: exit 3 with a
     // checkpoint), not the FMM's bad input (Solver::evaluate_rhs): u = NaN (all bits set).
-    if (reduce(Reduce::nonfinite, 3 * np, x.data())[0] + reduce(Reduce::nonfinite, 3 * np, alpha.data())[0] > 0) {
+    const double bad = reduce(Reduce::nonfinite, 3 * np, x.data())[0] + reduce(Reduce::nonfinite, 3 * np, alpha.data())[0];
+    if (over_ranks_sum(bad) > 0) {
       VH_CHECK_CUDA(cudaMemset(u, 0xff, 3 * np * sizeof(double)));
       rhs_valid = true;
       umax_valid = false;
@@ -568,7 +743,22 @@ struct GpuSolver::Impl {
     // The evaluator may work on streams of its own: what this solver wrote is complete first
     // (the reductions above waited for it).
     const auto t0 = std::chrono::steady_clock::now();
-    timings = fmm.evaluate_self(x.data(), alpha.data(), sigma.data(), static_cast<std::size_t>(np), u, grad, same);
+    if (many) {
+      // Every rank's particles as the sources, this rank's as the targets: the work of the
+      // near and far field at the targets is this rank's share. Each target's own pair, regular
+      // at r = 0, adds nothing to u and G(0) ε·α to ∇u (which γ's stretching would see): it is
+      // taken out again, as evaluate_self leaves it out.
+      const double exchanged = dcomm->stats().seconds;
+      gather_positions();
+      gather(alpha.data(), 3, all_a);
+      timings = fmm.evaluate_at(all_x.data(), all_a.data(), all_s.data(), static_cast<std::size_t>(nall), x.data(),
+                                static_cast<std::size_t>(np), u, grad, same);
+      timings.exchange = dcomm->stats().seconds - exchanged;
+      drop_self_pair_kernel<<<blocks_for(np), kThreads>>>(np, alpha.data(), sigma.data(), grad);
+      VH_CHECK_LAUNCH();
+    } else {
+      timings = fmm.evaluate_self(x.data(), alpha.data(), sigma.data(), static_cast<std::size_t>(np), u, grad, same);
+    }
     cur.fmm += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     cur.fmm_stages = timings;
     last_eval_on_lattice = since_reinit == 0;
@@ -583,14 +773,20 @@ struct GpuSolver::Impl {
   void points_field() {
     use_work();
     if (since_reinit == 0) {  // on the lattice: exact, no sums (Lattice::modes(γ, 1/V))
+      const double* g_all = gamma.data();
+      if (many) {  // the ranks' lattice particles in rank order are the lattice's
+        gather_counts();
+        gather(gamma.data(), 3, all_q);
+        g_all = all_q.data();
+      }
       events.begin(PhaseEvents::rest);
-      split_kernel<<<blocks_for(np), kThreads>>>(np, gamma.data(), 1.0 / vol, R);
+      split_kernel<<<blocks_for(nl), kThreads>>>(nl, g_all, 1.0 / vol, R);
       VH_CHECK_LAUNCH();
       events.end();
       events.begin(PhaseEvents::fft_steps);
       forward_R_to_W();
       ModeSteps s;
-      s.scale = 1.0 / static_cast<double>(np);
+      s.scale = 1.0 / static_cast<double>(nl);
       mode_steps(s, W);
       events.end();
       return;
@@ -637,7 +833,7 @@ struct GpuSolver::Impl {
     VH_CHECK_LAUNCH();
     events.end();
     have_history = true;
-    rhs_valid = umax_valid = sorted = false;
+    rhs_valid = umax_valid = sorted = gathered_xs = false;
     dt_prev = dt;
     // Every particle has the same core (σ₀ at the last reinitialisation, spread alike since), so
     // the host follows the largest one with the device's formula.
@@ -659,7 +855,7 @@ struct GpuSolver::Impl {
   double max_velocity() {
     if (!rhs_valid) evaluate_rhs();
     if (!umax_valid) {
-      umax = reduce(Reduce::max_abs, 3 * np, u)[0];
+      umax = over_ranks_max(reduce(Reduce::max_abs, 3 * np, u)[0]);
       umax_valid = true;
     }
     return umax;
@@ -678,6 +874,13 @@ struct GpuSolver::Impl {
     return out;
   }
 
+  /// The particle counts of the ranks (for a gather of values other than the positions).
+  void gather_counts() {
+    counts = comm.counts(static_cast<std::size_t>(np));
+    nall = 0;
+    for (std::size_t c : counts) nall += static_cast<long long>(c);
+  }
+
   template <class V>
   void download(std::vector<V>& h, const double* d) const {
     h.resize(static_cast<std::size_t>(np));
@@ -689,17 +892,25 @@ struct GpuSolver::Impl {
   }
 };
 
-GpuSolver::GpuSolver(const Params& p, const Grid& g) {
+GpuSolver::GpuSolver(const Params& p, const Grid& g) : GpuSolver(p, Slab::whole_grid(g)) {}
+
+GpuSolver::GpuSolver(const Params& p, const Slab& grid_slab) {
   if (!gpu_available())
     throw InputError("vortex: the GPU solver needs a visible CUDA device (--device cpu runs the CPU solver)");
-  impl_ = std::make_unique<Impl>(p, g);
+  impl_ = std::make_unique<Impl>(p, grid_slab);
 }
 
 GpuSolver::~GpuSolver() = default;
 
+RbfResult GpuSolver::set_velocity(const SpectralSlab& u, double t) {
+  if (!impl_->many) return set_velocity(SpectralSlab(u).to_vector(), t);
+  return set_velocity(allgather(u), t);  // every rank starts from the whole field
+}
+
 RbfResult GpuSolver::set_velocity(const SpectralVector& u, double t) {
   Impl& s = *impl_;
   VH_CHECK(u.grid.n == s.g.n, "GpuSolver::set_velocity: coefficients of another grid");
+  s.np = s.nown;  // this rank's lattice points become its particles
   s.use_work();
   // The grid's coefficients into H (3 nmg ≤ 3 nm complex), the lattice vorticity into W.
   for (int d = 0; d < 3; ++d)
@@ -711,7 +922,7 @@ RbfResult GpuSolver::set_velocity(const SpectralVector& u, double t) {
     s.values(s.gamma.data(), s.vol, s.alpha.data(), 1.0);
   } else {
     s.values(s.gamma.data(), s.vol, nullptr, 0.0);
-    VH_CHECK_CUDA(cudaMemcpy(s.alpha.data(), s.gamma.data(), s.alpha.bytes(), cudaMemcpyDeviceToDevice));
+    VH_CHECK_CUDA(cudaMemcpy(s.alpha.data(), s.gamma.data(), 3 * s.nown * sizeof(double), cudaMemcpyDeviceToDevice));
   }
   s.to_lattice();
   s.t = s.t_reinit = t;
@@ -732,8 +943,16 @@ void GpuSolver::velocity(SpectralVector& u) {
     VH_CHECK_CUDA(cudaMemcpy(u.c[c].data(), d + c * s.nmg, s.nmg * sizeof(Cx), cudaMemcpyDeviceToHost));
 }
 
+void GpuSolver::velocity(SpectralSlab& u) {
+  SpectralVector whole;  // every rank holds the lattice field, so every rank has the whole grid
+  velocity(whole);
+  u = impl_->many ? restrict_to(whole, impl_->gs) : SpectralSlab::whole(std::move(whole));
+}
+
 bool GpuSolver::device_velocity(const void* d[3]) {
   Impl& s = *impl_;
+  // R > 1: every rank has the whole grid's coefficients, so the diagnostics of the whole field
+  // (the same on every rank) are computed in place, with no exchange.
   const Cx* v = s.grid_velocity();
   for (int c = 0; c < 3; ++c) d[c] = v + c * s.nmg;
   return true;
@@ -758,16 +977,16 @@ RbfResult GpuSolver::reinitialise() {
 Monitors GpuSolver::monitors() {
   Impl& s = *impl_;
   Monitors m;
-  const std::vector<double> sg = s.reduce(Reduce::sum3, s.np, s.gamma.data());
+  std::vector<double> sg = s.reduce(Reduce::sum3, s.np, s.gamma.data());
+  if (s.many) s.comm.sum(sg);
   m.total_strength = {sg[0], sg[1], sg[2]};
   // ∇·ω_σ of the blob field the FMM sees, at the lattice points.
   s.use_work();
-  s.sort();
-  s.sums.sum(s.alpha.data(), 1.0, true, s.R);
-  m.max_div_omega = s.reduce(Reduce::max_abs, s.np, s.R)[0];
+  s.blob_sums(s.alpha.data(), 1.0, true, s.R);
+  m.max_div_omega = s.reduce(Reduce::max_abs, s.nl, s.R)[0];
   s.points_field();
   s.inverse_to_R(s.W);
-  m.max_omega = s.reduce(Reduce::max_norm3, s.np, s.R)[0];
+  m.max_omega = s.reduce(Reduce::max_norm3, s.nl, s.R)[0];
   m.div_removed = last_div_removed();
   m.core_ratio = s.sigma_max / s.sigma0;
   m.reinits = s.reinits;
@@ -802,8 +1021,10 @@ State GpuSolver::state() const {
 
 void GpuSolver::set_state(const State& st) {
   Impl& s = *impl_;
-  const std::size_t n = static_cast<std::size_t>(s.np);
   const Particles& p = st.particles;
+  // One rank: one particle per lattice point. R > 1: this rank's share of them (the caller
+  // checked the whole state and kept this rank's, app/steppers.cpp).
+  const std::size_t n = s.many ? p.size() : static_cast<std::size_t>(s.nl);
   if (p.size() != n || p.alpha.size() != n || p.sigma.size() != n)
     throw InputError("vortex state: " + std::to_string(p.size()) + " particles, the lattice of this run has " +
                      std::to_string(n) + " (allowed: one per lattice point, (refine N)^3)");
@@ -812,6 +1033,8 @@ void GpuSolver::set_state(const State& st) {
     throw InputError("vortex state: the AB2 history has " + std::to_string(st.u_prev.size()) + " entries, not " +
                      std::to_string(n));
   s.use_work();
+  s.reserve_particles(static_cast<long long>(n));
+  s.np = static_cast<long long>(n);
   s.upload(s.x.data(), p.x);
   s.upload(s.alpha.data(), p.alpha);
   s.upload(s.sigma.data(), p.sigma);
@@ -824,7 +1047,7 @@ void GpuSolver::set_state(const State& st) {
     else VH_CHECK_CUDA(cudaMemset(s.dg_prev.data(), 0, s.dg_prev.bytes()));
   }
   s.have_history = history;
-  s.sigma_max = *std::max_element(p.sigma.begin(), p.sigma.end());
+  s.sigma_max = s.over_ranks_max(p.sigma.empty() ? 0.0 : *std::max_element(p.sigma.begin(), p.sigma.end()));
   s.t = st.t;
   s.t_reinit = st.t_reinit;
   s.dt_prev = st.dt_prev;
@@ -835,7 +1058,7 @@ void GpuSolver::set_state(const State& st) {
   s.steps = st.steps;
   s.since_reinit = st.since_reinit;
   s.reinits = st.reinits;
-  s.sorted = s.last_eval_on_lattice = false;
+  s.sorted = s.last_eval_on_lattice = s.gathered_xs = false;
 }
 
 GpuStepTimes GpuSolver::last_step_times() {
@@ -853,7 +1076,10 @@ GpuStepTimes GpuSolver::last_step_times() {
 std::size_t GpuSolver::device_bytes() const {
   const Impl& s = *impl_;
   std::size_t b = s.work.bytes() + s.s1.bytes() + s.partial.bytes() + s.proj.bytes() + s.sums.device_bytes();
-  for (const auto* a : {&s.x, &s.alpha, &s.gamma, &s.sigma, &s.u_prev, &s.da_prev, &s.dg_prev}) b += a->bytes();
+  for (const auto* a : {&s.x, &s.alpha, &s.gamma, &s.sigma, &s.u_prev, &s.da_prev, &s.dg_prev, &s.all_x, &s.all_a,
+                        &s.all_s, &s.all_q, &s.mine, &s.sel_x, &s.sel_s, &s.sel_q})
+    b += a->bytes();
+  b += s.sel.bytes() + s.sel_flags.bytes() + s.sel_temp.bytes();
   return b;
 }
 

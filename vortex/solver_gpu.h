@@ -31,6 +31,9 @@
 //     permutation (88), and one int per lattice point (4)                                  92
 //   in all about 340 B, 46 GB at 512³ (2^27 particles), besides the FMM evaluator's own
 //   buffers (fmm/evaluator.h) and the CUDA context.
+// On R > 1 ranks (the constructor with a slab; docs/design.md "The vortex solver on several
+// GPUs") a rank holds its own particles' state, and every rank's particles gathered (80 B a
+// particle of the lattice), the blob sums' sorted share and the whole lattice's FFT space.
 #pragma once
 
 #include <memory>
@@ -57,6 +60,11 @@ class GpuSolver : public SolverInterface {
   /// As Solver. Throws std::invalid_argument for reinit_from = blobs and vh::InputError
   /// without a visible GPU; allocates the device state for (refine·N)³ particles.
   GpuSolver(const Params& p, const Grid& g);
+  /// On the ranks of grid_slab.comm, one GPU each (docs/design.md, "The vortex solver on
+  /// several GPUs"): each rank holds the particles of its z-slab of the lattice; the FMM's
+  /// sources and the blob sums' particles are every rank's, gathered each step, its targets and
+  /// the sums' planes this rank's; every rank transforms the whole lattice field. Collective.
+  GpuSolver(const Params& p, const Slab& grid_slab);
   ~GpuSolver() override;
   GpuSolver(const GpuSolver&) = delete;
   GpuSolver& operator=(const GpuSolver&) = delete;
@@ -64,9 +72,11 @@ class GpuSolver : public SolverInterface {
   using SolverInterface::set_velocity;
   using SolverInterface::velocity;
   RbfResult set_velocity(const SpectralVector& u, double t) override;
+  RbfResult set_velocity(const SpectralSlab& u, double t) override;
   void step(double dt) override;
   double max_velocity() override;
   void velocity(SpectralVector& u) override;
+  void velocity(SpectralSlab& u) override;
   double time() const override;
   long steps() const override;
   Monitors monitors() override;

@@ -50,6 +50,12 @@ constexpr double kFmmDeviceTables = 256 * kMiB;
 // per particle of its (refine·N)³ lattice: state 152 B, the FMM's results and the FFT work space
 // over them 96 B, the blob sums' sorted particles 100 B, cuFFT's work area (one component) ~16 B.
 constexpr double kVortexGpuPerParticle = 364;
+// On R > 1 ranks (each its z-slab's particles, the others gathered): per particle of the rank,
+// the state and the slab of the blob sums (176 B); per particle of the lattice, on every rank,
+// the gathered positions, strengths, cores and sums' strengths (80 B), the blob sums' sorted
+// particles (100 B) and the whole lattice's FFT work space (88 B).
+constexpr double kVortexGpuOwnPerParticle = 176;
+constexpr double kVortexGpuAllPerParticle = 268;
 
 struct Sizes {
   double R, C;  // one real grid array, one complex half spectrum (bytes)
@@ -187,7 +193,12 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
     e.host.push_back({"vortex solver and FMM", f.host});
     if (gpu) e.device.push_back({"FMM and blob sums", f.device});
     if (gpu && c.vortex.reinit_from == vortex::ReinitFrom::points) {
-      e.device.push_back({"vortex state and work space", kVortexGpuPerParticle * particles});
+      if (R == 1) {
+        e.device.push_back({"vortex state and work space", kVortexGpuPerParticle * particles});
+      } else {
+        e.device.push_back({"vortex state (this rank's particles)", kVortexGpuOwnPerParticle * particles / R});
+        e.device.push_back({"vortex particles gathered, lattice work space", kVortexGpuAllPerParticle * particles});
+      }
     }
     e.checkpoint += 152 * particles;  // x, α, γ, σ and the AB2 history (u, dα, dγ), doubles
   }

@@ -357,14 +357,10 @@ std::string connect_ranks(const RunConfig& cfg, Backend backend, const Comm& wor
 #endif
 }
 
-/// On R > 1 ranks: at most one rank per z-plane; the vortex solver on CPU ranks with its default
-/// reinitialisation from the points (vortex/halo.h).
-void check_ranks(const RunConfig& cfg, const Options& opts, int ranks, Backend backend) {
+/// On R > 1 ranks: at most one rank per z-plane; the vortex solver with its default
+/// reinitialisation from the points (vortex/halo.h, vortex/solver_gpu.h).
+void check_ranks(const RunConfig& cfg, const Options& opts, int ranks) {
   if (ranks > 1 && (cfg.solver == "vortex" || cfg.solver == "both")) {
-    if (backend == Backend::gpu)
-      throw InputError(opts.where("case.solver") + " on " + std::to_string(ranks) +
-                       " GPU ranks: the vortex solver on several GPUs is not built yet (allowed on R > 1 ranks: "
-                       "device = cpu, or solver = spectral on GPUs)");
     if (cfg.vortex.reinit_from == vortex::ReinitFrom::blobs)
       throw InputError(opts.where("vortex.reinit_from") + " = blobs on " + std::to_string(ranks) +
                        " ranks: the seeds' scheme runs on one rank (allowed on R > 1 ranks: points)");
@@ -384,7 +380,7 @@ Setup configure(const std::string& deck_path, const std::vector<std::string>& ov
   const int ranks = world.size();
   cfg.ranks = ranks;
   const Backend backend = resolve_backend(cfg.device);
-  check_ranks(cfg, opts, ranks, backend);
+  check_ranks(cfg, opts, ranks);
   if (ckpt) check_checkpoint_grid(*ckpt, cfg.n);
   const std::string comm = connect_ranks(cfg, backend, world);
   if (ckpt) cfg.out_dir = ckpt->dir;  // a restart continues in the checkpoint's folder
