@@ -249,6 +249,62 @@ if [ "$what" = gpus ]; then
     --output.dir="$r" --output.overwrite=true --quiet 2>&1 | tail -n 5 | tee -a "$OUT/gpus.log" || status=1
   grep -E "^time |steps|comm|transport" "$r/log.txt" | tail -n 12 | tee -a "$OUT/gpus.log"
 fi
+if [ "$what" = vgpus ]; then
+  # Issue 25: the vortex solver on the GPUs of one machine, one rank per GPU (vortex/solver_gpu.h
+  # on R ranks). VGPUS_STEPS (default 1) picks what runs: "tests" the ten-step equality against
+  # one GPU (test_vortex_mpi's VortexMpiGpu cases) on 2 and 4 ranks, "strong" vortex_step_bench at
+  # 256^3 (the deck's settings) on 1, 2 and 4 GPUs, "weak" 2^24 particles per GPU (256^3 on 1,
+  # N = 322 on 2, N = 406 on 4), "sc09" the sc09 flow at 128^3 with both solvers on 2 GPUs to
+  # t/T = VGPUS_SC09_T (default 10) and its comparison, "big" the 512^3 case's memory check on
+  # one rank and its step time on every GPU; space-separated.
+  G=$(nvidia-smi -L | wc -l)
+  mpi="mpirun --allow-run-as-root --bind-to none -x LD_LIBRARY_PATH -x VH_DATA_DIR -x NCCL_NVLS_ENABLE"
+  export NCCL_NVLS_ENABLE=0  # never NVLink multicast on a shared host (KINDS.md of the lender)
+  ranks_list=""; for r in 2 4 8; do (( r <= G )) && ranks_list="$ranks_list $r"; done
+  vb="--tolerance 1e-4 --p 10 --steps ${VGPUS_BENCH_STEPS:-5} --warmup 2 --csv"
+  for part in ${VGPUS_STEPS:-tests}; do
+    case "$part" in
+      tests)
+        for r in $ranks_list; do
+          echo "== $r ranks, one per GPU: test_vortex_mpi VortexMpiGpu.*" | tee -a "$OUT/vgpus.log"
+          $mpi -np "$r" .gpu/test_vortex_mpi --gtest_filter='VortexMpiGpu.*' >>"$OUT/vgpus.log" 2>&1 ||
+            { status=1; echo "FAILED" | tee -a "$OUT/vgpus.log"; }
+          grep -E "^\[vortex mpi gpu\]|FAILED|PASSED" "$OUT/vgpus.log" | tail -n 4
+        done ;;
+      strong)
+        for r in 1 $ranks_list; do
+          # shellcheck disable=SC2086
+          $mpi -np "$r" .gpu/vortex_step_bench --n 256 $vb >"$OUT/vgpus_strong_$r.out" 2>&1 || status=1
+          sed -n '/^per step/,/^$/p' "$OUT/vgpus_strong_$r.out" | tee -a "$OUT/vgpus.log"
+        done ;;
+      weak)
+        for rn in 1:256 2:322 4:406; do
+          r=${rn%%:*}; n=${rn##*:}; (( r <= G )) || continue
+          # shellcheck disable=SC2086
+          $mpi -np "$r" .gpu/vortex_step_bench --n "$n" $vb >"$OUT/vgpus_weak_$r.out" 2>&1 || status=1
+          sed -n '/^per step/,/^$/p' "$OUT/vgpus_weak_$r.out" | tee -a "$OUT/vgpus.log"
+        done ;;
+      sc09)
+        d="$OUT/vgpus_sc09_128"
+        timed "sc09 at 128^3, both solvers, 2 GPUs, to t/T = ${VGPUS_SC09_T:-10}" $mpi -np 2 $vh run inputs/sc09_256.ini \
+          --domain.n=128 --time.t_end_over_T="${VGPUS_SC09_T:-10}" --output.fields_at= --output.dir="$d" \
+          --output.overwrite=true --quiet 2>&1 | tail -n 5 | tee -a "$OUT/vgpus.log" || status=1
+        grep -E "^time |transport|ranks" "$d/log.txt" | tail -n 6 | tee -a "$OUT/vgpus.log"
+        $vh compare "$d" --at 1,5,10 2>&1 | tee -a "$OUT/vgpus.log" ;;
+      big)
+        echo "== 512^3 vortex: the memory check on 1 rank, then $G ranks" | tee -a "$OUT/vgpus.log"
+        $vh run inputs/sc09_256.ini --domain.n=512 --dry-run 2>&1 | tail -n 2 | tee -a "$OUT/vgpus.log"
+        $mpi -np "$G" $vh run inputs/sc09_256.ini --domain.n=512 --dry-run 2>&1 | grep -E "^memory|needs|allowed|GPU" |
+          tee -a "$OUT/vgpus.log"
+        # shellcheck disable=SC2086
+        $mpi -np "$G" .gpu/vortex_step_bench --n 512 --tolerance 1e-4 --p 10 --steps 3 --warmup 1 --csv \
+          >"$OUT/vgpus_big.out" 2>&1 || status=1
+        sed -n '/^per step/,$p' "$OUT/vgpus_big.out" | tee -a "$OUT/vgpus.log" ;;
+      *) echo "device-check.sh vgpus: unknown part '$part' (allowed: tests strong weak sc09 big)" >&2; status=2 ;;
+    esac
+  done
+  cat "$OUT"/vgpus_*.out 2>/dev/null | grep -E "^20[0-9][0-9]-" >"$OUT/vgpus_bench.csv"
+fi
 if [ "$what" = vstep ]; then
   # Issue 15, the vortex/ part: the GPU-resident solver against the CPU one (test_vortex_gpu), the
   # blob sums from device pointers (test_blobs_gpu), both under compute-sanitizer too, then

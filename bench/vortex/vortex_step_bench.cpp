@@ -19,6 +19,11 @@
 //
 //   vortex_step_bench [--n 128,256] [--refine 1] [--steps 5] [--warmup 2] [--tolerance 1e-5]
 //                     [--p auto] [--reinit-every 1] [--csv]
+//   mpirun -np R vortex_step_bench …   the solver on R ranks, one GPU each (the node-local rank
+//                     picks it; NCCL where the build has it, else MPI): the step is the slowest
+//                     rank's, `exchange` the gathers' share of it (in fmm), the memory rank 0's;
+//                     the output statistics are then those of the driver's host path (velocity
+//                     to this rank's slab).
 //
 // Every size's memory is checked first (bench/memory_check.h): one too large for the GPU is
 // refused, exit 2, with the largest --n that fits.
@@ -39,8 +44,14 @@
 
 #include "bench/csv_rows.h"
 #include "bench/memory_check.h"
+#include "base/comm.h"
+#include "base/device_comm.h"
+#include "core/device.h"
 #include "core/diagnostics.h"
+#include "core/fft.h"
 #include "core/initial_field.h"
+#include "core/slab_copy.h"
+#include "spectral/solver.h"
 #include "vortex/solver_gpu.h"
 
 #ifndef VH_GIT_HASH
@@ -125,6 +136,7 @@ struct Row {
   int n = 0;
   StepFigures step{};
   double host = 0;  // step − its phases
+  double exchange = 0;  // R > 1: the gathers of the particles (part of fmm), slowest rank
   double construct = 0, set_velocity = 0, first_eval = 0;
   double out_stats = 0, out_monitors = 0, out_velocity = 0;
   double bytes_per_particle = 0, gpu_used_gib = 0;
@@ -147,10 +159,25 @@ vortex::Params solver_params(const BenchOptions& o, double nu) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  MpiSession mpi(&argc, &argv);
+  const Comm world = Comm::world();
+  const int ranks = world.size();
   BenchOptions o;
   try {
     o = parse(argc, argv);
   } catch (const std::exception& e) {
+    std::fprintf(stderr, "vortex_step_bench: %s\n", e.what());
+    return 2;
+  }
+  if (!world.root() && !std::freopen("/dev/null", "w", stdout)) return 1;
+  std::string transport = "none";
+  try {
+    if (ranks > 1) {
+      select_gpus(world, false);
+      DeviceComm::configure(world, "auto");
+      transport = DeviceComm::name(DeviceComm::configured(world));
+    }
+  } catch (const InputError& e) {
     std::fprintf(stderr, "vortex_step_bench: %s\n", e.what());
     return 2;
   }
@@ -165,6 +192,7 @@ int main(int argc, char** argv) {
     app::RunConfig run;
     run.solver = "vortex";
     run.vortex = solver_params(o, 0.0);
+    run.ranks = ranks;
     for (int n : o.n) {
       char what[64];
       std::snprintf(what, sizeof what, "--n %d --refine %g", n, o.refine);
@@ -183,9 +211,9 @@ int main(int argc, char** argv) {
   cudaGetDeviceProperties(&prop, 0);
   const std::string dev = prop.name;
   std::printf("vortex_step_bench: %s, commit %s, %d CPU threads; refine %g, fmm.tolerance %g, p %s, reinit_every %d, "
-              "median of %d steps after %d\n",
+              "median of %d steps after %d; %d rank%s, transport %s\n",
               dev.c_str(), VH_GIT_HASH, omp_get_max_threads(), o.refine, o.tolerance, o.p.c_str(), o.reinit_every,
-              o.steps, o.warmup);
+              o.steps, o.warmup, ranks, ranks > 1 ? "s (one GPU each)" : "", transport.c_str());
 
   std::vector<Row> rows;
   try {
@@ -203,12 +231,14 @@ int main(int argc, char** argv) {
 
       std::size_t free0 = 0, total = 0;
       cudaMemGetInfo(&free0, &total);
+      const Slab gs = Slab::make(g, spectral::kept_kmax(spectral::Dealias::two_thirds, n), world);
       auto t0 = clock_type::now();
-      vortex::GpuSolver s(p, g);
+      vortex::GpuSolver s(p, gs);
       sync();
       r.construct = seconds_since(t0);
       t0 = clock_type::now();
-      s.set_velocity(f.u, 0.0);
+      if (ranks > 1) s.set_velocity(restrict_to(f.u, gs), 0.0);
+      else s.set_velocity(f.u, 0.0);
       sync();
       r.set_velocity = seconds_since(t0);
       t0 = clock_type::now();
@@ -218,12 +248,18 @@ int main(int argc, char** argv) {
       r.bytes_per_particle = double(s.device_bytes()) / particles;
 
       std::vector<StepFigures> samples;
+      std::vector<double> exchange;
       for (int k = 0; k < o.warmup + o.steps; ++k) {
+        world.barrier();
         t0 = clock_type::now();
         const double dt = 0.5 * g.h() / s.max_velocity();
         s.step(dt);
         sync();
-        const StepFigures fig = step_figures(seconds_since(t0), s.last_step_times());
+        const double wall = world.max(seconds_since(t0));
+        const vortex::GpuStepTimes times = s.last_step_times();
+        StepFigures fig = step_figures(wall, times);
+        for (int c = 1; c < kSteps; ++c) fig[c] = world.max(fig[c]);  // each phase's slowest rank
+        if (k >= o.warmup) exchange.push_back(world.max(times.fmm_stages.exchange));
         std::printf("  n %d step %d: %.4f s (fmm %.4f, update %.4f, blob sums %.4f, fft steps %.4f, rest %.4f), dt %.3g%s\n",
                     n, k + 1, fig[0], fig[1], fig[2], fig[3], fig[4], fig[5], dt, k < o.warmup ? " warm-up" : "");
         std::fflush(stdout);
@@ -235,27 +271,35 @@ int main(int argc, char** argv) {
         r.step[c] = median(col);
       }
       r.host = r.step[0] - (r.step[1] + r.step[2] + r.step[3] + r.step[4] + r.step[5]);
+      r.exchange = median(exchange);
       r.reinits = int(s.reinits());
       std::size_t free1 = 0;
       cudaMemGetInfo(&free1, &total);
       r.gpu_used_gib = double(free0 - free1) / double(1 << 30);
 
       std::vector<double> stats, mon, vel;
+      SlabFft fft(gs);
       for (int k = 0; k < 3; ++k) {
         t0 = clock_type::now();
         const void* d[3];
-        s.device_velocity(d);
-        std::vector<double> E;
-        const Statistics st = statistics_device(d, g, f.nu, E);
-        stats.push_back(seconds_since(t0));
+        Statistics st;
+        if (s.device_velocity(d)) {
+          std::vector<double> E;
+          st = statistics_device(d, g, f.nu, E);
+        } else {  // R > 1: the driver's host path
+          SpectralSlab u(gs);
+          s.velocity(u);
+          st = statistics(u, f.nu, fft);
+        }
+        stats.push_back(world.max(seconds_since(t0)));
         if (k == 0) std::printf("  n %d: K %.6f eps %.6f Re_lambda %.2f at t %.4f\n", n, st.K, st.epsilon, st.Re_lambda, s.time());
         t0 = clock_type::now();
         s.monitors();
-        mon.push_back(seconds_since(t0));
+        mon.push_back(world.max(seconds_since(t0)));
         t0 = clock_type::now();
-        SpectralVector u;
+        SpectralSlab u(gs);
         s.velocity(u);
-        vel.push_back(seconds_since(t0));
+        vel.push_back(world.max(seconds_since(t0)));
       }
       r.out_stats = median(stats);
       r.out_monitors = median(mon);
@@ -267,12 +311,13 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  std::printf("\nper step [s] (median): step = fmm + update + reinit (blob sums, fft steps, rest) + host\n");
-  std::printf("%6s %8s %8s %8s %9s %9s %8s %8s %8s\n", "N", "step", "fmm", "update", "blob sums", "fft steps", "rest",
-              "host", "reinits");
+  std::printf("\nper step [s] (median; on R ranks each the slowest rank's): step = fmm + update + reinit (blob sums, "
+              "fft steps, rest) + host\n");
+  std::printf("%6s %6s %8s %8s %9s %8s %9s %9s %8s %8s %8s\n", "N", "ranks", "step", "fmm", "exchange", "update",
+              "blob sums", "fft steps", "rest", "host", "reinits");
   for (const Row& r : rows)
-    std::printf("%6d %8.4f %8.4f %8.4f %9.4f %9.4f %8.4f %8.4f %8d\n", r.n, r.step[0], r.step[1], r.step[2],
-                r.step[3], r.step[4], r.step[5], r.host, r.reinits);
+    std::printf("%6d %6d %8.4f %8.4f %9.4f %8.4f %9.4f %9.4f %8.4f %8.4f %8d\n", r.n, ranks, r.step[0], r.step[1],
+                r.exchange, r.step[2], r.step[3], r.step[4], r.step[5], r.host, r.reinits);
   std::printf("\nFMM stages [s] (median, fmm::Timings)\n%6s %8s %8s %8s %8s %8s %9s\n", "N", "tree", "lists", "upload",
               "P2P", "M2L", "P2M..L2P");
   for (const Row& r : rows)
@@ -288,10 +333,11 @@ int main(int argc, char** argv) {
     vh::bench::CsvRows csv(std::cout, "vortex_step", dev, VH_GIT_HASH);
     for (const Row& r : rows) {
       char cs[160];
-      std::snprintf(cs, sizeof cs, "N=%d refine=%g sc09 flow tol=%g p=%s reinit_every=%d median of %d", r.n, o.refine,
-                    o.tolerance, o.p.c_str(), o.reinit_every, o.steps);
+      std::snprintf(cs, sizeof cs, "N=%d refine=%g sc09 flow tol=%g p=%s reinit_every=%d median of %d ranks=%d comm=%s",
+                    r.n, o.refine, o.tolerance, o.p.c_str(), o.reinit_every, o.steps, ranks, transport.c_str());
       for (int c = 0; c < kSteps; ++c) csv.row(cs, kStepFigures[c], r.step[c], "s");
       const std::pair<const char*, double> m[] = {{"host", r.host},
+                                                  {"exchange", r.exchange},
                                                   {"startup_construct", r.construct},
                                                   {"startup_set_velocity", r.set_velocity},
                                                   {"first_evaluation", r.first_eval},
