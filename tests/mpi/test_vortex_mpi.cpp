@@ -161,16 +161,23 @@ struct Case {
   int reinit_every;
 };
 
-/// Ten steps on the world's ranks and on one rank; the grid velocity, K and the monitors.
-void ten_steps_equal_one_rank(const Case& c) {
-  const Comm w = world();
-  const int n = c.n;
-  const SpectralVector u0 = random_field(n, 7);
+/// The solver's parameters of a case.
+Params case_params(const Case& c, bool gpu) {
   Params prm;
   prm.nu = 0.02;
   prm.refine = c.refine;
   prm.reinit_every = c.reinit_every;
   prm.fmm.tolerance = kTolerance;
+  prm.use_gpu = gpu;
+  return prm;
+}
+
+/// Ten steps on the world's ranks and on one rank; the grid velocity, K and the monitors.
+void ten_steps_equal_one_rank(const Case& c) {
+  const Comm w = world();
+  const int n = c.n;
+  const SpectralVector u0 = random_field(n, 7);
+  const Params prm = case_params(c, false);
   const Slab gs = grid_slab(n, w);
   Solver many(prm, gs), one(prm, Grid{n});
   many.set_velocity(restrict_to(u0, gs), 0.0);
@@ -220,12 +227,7 @@ void ten_steps_equal_one_gpu(const Case& c) {
   select_gpus(w, true);
   const int n = c.n;
   const SpectralVector u0 = random_field(n, 11);
-  Params prm;
-  prm.nu = 0.02;
-  prm.refine = c.refine;
-  prm.reinit_every = c.reinit_every;
-  prm.fmm.tolerance = kTolerance;
-  prm.use_gpu = true;
+  const Params prm = case_params(c, true);
   const Slab gs = grid_slab(n, w);
   const std::unique_ptr<SolverInterface> many = make_solver(prm, gs), one = make_solver(prm, Grid{n});
   many->set_velocity(restrict_to(u0, gs), 0.0);
