@@ -224,7 +224,8 @@ void remove_fields_from(const std::string& dir, long first) {
   write_fields_collection(dir);
 }
 
-/// Relative L2 difference of two coefficient sets of one rank (Parseval: the same as on the grid).
+/// Relative L2 difference of two coefficient sets over all the ranks' slabs (Parseval: the same
+/// as on the grid). Collective.
 double relative_l2(const SpectralSlab& a, const SpectralSlab& b) {
   double num = 0, den = 0;
   const int n = a.slab.grid.n;
@@ -234,7 +235,7 @@ double relative_l2(const SpectralSlab& a, const SpectralSlab& b) {
       num += w * std::norm(a.c[d][m] - b.c[d][m]);
       den += w * std::norm(b.c[d][m]);
     }
-  return std::sqrt(num / den);
+  return std::sqrt(a.slab.comm.sum(num) / a.slab.comm.sum(den));
 }
 
 /// One output of a solver into the run file: series (standard names, k_max and k_max η, then
