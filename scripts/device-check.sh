@@ -16,9 +16,11 @@
 # 2 ranks sharing the GPU: test_spectral_mpi and spectral_bench on 1 and 2 ranks) | gpus (one
 # rank per GPU on every GPU of the machine: test_spectral_mpi on 2 … G ranks through NCCL and
 # MPI, spectral_bench on 1, 2, 4 … G GPUs, the memory check of 1024^3, the sc09 case at 512^3
-# with the spectral solver; see below). Each mode runs what of it was carried: tests and bench
-# with the fmm or the spectral set, sanitize with fmm, spectral or vortex, the vortex modes and
-# memory with vortex, mpi and gpus with mpi (gpus: vortexhit too).
+# with the spectral solver; see below) | vgpus (the vortex solver one rank per GPU: its ten-step
+# equality, strong and weak scaling, sc09 at 128^3 and 512^3; VGPUS_STEPS picks, see below).
+# Each mode runs what of it was carried: tests and bench with the fmm or the spectral set,
+# sanitize with fmm, spectral or vortex, the vortex modes and memory with vortex, mpi, gpus and
+# vgpus with mpi (gpus: vortexhit too).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-device-out}
