@@ -5,6 +5,7 @@
 #include "base/cuda_check.h"
 #include "fmm/evaluator.h"
 
+#include <cub/device/device_scan.cuh>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "base/device_buffer.h"
+#include "base/device_comm.h"
 #include "fmm/far_gpu_device.h"
 #include "fmm/p2p_gpu.h"
 #include "fmm/p2p_gpu_device.h"
@@ -147,6 +149,13 @@ Checked check_inputs_gpu(const double* x, const double* a, const double* s, int 
   return c;
 }
 
+// own_flag[s] = 1 where sorted source s (input index perm[s]) lies in [first, first + count).
+__global__ void own_flag_kernel(int n, const int* __restrict__ perm, long long first, long long count,
+                                int* __restrict__ own_flag) {
+  const int s = blockIdx.x * blockDim.x + threadIdx.x;
+  if (s < n) own_flag[s] = perm[s] >= first && perm[s] < first + count ? 1 : 0;
+}
+
 __global__ void zero_kernel(long long n, double* __restrict__ v) {
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * blockDim.x)
@@ -211,6 +220,12 @@ struct GpuEvaluator::Impl {
   DeviceBytes near_out;  // 12 values per sorted target, float or double
   DeviceArray<int> queue;
   DeviceArray<CheckOut> check;
+  // The shared upward pass (share_upward): the ranks, this rank's sources, and the prefix
+  // counts of them in sorted order (FarPlan::own) with the scan's scratch.
+  DeviceComm* share = nullptr;
+  long long share_first = 0, share_count = 0;
+  DeviceArray<int> own_flag, own_prefix;
+  DeviceBytes scan_temp;
   cudaStream_t s_far = nullptr, s_near = nullptr;
   enum { kStart, kEnd, kNear0, kNear1, kDrain0, kDrain1, kEvents };
   cudaEvent_t ev[kEvents] = {};
@@ -272,6 +287,12 @@ void GpuEvaluator::set_overlap(Overlap mode, int p2p_blocks_per_sm) {
   if (p2p_blocks_per_sm < 1) throw std::invalid_argument("GpuEvaluator::set_overlap: p2p_blocks_per_sm must be >= 1");
   impl_->overlap = mode;
   impl_->split_blocks = p2p_blocks_per_sm;
+}
+
+void GpuEvaluator::share_upward(DeviceComm* comm, std::size_t first, std::size_t count) {
+  impl_->share = comm && comm->comm().size() > 1 ? comm : nullptr;
+  impl_->share_first = static_cast<long long>(first);
+  impl_->share_count = static_cast<long long>(count);
 }
 
 Timings GpuEvaluator::evaluate_self(const double* d_x, const double* d_alpha, const double* d_sigma, std::size_t n,
@@ -421,6 +442,21 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   f.nchild = stree.nchild();
   f.parents = stree.parents();
   f.m2m_levels = stree.m2m_levels();
+  if (s.share) {
+    // FarPlan::own: this rank's sources counted in sorted order (exclusive prefix sum).
+    s.own_flag.reserve(static_cast<std::size_t>(n));
+    s.own_prefix.reserve(static_cast<std::size_t>(n) + 1);
+    own_flag_kernel<<<(n + 255) / 256, 256>>>(n, s.src.permutation(), s.share_first, s.share_count,
+                                              s.own_flag.data());
+    VH_CHECK_LAUNCH();
+    VH_CHECK_CUDA(cudaMemset(s.own_prefix.data(), 0, sizeof(int)));
+    std::size_t bytes = 0;
+    VH_CHECK_CUDA(cub::DeviceScan::InclusiveSum(nullptr, bytes, s.own_flag.data(), s.own_prefix.data() + 1, n));
+    s.scan_temp.reserve(std::max<std::size_t>(bytes, 1));
+    VH_CHECK_CUDA(
+        cub::DeviceScan::InclusiveSum(s.scan_temp.data(), bytes, s.own_flag.data(), s.own_prefix.data() + 1, n));
+    f.own = s.own_prefix.data();
+  }
   f.children = tt.children();
   f.l2l_levels = tt.l2l_levels();
   f.tgt_leaves = tt.leaves();
@@ -472,6 +508,13 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   cudaStream_t fs = s.s_far;
   if (serial) VH_CHECK_CUDA(cudaEventRecord(s.ev[kStart], fs));
   s.far.upward(f, fs);
+  if (s.share) {
+    // The ranks' multipoles summed (the near field goes on meanwhile on its stream).
+    VH_CHECK_CUDA(cudaStreamSynchronize(fs));
+    const auto t0 = clock_type::now();
+    s.share->sum(reinterpret_cast<double*>(s.far.multipoles()), 2 * FarStages::multipole_count(f));
+    tm.exchange += seconds(t0, clock_type::now());
+  }
   s.far.downward(
       f, per,
       [&] {

@@ -32,6 +32,10 @@
 
 #include "fmm/fmm.h"
 
+namespace vh {
+class DeviceComm;
+}
+
 namespace vh::fmm {
 
 class GpuEvaluator {
@@ -62,6 +66,15 @@ class GpuEvaluator {
   /// sources' positions and core radii are those of the previous call at the fixed targets.
   Timings evaluate_at_fixed(const double* d_x, const double* d_alpha, const double* d_sigma, std::size_t n,
                             double* d_u, double* d_grad, bool same_sources = false);
+
+  /// Ranks that each evaluate at their own targets from one and the same set of sources (every
+  /// rank passes every rank's sources in the same order: the vortex solver on R GPUs) share the
+  /// upward pass: each rank forms the multipoles of its own sources only, input indices [first,
+  /// first + count), and `comm` sums them over the ranks before the M2L (an all-reduce of
+  /// n_cells x 3 x ncoef(p) complex values). The results are the unshared ones up to the order
+  /// of the multipoles' sums (round-off). Kept for the later calls; every rank then evaluates
+  /// collectively, none with zero targets. comm null (the default) or of one rank: no sharing.
+  void share_upward(DeviceComm* comm, std::size_t first, std::size_t count);
 
   /// How the near field (P2P) shares the GPU with the far field (the results do not depend on
   /// it). serial: the P2P, then the far field, on one stream (the sum of the two, for

@@ -158,6 +158,10 @@ struct FarPlan {
   const int* nchild = nullptr;
   const int* parents = nullptr;
   std::vector<std::pair<int, int>> m2m_levels;
+  /// The upward pass shared over ranks (GpuEvaluator::share_upward): own[s] = how many of the
+  /// sorted sources before s are this rank's (ns + 1 entries); P2M and M2M then form the
+  /// multipoles of those only.  Null: every source.
+  const int* own = nullptr;
   // Downward pass.
   const int* children = nullptr;
   std::vector<std::pair<int, int>> l2l_levels;
@@ -251,6 +255,12 @@ class FarStages {
   void reserve(const FarPlan& f, const FarPeriodic& per);
   /// P2M and M2M.
   void upward(const FarPlan& f, cudaStream_t s);
+  /// The multipoles of the last upward(): count() double2 (n_scells x 3 x ncoef(p)), for the
+  /// ranks to sum where they share the upward pass.
+  double2* multipoles() { return work_.M.data(); }
+  static std::size_t multipole_count(const FarPlan& f) {
+    return static_cast<std::size_t>(f.n_scells) * 3 * cidx(f.p + 1, 0);
+  }
   /// The lattice and mean terms, M2L, L2L, join(), L2P (see the class comment); near: 12
   /// values per sorted target, double when near_double, else float (or null).
   template <class Join>

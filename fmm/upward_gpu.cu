@@ -12,22 +12,26 @@ namespace {
 
 // ------------------------------------------------------------------------------------ P2M
 // Block per source leaf; chunks of `chunk` particles: thread t < chunk computes R of particle t
-// into shared memory (m >= 0 storage), then thread o = (a, c) sums q_a R_c.
+// into shared memory (m >= 0 storage), then thread o = (a, c) sums q_a R_c.  With `own` (the
+// upward pass shared over ranks, FarPlan::own) only this rank's particles count: a leaf without
+// any is skipped (its M stays zero), the others' strengths in a mixed leaf are taken as zero.
 __global__ void p2m_kernel(const int* __restrict__ leaves, const GCell* __restrict__ cells,
-                           const double4_32a* __restrict__ x, const double4_32a* __restrict__ alpha, int p, int chunk,
-                           double2* __restrict__ M) {
+                           const double4_32a* __restrict__ x, const double4_32a* __restrict__ alpha,
+                           const int* __restrict__ own, int p, int chunk, double2* __restrict__ M) {
   extern __shared__ double2 sh[];
   const int nc = cidx(p + 1, 0);
   double2* R = sh;                                            // [chunk][nc]
   double* q = reinterpret_cast<double*>(R + chunk * nc);     // [chunk][3]
   const GCell C = cells[leaves[blockIdx.x]];
+  if (own && own[C.end] == own[C.begin]) return;
   const int o = threadIdx.x, a = o / nc, c = o - a * nc;
   double2 acc = make_double2(0, 0);
   for (int b = C.begin; b < C.end; b += chunk) {
     const int n = min(chunk, C.end - b);
     if (threadIdx.x < n) {
       const double4_32a xi = x[b + threadIdx.x];
-      const double4_32a ai = alpha[b + threadIdx.x];
+      const int s = b + threadIdx.x;
+      const double4_32a ai = !own || own[s + 1] > own[s] ? alpha[s] : make_double4_32a(0, 0, 0, 0);
       double* Ri = reinterpret_cast<double*>(R + threadIdx.x * nc);
       const double dx = xi.x - C.cx, dy = xi.y - C.cy, dz = xi.z - C.cz, r2 = dx * dx + dy * dy + dz * dz;
       Ri[0] = 1.0;
@@ -54,16 +58,18 @@ __global__ void p2m_kernel(const int* __restrict__ leaves, const GCell* __restri
 
 // ------------------------------------------------------------------------------------ M2M
 // Block per parent cell of one level: P_lm = sum over children sum_jk R_jk(d) M_{l-j, m-k}
-// (m2m_terms, the children's terms one after the other).
+// (m2m_terms, the children's terms one after the other).  With `own`, a cell without any of
+// this rank's particles is skipped: its children's multipoles are all zero.
 __global__ void m2m_kernel(const int* __restrict__ parents, const int* __restrict__ first_child,
-                           const int* __restrict__ nchild, const GCell* __restrict__ cells, int p,
-                           double2* __restrict__ M) {
+                           const int* __restrict__ nchild, const GCell* __restrict__ cells,
+                           const int* __restrict__ own, int p, double2* __restrict__ M) {
   extern __shared__ double2 sh[];
   const int nc = cidx(p + 1, 0), nf = (p + 1) * (p + 1);
   double2* Rf = sh;        // [nf]
   double2* Mf = sh + nf;   // [3][nf]
   const int P = parents[blockIdx.x];
   const GCell C = cells[P];
+  if (own && own[C.end] == own[C.begin]) return;
   const int o = threadIdx.x, a = o / nc;
   int l = 0, m = 0;
   if (a < 3) lm_of(o - a * nc, l, m);
@@ -107,13 +113,13 @@ void far_upward(const FarPlan& f, FarWork& w, cudaStream_t s) {
       std::max(1, std::min(32, static_cast<int>((40 * 1024) / (nc * sizeof(double2) + 3 * sizeof(double)))));
   if (f.n_src_leaves > 0) {
     const std::size_t shm = chunk * (nc * sizeof(double2) + 3 * sizeof(double));
-    p2m_kernel<<<f.n_src_leaves, coef_threads(f.p), shm, s>>>(f.src_leaves, f.scells, f.xs, f.alpha, f.p, chunk,
+    p2m_kernel<<<f.n_src_leaves, coef_threads(f.p), shm, s>>>(f.src_leaves, f.scells, f.xs, f.alpha, f.own, f.p, chunk,
                                                               w.M.data());
     VH_CHECK_LAUNCH();
   }
   const std::size_t shm = 4 * nf * sizeof(double2);
   for (const auto& lv : f.m2m_levels) {
-    m2m_kernel<<<lv.second, coef_threads(f.p), shm, s>>>(f.parents + lv.first, f.first_child, f.nchild, f.scells, f.p,
+    m2m_kernel<<<lv.second, coef_threads(f.p), shm, s>>>(f.parents + lv.first, f.first_child, f.nchild, f.scells, f.own, f.p,
                                                          w.M.data());
     VH_CHECK_LAUNCH();
   }

@@ -10,7 +10,7 @@
 #   tgv       tgv_check (the Taylor-Green check against the 512^3 reference)
 #   vortex    vortexhit, the blob and GPU-solver tests, blobs_bench and vortex_step_bench
 #             (device-check.sh vortex, vstep, study, sc09, memory, bench)
-#   mpi       test_spectral_mpi, test_vortex_mpi, spectral_bench, vortex_step_bench, vortexhit
+#   mpi       test_spectral_mpi, test_vortex_mpi, test_fmm_mpi, spectral_bench, vortex_step_bench, vortexhit
 #             (device-check.sh mpi and gpus: both solvers on several ranks and GPUs)
 #   all       every one of them, packed into .gpu.tar.xz (below)
 #
@@ -25,10 +25,10 @@ case "$set_name" in
   spectral) progs="test_spectral_gpu spectral_bench" ;;
   tgv) progs="tgv_check" ;;
   vortex) progs="vortexhit test_blobs_gpu test_vortex_gpu blobs_bench vortex_step_bench" ;;
-  mpi) progs="test_spectral_mpi test_vortex_mpi spectral_bench vortex_step_bench vortexhit" ;;
+  mpi) progs="test_spectral_mpi test_vortex_mpi test_fmm_mpi spectral_bench vortex_step_bench vortexhit" ;;
   all) progs="fmm_gpu_test test_fmm_gpu test_traverse_gpu test_blobs_gpu test_initial_field test_diagnostics
               fmm_bench p2p_gpu_bench p2p_cpu_bench test_spectral_gpu spectral_bench tgv_check vortexhit blobs_bench
-              test_vortex_gpu vortex_step_bench test_spectral_mpi test_vortex_mpi" ;;
+              test_vortex_gpu vortex_step_bench test_spectral_mpi test_vortex_mpi test_fmm_mpi" ;;
   *) echo "build-gpu.sh: unknown set '$set_name' (allowed: fmm, spectral, tgv, vortex, mpi, all)" >&2; exit 2 ;;
 esac
 # ccache, where installed, shares objects with the other build folders of this checkout.

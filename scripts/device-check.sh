@@ -254,7 +254,8 @@ fi
 if [ "$what" = vgpus ]; then
   # Issue 25: the vortex solver on the GPUs of one machine, one rank per GPU (vortex/solver_gpu.h
   # on R ranks). VGPUS_STEPS (default 1) picks what runs: "tests" the ten-step equality against
-  # one GPU (test_vortex_mpi's VortexMpiGpu cases) on 2 and 4 ranks, "strong" vortex_step_bench at
+  # one GPU (test_vortex_mpi's VortexMpiGpu cases) and the shared upward pass against the whole
+  # one (test_fmm_mpi's FmmMpiGpu case) on 2 and 4 ranks, "strong" vortex_step_bench at
   # 256^3 (the deck's settings) on 1, 2 and 4 GPUs, "weak" 2^24 particles per GPU (256^3 on 1,
   # N = 322 on 2, N = 406 on 4), "sc09" the sc09 flow at 128^3 with both solvers on 2 GPUs to
   # t/T = VGPUS_SC09_T (default 10) and its comparison, "big" the 512^3 case's memory check on
@@ -271,7 +272,9 @@ if [ "$what" = vgpus ]; then
           echo "== $r ranks, one per GPU: test_vortex_mpi VortexMpiGpu.*" | tee -a "$OUT/vgpus.log"
           $mpi -np "$r" .gpu/test_vortex_mpi --gtest_filter='VortexMpiGpu.*' >>"$OUT/vgpus.log" 2>&1 ||
             { status=1; echo "FAILED" | tee -a "$OUT/vgpus.log"; }
-          grep -E "^\[vortex mpi gpu\]|FAILED|PASSED" "$OUT/vgpus.log" | tail -n 4
+          $mpi -np "$r" .gpu/test_fmm_mpi --gtest_filter='FmmMpiGpu.*' >>"$OUT/vgpus.log" 2>&1 ||
+            { status=1; echo "FAILED" | tee -a "$OUT/vgpus.log"; }
+          grep -E "^\[vortex mpi gpu\]|^GPU evaluate_at|FAILED|PASSED" "$OUT/vgpus.log" | tail -n 7
         done ;;
       strong)
         for r in 1 $ranks_list; do

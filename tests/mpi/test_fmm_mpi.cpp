@@ -9,7 +9,9 @@
 // Checked: u and grad u against the one-rank evaluation of all the blobs and against the exact
 // periodic sum (tests/fmm/spectral_reference.h) or the free-space direct sum; the counting
 // kernel (fmm/let.h count_received): every target takes every source once per near image and
-// the far lattice once; and the LETs' size at 2^16 blobs in z-slabs against the gather's.
+// the far lattice once; and the LETs' size at 2^16 blobs in z-slabs against the gather's. On
+// GPUs (one a rank; skipped without): the resident evaluator's upward pass shared over the ranks
+// (GpuEvaluator::share_upward) against the unshared one, to round-off.
 //
 // Tolerances.  Against the one-rank evaluation, relative L2 over all the ranks' blobs:
 // 3 x the measured error of the tolerance row in use (fmm/fmm.cpp auto_settings(): 6.3e-8 at
@@ -39,6 +41,15 @@
 #include "fmm/p2p_kernel.h"
 #include "fmm/periodic.h"
 #include "spectral_reference.h"
+#include "core/device.h"
+
+#ifdef VH_FMM_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "base/device_buffer.h"
+#include "base/device_comm.h"
+#include "fmm/evaluator.h"
+#endif
 
 namespace vh::fmm {
 namespace {
@@ -427,6 +438,101 @@ TEST(FmmMpi, LetSmallerThanTheGatherInZSlabs) {
     EXPECT_LT(fp, 0.5);
     EXPECT_LT(fb, 1.0);
   }
+}
+
+#ifdef VH_FMM_HAVE_CUDA
+/// u and grad u (12 doubles a target) of the GpuEvaluator at the device targets t from the
+/// device sources, the upward pass shared over `share` (or not, null) with this rank's sources
+/// at [first, first + count).
+std::vector<double> gpu_at(GpuEvaluator& ev, DeviceComm* share, std::size_t first, std::size_t count,
+                           const DeviceArray<double>& x, const DeviceArray<double>& a, const DeviceArray<double>& s,
+                           const DeviceArray<double>& t, bool same) {
+  const std::size_t n = s.size(), m = t.size() / 3;
+  DeviceArray<double> u(3 * m), g(9 * m);
+  ev.share_upward(share, first, count);
+  ev.evaluate_at(x.data(), a.data(), s.data(), n, t.data(), m, u.data(), g.data(), same);
+  std::vector<double> r(12 * m), hu(3 * m), hg(9 * m);
+  u.download(hu.data(), 3 * m);
+  g.download(hg.data(), 9 * m);
+  std::copy(hu.begin(), hu.end(), r.begin());
+  std::copy(hg.begin(), hg.end(), r.begin() + 3 * m);
+  return r;
+}
+#endif
+
+TEST(FmmMpiGpu, SharedUpwardPassEqualsTheWholeOne) {
+  // The vortex solver's evaluation on R GPUs: every rank passes every rank's blobs as sources
+  // (uneven z-slabs, in rank order) and its own as targets. With the upward pass shared, each
+  // rank forms the multipoles of its own blobs and the ranks sum them: the results must be the
+  // unshared evaluation's up to the order of those sums (round-off; a leaf or a cell missing or
+  // taken twice moves u by ~1e-3 on this lattice), and within the tolerance of the exact sum.
+  // Then new strengths at the same positions (the kept trees and lists).
+#ifndef VH_FMM_HAVE_CUDA
+  GTEST_SKIP() << "no CUDA in this build";
+#else
+  if (!gpu_available()) GTEST_SKIP() << "no GPU visible";
+  const Comm c = world();
+  select_gpus(c, true);
+  const Lattice& l = lattice();
+  const std::vector<int> owner = owners(l.x, Split::zslabs, false, 0);
+  std::vector<double> xs, as, ss, ts;
+  std::vector<Mat3> grad_exact;
+  std::vector<Vec3> u_exact;
+  std::size_t first = 0, count = 0;
+  for (int r = 0; r < c.size(); ++r)
+    for (std::size_t i = 0; i < l.x.size(); ++i) {
+      if (owner[i] != r) continue;
+      if (r < c.rank()) ++first;
+      xs.insert(xs.end(), l.x[i].begin(), l.x[i].end());
+      as.insert(as.end(), l.alpha[i].begin(), l.alpha[i].end());
+      ss.push_back(l.sigma[i]);
+      if (r == c.rank()) {
+        ++count;
+        ts.insert(ts.end(), l.x[i].begin(), l.x[i].end());
+        u_exact.push_back(l.u[i]);
+        grad_exact.push_back(l.grad[i]);
+      }
+    }
+  const DeviceArray<double> x(xs), s(ss), t(ts);
+  DeviceArray<double> a(as);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  {
+    DeviceComm dc(c, stream);
+    const Params prm = periodic_params(1e-6);
+    GpuEvaluator shared(prm), whole(prm);
+    for (int pass = 0; pass < 2; ++pass) {
+      if (pass == 1) {  // new strengths, same positions
+        for (double& v : as) v *= -0.5;
+        a.upload(as);
+      }
+      const std::vector<double> r1 = gpu_at(shared, &dc, first, count, x, a, s, t, pass == 1);
+      const std::vector<double> r0 = gpu_at(whole, nullptr, 0, 0, x, a, s, t, pass == 1);
+      const double e = rel_l2_all(r1, r0);
+      const double scale = pass == 1 ? -0.5 : 1.0;
+      std::vector<Vec3> u(count), ue(count);
+      std::vector<Mat3> g(count), ge(count);
+      for (std::size_t i = 0; i < count; ++i)
+        for (int m = 0; m < 3; ++m) {
+          u[i][m] = r1[3 * i + m];
+          ue[i][m] = scale * u_exact[i][m];
+          for (int k = 0; k < 3; ++k) {
+            g[i][m][k] = r1[3 * count + 9 * i + 3 * m + k];
+            ge[i][m][k] = scale * grad_exact[i][m][k];
+          }
+        }
+      const double eu = rel_l2_all(u, ue), eg = rel_l2_all(g, ge);
+      if (c.root())
+        std::printf("GPU evaluate_at on %d ranks, upward pass shared%s: rel L2 against the unshared %.2e; against the "
+                    "spectral sum u %.2e, grad u %.2e\n",
+                    c.size(), pass ? " (new strengths, kept trees)" : "", e, eu, eg);
+      EXPECT_LE(e, 1e-12);
+      EXPECT_LE(eu, 1e-6);
+      EXPECT_LE(eg, 1e-6);
+    }
+  }
+  cudaStreamDestroy(stream);
+#endif
 }
 
 TEST(FmmMpi, BadInputOnOneRankThrowsOnEvery) {
