@@ -37,6 +37,16 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+/// Before a blocking exchange's clock starts: the work it depends on done, so that the seconds
+/// are the exchange's own: the stream's, and for a blocking stream (which runs after the legacy
+/// default stream's earlier work) the legacy stream's too.
+void wait_for_inputs(cudaStream_t stream) {
+  VH_CHECK_CUDA(cudaStreamSynchronize(stream));
+  unsigned flags = 0;
+  VH_CHECK_CUDA(cudaStreamGetFlags(stream, &flags));
+  if (flags == cudaStreamDefault) VH_CHECK_CUDA(cudaStreamSynchronize(cudaStreamLegacy));
+}
+
 /// The rank of another rank on this rank's GPU, or −1 (every rank's GPU UUID, allgathered).
 int rank_sharing_gpu(const Comm& comm) {
   int dev = 0;
@@ -187,7 +197,7 @@ void* DeviceComm::host(int which, std::size_t bytes) {
 void DeviceComm::alltoallv(const void* send, const std::vector<std::size_t>& sc, const std::vector<std::size_t>& sd,
                            void* recv, const std::vector<std::size_t>& rc, const std::vector<std::size_t>& rd,
                            std::size_t elem_bytes) {
-  VH_CHECK_CUDA(cudaStreamSynchronize(stream_));  // the stream's earlier work is not the exchange's
+  wait_for_inputs(stream_);
   const auto t0 = std::chrono::steady_clock::now();
   const char* s = static_cast<const char*>(send);
   char* d = static_cast<char*>(recv);
@@ -300,7 +310,7 @@ const ExchangeStats& DeviceComm::stats() const {
 }
 
 void DeviceComm::exchange(const std::vector<Send>& sends, const std::vector<Recv>& recvs) {
-  VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
+  wait_for_inputs(stream_);
   const auto t0 = std::chrono::steady_clock::now();
   const int me = comm_.rank();
   self_copies(stream_, sends, recvs);
@@ -361,7 +371,7 @@ void DeviceComm::exchange(const std::vector<Send>& sends, const std::vector<Recv
 
 void DeviceComm::allgatherv(const void* send, std::size_t count, void* recv, const std::vector<std::size_t>& counts,
                             std::size_t elem_bytes) {
-  VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
+  wait_for_inputs(stream_);
   const auto t0 = std::chrono::steady_clock::now();
   std::size_t total = 0;
   for (std::size_t c : counts) total += c;
@@ -401,7 +411,7 @@ void DeviceComm::allgatherv(const void* send, std::size_t count, void* recv, con
 }
 
 void DeviceComm::sum(double* data, std::size_t n) {
-  VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
+  wait_for_inputs(stream_);
   if (comm_.size() == 1 || n == 0) return;
   const auto t0 = std::chrono::steady_clock::now();
 #ifdef VH_HAVE_NCCL
@@ -411,7 +421,8 @@ void DeviceComm::sum(double* data, std::size_t n) {
   } else
 #endif
   {
-    // MPI: a few values (reductions of diagnostics) through the host whatever the library.
+    // MPI: through the host whatever the library (a few values of diagnostics; the FMM's
+    // multipoles on ranks without NCCL).
     std::vector<double> h(n);
     VH_CHECK_CUDA(cudaMemcpy(h.data(), data, n * sizeof(double), cudaMemcpyDeviceToHost));
     comm_.sum(h);
