@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -448,6 +449,7 @@ struct GpuSolver::Impl {
   mutable double div_removed = 0;
   fmm::Timings timings;
   GpuStepTimes cur, last;
+  ExchangeStats exchanged;  // dcomm's totals when the last step ended
 
   Impl(const Params& p, const Slab& grid_slab)
       : prm(p),
@@ -747,13 +749,18 @@ struct GpuSolver::Impl {
       // Every rank's particles as the sources, this rank's as the targets: the work of the
       // near and far field at the targets is this rank's share. Each target's own pair, regular
       // at r = 0, adds nothing to u and G(0) ε·α to ∇u (which γ's stretching would see): it is
-      // taken out again, as evaluate_self leaves it out.
-      const double exchanged = dcomm->stats().seconds;
+      // taken out again, as evaluate_self leaves it out. The upward pass is shared: each rank
+      // forms the multipoles of its own particles, the ranks sum them (where every rank has
+      // some: a rank without targets would not join the sum).
+      const double before = dcomm->stats().seconds;
       gather_positions();
       gather(alpha.data(), 3, all_a);
+      const std::size_t first = std::accumulate(counts.begin(), counts.begin() + comm.rank(), std::size_t(0));
+      const bool share = std::find(counts.begin(), counts.end(), std::size_t(0)) == counts.end();
+      fmm.share_upward(share ? dcomm.get() : nullptr, first, static_cast<std::size_t>(np));
       timings = fmm.evaluate_at(all_x.data(), all_a.data(), all_s.data(), static_cast<std::size_t>(nall), x.data(),
                                 static_cast<std::size_t>(np), u, grad, same);
-      timings.exchange = dcomm->stats().seconds - exchanged;
+      timings.exchange = dcomm->stats().seconds - before;
       drop_self_pair_kernel<<<blocks_for(np), kThreads>>>(np, alpha.data(), sigma.data(), grad);
       VH_CHECK_LAUNCH();
     } else {
@@ -761,6 +768,7 @@ struct GpuSolver::Impl {
     }
     cur.fmm += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     cur.fmm_stages = timings;
+    cur.particles = np;
     last_eval_on_lattice = since_reinit == 0;
     rhs_valid = true;
     umax_valid = false;
@@ -848,6 +856,12 @@ struct GpuSolver::Impl {
       cur.reinitialised = true;
     }
     events.finish_step();
+    if (many) {  // since the last step ended (its evaluation may have come before this call)
+      const ExchangeStats now = dcomm->stats();
+      cur.exchange = now.seconds - exchanged.seconds;
+      cur.exchange_bytes = now.bytes - exchanged.bytes;
+      exchanged = now;
+    }
     last = cur;
     cur = GpuStepTimes{};
   }

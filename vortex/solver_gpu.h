@@ -53,6 +53,11 @@ struct GpuStepTimes {
   double rest = 0;       ///< the reinitialisation's other kernels (layouts, new lattice)
   bool reinitialised = false;
   fmm::Timings fmm_stages;  ///< the evaluator's own split
+  /// R > 1: this rank's exchanges of the step (the gathers of the particles, the FMM's sum of
+  /// the multipoles, the gathers of the blob sums' planes): wall seconds and bytes sent to
+  /// other ranks; and the particles it held at the step's evaluation (the load of its share).
+  double exchange = 0, exchange_bytes = 0;
+  long long particles = 0;
 };
 
 class GpuSolver : public SolverInterface {

@@ -21,7 +21,10 @@
 //                     [--p auto] [--reinit-every 1] [--csv]
 //   mpirun -np R vortex_step_bench …   the solver on R ranks, one GPU each (the node-local rank
 //                     picks it; NCCL where the build has it, else MPI): the step is the slowest
-//                     rank's, `exchange` the gathers' share of it (in fmm), the memory rank 0's;
+//                     rank's, `exchange` the time of its exchanges (the particles' gathers, the
+//                     FMM's sum of multipoles, the blob sums' planes; mostly inside fmm and blob
+//                     sums), `exch GB` the bytes a rank sends, `max/mean` the load imbalance (the
+//                     largest rank's particles over the mean), the memory rank 0's;
 //                     the output statistics are then those of the driver's host path (velocity
 //                     to this rank's slab).
 //
@@ -136,7 +139,9 @@ struct Row {
   int n = 0;
   StepFigures step{};
   double host = 0;  // step − its phases
-  double exchange = 0;  // R > 1: the gathers of the particles (part of fmm), slowest rank
+  double exchange = 0;  // R > 1: the step's exchanges (in its phases), slowest rank
+  double exchange_gb = 0;  // R > 1: bytes a rank sends a step, the largest, 1e9
+  double imbalance = 1;    // the largest rank's particles over the mean
   double construct = 0, set_velocity = 0, first_eval = 0;
   double out_stats = 0, out_monitors = 0, out_velocity = 0;
   double bytes_per_particle = 0, gpu_used_gib = 0;
@@ -248,7 +253,7 @@ int main(int argc, char** argv) {
       r.bytes_per_particle = double(s.device_bytes()) / particles;
 
       std::vector<StepFigures> samples;
-      std::vector<double> exchange;
+      std::vector<double> exchange, exchange_gb, imbalance;
       for (int k = 0; k < o.warmup + o.steps; ++k) {
         world.barrier();
         t0 = clock_type::now();
@@ -259,7 +264,11 @@ int main(int argc, char** argv) {
         const vortex::GpuStepTimes times = s.last_step_times();
         StepFigures fig = step_figures(wall, times);
         for (int c = 1; c < kSteps; ++c) fig[c] = world.max(fig[c]);  // each phase's slowest rank
-        if (k >= o.warmup) exchange.push_back(world.max(times.fmm_stages.exchange));
+        if (k >= o.warmup) {
+          exchange.push_back(world.max(times.exchange));
+          exchange_gb.push_back(world.max(times.exchange_bytes) * 1e-9);
+          imbalance.push_back(world.max(double(times.particles)) * ranks / world.sum(double(times.particles)));
+        }
         std::printf("  n %d step %d: %.4f s (fmm %.4f, update %.4f, blob sums %.4f, fft steps %.4f, rest %.4f), dt %.3g%s\n",
                     n, k + 1, fig[0], fig[1], fig[2], fig[3], fig[4], fig[5], dt, k < o.warmup ? " warm-up" : "");
         std::fflush(stdout);
@@ -272,6 +281,8 @@ int main(int argc, char** argv) {
       }
       r.host = r.step[0] - (r.step[1] + r.step[2] + r.step[3] + r.step[4] + r.step[5]);
       r.exchange = median(exchange);
+      r.exchange_gb = median(exchange_gb);
+      r.imbalance = median(imbalance);
       r.reinits = int(s.reinits());
       std::size_t free1 = 0;
       cudaMemGetInfo(&free1, &total);
@@ -313,11 +324,12 @@ int main(int argc, char** argv) {
 
   std::printf("\nper step [s] (median; on R ranks each the slowest rank's): step = fmm + update + reinit (blob sums, "
               "fft steps, rest) + host\n");
-  std::printf("%6s %6s %8s %8s %9s %8s %9s %9s %8s %8s %8s\n", "N", "ranks", "step", "fmm", "exchange", "update",
-              "blob sums", "fft steps", "rest", "host", "reinits");
+  std::printf("%6s %6s %8s %8s %8s %9s %9s %8s %8s %8s %9s %8s %8s\n", "N", "ranks", "step", "fmm", "update",
+              "blob sums", "fft steps", "rest", "host", "exchange", "exch GB", "max/mean", "reinits");
   for (const Row& r : rows)
-    std::printf("%6d %6d %8.4f %8.4f %9.4f %8.4f %9.4f %9.4f %8.4f %8.4f %8d\n", r.n, ranks, r.step[0], r.step[1],
-                r.exchange, r.step[2], r.step[3], r.step[4], r.step[5], r.host, r.reinits);
+    std::printf("%6d %6d %8.4f %8.4f %8.4f %9.4f %9.4f %8.4f %8.4f %8.4f %9.3f %8.3f %8d\n", r.n, ranks, r.step[0],
+                r.step[1], r.step[2], r.step[3], r.step[4], r.step[5], r.host, r.exchange, r.exchange_gb, r.imbalance,
+                r.reinits);
   std::printf("\nFMM stages [s] (median, fmm::Timings)\n%6s %8s %8s %8s %8s %8s %9s\n", "N", "tree", "lists", "upload",
               "P2P", "M2L", "P2M..L2P");
   for (const Row& r : rows)
@@ -345,6 +357,8 @@ int main(int argc, char** argv) {
                                                   {"output_monitors", r.out_monitors},
                                                   {"output_velocity_host", r.out_velocity}};
       for (const auto& [name, v] : m) csv.row(cs, name, v, "s");
+      csv.row(cs, "exchange_bytes", r.exchange_gb * 1e9, "B");
+      csv.row(cs, "particles_max_over_mean", r.imbalance, "1");
       csv.row(cs, "solver_device_bytes_per_particle", r.bytes_per_particle, "B");
       csv.row(cs, "gpu_memory_in_use", r.gpu_used_gib, "GiB");
     }
