@@ -52,6 +52,7 @@
 #include "core/fft.h"
 #include "core/initial_field.h"
 #include "core/slab.h"
+#include "core/slab_copy.h"
 #include "io/console.h"
 #include "io/fields_file.h"
 #include "io/h5.h"
@@ -222,20 +223,6 @@ void remove_fields_from(const std::string& dir, long first) {
     if (i >= first) fs::remove(e.path());
   }
   write_fields_collection(dir);
-}
-
-/// Relative L2 difference of two coefficient sets over all the ranks' slabs (Parseval: the same
-/// as on the grid). Collective.
-double relative_l2(const SpectralSlab& a, const SpectralSlab& b) {
-  double num = 0, den = 0;
-  const int n = a.slab.grid.n;
-  for (int d = 0; d < 3; ++d)
-    for (std::size_t m = 0; m < a.c[d].size(); ++m) {
-      const double w = mode_weight(int(m % (n / 2 + 1)), n);
-      num += w * std::norm(a.c[d][m] - b.c[d][m]);
-      den += w * std::norm(b.c[d][m]);
-    }
-  return std::sqrt(a.slab.comm.sum(num) / a.slab.comm.sum(den));
 }
 
 /// One output of a solver into the run file: series (standard names, k_max and k_max η, then

@@ -2,9 +2,11 @@
 #include "core/slab_copy.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/error.h"
+#include "core/modes_kernel.h"
 
 namespace vh {
 
@@ -135,6 +137,18 @@ SpectralVector allgather(const SpectralSlab& u) {
     }
   }
   return w;
+}
+
+double relative_l2(const SpectralSlab& a, const SpectralSlab& b) {
+  const int n = b.slab.grid.n, nxh = n / 2 + 1;
+  double num = 0, den = 0;
+  for (int c = 0; c < 3; ++c)
+    for (std::size_t m = 0; m < b.c[c].size(); ++m) {
+      const double w = modes::mode_weight(int(m % nxh), n);
+      num += w * std::norm(a.c[c][m] - b.c[c][m]);
+      den += w * std::norm(b.c[c][m]);
+    }
+  return std::sqrt(b.slab.comm.sum(num) / b.slab.comm.sum(den));
 }
 
 }  // namespace vh

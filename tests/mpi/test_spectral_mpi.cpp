@@ -33,7 +33,7 @@ namespace vh::spectral {
 namespace {
 
 Comm world() { return Comm::world(); }
-using test::rel_l2;
+using test::relative_l2;
 using test::restrict_to;
 
 /// max |a − b| over the rank's points of a field on the grid, against max |b| (reduced).
@@ -210,7 +210,7 @@ Comparison twenty_steps(const Params& p, int n, Backend b) {
   one->nonlinear_term(n1);
   many->nonlinear_term(nr);
   Comparison c;
-  c.nonlinear = rel_l2(nr, restrict_to(n1, s));
+  c.nonlinear = relative_l2(nr, restrict_to(n1, s));
   const double u1 = one->max_velocity(), ur = many->max_velocity();
   c.max_velocity = std::fabs(ur - u1) / u1;
   const double dt = 0.2 * Grid{n}.h() / u1;
@@ -222,7 +222,7 @@ Comparison twenty_steps(const Params& p, int n, Backend b) {
   SpectralSlab v;
   one->velocity(a);
   many->velocity(v);
-  c.state = rel_l2(v, restrict_to(a, s));
+  c.state = relative_l2(v, restrict_to(a, s));
   const Energies e1 = one->energies(), er = many->energies();
   c.K = std::fabs(er.K - e1.K) / e1.K;
   c.enstrophy = std::fabs(er.enstrophy - e1.enstrophy) / e1.enstrophy;

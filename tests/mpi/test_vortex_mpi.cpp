@@ -47,7 +47,7 @@ namespace vh::vortex {
 namespace {
 
 Comm world() { return Comm::world(); }
-using test::rel_l2;
+using test::relative_l2;
 using test::restrict_to;
 
 SpectralVector random_field(int n, std::uint64_t seed) {
@@ -192,10 +192,10 @@ void ten_steps_equal_one_rank(const Case& c) {
   SpectralVector u1;
   one.velocity(u1);
   const SpectralSlab ref = restrict_to(u1, gs);
-  const double e = rel_l2(um, ref);
+  const double e = relative_l2(um, ref);
   const Monitors mm = many.monitors(), m1 = one.monitors();
   SpectralSlab start = restrict_to(u0, gs);
-  const double moved = rel_l2(start, ref);
+  const double moved = relative_l2(start, ref);
   double scale = 0;  // Σ|γ|, the size of the strengths' sum
   for (const Vec3& g : one.particles().gamma) scale += std::sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
   if (w.root())
@@ -243,10 +243,10 @@ void ten_steps_equal_one_gpu(const Case& c) {
   SpectralVector u1;
   one->velocity(u1);
   const SpectralSlab ref = restrict_to(u1, gs);
-  const double e = rel_l2(um, ref);
+  const double e = relative_l2(um, ref);
   const Monitors mm = many->monitors(), m1 = one->monitors();
   SpectralSlab start = restrict_to(u0, gs);
-  const double moved = rel_l2(start, ref);
+  const double moved = relative_l2(start, ref);
   const State s1 = one->state(), sm = many->state();
   double scale = 0;
   for (const Vec3& g : s1.particles.gamma) scale += std::sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
