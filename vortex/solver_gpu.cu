@@ -538,7 +538,7 @@ struct GpuSolver::Impl {
 
   /// Every rank's values v (k doubles a particle) into `all`, in rank order. Collective.
   void gather(const double* v, int k, DeviceArray<double>& all) {
-    if (all.size() < static_cast<std::size_t>(k * nall)) all.resize(static_cast<std::size_t>(k * nall));
+    all.reserve(static_cast<std::size_t>(k * nall));
     dcomm->allgatherv(v, static_cast<std::size_t>(np), all.data(), counts, k * sizeof(double));
   }
   /// The particles' positions and cores of every rank, gathered (once per set of positions).
@@ -631,8 +631,8 @@ struct GpuSolver::Impl {
   void select_near_planes(int reach) {
     const std::size_t n = static_cast<std::size_t>(nall);
     sel_flags.reserve(std::max<std::size_t>(n, 1));
-    if (sel.size() < n) sel.resize(n);
-    if (sel_count.size() < 1) sel_count.resize(1);
+    sel.reserve(n);
+    sel_count.reserve(1);
     char* flags = sel_flags.as<char>();
     near_planes_kernel<<<blocks_for(nall), kThreads>>>(nall, all_x.data(), gp.n, gp.h(), ls.z0, ls.nz,
                                                        std::min(reach, gp.n), flags);
@@ -647,8 +647,8 @@ struct GpuSolver::Impl {
     int count = 0;
     VH_CHECK_CUDA(cudaMemcpy(&count, sel_count.data(), sizeof(int), cudaMemcpyDeviceToHost));
     nsel = count;
-    if (sel_x.size() < static_cast<std::size_t>(3 * nsel)) sel_x.resize(static_cast<std::size_t>(3 * nsel));
-    if (sel_s.size() < static_cast<std::size_t>(nsel)) sel_s.resize(static_cast<std::size_t>(nsel));
+    sel_x.reserve(static_cast<std::size_t>(3 * nsel));
+    sel_s.reserve(static_cast<std::size_t>(nsel));
     pick(all_x.data(), 3, sel_x.data());
     pick(all_s.data(), 1, sel_s.data());
   }
@@ -666,7 +666,7 @@ struct GpuSolver::Impl {
       return;
     }
     gather(q, 3, all_q);
-    if (sel_q.size() < static_cast<std::size_t>(3 * nsel)) sel_q.resize(static_cast<std::size_t>(3 * nsel));
+    sel_q.reserve(static_cast<std::size_t>(3 * nsel));
     pick(all_q.data(), 3, sel_q.data());
     sums.sum(sel_q.data(), scale, divergence, mine.data(), ls.z0, ls.nz);
     std::vector<std::size_t> planes;
