@@ -62,7 +62,7 @@ constexpr int kLattice = 10;  // 10^3 = 1000 blobs
 /// with `last_empty` the last rank holds none.
 std::vector<int> share_counts(int n, int ranks, bool last_empty) {
   std::vector<int> c(ranks, 0);
-  const int holders = last_empty ? ranks - 1 : ranks;
+  const int holders = last_empty && ranks > 1 ? ranks - 1 : ranks;  // one rank is never empty
   if (holders == 1) {
     c[0] = n;
     return c;
