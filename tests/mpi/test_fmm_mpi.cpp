@@ -59,7 +59,7 @@ Comm world() { return Comm::world(); }
 constexpr int kLattice = 10;  // 10^3 = 1000 blobs
 
 /// How many of n items each of R ranks holds: uneven, 10 -> 7/3 (R = 2), 5/3/2 (R = 3);
-/// with `last_empty` the last rank holds none.
+/// with `last_empty` the last rank holds none (on R > 1).
 std::vector<int> share_counts(int n, int ranks, bool last_empty) {
   std::vector<int> c(ranks, 0);
   const int holders = last_empty && ranks > 1 ? ranks - 1 : ranks;  // one rank is never empty
