@@ -32,7 +32,7 @@
 // mode), columns: the input check, sort + tree, lists, the GPU stages per stream and the GPU
 // wall time of P2M ... L2P with the overlap.  The error comes from one evaluate_at at the
 // particles (as below), the slope from the same_positions = false totals.
-// Under mpirun (R > 1 ranks, CPU only): every rank makes the same blobs and passes its share to
+// Under mpirun (R > 1 ranks) on the CPU: every rank makes the same blobs and passes its share to
 // the Comm overload of evaluate_self (fmm/fmm.h: the local essential tree, fmm/let.h); --split
 // slabs (default: z-slabs of equal thickness, the vortex solver's partition) or interleaved
 // (blob i on rank i mod R).  One row per size: the slowest rank's total and stages, the
@@ -40,7 +40,11 @@
 // and max) and the most any rank received of what the gather would bring it (particles,
 // bytes), the imbalance max/mean of the particles and of the work (total less the exchange),
 // P2P pairs, M2Ls and M2Ps per particle summed over the ranks, and the error as without ranks
-// over every rank's blobs.
+// over every rank's blobs. With --device gpu --resident --periodic (or --turbulent), one GPU a
+// rank: the vortex solver's evaluation on R GPUs — every blob on every rank (the gathered
+// sources, in rank order), the targets its own share, the upward pass shared by one all-reduce
+// of the multipoles (fmm/evaluator.h share_upward); the exchange column is that all-reduce, MB
+// sent the bytes a rank sends in it.
 // Each size: one warm-up evaluation, then the median of --repeat.  --csv prints rows
 // date,commit,device,benchmark,case,metric,value,unit (bench/README.md) after the
 // table.  Cost on 2 cores of an AMD EPYC: about 1 minute up to 2^16, ~10 minutes up to 2^18.
@@ -73,6 +77,8 @@
 #ifdef VH_FMM_HAVE_CUDA
 #include <cuda_runtime.h>
 
+#include "base/device_comm.h"
+#include "core/device.h"
 #include "fmm/evaluator.h"
 #include "fmm/p2p_gpu.h"
 #endif
@@ -322,6 +328,24 @@ Blobs make_blobs(const Options& o, int lg) {
   return b;
 }
 
+// Under mpirun: each blob's rank, z-slabs of equal thickness (of the box, or of the blobs' z
+// range in free space) or every R-th blob (--split).
+std::vector<int> owners(const Options& o, const vh::fmm::Params& prm, const Blobs& b, int R) {
+  double zlo = 0, zhi = 2 * M_PI;
+  if (!prm.periodic) {
+    zlo = 1e300;
+    zhi = -1e300;
+    for (const auto& x : b.x) zlo = std::min(zlo, x[2]), zhi = std::max(zhi, x[2]);
+  }
+  std::vector<int> owner(b.x.size());
+  for (std::size_t i = 0; i < b.x.size(); ++i) {
+    const double z = prm.periodic ? vh::fmm::wrap_coordinate(b.x[i][2]) : b.x[i][2];
+    owner[i] = o.split == "interleaved" ? static_cast<int>(i % R)
+                                        : std::min(R - 1, static_cast<int>((z - zlo) / (zhi - zlo) * R));
+  }
+  return owner;
+}
+
 // Under mpirun: one size's evaluation over the ranks (header comment).
 struct RanksRow {
   int n = 0, ranks = 1;
@@ -335,46 +359,16 @@ struct RanksRow {
   double err_u = -1, err_g = -1;
 };
 
-RanksRow run_ranks(const Options& o, const vh::fmm::Params& prm, const Blobs& b, int lg, const vh::Comm& comm) {
-  const int n = static_cast<int>(b.x.size()), R = comm.size();
-  // This rank's blobs: z-slabs of equal thickness (of the box, or of the blobs' z range in free
-  // space) or every R-th blob.
-  double zlo = 0, zhi = 2 * M_PI;
-  if (!prm.periodic) {
-    zlo = 1e300;
-    zhi = -1e300;
-    for (const auto& x : b.x) zlo = std::min(zlo, x[2]), zhi = std::max(zhi, x[2]);
-  }
-  std::vector<int> mine;
-  for (int i = 0; i < n; ++i) {
-    const double z = prm.periodic ? vh::fmm::wrap_coordinate(b.x[i][2]) : b.x[i][2];
-    const int owner =
-        o.split == "interleaved" ? i % R : std::min(R - 1, static_cast<int>((z - zlo) / (zhi - zlo) * R));
-    if (owner == comm.rank()) mine.push_back(i);
-  }
-  Blobs m;
-  for (int i : mine) {
-    m.x.push_back(b.x[i]);
-    m.a.push_back(b.a[i]);
-    m.s.push_back(b.s[i]);
-  }
-  std::vector<Vec3> u;
-  std::vector<Mat3> g;
-  vh::fmm::evaluate_self(prm, comm, m.x, m.a, m.s, u, g);  // warm-up
-  std::vector<std::pair<double, vh::fmm::Timings>> runs;
-  for (int r = 0; r < o.repeat; ++r) {
-    const vh::fmm::Timings t = vh::fmm::evaluate_self(prm, comm, m.x, m.a, m.s, u, g);
-    runs.push_back({comm.max(t.total), t});
-  }
-  std::sort(runs.begin(), runs.end(), [](const auto& p, const auto& q) { return p.first < q.first; });
-  const vh::fmm::Timings& t = runs[runs.size() / 2].second;
-  // Every rank's figures of that run, in rank order.
-  constexpr int kF = 15;
+// Every rank's figures of its run t (own: its particles), in rank order: the slowest rank's stages,
+// the largest exchange, bytes sent (mean, max), LET shares, imbalance, work counters.
+RanksRow rank_figures(const vh::fmm::Timings& t, double own, int n, const vh::Comm& comm) {
+  const int R = comm.size();
+  constexpr int kF = 16;
   const double mine_f[kF] = {t.total,   t.tree,      t.traverse,     t.p2m_m2m,
                              t.m2l,     t.l2l_l2p,   t.p2p,          t.exchange,
                              double(t.let_sent.bytes), double(t.let_received.particles),
-                             double(t.let_received.bytes), double(mine.size()), double(t.n_m2p),
-                             double(t.n_m2l), double(t.n_p2p_pairs)};
+                             double(t.let_received.bytes), own, double(t.n_m2p),
+                             double(t.n_m2l), double(t.n_p2p_pairs), t.gpu_wall};
   std::vector<double> all(std::size_t(kF) * R);
   comm.allgather(mine_f, sizeof mine_f, all.data());
   RanksRow row;
@@ -410,11 +404,67 @@ RanksRow run_ranks(const Options& o, const vh::fmm::Params& prm, const Blobs& b,
   row.t.l2l_l2p = f[5];
   row.t.p2p = f[6];
   row.t.exchange = f[7];
+  row.t.gpu_wall = f[15];
   row.t.n_m2l = static_cast<long long>(m2l);
   row.t.n_p2p_pairs = static_cast<long long>(pairs);
   row.imbalance_particles = np_max / (double(n) / R);
   row.imbalance_work = work_max / (work_sum / R);
   row.m2p_per_particle = m2p / n;
+  return row;
+}
+
+// --turbulent on the exact lattice: the error against the spectral sum can be computed.
+bool spectral_reference_applies(const Options& o, int lg) {
+  return o.turbulent && o.jitter == 0 && !o.fmm_ref && lg <= o.ref_max_log2n;
+}
+
+// Under mpirun, u and grad u at this rank's blobs `mine` (evaluate_at: each blob's own pair
+// included, as the spectral sum has it) against the exact spectral sum, relative L2 over every
+// rank's blobs, into row.err_u and row.err_g.
+void spectral_error_ranks(int lg, const Blobs& b, const vh::Comm& comm, const std::vector<int>& mine,
+                          const std::vector<Vec3>& u, const std::vector<Mat3>& g, RanksRow& row) {
+  std::vector<Vec3> ur;
+  std::vector<Mat3> gr;
+  vh::fmm::testing::spectral_velocity(1 << (lg / 3), b.s[0], b.a, ur, gr);
+  double num[2] = {0, 0}, den[2] = {0, 0};
+  for (std::size_t k = 0; k < mine.size(); ++k)
+    for (int i = 0; i < 3; ++i) {
+      const Vec3& r = ur[mine[k]];
+      num[0] += (u[k][i] - r[i]) * (u[k][i] - r[i]);
+      den[0] += r[i] * r[i];
+      for (int l = 0; l < 3; ++l) {
+        const double d = g[k][i][l] - gr[mine[k]][i][l];
+        num[1] += d * d;
+        den[1] += gr[mine[k]][i][l] * gr[mine[k]][i][l];
+      }
+    }
+  row.err_u = std::sqrt(comm.sum(num[0]) / comm.sum(den[0]));
+  row.err_g = std::sqrt(comm.sum(num[1]) / comm.sum(den[1]));
+}
+
+RanksRow run_ranks(const Options& o, const vh::fmm::Params& prm, const Blobs& b, int lg, const vh::Comm& comm) {
+  const int n = static_cast<int>(b.x.size()), R = comm.size();
+  const std::vector<int> owner = owners(o, prm, b, R);
+  std::vector<int> mine;
+  for (int i = 0; i < n; ++i)
+    if (owner[i] == comm.rank()) mine.push_back(i);
+  Blobs m;
+  for (int i : mine) {
+    m.x.push_back(b.x[i]);
+    m.a.push_back(b.a[i]);
+    m.s.push_back(b.s[i]);
+  }
+  std::vector<Vec3> u;
+  std::vector<Mat3> g;
+  vh::fmm::evaluate_self(prm, comm, m.x, m.a, m.s, u, g);  // warm-up
+  std::vector<std::pair<double, vh::fmm::Timings>> runs;
+  for (int r = 0; r < o.repeat; ++r) {
+    const vh::fmm::Timings t = vh::fmm::evaluate_self(prm, comm, m.x, m.a, m.s, u, g);
+    runs.push_back({comm.max(t.total), t});
+  }
+  std::sort(runs.begin(), runs.end(), [](const auto& p, const auto& q) { return p.first < q.first; });
+  const vh::fmm::Timings& t = runs[runs.size() / 2].second;
+  RanksRow row = rank_figures(t, double(mine.size()), n, comm);
   // The error over every rank's blobs: free space against the direct sum on 1000 sampled blobs,
   // --turbulent against the exact spectral sum (evaluate_at at the blobs, as without ranks).
   double num[2] = {0, 0}, den[2] = {0, 0};
@@ -442,13 +492,10 @@ RanksRow run_ranks(const Options& o, const vh::fmm::Params& prm, const Blobs& b,
       vh::fmm::p2p(&b.x[id], 1, id, b.x.data(), b.a.data(), b.s.data(), n, 0, Vec3{}, true, &ud, &gd);
       add(u[local[id]], g[local[id]], ud, gd);
     }
-  } else if (o.turbulent && o.jitter == 0 && !o.fmm_ref && lg <= o.ref_max_log2n) {
-    have_error = true;
+  } else if (spectral_reference_applies(o, lg)) {
     vh::fmm::evaluate_at(prm, comm, m.x, m.a, m.s, m.x, u, g);
-    std::vector<Vec3> ur;
-    std::vector<Mat3> gr;
-    vh::fmm::testing::spectral_velocity(1 << (lg / 3), b.s[0], b.a, ur, gr);
-    for (std::size_t k = 0; k < mine.size(); ++k) add(u[k], g[k], ur[mine[k]], gr[mine[k]]);
+    spectral_error_ranks(lg, b, comm, mine, u, g, row);
+    return row;
   }
   if (have_error) {
     row.err_u = std::sqrt(comm.sum(num[0]) / comm.sum(den[0]));
@@ -482,6 +529,65 @@ struct DeviceArray {
   DeviceArray(const DeviceArray&) = delete;
   DeviceArray& operator=(const DeviceArray&) = delete;
 };
+
+// Under mpirun with --device gpu --resident, one GPU a rank: the vortex solver's evaluation on
+// R GPUs (vortex/solver_gpu.cu). Every rank holds every blob, its share's blobs one after the
+// other in rank order (the gathered sources), evaluates at its own share (GpuEvaluator::
+// evaluate_at, the targets' tree of its own) and shares the upward pass (share_upward: the
+// multipoles of its own blobs, one all-reduce). Figures: the slowest rank's stages, the
+// all-reduce's seconds (exchange) and the bytes a rank sends in it (MB sent), the imbalance.
+RanksRow run_ranks_gpu(const Options& o, const vh::fmm::Params& prm, const Blobs& b, int lg, const vh::Comm& comm) {
+  const int n = static_cast<int>(b.x.size());
+  const std::vector<int> owner = owners(o, prm, b, comm.size());
+  std::vector<int> order(n);
+  for (int i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](int i, int j) { return owner[i] < owner[j]; });
+  Blobs all;
+  std::vector<Vec3> targets;
+  std::vector<int> mine;
+  std::size_t first = 0;
+  for (int i : order) {
+    all.x.push_back(b.x[i]);
+    all.a.push_back(b.a[i]);
+    all.s.push_back(b.s[i]);
+    if (owner[i] < comm.rank()) ++first;
+    if (owner[i] == comm.rank()) {
+      mine.push_back(i);
+      targets.push_back(b.x[i]);
+    }
+  }
+  const std::size_t m = mine.size();
+  DeviceArray x(all.x), a(all.a), s(all.s), t(targets), u(3 * m), g(9 * m);
+  cudaStream_t stream = nullptr;
+  if (cudaStreamCreate(&stream) != cudaSuccess) throw std::runtime_error("fmm_bench: cudaStreamCreate failed");
+  RanksRow row;
+  {
+    vh::DeviceComm dc(comm, stream);
+    vh::fmm::GpuEvaluator ev(prm);
+    ev.share_upward(&dc, first, m);
+    ev.evaluate_at(x.p, a.p, s.p, n, t.p, m, u.p, g.p);  // warm-up
+    const double sent0 = dc.stats().bytes;
+    std::vector<std::pair<double, vh::fmm::Timings>> runs;
+    for (int r = 0; r < o.repeat; ++r) {
+      comm.barrier();
+      const vh::fmm::Timings tm = ev.evaluate_at(x.p, a.p, s.p, n, t.p, m, u.p, g.p);
+      runs.push_back({comm.max(tm.total), tm});
+    }
+    std::sort(runs.begin(), runs.end(), [](const auto& p, const auto& q) { return p.first < q.first; });
+    vh::fmm::Timings tm = runs[runs.size() / 2].second;
+    tm.let_sent.bytes = static_cast<long long>((dc.stats().bytes - sent0) / o.repeat);
+    row = rank_figures(tm, double(m), n, comm);
+  }
+  cudaStreamDestroy(stream);
+  if (prm.periodic && spectral_reference_applies(o, lg)) {
+    std::vector<Vec3> uh(m);
+    std::vector<Mat3> gh(m);
+    cudaMemcpy(uh.data(), u.p, m * sizeof(Vec3), cudaMemcpyDeviceToHost);
+    cudaMemcpy(gh.data(), g.p, m * sizeof(Mat3), cudaMemcpyDeviceToHost);
+    spectral_error_ranks(lg, b, comm, mine, uh, gh, row);
+  }
+  return row;
+}
 
 // --resident: inputs on the device once, one evaluator for all the runs of this size.
 void run_resident(const Options& o, const vh::fmm::Params& prm, const Blobs& b, int lg, std::vector<ResidentRow>& out) {
@@ -554,7 +660,23 @@ int main_ranks(const Options& o, const vh::Comm& comm) {
                       : o.turbulent ? " turbulent lattice"
                       : o.lattice   ? " displaced lattice"
                                     : " random";
-  if (root) {
+  const bool gpu = prm.use_gpu;
+#ifdef VH_FMM_HAVE_CUDA
+  const std::string transport = gpu ? vh::DeviceComm::name(vh::DeviceComm::configured(comm)) : "MPI";
+#else
+  const std::string transport = "MPI";
+#endif
+  if (root && gpu) {
+    std::printf("fmm_bench: GPU on %d ranks, one GPU each (%s, %s), every blob on every rank, the targets its own, "
+                "upward pass shared; %s%s, p = %d, theta = %g, ncrit = %d, tolerance = %g, commit %s\n",
+                comm.size(), transport.c_str(), o.split == "slabs" ? "z-slabs" : "interleaved",
+                prm.periodic ? "periodic" : "free space", field, rp.p, rp.theta, rp.ncrit, prm.tolerance, VH_GIT_HASH);
+    std::printf("stages: the slowest rank's (GPU stages per stream, wall: P2M ... L2P with the near field beside); "
+                "exchange: the multipoles' all-reduce, the slowest rank's; MB sent a rank in it (mean, max)\n"
+                "%9s %8s %7s %8s %8s %8s %8s %8s %8s %7s %7s %6s %6s %8s %7s %9s %9s\n",
+                "N", "total[s]", "tree", "p2m/m2m", "m2l", "l2l/l2p", "p2p", "gpu wall", "exchange", "MB mean",
+                "MB max", "imb N", "imb W", "pairs/N", "M2L/N", "err u", "err grad");
+  } else if (root) {
     std::printf("fmm_bench: CPU on %d ranks (MPI, %s, %d threads a rank), %s%s, p = %d, theta = %g, ncrit = %d, "
                 "tolerance = %g%s, commit %s\n",
                 comm.size(), o.split == "slabs" ? "z-slabs" : "interleaved", omp_get_max_threads(),
@@ -569,13 +691,25 @@ int main_ranks(const Options& o, const vh::Comm& comm) {
   std::vector<RanksRow> rows;
   for (int lg = o.min_log2n; lg <= o.max_log2n; ++lg) {
     if (o.lattice && lg % 3 != 0) continue;
+#ifdef VH_FMM_HAVE_CUDA
+    const RanksRow r = gpu ? run_ranks_gpu(o, prm, make_blobs(o, lg), lg, comm) : run_ranks(o, prm, make_blobs(o, lg), lg, comm);
+#else
     const RanksRow r = run_ranks(o, prm, make_blobs(o, lg), lg, comm);
+#endif
     rows.push_back(r);
     if (!root) continue;
     char eu[32] = "-", eg[32] = "-";
     if (r.err_u >= 0) {
       std::snprintf(eu, sizeof eu, "%.2e", r.err_u);
       std::snprintf(eg, sizeof eg, "%.2e", r.err_g);
+    }
+    if (gpu) {
+      std::printf("%9d %8.3f %7.3f %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f %7.1f %7.1f %6.2f %6.2f %8.0f %7.2f %9s %9s\n",
+                  r.n, r.t.total, r.t.tree, r.t.p2m_m2m, r.t.m2l, r.t.l2l_l2p, r.t.p2p, r.t.gpu_wall, r.t.exchange,
+                  r.let_bytes_mean / 1e6, r.let_bytes_max / 1e6, r.imbalance_particles, r.imbalance_work,
+                  double(r.t.n_p2p_pairs) / r.n, double(r.t.n_m2l) / r.n, eu, eg);
+      std::fflush(stdout);
+      continue;
     }
     std::printf("%9d %8.3f %7.3f %7.3f %8.4f %8.4f %8.4f %8.4f %8.4f %7.3f %7.3f %6.0f%% %6.0f%% %6.2f %6.2f %8.0f "
                 "%7.2f %7.2f %9s %9s\n",
@@ -587,10 +721,16 @@ int main_ranks(const Options& o, const vh::Comm& comm) {
   }
   if (o.csv && root) {
     std::fflush(stdout);
-    vh::bench::CsvRows csv(std::cout, "fmm", cpu_name() + " x " + std::to_string(comm.size()) + " ranks",
-                           VH_GIT_HASH);
-    const std::string base = std::string("cpu ") + (prm.periodic ? "periodic" : "free space") + field + " ranks=" +
-                             std::to_string(comm.size()) + " transport=MPI split=" + o.split;
+#ifdef VH_FMM_HAVE_CUDA
+    const std::string dev = gpu ? vh::fmm::gpu_name() + " x " + std::to_string(comm.size())
+                                : cpu_name() + " x " + std::to_string(comm.size()) + " ranks";
+#else
+    const std::string dev = cpu_name() + " x " + std::to_string(comm.size()) + " ranks";
+#endif
+    vh::bench::CsvRows csv(std::cout, "fmm", dev, VH_GIT_HASH);
+    const std::string base = std::string(gpu ? "gpu resident shared upward " : "cpu ") +
+                             (prm.periodic ? "periodic" : "free space") + field + " ranks=" +
+                             std::to_string(comm.size()) + " transport=" + transport + " split=" + o.split;
     for (const auto& r : rows) {
       const std::string cs = base + " N=" + std::to_string(r.n) + " p=" + std::to_string(rp.p) + " theta=" +
                              std::to_string(rp.theta).substr(0, 4) + " ncrit=" + std::to_string(rp.ncrit) +
@@ -602,15 +742,18 @@ int main_ranks(const Options& o, const vh::Comm& comm) {
       csv.row(cs, "time_m2l", r.t.m2l, "s");
       csv.row(cs, "time_l2l_l2p", r.t.l2l_l2p, "s");
       csv.row(cs, "time_p2p", r.t.p2p, "s");
-      csv.row(cs, "let_bytes_sent_mean", r.let_bytes_mean, "B");
-      csv.row(cs, "let_bytes_sent_max", r.let_bytes_max, "B");
-      csv.row(cs, "let_particles_received_over_gather", r.let_particles_share, "1");
-      csv.row(cs, "let_bytes_received_over_gather", r.let_bytes_share, "1");
+      csv.row(cs, gpu ? "allreduce_bytes_sent_mean" : "let_bytes_sent_mean", r.let_bytes_mean, "B");
+      csv.row(cs, gpu ? "allreduce_bytes_sent_max" : "let_bytes_sent_max", r.let_bytes_max, "B");
+      if (gpu) csv.row(cs, "time_gpu_wall", r.t.gpu_wall, "s");
+      if (!gpu) {
+        csv.row(cs, "let_particles_received_over_gather", r.let_particles_share, "1");
+        csv.row(cs, "let_bytes_received_over_gather", r.let_bytes_share, "1");
+      }
       csv.row(cs, "imbalance_particles_max_over_mean", r.imbalance_particles, "1");
       csv.row(cs, "imbalance_work_max_over_mean", r.imbalance_work, "1");
       csv.row(cs, "p2p_pairs_per_particle", double(r.t.n_p2p_pairs) / r.n, "1");
       csv.row(cs, "m2l_per_particle", double(r.t.n_m2l) / r.n, "1");
-      csv.row(cs, "m2p_per_particle", r.m2p_per_particle, "1");
+      if (!gpu) csv.row(cs, "m2p_per_particle", r.m2p_per_particle, "1");
       if (r.err_u >= 0) {
         csv.row(cs, "u_rel_l2_error", r.err_u, "1");
         csv.row(cs, "grad_u_rel_l2_error", r.err_g, "1");
@@ -626,8 +769,14 @@ int main(int argc, char** argv) {
   Options o;
   try {
     o = parse(argc, argv);
-    if (comm.size() > 1 && (o.prm.use_gpu || o.resident))
-      throw std::invalid_argument("under mpirun the CPU only (the GPU path of the ranks still gathers the sources)");
+    if (comm.size() > 1 && o.prm.use_gpu && !o.resident)
+      throw std::invalid_argument("under mpirun --device gpu needs --resident (the evaluator on device arrays)");
+#ifdef VH_FMM_HAVE_CUDA
+    if (comm.size() > 1 && o.prm.use_gpu) {
+      if (!o.prm.periodic) throw std::invalid_argument("under mpirun --device gpu needs --periodic (or --turbulent)");
+      vh::select_gpus(comm, false);
+    }
+#endif
     // The largest case's memory first (the others are smaller).
     vh::bench::require_memory("--max-log2n " + std::to_string(o.max_log2n), "--max-log2n", o.max_log2n,
                               vh::bench::sizes_below(o.max_log2n, 1, o.min_log2n),
