@@ -25,7 +25,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -755,7 +754,7 @@ struct GpuSolver::Impl {
       const double before = dcomm->stats().seconds;
       gather_positions();
       gather(alpha.data(), 3, all_a);
-      const std::size_t first = std::accumulate(counts.begin(), counts.begin() + comm.rank(), std::size_t(0));
+      const std::size_t first = displacements(counts)[comm.rank()];
       const bool share = std::find(counts.begin(), counts.end(), std::size_t(0)) == counts.end();
       fmm.share_upward(share ? dcomm.get() : nullptr, first, static_cast<std::size_t>(np));
       timings = fmm.evaluate_at(all_x.data(), all_a.data(), all_s.data(), static_cast<std::size_t>(nall), x.data(),
