@@ -197,4 +197,16 @@ void Lattice::biot_savart(const SpectralSlab& w, SpectralSlab& u) const {
   });
 }
 
+void Lattice::blob_velocity(const SpectralSlab& c, double sigma, int what, SpectralSlab& out) const {
+  const Grid& g = s_.grid;
+  const int reach = kernel::alias_reach(sigma, g.h());
+  out = SpectralSlab(s_);
+  for_each_mode(s_, [&](std::size_t m, int ix, int iy, int iz) {
+    const Cx v[3] = {cx(c.c[0].data())[m], cx(c.c[1].data())[m], cx(c.c[2].data())[m]};
+    Cx r[3];
+    kernel::blob_velocity(ix, g.wavenumber(iy), g.wavenumber(iz), g.n, sigma, reach, what, v, r);
+    for (int d = 0; d < 3; ++d) cx(out.c[d].data())[m] = r[d];
+  });
+}
+
 }  // namespace vh::vortex

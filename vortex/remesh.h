@@ -98,6 +98,11 @@ class Lattice {
 
   /// The velocity of the vorticity ω̂: û = i k × ω̂ / |k|², û(0) = 0.
   void biot_savart(const SpectralSlab& omega, SpectralSlab& u) const;
+  /// The field at the lattice points of blobs of core sigma sitting at every lattice point,
+  /// whose strengths α have the coefficients c of α/V (modes(α, 1/V)): what = 0 its velocity
+  /// û, what = 1 + l the coefficients of ∂u/∂x_l (remesh_kernel.h, blob_velocity: the
+  /// periodic Biot–Savart sum of the blobs, each blob's own term included).
+  void blob_velocity(const SpectralSlab& c, double sigma, int what, SpectralSlab& out) const;
 
  private:
   /// s(k) with the floor (what ÷ s uses).

@@ -8,7 +8,7 @@
 #include "core/diagnostics.h"
 #include "core/error.h"
 #include "core/fft.h"
-#include "core/modes_kernel.h"
+#include "fmm/p2p_kernel.h"
 #include "vortex/blobs.h"
 #include "vortex/halo.h"
 #include "vortex/update_kernel.h"
@@ -18,45 +18,6 @@
 
 namespace vh::vortex {
 namespace {
-
-/// The periodic velocity at the lattice points of blobs of core `sigma` sitting on the lattice
-/// (docs/design.md, "Exact reference for tests"): with c_α(k) the coefficients of the strengths,
-/// the sampled field has U(k) = h⁻³ Σ_a i q × c_α(k) exp(−σ²|q|²/2) / |q|², q = k + aN,
-/// a ∈ {−2 … 2}³ (the ±2 aliases weigh < exp(−22) at σ ≥ h/√2), and zero mean.  Exact, so the
-/// FMM evaluation it replaces agreed with it to the FMM tolerance.
-void lattice_velocity(const Particles& p, const Grid& g, double sigma, SpectralVector& u) {
-  const int n = g.n, nxh = n / 2 + 1;
-  VectorField a(g);
-  for (std::size_t i = 0; i < p.size(); ++i)
-    for (int d = 0; d < 3; ++d) a.c[d][i] = p.alpha[i][d];
-  Fft3d fft(n);
-  SpectralVector ca;
-  fft.forward(a, ca);
-  u = SpectralVector(g);
-  const double h3 = g.h() * g.h() * g.h();
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int iz = 0; iz < n; ++iz)
-    for (int iy = 0; iy < n; ++iy)
-      for (int ix = 0; ix < nxh; ++ix) {
-        const int k[3] = {ix, g.wavenumber(iy), g.wavenumber(iz)};
-        if (k[0] == 0 && k[1] == 0 && k[2] == 0) continue;  // zero mean, as the FMM's
-        const std::size_t m = g.mode_index(ix, iy, iz);
-        using C = modes::Cx<double>;
-        const C c[3] = {{ca.c[0][m].real(), ca.c[0][m].imag()},
-                        {ca.c[1][m].real(), ca.c[1][m].imag()},
-                        {ca.c[2][m].real(), ca.c[2][m].imag()}};
-        C s[3] = {{0.0, 0.0}, {0.0, 0.0}, {0.0, 0.0}};
-        for (int az = -2; az <= 2; ++az)
-          for (int ay = -2; ay <= 2; ++ay)
-            for (int ax = -2; ax <= 2; ++ax) {
-              const double q[3] = {double(k[0] + ax * n), double(k[1] + ay * n), double(k[2] + az * n)};
-              const double q2 = q[0] * q[0] + q[1] * q[1] + q[2] * q[2];
-              const double w = std::exp(-0.5 * sigma * sigma * q2) / q2;
-              for (int d = 0; d < 3; ++d) s[d] = s[d] + C{0.0, w} * modes::cross(d, q, c);  // i w q × c
-            }
-        for (int d = 0; d < 3; ++d) u.c[d][m] = Complex(s[d].re / h3, s[d].im / h3);
-      }
-}
 
 /// The rates ds/dt of strengths s under the gradients G (vortex/update_kernel.h).
 void stretch_all(const std::vector<Mat3>& G, const std::vector<Vec3>& s, bool classical, std::vector<Vec3>& out) {
@@ -110,6 +71,9 @@ std::vector<OptionSpec> option_specs() {
        "field whose energy the blob dynamics conserves (vortex/solver.h)"},
       {"vortex.stretching", "classical|transpose", "classical", "",
        "stretching (alpha.grad)u, or (grad u)^T alpha which conserves sum(alpha)"},
+      {"vortex.velocity", "fmm|lattice", "fmm", "",
+       "u and grad u at the particles: the periodic FMM, or FFTs of the strengths while the particles sit on the "
+       "lattice (the same sum, exact; needs reinit_every = 1: an ablation of the FMM; vortex/solver.h)"},
       {"vortex.max_core_ratio", "real", "1.5", "", "reinitialise as soon as sigma/sigma0 exceeds this"},
       {"vortex.blob_cutoff", "real", "7", "sigma", "blob sums at the lattice cut off at this many sigma"},
       {"vortex.rbf_solver", "fft|cg", "fft", "",
@@ -155,6 +119,10 @@ Params params_from(const Options& o, double nu) {
   const long every = o.integer("vortex.reinit_every");
   if (every < 0) throw InputError(o.where("vortex.reinit_every") + " is out of range (allowed: >= 0)");
   p.reinit_every = int(every);
+  p.velocity = o.choice("vortex.velocity", {"fmm", "lattice"}) == "lattice" ? Velocity::lattice : Velocity::fmm;
+  if (p.velocity == Velocity::lattice && p.reinit_every != 1)
+    throw InputError(o.where("vortex.velocity") + " = lattice needs vortex.reinit_every = 1 (the particles on the "
+                     "lattice at every evaluation; reinit_every = " + std::to_string(every) + " needs velocity = fmm)");
   p.max_core_ratio = o.real("vortex.max_core_ratio");
   if (!(p.max_core_ratio > 1))
     throw InputError(o.where("vortex.max_core_ratio") + " is out of range (allowed: > 1)");
@@ -298,11 +266,42 @@ void Solver::evaluate_rhs() {
     rhs_valid_ = true;
     return;
   }
-  timings_ = fmm::evaluate_self(prm_.fmm, comm_, p_.x, p_.alpha, p_.sigma, u_, grad_);
+  if (prm_.velocity == Velocity::lattice && since_reinit_ == 0) {
+    lattice_rhs();
+    timings_ = fmm::Timings{};
+  } else {
+    timings_ = fmm::evaluate_self(prm_.fmm, comm_, p_.x, p_.alpha, p_.sigma, u_, grad_);
+  }
   const bool classical = prm_.stretching == Stretching::classical;
   stretch_all(grad_, p_.alpha, classical, dalpha_);
   if (points()) stretch_all(grad_, p_.gamma, classical, dgamma_);
   rhs_valid_ = true;
+}
+
+void Solver::lattice_rhs() {
+  // The particles sit on this rank's lattice points, in its order, with σ₀.
+  SpectralSlab c, f;
+  lattice_->modes(p_.alpha, 1.0 / lattice_->volume(), c);
+  const std::size_t n = p_.size();
+  u_.resize(n);
+  grad_.resize(n);
+  VectorField v;
+  for (int what = 0; what < 4; ++what) {
+    lattice_->blob_velocity(c, sigma0_, what, f);
+    lattice_->points(f, v);
+#pragma omp parallel for schedule(static)
+    for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(n); ++i)
+      for (int m = 0; m < 3; ++m) (what == 0 ? u_[i][m] : grad_[i][m][what - 1]) = v.c[m][i];
+  }
+  // Less each particle's own blob, as evaluate_self leaves it out: G(0) ε·α in ∇u, nothing in u.
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(n); ++i) {
+    const double r[3] = {0, 0, 0};
+    double u0[3] = {0, 0, 0}, g0[3][3] = {};
+    fmm::p2p_pair(r, p_.alpha[i].data(), p_.sigma[i], u0, g0);
+    for (int m = 0; m < 3; ++m)
+      for (int k = 0; k < 3; ++k) grad_[i][m][k] -= g0[m][k];
+  }
 }
 
 void Solver::step(double dt) {
@@ -501,11 +500,11 @@ void Solver::velocity(SpectralSlab& u) {
     points_field(w);
     lattice_->biot_savart(w, up);
   } else if (since_reinit_ == 0 && !p_.x.empty()) {
-    // Just (re)initialised: lattice particles with σ₀, whose velocity at the lattice points is
-    // known exactly and costs three FFTs instead of an FMM evaluation (one rank).
-    SpectralVector v;
-    lattice_velocity(p_, gp_, prm_.field_core * sigma0_, v);
-    up = SpectralSlab::whole(std::move(v));
+    // Just (re)initialised: lattice particles, whose velocity at the lattice points is known
+    // exactly and costs three FFTs instead of an FMM evaluation.
+    SpectralSlab c;
+    lattice_->modes(p_.alpha, 1.0 / lattice_->volume(), c);
+    lattice_->blob_velocity(c, prm_.field_core * sigma0_, 0, up);
   } else {
     std::vector<Vec3> ug;
     std::vector<Mat3> gg;

@@ -3,7 +3,13 @@
 //
 // State: particles (x_p, α_p, γ_p, σ_p; vortex/particles.h) on a lattice of refine·N points per
 // direction (h_p = h/refine, σ₀ = overlap·h_p), and the AB2 history. Each step:
-//   1. u(x_p) and ∇u(x_p) from one periodic FMM evaluation of the blob field Σ α ζ_σ (fmm/fmm.h);
+//   1. u(x_p) and ∇u(x_p) from one periodic FMM evaluation of the blob field Σ α ζ_σ (fmm/fmm.h),
+//      each particle's own blob left out of its ∇u (vortex.velocity = fmm); or, with
+//      vortex.velocity = lattice, the same sum by FFTs of the strengths while the particles sit
+//      on the lattice (just reinitialised): the blobs' periodic Biot–Savart sum mode by mode
+//      with its aliases (vortex/remesh_kernel.h, blob_velocity), exact where the FMM is exact to
+//      its tolerance. It needs reinit_every = 1; an evaluation that finds the particles off the
+//      lattice (a checkpoint of another scheme) takes the FMM;
 //   2. dx/dt = u; each strength s ∈ {α, γ} stretches, ds/dt = (s·∇)u (classical) or (∇u)ᵀs
 //      (transpose, conserves Σs) (vortex/update_kernel.h);
 //   3. second-order Adams–Bashforth in its variable-step form, y ← y + Δt [(1 + r/2) fⁿ −
@@ -63,6 +69,7 @@ enum class Stretching { classical, transpose };
 enum class Init { rbf, direct };
 enum class ReinitFrom { points, blobs };
 enum class Diffusion { core_spreading, lattice };
+enum class Velocity { fmm, lattice };
 
 struct Params {
   Init init = Init::rbf;
@@ -72,6 +79,7 @@ struct Params {
   double overlap = 1.0;          ///< σ₀ = overlap · h_p
   double field_core = 1.0;       ///< f: blobs only (see above)
   Stretching stretching = Stretching::classical;
+  Velocity velocity = Velocity::fmm;  ///< how step 1 evaluates u and ∇u (above)
   int reinit_every = 1;          ///< steps between reinitialisations (0: only by core ratio)
   double max_core_ratio = 1.5;   ///< reinitialise as soon as σ/σ₀ exceeds this
   double blob_cutoff = 7.0;      ///< blob sums at the lattice cut off at this many σ
@@ -238,6 +246,7 @@ class Solver : public SolverInterface {
 
  private:
   void evaluate_rhs();  ///< fills u_, dalpha_ (and dgamma_) at the current state
+  void lattice_rhs();   ///< u_ and grad_ of particles on the lattice by FFTs (vortex.velocity = lattice)
   /// Coefficients on the particle lattice of the solver's vorticity now (points: the remeshed
   /// field before projection and filter, with the pending lattice diffusion).
   void points_field(SpectralSlab& w);

@@ -6,6 +6,7 @@
 //                        (remesh_kernel.h)
 //   blob_scale_kernel  ↔ Lattice::values(blob = true)'s × V/s
 //   biot_savart_kernel ↔ Lattice::biot_savart;  resample_kernel ↔ resample (remesh.cpp)
+//   blob_velocity_kernel ↔ Lattice::blob_velocity (Solver::lattice_rhs, vortex.velocity = lattice)
 //   init_modes_kernel  ↔ Solver::set_velocity's resample and spectral curl (core/diagnostics)
 //   split_kernel, join_kernel ↔ Lattice::modes and Lattice::values' copies between the particles'
 //                        layout (n × 3) and the fields' (3 × n); lattice_kernel ↔ lattice_particles
@@ -154,11 +155,12 @@ __global__ void split_kernel(long long np, const double* __restrict__ v, double 
 }
 
 // f (3 components `stride` apart) times scale → v (count × 3): Lattice::values' copy, of a
-// rank's planes where f points at their first value.
+// rank's planes where f points at their first value. With vstride, first and step: component d
+// of point i to v[vstride i + first + step d] (a column of the gradients' 3 × 3 rows).
 __global__ void join_kernel(long long count, long long stride, const double* __restrict__ f, double scale,
-                            double* __restrict__ v) {
+                            double* __restrict__ v, int vstride = 3, int first = 0, int step = 1) {
   for (long long i = thread_index(); i < count; i += thread_stride())
-    for (int d = 0; d < 3; ++d) v[3 * i + d] = f[d * stride + i] * scale;
+    for (int d = 0; d < 3; ++d) v[vstride * i + first + step * d] = f[d * stride + i] * scale;
 }
 
 // ---- per-mode steps --------------------------------------------------------------------------
@@ -240,6 +242,20 @@ __global__ void biot_savart_kernel(long long nm, int n, const Cx* __restrict__ w
     Cx um[3];
     modes::biot_savart(double(ix), double(modes::signed_k(iy, n)), double(modes::signed_k(iz, n)), wm, um);
     for (int d = 0; d < 3; ++d) u[d * nm + m] = um[d];
+  }
+}
+
+// Lattice::blob_velocity of the coefficients c × scale (3 components nm apart) into out.
+__global__ void blob_velocity_kernel(long long nm, int n, double sigma, int reach, int what, double scale,
+                                     const Cx* __restrict__ c, Cx* __restrict__ out) {
+  for (long long m = thread_index(); m < nm; m += thread_stride()) {
+    int ix, iy, iz;
+    modes::mode_of(m, n, ix, iy, iz);
+    Cx v[3] = {c[m], c[nm + m], c[2 * nm + m]};
+    for (int d = 0; d < 3; ++d) kernel::scale(v[d], scale);
+    Cx r[3];
+    kernel::blob_velocity(ix, modes::signed_k(iy, n), modes::signed_k(iz, n), n, sigma, reach, what, v, r);
+    for (int d = 0; d < 3; ++d) out[d * nm + m] = r[d];
   }
 }
 
@@ -425,8 +441,10 @@ struct GpuSolver::Impl {
   // The state (solver_gpu.h: bytes per particle).
   DeviceArray<double> x, alpha, gamma, sigma, u_prev, da_prev, dg_prev;
   // u (3 np) and ∇u (9 np) of the last evaluation, and over them the FFT work space: two lattice
-  // spectra W and H (3 nm complex each), the real fields R (3 np), cuFFT's work area.
+  // spectra W and H (3 nm complex each), the real fields R (3 np), cuFFT's work area. With
+  // vortex.velocity = lattice u and ∇u come from that space and live apart, in `rhs`.
   DeviceBytes work;
+  DeviceArray<double> rhs;
   double *u = nullptr, *grad = nullptr, *R = nullptr;
   Cx *W = nullptr, *H = nullptr;
   DeviceArray<double> s1;       // symbol_factors(gp, σ₀)
@@ -517,15 +535,19 @@ struct GpuSolver::Impl {
     particles_cap = want;
     if (work.bytes() > 0) lay_out_work();
   }
-  /// u and ∇u of this rank's particles, and over them the lattice's FFT work space.
+  /// u and ∇u of this rank's particles, and over them (or apart: vortex.velocity = lattice) the
+  /// lattice's FFT work space.
   void lay_out_work() {
     const std::size_t cap = particles_cap;
     const std::size_t spectrum = aligned(3 * nm * sizeof(Cx)), field = aligned(3 * nl * sizeof(double));
-    const std::size_t rhs = aligned(3 * cap * sizeof(double)) + aligned(9 * cap * sizeof(double));
-    work.resize(std::max(rhs, 2 * spectrum + field + fft_work));
+    const std::size_t both = aligned(3 * cap * sizeof(double)) + aligned(9 * cap * sizeof(double));
+    const bool apart = prm.velocity == Velocity::lattice;
+    work.resize(std::max(apart ? 0 : both, 2 * spectrum + field + fft_work));
     char* base = work.as<char>();
-    u = reinterpret_cast<double*>(base);
-    grad = reinterpret_cast<double*>(base + aligned(3 * cap * sizeof(double)));
+    if (apart) rhs.resize(both / sizeof(double));
+    char* ub = apart ? reinterpret_cast<char*>(rhs.data()) : base;
+    u = reinterpret_cast<double*>(ub);
+    grad = reinterpret_cast<double*>(ub + aligned(3 * cap * sizeof(double)));
     W = reinterpret_cast<Cx*>(base);
     H = reinterpret_cast<Cx*>(base + spectrum);
     R = reinterpret_cast<double*>(base + 2 * spectrum);
@@ -558,10 +580,12 @@ struct GpuSolver::Impl {
 
   // ---- transforms and layouts ----
 
-  /// W = the coefficients of the real fields R (3 components), before the 1/n³ (mode_steps).
-  void forward_R_to_W() {
+  /// c (W where not named) = the coefficients of the real fields R (3 components), before the
+  /// 1/n³ (mode_steps).
+  void forward_R_to_W(Cx* c = nullptr) {
+    if (!c) c = W;
     for (int d = 0; d < 3; ++d)
-      VH_CHECK_CUFFT(cufftExecD2Z(fwd.h, R + d * nl, reinterpret_cast<cufftDoubleComplex*>(W + d * nm)));
+      VH_CHECK_CUFFT(cufftExecD2Z(fwd.h, R + d * nl, reinterpret_cast<cufftDoubleComplex*>(c + d * nm)));
   }
   /// R = the fields of the coefficients c (3 components; c is overwritten: cuFFT's C2R).
   void inverse_to_R(Cx* c) {
@@ -740,6 +764,18 @@ struct GpuSolver::Impl {
       umax_valid = false;
       return;
     }
+    if (prm.velocity == Velocity::lattice && since_reinit == 0) {
+      const auto t0 = std::chrono::steady_clock::now();
+      lattice_rhs();
+      VH_CHECK_CUDA(cudaDeviceSynchronize());
+      cur.velocity += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      timings = cur.fmm_stages = fmm::Timings{};
+      cur.particles = np;
+      last_eval_on_lattice = false;  // the FMM's trees are not of these positions
+      rhs_valid = true;
+      umax_valid = false;
+      return;
+    }
     const bool same = since_reinit == 0 && last_eval_on_lattice;
     // The evaluator may work on streams of its own: what this solver wrote is complete first
     // (the reductions above waited for it).
@@ -765,12 +801,38 @@ struct GpuSolver::Impl {
     } else {
       timings = fmm.evaluate_self(x.data(), alpha.data(), sigma.data(), static_cast<std::size_t>(np), u, grad, same);
     }
-    cur.fmm += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    cur.velocity += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     cur.fmm_stages = timings;
     cur.particles = np;
     last_eval_on_lattice = since_reinit == 0;
     rhs_valid = true;
     umax_valid = false;
+  }
+
+  /// Solver::lattice_rhs: u and ∇u of the particles on the lattice (np = nown, this rank's
+  /// lattice points in order; R > 1: every rank's α gathered make the lattice's) by FFTs of α.
+  void lattice_rhs() {
+    const double* a_all = alpha.data();
+    if (many) {
+      gather_counts();
+      gather(alpha.data(), 3, all_q);
+      a_all = all_q.data();
+    }
+    split_kernel<<<blocks_for(nl), kThreads>>>(nl, a_all, 1.0, R);
+    VH_CHECK_LAUNCH();
+    forward_R_to_W(H);
+    const int reach = kernel::alias_reach(sigma0, gp.h());
+    const double scale = 1.0 / (static_cast<double>(nl) * vol);  // the 1/n³ and α/V
+    for (int what = 0; what < 4; ++what) {
+      blob_velocity_kernel<<<blocks_for(nm), kThreads>>>(nm, gp.n, sigma0, reach, what, scale, H, W);
+      VH_CHECK_LAUNCH();
+      inverse_to_R(W);
+      if (what == 0) join_kernel<<<blocks_for(nown), kThreads>>>(nown, nl, R + p0, 1.0, u);
+      else join_kernel<<<blocks_for(nown), kThreads>>>(nown, nl, R + p0, 1.0, grad, 9, what - 1, 3);
+      VH_CHECK_LAUNCH();
+    }
+    drop_self_pair_kernel<<<blocks_for(np), kThreads>>>(np, alpha.data(), sigma.data(), grad);
+    VH_CHECK_LAUNCH();
   }
 
   /// The work space is about to be overwritten: u and ∇u are gone.

@@ -46,7 +46,7 @@ namespace vh::vortex {
 /// the evaluation returns when its results are written). The evaluation is counted in the step
 /// that uses it, whichever call (max_velocity or step) made it; 0 for a phase that did not run.
 struct GpuStepTimes {
-  double fmm = 0;        ///< evaluate_self (wall)
+  double velocity = 0;   ///< u and ∇u: the FMM's evaluation, or the lattice's FFTs (vortex.velocity = lattice); wall
   double update = 0;     ///< stretching, AB2, core spreading, wrap
   double blob_sums = 0;  ///< cell sort and blob sums of the reinitialisation
   double fft_steps = 0;  ///< FFTs and per-mode kernels of the reinitialisation

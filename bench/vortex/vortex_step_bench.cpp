@@ -18,7 +18,10 @@
 // host (what field outputs add). The initial field is made on the host and not timed.
 //
 //   vortex_step_bench [--n 128,256] [--refine 1] [--steps 5] [--warmup 2] [--tolerance 1e-5]
-//                     [--p auto] [--reinit-every 1] [--csv]
+//                     [--p auto] [--reinit-every 1] [--velocity fmm|lattice] [--csv]
+//   --velocity lattice: u and ∇u by the lattice's FFTs (vortex.velocity = lattice, reinit every
+//                     step) instead of the FMM: the column `fmm` is then `lattice` (CSV figure
+//                     lattice_velocity) and the FMM stages are zero.
 //   mpirun -np R vortex_step_bench …   the solver on R ranks, one GPU each (the node-local rank
 //                     picks it; NCCL where the build has it, else MPI): the step is the slowest
 //                     rank's, `exchange` the time of its exchanges (the particles' gathers, the
@@ -71,6 +74,7 @@ struct BenchOptions {
   int steps = 5, warmup = 2, reinit_every = 1;
   double refine = 1, tolerance = 1e-5;
   std::string p = "auto";
+  bool lattice = false;  // --velocity lattice
   bool csv = false;
 };
 
@@ -92,10 +96,14 @@ BenchOptions parse(int argc, char** argv) {
     else if (a == "--tolerance") o.tolerance = std::stod(next());
     else if (a == "--p") o.p = next();
     else if (a == "--reinit-every") o.reinit_every = std::stoi(next());
-    else if (a == "--csv") o.csv = true;
+    else if (a == "--velocity") {
+      const std::string v = next();
+      if (v != "fmm" && v != "lattice") throw std::invalid_argument("--velocity: fmm or lattice");
+      o.lattice = v == "lattice";
+    } else if (a == "--csv") o.csv = true;
     else if (a == "--help" || a == "-h") {
       std::printf("usage: vortex_step_bench [--n 128,256] [--refine R] [--steps S] [--warmup W] [--tolerance T] "
-                  "[--p P|auto] [--reinit-every K] [--csv]\n");
+                  "[--p P|auto] [--reinit-every K] [--velocity fmm|lattice] [--csv]\n");
       std::exit(0);
     } else {
       throw std::invalid_argument("unknown option " + a);
@@ -106,6 +114,7 @@ BenchOptions parse(int argc, char** argv) {
   if (o.refine < 1 || o.refine > 8) throw std::invalid_argument("--refine: 1 ... 8");
   if (o.steps < 1 || o.warmup < 0) throw std::invalid_argument("--steps >= 1, --warmup >= 0");
   if (o.reinit_every < 0) throw std::invalid_argument("--reinit-every: >= 0");
+  if (o.lattice && o.reinit_every != 1) throw std::invalid_argument("--velocity lattice needs --reinit-every 1");
   return o;
 }
 
@@ -131,7 +140,7 @@ using StepFigures = std::array<double, kSteps>;
 
 StepFigures step_figures(double wall, const vortex::GpuStepTimes& t) {
   const fmm::Timings& f = t.fmm_stages;
-  return {wall, t.fmm, t.update, t.blob_sums, t.fft_steps, t.rest, f.tree, f.traverse, f.upload, f.p2p, f.m2l,
+  return {wall, t.velocity, t.update, t.blob_sums, t.fft_steps, t.rest, f.tree, f.traverse, f.upload, f.p2p, f.m2l,
           f.p2m_m2m + f.l2l_l2p};
 }
 
@@ -154,6 +163,7 @@ vortex::Params solver_params(const BenchOptions& o, double nu) {
   p.nu = nu;
   p.refine = o.refine;
   p.reinit_every = o.reinit_every;
+  p.velocity = o.lattice ? vortex::Velocity::lattice : vortex::Velocity::fmm;
   p.fmm.tolerance = o.tolerance;
   p.fmm.set("p", o.p);
   p.fmm.periodic = true;
@@ -216,8 +226,9 @@ int main(int argc, char** argv) {
   cudaGetDeviceProperties(&prop, 0);
   const std::string dev = prop.name;
   std::printf("vortex_step_bench: %s, commit %s, %d CPU threads; refine %g, fmm.tolerance %g, p %s, reinit_every %d, "
-              "median of %d steps after %d; %d rank%s, transport %s\n",
+              "velocity %s, median of %d steps after %d; %d rank%s, transport %s\n",
               dev.c_str(), VH_GIT_HASH, omp_get_max_threads(), o.refine, o.tolerance, o.p.c_str(), o.reinit_every,
+              o.lattice ? "lattice" : "fmm",
               o.steps, o.warmup, ranks, ranks > 1 ? "s (one GPU each)" : "", transport.c_str());
 
   std::vector<Row> rows;
@@ -324,7 +335,7 @@ int main(int argc, char** argv) {
 
   std::printf("\nper step [s] (median; on R ranks each the slowest rank's): step = fmm + update + reinit (blob sums, "
               "fft steps, rest) + host\n");
-  std::printf("%6s %6s %8s %8s %8s %9s %9s %8s %8s %8s %9s %8s %8s\n", "N", "ranks", "step", "fmm", "update",
+  std::printf("%6s %6s %8s %8s %8s %9s %9s %8s %8s %8s %9s %8s %8s\n", "N", "ranks", "step", o.lattice ? "lattice" : "fmm", "update",
               "blob sums", "fft steps", "rest", "host", "exchange", "exch GB", "max/mean", "reinits");
   for (const Row& r : rows)
     std::printf("%6d %6d %8.4f %8.4f %8.4f %9.4f %9.4f %8.4f %8.4f %8.4f %9.3f %8.3f %8d\n", r.n, ranks, r.step[0],
@@ -345,9 +356,11 @@ int main(int argc, char** argv) {
     vh::bench::CsvRows csv(std::cout, "vortex_step", dev, VH_GIT_HASH);
     for (const Row& r : rows) {
       char cs[160];
-      std::snprintf(cs, sizeof cs, "N=%d refine=%g sc09 flow tol=%g p=%s reinit_every=%d median of %d ranks=%d comm=%s",
-                    r.n, o.refine, o.tolerance, o.p.c_str(), o.reinit_every, o.steps, ranks, transport.c_str());
-      for (int c = 0; c < kSteps; ++c) csv.row(cs, kStepFigures[c], r.step[c], "s");
+      std::snprintf(cs, sizeof cs, "N=%d refine=%g sc09 flow tol=%g p=%s reinit_every=%d%s median of %d ranks=%d comm=%s",
+                    r.n, o.refine, o.tolerance, o.p.c_str(), o.reinit_every, o.lattice ? " velocity=lattice" : "",
+                    o.steps, ranks, transport.c_str());
+      for (int c = 0; c < kSteps; ++c)
+        csv.row(cs, c == 1 && o.lattice ? "lattice_velocity" : kStepFigures[c], r.step[c], "s");
       const std::pair<const char*, double> m[] = {{"host", r.host},
                                                   {"exchange", r.exchange},
                                                   {"startup_construct", r.construct},

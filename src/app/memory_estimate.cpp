@@ -199,6 +199,10 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
         e.device.push_back({"vortex state (this rank's particles)", kVortexGpuOwnPerParticle * particles / R});
         e.device.push_back({"vortex particles gathered, lattice work space", kVortexGpuAllPerParticle * particles});
       }
+      // u and ∇u apart from the work space they share with the FMM's (vortex/solver_gpu.cu);
+      // the FMM stays counted: an evaluation off the lattice (a restart) takes it.
+      if (c.vortex.velocity == vortex::Velocity::lattice)
+        e.device.push_back({"u and grad u of the lattice velocity", 96 * particles / R});
     }
     e.checkpoint += 152 * particles;  // x, α, γ, σ and the AB2 history (u, dα, dγ), doubles
   }

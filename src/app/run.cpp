@@ -532,7 +532,11 @@ void Run::make_solvers() {
   if (c.solver == "vortex" || c.solver == "both") {
     c.vortex.nu = init_.nu;
     solvers_.push_back(make_vortex(c.vortex, slab_, s_.backend));
-    con_.line(fmm_line(c.vortex.fmm.resolved(), s_.backend));
+    if (c.vortex.velocity == vortex::Velocity::lattice)
+      con_.line("vortex   u and grad u by FFTs of the lattice strengths (vortex.velocity = lattice; the FMM only where "
+                "particles are off the lattice)");
+    else
+      con_.line(fmm_line(c.vortex.fmm.resolved(), s_.backend));
   }
 }
 

@@ -82,6 +82,8 @@ TEST_F(Cli, ValuesOutOfRange) {
   expect_bad(run("run " + deck(kFlow) + out_arg() + " --flow.nu=0.01"), {"flow.Re_lambda", "flow.nu"});
   expect_bad(run("run " + deck(kFlow) + out_arg() + " --time.t_end=0"), {"time.t_end", "> 0"});
   expect_bad(run("run " + deck(kFlow) + out_arg() + " --time.t_end_over_T=-1"), {"time.t_end_over_T"});
+  expect_bad(run("run " + deck(kFlow) + out_arg() + " --case.solver=vortex --vortex.velocity=lattice "
+                 "--vortex.reinit_every=2"), {"vortex.velocity", "reinit_every = 1"});
 }
 
 TEST_F(Cli, MissingAndUnreadableDeck) {

@@ -11,7 +11,9 @@
 //   - ten steps of the solver on R ranks equal ten on one rank within the FMM tolerance, with
 //     a reinitialisation every step (the default; 10³ particles) and every eighth (refine 2, 16³
 //     particles on the 8³ grid: off the lattice they migrate, and the grid velocity is resampled
-//     between the two slab layouts).
+//     between the two slab layouts);
+//   - ten steps with vortex.velocity = lattice (no FMM: the lattice's FFTs, slab-distributed on
+//     R ranks) equal one rank to the FFTs' round-off (bound 1e-11).
 // Tolerance of the ten steps: both runs take the same steps with the same dt; they differ by
 // the distributed FMM's sums against the one-rank FMM's (fmm.tolerance 1e-4, the row of p 12,
 // θ 0.6, each within its measured 5.2e-5 of the exact field: tests/mpi/test_fmm_mpi.cpp), and by
@@ -159,7 +161,12 @@ struct Case {
   int n;
   double refine;
   int reinit_every;
+  Velocity velocity = Velocity::fmm;
 };
+
+/// The bound of a case's ten steps: the FMM's tolerance, or with the lattice velocity (no FMM,
+/// the same sums on any rank count) the round-off of the slab FFTs, carried through ten steps.
+double tolerance(const Case& c) { return c.velocity == Velocity::lattice ? 1e-11 : kTolerance; }
 
 /// The solver's parameters of a case.
 Params case_params(const Case& c, bool gpu) {
@@ -167,6 +174,7 @@ Params case_params(const Case& c, bool gpu) {
   prm.nu = 0.02;
   prm.refine = c.refine;
   prm.reinit_every = c.reinit_every;
+  prm.velocity = c.velocity;
   prm.fmm.tolerance = kTolerance;
   prm.use_gpu = gpu;
   return prm;
@@ -174,6 +182,7 @@ Params case_params(const Case& c, bool gpu) {
 
 /// Ten steps on the world's ranks and on one rank; the grid velocity, K and the monitors.
 void ten_steps_equal_one_rank(const Case& c) {
+  const double tol = tolerance(c);
   const Comm w = world();
   const int n = c.n;
   const SpectralVector u0 = random_field(n, 7);
@@ -199,17 +208,17 @@ void ten_steps_equal_one_rank(const Case& c) {
   double scale = 0;  // Σ|γ|, the size of the strengths' sum
   for (const Vec3& g : one.particles().gamma) scale += std::sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
   if (w.root())
-    std::printf("[vortex mpi] refine %.1f reinit every %d, %d ranks: grid velocity after 10 steps %.2e from one "
+    std::printf("[vortex mpi] refine %.1f reinit every %d, velocity %s, %d ranks: grid velocity after 10 steps %.2e from one "
                 "rank's (the flow moved %.2e); max|w| %.6e vs %.6e; sum(gamma)_x %.3e vs %.3e of %.3e; rank 0: "
                 "ghosts %zu, migrated %zu\n",
-                c.refine, c.reinit_every, w.size(), e, moved, mm.max_omega, m1.max_omega, mm.total_strength[0],
+                c.refine, c.reinit_every, c.velocity == Velocity::lattice ? "lattice" : "fmm", w.size(), e, moved, mm.max_omega, m1.max_omega, mm.total_strength[0],
                 m1.total_strength[0], scale, many.ghosts_received(), many.migrated());
-  EXPECT_LT(e, kTolerance);
-  EXPECT_GT(moved, 100 * kTolerance);  // the flow did move: the comparison is not of two initial fields
-  EXPECT_NEAR(mm.max_omega, m1.max_omega, kTolerance * m1.max_omega);
+  EXPECT_LT(e, tol);
+  EXPECT_GT(moved, 100 * tol);  // the flow did move: the comparison is not of two initial fields
+  EXPECT_NEAR(mm.max_omega, m1.max_omega, tol * m1.max_omega);
   EXPECT_NEAR(mm.core_ratio, m1.core_ratio, 1e-12);
   EXPECT_EQ(mm.reinits, m1.reinits);
-  for (int d = 0; d < 3; ++d) EXPECT_NEAR(mm.total_strength[d], m1.total_strength[d], kTolerance * scale);
+  for (int d = 0; d < 3; ++d) EXPECT_NEAR(mm.total_strength[d], m1.total_strength[d], tol * scale);
   EXPECT_EQ(w.sum(double(many.particles().size())), double(std::pow(lattice_points_per_direction(c.refine, n), 3)));
 }
 
@@ -217,11 +226,16 @@ TEST(VortexMpi, TenStepsEqualOneRank) { ten_steps_equal_one_rank({10, 1.0, 1}); 
 
 TEST(VortexMpi, TenStepsOffTheLatticeWithMigrationEqualOneRank) { ten_steps_equal_one_rank({8, 2.0, 8}); }
 
+TEST(VortexMpi, TenStepsWithTheLatticeVelocityEqualOneRank) {
+  ten_steps_equal_one_rank({10, 1.0, 1, Velocity::lattice});
+}
+
 // The GPU solver on R ranks against the one-rank GPU solver that every rank also runs, on its
 // own GPU (node-local rank) or on a GPU the ranks share: the same bounds as above. The one-rank
 // solver evaluates the FMM at the particles themselves, the R-rank one at this rank's particles
 // from every rank's: two trees, one tolerance.
 void ten_steps_equal_one_gpu(const Case& c) {
+  const double tol = tolerance(c);
   if (!gpu_available()) GTEST_SKIP() << "no GPU visible";
   const Comm w = world();
   select_gpus(w, true);
@@ -237,7 +251,7 @@ void ten_steps_equal_one_gpu(const Case& c) {
     many->step(dt);
     one->step(dt);
   }
-  EXPECT_NEAR(many->max_velocity(), one->max_velocity(), kTolerance * one->max_velocity());
+  EXPECT_NEAR(many->max_velocity(), one->max_velocity(), tol * one->max_velocity());
   SpectralSlab um(gs);
   many->velocity(um);
   SpectralVector u1;
@@ -251,23 +265,25 @@ void ten_steps_equal_one_gpu(const Case& c) {
   double scale = 0;
   for (const Vec3& g : s1.particles.gamma) scale += std::sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
   if (w.root())
-    std::printf("[vortex mpi gpu] refine %.1f reinit every %d, %d ranks: grid velocity after 10 steps %.2e from one "
+    std::printf("[vortex mpi gpu] refine %.1f reinit every %d, velocity %s, %d ranks: grid velocity after 10 steps %.2e from one "
                 "rank's (the flow moved %.2e); max|w| %.6e vs %.6e; sum(gamma)_x %.3e vs %.3e of %.3e\n",
-                c.refine, c.reinit_every, w.size(), e, moved, mm.max_omega, m1.max_omega, mm.total_strength[0],
+                c.refine, c.reinit_every, c.velocity == Velocity::lattice ? "lattice" : "fmm", w.size(), e, moved, mm.max_omega, m1.max_omega, mm.total_strength[0],
                 m1.total_strength[0], scale);
-  EXPECT_LT(e, kTolerance);
-  EXPECT_GT(moved, 100 * kTolerance);
-  EXPECT_NEAR(mm.max_omega, m1.max_omega, kTolerance * m1.max_omega);
-  EXPECT_NEAR(mm.max_div_omega, m1.max_div_omega, kTolerance * m1.max_omega);
+  EXPECT_LT(e, tol);
+  EXPECT_GT(moved, 100 * tol);
+  EXPECT_NEAR(mm.max_omega, m1.max_omega, tol * m1.max_omega);
+  EXPECT_NEAR(mm.max_div_omega, m1.max_div_omega, tol * m1.max_omega);
   EXPECT_NEAR(mm.core_ratio, m1.core_ratio, 1e-12);
   EXPECT_EQ(mm.reinits, m1.reinits);
-  for (int d = 0; d < 3; ++d) EXPECT_NEAR(mm.total_strength[d], m1.total_strength[d], kTolerance * scale);
+  for (int d = 0; d < 3; ++d) EXPECT_NEAR(mm.total_strength[d], m1.total_strength[d], tol * scale);
   EXPECT_EQ(w.sum(double(sm.particles.size())), double(s1.particles.size()));
 }
 
 TEST(VortexMpiGpu, TenStepsEqualOneGpu) { ten_steps_equal_one_gpu({16, 1.0, 1}); }
 
 TEST(VortexMpiGpu, TenStepsOffTheLatticeEqualOneGpu) { ten_steps_equal_one_gpu({8, 2.0, 4}); }
+
+TEST(VortexMpiGpu, TenStepsWithTheLatticeVelocityEqualOneGpu) { ten_steps_equal_one_gpu({16, 1.0, 1, Velocity::lattice}); }
 
 }  // namespace
 }  // namespace vh::vortex

@@ -1,6 +1,8 @@
 // The point-strength reinitialisation (vortex/remesh.h, vortex.reinit_from = points): the
 // projection onto solenoidal fields, the initial particles on lattices finer than the grid
-// (vortex.refine), and the order of the remeshed AB2 scheme in time.
+// (vortex.refine), the order of the remeshed AB2 scheme in time, and the velocity of blobs on the
+// lattice by FFTs (Lattice::blob_velocity, vortex.velocity = lattice) against the exact periodic
+// sum of the FMM's tests.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +12,7 @@
 #include "core/diagnostics.h"
 #include "core/fft.h"
 #include "core/initial_field.h"
+#include "spectral_reference.h"
 #include "vortex/remesh.h"
 #include "vortex/solver.h"
 
@@ -194,3 +197,53 @@ TEST(Remesh, TaylorGreenSelfConvergesAtSecondOrderInTime) {
 }
 
 }  // namespace
+
+// u and ∇u at the lattice points of blobs sitting on the lattice (Lattice::blob_velocity, what
+// vortex.velocity = lattice evaluates) against tests/fmm/spectral_reference.h, an independent
+// code (its own transforms, alias loop and layout): to round-off at σ = h, where both sum the
+// aliases |a_d| ≤ 1 and leave out < e⁻⁴⁴; at σ = 0.8 h the reference's own truncation,
+// exp(−(3πσ/h)²/2) = 5e-13, bounds the difference (blob_velocity sums |a_d| ≤ 2 there).
+TEST(LatticeVelocity, BlobVelocityIsTheExactPeriodicSum) {
+  namespace ref = vh::fmm::testing;
+  const int n = 16;
+  const Grid g{n};
+  const std::size_t n3 = g.points();
+  std::vector<std::array<double, 3>> x, alpha;
+  ref::lattice_blobs(n, ref::random_solenoidal(n, 7), x, alpha);
+  // The reference's point (i, j, k) h at [(i n + j) n + k]; the lattice's at [(k n + j) n + i].
+  auto at = [n](std::size_t i, std::size_t j, std::size_t k) { return (k * n + j) * n + i; };
+  std::vector<std::array<double, 3>> a(n3);
+  for (std::size_t i = 0; i < std::size_t(n); ++i)
+    for (std::size_t j = 0; j < std::size_t(n); ++j)
+      for (std::size_t k = 0; k < std::size_t(n); ++k) a[at(i, j, k)] = alpha[(i * n + j) * n + k];
+  for (const double overlap : {1.0, 0.8}) {
+    const double sigma = overlap * g.h(), tol = overlap == 1.0 ? 1e-13 : 2e-12;
+    std::vector<std::array<double, 3>> u_ref;
+    std::vector<std::array<std::array<double, 3>, 3>> g_ref;
+    ref::spectral_velocity(n, sigma, alpha, u_ref, g_ref);
+    vh::vortex::Lattice lat(vh::Slab::whole_grid(g), sigma, 1e-3, 7, false);
+    vh::SpectralSlab c, f;
+    lat.modes(a, 1.0 / lat.volume(), c);
+    for (int what = 0; what < 4; ++what) {
+      lat.blob_velocity(c, sigma, what, f);
+      vh::VectorField v;
+      lat.points(f, v);
+      double num = 0, den = 0;
+      for (std::size_t i = 0; i < std::size_t(n); ++i)
+        for (std::size_t j = 0; j < std::size_t(n); ++j)
+          for (std::size_t k = 0; k < std::size_t(n); ++k) {
+            const std::size_t r = (i * n + j) * n + k;
+            for (int m = 0; m < 3; ++m) {
+              const double e = what == 0 ? u_ref[r][m] : g_ref[r][m][what - 1];
+              num += (v.c[m][at(i, j, k)] - e) * (v.c[m][at(i, j, k)] - e);
+              den += e * e;
+            }
+          }
+      const double err = std::sqrt(num / den);
+      const char* name[] = {"u", "du/dx", "du/dy", "du/dz"};
+      EXPECT_LE(err, tol) << "sigma/h " << overlap << ", " << name[what];
+      std::printf("sigma/h %.1f, %s: relative L2 against the exact sum %.2e\n", overlap, name[what], err);
+    }
+  }
+}
+

@@ -360,3 +360,56 @@ TEST(FieldCore, HalfCoreEnergyIsWhatTheDynamicsConserves) {
 }
 
 }  // namespace
+
+// vortex.velocity = lattice (u and ∇u by FFTs of the lattice strengths, Solver::lattice_rhs)
+// against the FMM default over the same three AB2 steps (each reinitialising): the two sums are
+// the same periodic Biot–Savart sum of the same blobs, so the FMM's error (tolerance 1e-6 here)
+// bounds the difference of every array of the state and of the grid velocity; the positions
+// are the lattice's in both.
+TEST(Velocity, LatticeEqualsTheFmmToItsTolerance) {
+  const int n = 16;
+  vh::SpectralVector u0;
+  random_vorticity(n, &u0);
+  auto rel = [](const std::vector<Vec3>& a, const std::vector<Vec3>& b) {
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < b.size(); ++i)
+      for (int d = 0; d < 3; ++d) num += (a[i][d] - b[i][d]) * (a[i][d] - b[i][d]), den += b[i][d] * b[i][d];
+    return std::sqrt(num / den);
+  };
+  vh::vortex::State st[2];
+  vh::SpectralVector v[2];
+  const double h = 2 * vh::kPi / n;
+  for (int lattice = 0; lattice < 2; ++lattice) {
+    vh::vortex::Params prm;
+    prm.nu = 0.02;
+    prm.fmm.tolerance = 1e-6;
+    prm.velocity = lattice ? vh::vortex::Velocity::lattice : vh::vortex::Velocity::fmm;
+    vh::vortex::Solver s(prm, Grid{n});
+    s.set_velocity(u0, 0.0);
+    const double dt = 0.5 * h / s.max_velocity();
+    for (int i = 0; i < 3; ++i) s.step(dt);
+    st[lattice] = s.state();
+    s.velocity(v[lattice]);
+  }
+  const auto &a = st[1], &b = st[0];
+  EXPECT_TRUE(a.particles.x == b.particles.x) << "positions: the lattice's in both";
+  const struct {
+    const char* name;
+    const std::vector<Vec3>&a, &b;
+  } arrays[] = {{"alpha", a.particles.alpha, b.particles.alpha},
+                {"gamma", a.particles.gamma, b.particles.gamma},
+                {"u_prev", a.u_prev, b.u_prev},
+                {"dalpha_prev", a.dalpha_prev, b.dalpha_prev},
+                {"dgamma_prev", a.dgamma_prev, b.dgamma_prev}};
+  for (const auto& x : arrays) {
+    const double e = rel(x.a, x.b);
+    EXPECT_LE(e, 1e-5) << x.name;
+    EXPECT_GT(e, 0.0) << x.name << ": the two evaluations are different code";
+    std::printf("3 steps, lattice - FMM velocity: %s relative L2 %.2e\n", x.name, e);
+  }
+  double num = 0, den = 0;
+  for (int d = 0; d < 3; ++d)
+    for (std::size_t m = 0; m < v[0].c[d].size(); ++m) num += std::norm(v[1].c[d][m] - v[0].c[d][m]), den += std::norm(v[0].c[d][m]);
+  EXPECT_LE(std::sqrt(num / den), 1e-5) << "grid velocity";
+  std::printf("3 steps, lattice - FMM velocity: grid velocity relative L2 %.2e\n", std::sqrt(num / den));
+}
