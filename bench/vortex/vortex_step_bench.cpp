@@ -6,7 +6,7 @@
 // steps of:
 //   step       the wall time of what the run driver does per step: max_velocity() (the FMM
 //              evaluation and max |u|) and step(dt), until the device is idle;
-//   its split  fmm (evaluate_self, wall), update (stretching + AB2 kernel), the
+//   its split  fmm (evaluate_self, wall; `lattice` with --velocity lattice), update (stretching + AB2 kernel), the
 //              reinitialisation's blob sums, FFT steps (cuFFT and per-mode kernels) and rest
 //              (layouts, new lattice), all CUDA events; host = step − their sum (launches,
 //              waits, the reduction of max |u| and its copy);
@@ -280,8 +280,9 @@ int main(int argc, char** argv) {
           exchange_gb.push_back(world.max(times.exchange_bytes) * 1e-9);
           imbalance.push_back(world.max(double(times.particles)) * ranks / world.sum(double(times.particles)));
         }
-        std::printf("  n %d step %d: %.4f s (fmm %.4f, update %.4f, blob sums %.4f, fft steps %.4f, rest %.4f), dt %.3g%s\n",
-                    n, k + 1, fig[0], fig[1], fig[2], fig[3], fig[4], fig[5], dt, k < o.warmup ? " warm-up" : "");
+        std::printf("  n %d step %d: %.4f s (%s %.4f, update %.4f, blob sums %.4f, fft steps %.4f, rest %.4f), dt %.3g%s\n",
+                    n, k + 1, fig[0], o.lattice ? "lattice" : "fmm", fig[1], fig[2], fig[3], fig[4], fig[5], dt,
+                    k < o.warmup ? " warm-up" : "");
         std::fflush(stdout);
         if (k >= o.warmup) samples.push_back(fig);
       }
