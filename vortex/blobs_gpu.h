@@ -56,6 +56,11 @@ class DeviceBlobSums {
   /// [z0, z0 + nz) of the lattice (a rank's slab), written as a lattice of nz planes (component
   /// c at d_out[c·nz·n² …]), each value bit for bit the whole lattice's.
   void sum(const double* d_s, double scale, bool divergence, double* d_out, int z0 = 0, int nz = -1) const;
+  /// The sums of three strength sets at once, set j's strengths scale[j] · d_s[j] into d_out[j]
+  /// as sum() writes them: one pass of the stencils and weights for all nine components (the
+  /// reinitialisation's γ and AB2 history), each value bit for bit what sum() gives it.
+  void sum3(const double* const d_s[3], const double scale[3], double* const d_out[3], int z0 = 0,
+            int nz = -1) const;
   /// Device memory held.
   std::size_t device_bytes() const;
 

@@ -429,6 +429,7 @@ struct GpuSolver::Impl {
   std::vector<std::size_t> counts;  // particles per rank, when last gathered
   long long nall = 0;               // their sum
   DeviceArray<double> all_x, all_a, all_s, all_q, mine;
+  DeviceArray<double> later;  // one rank: the blob sums of blob_sums3's sets 1 and 2
   bool gathered_xs = false;         // all_x, all_s hold the particles' current positions and cores
   // The gathered particles whose stencils reach this rank's planes (indices into the gathered
   // arrays, in their order), and their positions, cores and strengths: the blob sums' input.
@@ -580,12 +581,11 @@ struct GpuSolver::Impl {
 
   // ---- transforms and layouts ----
 
-  /// c (W where not named) = the coefficients of the real fields R (3 components), before the
-  /// 1/n³ (mode_steps).
-  void forward_R_to_W(Cx* c = nullptr) {
-    if (!c) c = W;
+  /// c = the coefficients of the real fields f (3 components nl apart: R, or the blob sums kept
+  /// aside), before the 1/n³ (mode_steps).
+  void forward(const double* f, Cx* c) {
     for (int d = 0; d < 3; ++d)
-      VH_CHECK_CUFFT(cufftExecD2Z(fwd.h, R + d * nl, reinterpret_cast<cufftDoubleComplex*>(c + d * nm)));
+      VH_CHECK_CUFFT(cufftExecD2Z(fwd.h, const_cast<double*>(f) + d * nl, reinterpret_cast<cufftDoubleComplex*>(c + d * nm)));
   }
   /// R = the fields of the coefficients c (3 components; c is overwritten: cuFFT's C2R).
   void inverse_to_R(Cx* c) {
@@ -692,10 +692,50 @@ struct GpuSolver::Impl {
     sel_q.reserve(static_cast<std::size_t>(3 * nsel));
     pick(all_q.data(), 3, sel_q.data());
     sums.sum(sel_q.data(), scale, divergence, mine.data(), ls.z0, ls.nz);
-    std::vector<std::size_t> planes;
-    for (int r = 0; r < comm.size(); ++r) planes.push_back(ls.of_rank(r).local_points());
-    for (int c = 0; c < (divergence ? 1 : 3); ++c)
-      dcomm->allgatherv(mine.data() + c * nown, static_cast<std::size_t>(nown), out + c * nl, planes, sizeof(double));
+    gather_planes(mine.data(), divergence ? 1 : 3, out);
+  }
+  /// The ranks' planes of ncomp fields (this rank's at `planes`, nown apart) into the lattice's
+  /// fields at out (nl apart).
+  void gather_planes(const double* planes, int ncomp, double* out) {
+    std::vector<std::size_t> counts_of;
+    for (int r = 0; r < comm.size(); ++r) counts_of.push_back(ls.of_rank(r).local_points());
+    for (int c = 0; c < ncomp; ++c)
+      dcomm->allgatherv(planes + c * nown, static_cast<std::size_t>(nown), out + c * nl, counts_of, sizeof(double));
+  }
+  /// The blob sums of a reinitialisation's three sets, q[j] × scale[j] (dγ_prev, u_prev·V, γ), in
+  /// one pass over the stencils and weights (DeviceBlobSums::sum3); summed(j) then gives set j's.
+  /// One rank: set 0 into R, sets 1 and 2 into `later`; R > 1: this rank's planes into `mine`.
+  void blob_sums3(const double* const q[3], const double scale[3]) {
+    sort();
+    if (!many) {
+      later.reserve(static_cast<std::size_t>(6 * nl));
+      double* const out[3] = {R, later.data(), later.data() + 3 * nl};
+      sums.sum3(q, scale, out);
+      return;
+    }
+    sel_q.reserve(static_cast<std::size_t>(9 * nsel));
+    mine.reserve(static_cast<std::size_t>(9 * nown));
+    for (int j = 0; j < 3; ++j) {
+      gather(q[j], 3, all_q);
+      pick(all_q.data(), 3, sel_q.data() + 3 * nsel * j);
+    }
+    const double* const sq[3] = {sel_q.data(), sel_q.data() + 3 * nsel, sel_q.data() + 6 * nsel};
+    double* const out[3] = {mine.data(), mine.data() + 3 * nown, mine.data() + 6 * nown};
+    sums.sum3(sq, scale, out, ls.z0, ls.nz);
+  }
+  /// Set j of blob_sums3 as the lattice's fields (R > 1: the ranks' planes gathered into R).
+  const double* summed(int j) {
+    if (!many) return j == 0 ? R : later.data() + 3 * nl * (j - 1);
+    gather_planes(mine.data() + 3 * nown * j, 3, R);
+    return R;
+  }
+  /// W = the coefficients (after mode_steps s) of the lattice fields f (Lattice::field's FFT and
+  /// the steps after it).
+  void transform(const double* f, const ModeSteps& s) {
+    events.begin(PhaseEvents::fft_steps);
+    forward(f, W);
+    mode_steps(s, W);
+    events.end();
   }
   /// W = the coefficients (after mode_steps s) of the field whose values × V the particles
   /// carry as scale · q (Lattice::field and the steps after it).
@@ -703,10 +743,14 @@ struct GpuSolver::Impl {
     events.begin(PhaseEvents::blob_sums);
     blob_sums(q, scale, false, R);
     events.end();
-    events.begin(PhaseEvents::fft_steps);
-    forward_R_to_W();
-    mode_steps(s, W);
+    transform(R, s);
+  }
+  /// field() of set j of blob_sums3.
+  void field_of_set(int j, const ModeSteps& s) {
+    events.begin(PhaseEvents::blob_sums);
+    const double* f = summed(j);
     events.end();
+    transform(f, s);
   }
 
   // ---- reductions ----
@@ -820,7 +864,7 @@ struct GpuSolver::Impl {
     }
     split_kernel<<<blocks_for(nl), kThreads>>>(nl, a_all, 1.0, R);
     VH_CHECK_LAUNCH();
-    forward_R_to_W(H);
+    forward(R, H);
     const int reach = kernel::alias_reach(sigma0, gp.h());
     const double scale = 1.0 / (static_cast<double>(nl) * vol);  // the 1/n³ and α/V
     for (int what = 0; what < 4; ++what) {
@@ -853,7 +897,7 @@ struct GpuSolver::Impl {
       VH_CHECK_LAUNCH();
       events.end();
       events.begin(PhaseEvents::fft_steps);
-      forward_R_to_W();
+      forward(R, W);
       ModeSteps s;
       s.scale = 1.0 / static_cast<double>(nl);
       mode_steps(s, W);
@@ -869,13 +913,21 @@ struct GpuSolver::Impl {
     const double nu_tau = pending_nu_tau();
     if (have_history) {
       // The history along the paths that end at the new lattice points (Solver::reinitialise):
-      // the γ rate with the step's viscous factor; u_prev·V not projected nor diffused.
-      field(dg_prev.data(), 1.0, field_steps(nu_tau, false, true));
+      // the γ rate with the step's viscous factor; u_prev·V not projected nor diffused. The
+      // three sets' blob sums in one pass, before any of them is overwritten.
+      const double* const q[3] = {dg_prev.data(), u_prev.data(), gamma.data()};
+      const double scale[3] = {1.0, vol, 1.0};
+      events.begin(PhaseEvents::blob_sums);
+      blob_sums3(q, scale);
+      events.end();
+      field_of_set(0, field_steps(nu_tau, false, true));
       values(dg_prev.data(), vol, da_prev.data(), 1.0);
-      field(u_prev.data(), vol, field_steps(0.0, false, true));
+      field_of_set(1, field_steps(0.0, false, true));
       values(u_prev.data(), 1.0, nullptr, 0.0);
+      field_of_set(2, field_steps(nu_tau, prm.project, true));
+    } else {
+      field(gamma.data(), 1.0, field_steps(nu_tau, prm.project, true));
     }
-    field(gamma.data(), 1.0, field_steps(nu_tau, prm.project, true));
     if (prm.project) proj_pending = true;
     values(gamma.data(), vol, alpha.data(), 1.0);
     to_lattice();
@@ -1152,7 +1204,7 @@ std::size_t GpuSolver::device_bytes() const {
   const Impl& s = *impl_;
   std::size_t b = s.work.bytes() + s.s1.bytes() + s.partial.bytes() + s.proj.bytes() + s.sums.device_bytes();
   for (const auto* a : {&s.x, &s.alpha, &s.gamma, &s.sigma, &s.u_prev, &s.da_prev, &s.dg_prev, &s.all_x, &s.all_a,
-                        &s.all_s, &s.all_q, &s.mine, &s.sel_x, &s.sel_s, &s.sel_q})
+                        &s.all_s, &s.all_q, &s.mine, &s.sel_x, &s.sel_s, &s.sel_q, &s.rhs, &s.later})
     b += a->bytes();
   b += s.sel.bytes() + s.sel_flags.bytes() + s.sel_temp.bytes();
   return b;

@@ -13,7 +13,7 @@
 //      spreading, the wrap into the box;
 //   3. the reinitialisation from the points when due (vortex/remesh.h): blob sums of γ (and of
 //      the history u_prev·V and dγ_prev) at the lattice from the device arrays
-//      (blobs_gpu.h, DeviceBlobSums: one cell sort for the three), cuFFT D2Z (scaled by 1/n³,
+//      (blobs_gpu.h, DeviceBlobSums: one cell sort and one pass for the three), cuFFT D2Z (scaled by 1/n³,
 //      grid.h) and Z2D in fp64, the per-mode steps of vortex/remesh_kernel.h (÷ symbol, viscous
 //      factor, projection, filter, ÷ S for the blob strengths), the new lattice particles.
 // Only scalars cross to the host per step: max |u| for the CFL step, and the count of non-finite
@@ -29,8 +29,11 @@
 //     the blob sums' real field: 72, and cuFFT's work area)                               96+
 //   blob sums (DeviceBlobSums): the sorted particles' constants and stencil runs, the
 //     permutation (88), and one int per lattice point (4)                                  92
-//   in all about 340 B, 46 GB at 512³ (2^27 particles), besides the FMM evaluator's own
-//   buffers (fmm/evaluator.h) and the CUDA context.
+//   the sums of the reinitialisation's second and third sets (the AB2 history's u·V and
+//     dγ, summed in one pass with γ), kept while the first is transformed                 48
+//   in all about 390 B, 52 GB at 512³ (2^27 particles), besides the FMM evaluator's own
+//   buffers (fmm/evaluator.h; with vortex.velocity = lattice, u and ∇u apart: 96) and the
+//   CUDA context.
 // On R > 1 ranks (the constructor with a slab; docs/design.md "The vortex solver on several
 // GPUs") a rank holds its own particles' state, and every rank's particles gathered (80 B a
 // particle of the lattice), the blob sums' sorted share and the whole lattice's FFT space.

@@ -15,8 +15,9 @@
 // device, detail::DeviceBlobSums): the cell sort once, then the sum of omega (3 components) and
 // of div omega, each timed alone with CUDA events (median of --repeat after a warm-up), with the
 // particle-point pairs inside the cut-off per second (pairs: the product over the axes of each
-// particle's points within cutoff sigma, summed).  "reinit" = sort + 3 omega sums: what one
-// reinitialisation of the GPU solver spends on blob sums (its history and its strengths).
+// particle's points within cutoff sigma, summed).  "3 sets" = the sums of three strength sets in
+// one pass (sum3, nine components); "reinit" = sort + that: what one reinitialisation of the GPU
+// solver spends on blob sums (its history and its strengths).
 // --resident-only runs this table alone.
 //
 //   blobs_bench [--n 128,256] [--cpu-n 64] [--repeat 5] [--overlap 1] [--cutoff 7] [--resident-only]
@@ -183,7 +184,7 @@ struct ResidentRow {
   int n = 0, m = 0;
   long long np = 0;
   double pairs = 0;  // particle-point pairs inside the cut-off
-  double sort_s = 0, omega_s = 0, div_s = 0;
+  double sort_s = 0, omega_s = 0, div_s = 0, sets3_s = 0;
 };
 
 ResidentRow resident(const Particles& p, const Grid& g, double cutoff, int repeat) {
@@ -207,24 +208,31 @@ ResidentRow resident(const Particles& p, const Grid& g, double cutoff, int repea
   }
   r.pairs = pairs;
   const std::size_t np = p.size(), npts = g.points();
-  DeviceArray<double> x, alpha, sigma, out(3 * npts);
+  DeviceArray<double> x, alpha, sigma, out(3 * npts), out3(9 * npts);
   x.upload(p.x[0].data(), 3 * np);
   alpha.upload(p.alpha[0].data(), 3 * np);
   sigma.upload(p.sigma.data(), np);
   detail::DeviceBlobSums sums;
   auto sort = [&] { sums.sort(x.data(), sigma.data(), np, g, cutoff, r.m); };
-  std::vector<double> ts, to, td;
+  std::vector<double> ts, to, td, t3;
+  // Three sets: α three times with three scales (the kernel does not look at what they hold).
+  const double* const sets[3] = {alpha.data(), alpha.data(), alpha.data()};
+  const double scales[3] = {1.0, 0.5, 2.0};
+  double* const outs[3] = {out3.data(), out3.data() + 3 * npts, out3.data() + 6 * npts};
   sort();
   sums.sum(alpha.data(), 1.0, false, out.data());
   sums.sum(alpha.data(), 1.0, true, out.data());
+  sums.sum3(sets, scales, outs);
   for (int k = 0; k < repeat; ++k) {
     ts.push_back(device_seconds(sort));
     to.push_back(device_seconds([&] { sums.sum(alpha.data(), 1.0, false, out.data()); }));
     td.push_back(device_seconds([&] { sums.sum(alpha.data(), 1.0, true, out.data()); }));
+    t3.push_back(device_seconds([&] { sums.sum3(sets, scales, outs); }));
   }
   r.sort_s = median(ts);
   r.omega_s = median(to);
   r.div_s = median(td);
+  r.sets3_s = median(t3);
   return r;
 }
 
@@ -232,12 +240,13 @@ ResidentRow resident(const Particles& p, const Grid& g, double cutoff, int repea
 /// from the allocations. Host: the particles (x, α, γ, σ: 80 B), the pinned staging of the packed
 /// particles and of the sums (kPacked + 3 doubles: 80 B), the GPU's and the CPU's sums (48 B).
 /// GPU (vortex/blobs_gpu.cu): the packed particles (56 B) and the sums (24 B), the sorted
-/// particles' kF = 6 doubles (48 B), the cell keys, permutation and cell starts (9 + 1 + 1 ints).
+/// particles' kF = 6 doubles (48 B), the cell keys, permutation and cell starts (9 + 1 + 1 ints),
+/// the three sets' sums (72 B).
 app::MemoryEstimate case_memory(int n) {
   const double points = double(n) * n * n;
   app::MemoryEstimate e;
   e.host.push_back({"particles, staging and sums", 208 * points});
-  e.device.push_back({"blob sums", 172 * points});
+  e.device.push_back({"blob sums", 244 * points});
   return e;
 }
 
@@ -360,12 +369,12 @@ int main(int argc, char** argv) {
 
   std::printf("\ndevice-resident blob sums (DeviceBlobSums; CUDA events, median of %d; pairs: particle-point pairs "
               "inside the cut-off)\n", o.repeat);
-  std::printf("%6s %11s %7s %10s %9s %10s %9s %10s %14s %12s\n", "n", "particles", "stencil", "pairs/part", "sort[ms]",
-              "omega[ms]", "div[ms]", "reinit[ms]", "omega Gpairs/s", "div Gpairs/s");
+  std::printf("%6s %11s %7s %10s %9s %10s %9s %11s %10s %14s %12s\n", "n", "particles", "stencil", "pairs/part",
+              "sort[ms]", "omega[ms]", "div[ms]", "3 sets[ms]", "reinit[ms]", "omega Gpairs/s", "div Gpairs/s");
   for (const auto& r : res)
-    std::printf("%6d %11lld %4d^3 %10.0f %9.2f %10.2f %9.2f %10.2f %14.1f %12.1f\n", r.n, r.np, r.m, r.pairs / r.np,
-                1e3 * r.sort_s, 1e3 * r.omega_s, 1e3 * r.div_s, 1e3 * (r.sort_s + 3 * r.omega_s),
-                1e-9 * r.pairs / r.omega_s, 1e-9 * r.pairs / r.div_s);
+    std::printf("%6d %11lld %4d^3 %10.0f %9.2f %10.2f %9.2f %11.2f %10.2f %14.1f %12.1f\n", r.n, r.np, r.m,
+                r.pairs / r.np, 1e3 * r.sort_s, 1e3 * r.omega_s, 1e3 * r.div_s, 1e3 * r.sets3_s,
+                1e3 * (r.sort_s + r.sets3_s), 1e-9 * r.pairs / r.omega_s, 1e-9 * r.pairs / r.div_s);
 
   if (!o.csv.empty()) {
     std::ofstream f(o.csv);
@@ -394,6 +403,7 @@ int main(int argc, char** argv) {
       csv.row(base + " sort", "time_device", r.sort_s, "s");
       csv.row(base + " vorticity", "time_device", r.omega_s, "s");
       csv.row(base + " divergence", "time_device", r.div_s, "s");
+      csv.row(base + " three sets", "time_device", r.sets3_s, "s");
       csv.row(base + " vorticity", "pairs_per_second", r.pairs / r.omega_s, "1/s");
     }
     std::printf("CSV rows written to %s\n", o.csv.c_str());

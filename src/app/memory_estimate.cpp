@@ -48,13 +48,16 @@ constexpr double kFmmDevicePerCell = 4000;
 constexpr double kFmmDeviceTables = 256 * kMiB;
 // The GPU-resident vortex solver (vortex/solver_gpu.h, device = gpu with reinit_from = points)
 // per particle of its (refine·N)³ lattice: state 152 B, the FMM's results and the FFT work space
-// over them 96 B, the blob sums' sorted particles 100 B, cuFFT's work area (one component) ~16 B.
-constexpr double kVortexGpuPerParticle = 364;
+// over them 96 B, the blob sums' sorted particles 100 B and the history's two sets of sums kept
+// aside 48 B, cuFFT's work area (one component) ~16 B.
+constexpr double kVortexGpuPerParticle = 412;
 // On R > 1 ranks (each its z-slab's particles, the others gathered): per particle of the rank,
-// the state and the slab of the blob sums (176 B); per particle of the lattice, on every rank,
-// the gathered positions, strengths, cores and sums' strengths (80 B), the blob sums' sorted
-// particles (100 B) and the whole lattice's FFT work space (88 B).
-constexpr double kVortexGpuOwnPerParticle = 176;
+// the state and the slab of the three sets' blob sums (224 B) and the three sets' strengths of
+// the particles near its planes (its own and a halo of m/2 + 1 planes each side: 56 B); per
+// particle of the lattice, on every rank, the gathered positions, strengths, cores and sums'
+// strengths (80 B), the blob sums' sorted particles (100 B) and the whole lattice's FFT work
+// space (88 B).
+constexpr double kVortexGpuOwnPerParticle = 280;
 constexpr double kVortexGpuAllPerParticle = 268;
 
 struct Sizes {

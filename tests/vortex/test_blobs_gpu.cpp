@@ -1,8 +1,8 @@
 // The blob sums at the lattice on the GPU (vortex/blobs_gpu.cu, a tiled gather) against the CPU
 // scatter: the same weights and cut-off decisions, so only the rounding of exp and 1/σ² and the
 // order of the additions differ (relative L2 <= 1e-13); and the same bits on every run. The
-// device entry (DeviceBlobSums, for particles that live on the GPU) runs the same kernels as the
-// host entry: the same bits. Skipped without a GPU.
+// device entry (DeviceBlobSums, for particles that live on the GPU; three strength sets at once
+// too) runs the same kernels as the host entry: the same bits. Skipped without a GPU.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -163,6 +163,55 @@ TEST(BlobsGpu, DevicePointersEqualTheHostEntry) {
     EXPECT_TRUE(out.part(0, npts) == div.v) << "n " << n << ", divergence";
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
+}
+
+// The reinitialisation's three strength sets in one pass (sum3: the stencils and weights staged
+// once for nine components) give each set what sum() gives it alone, bit for bit (the same
+// products added in the same order), on the whole lattice and on a window of planes; and those
+// equal the CPU's sums to round-off.
+TEST(BlobsGpu, ThreeSetsAtOnceEqualOneAtATime) {
+  if (!gpu_available()) GTEST_SKIP() << "no CUDA device";
+  const int n = 24;
+  const Grid g{n};
+  const Particles p = moved(g, 3, 0.4, 1.15, 0.15);
+  const std::size_t np = p.size(), plane = std::size_t(n) * n;
+  std::mt19937_64 gen(5);
+  std::uniform_real_distribution<double> U(-1, 1);
+  std::vector<Vec3> s[3];
+  for (auto& v : s) {
+    v.resize(np);
+    for (auto& e : v)
+      for (double& c : e) c = U(gen);
+  }
+  const double scale[3] = {1.0, 0.37, -2.5};
+  const DeviceCopy x(p.x[0].data(), 3 * np), sigma(p.sigma.data(), np), s0(s[0][0].data(), 3 * np),
+      s1(s[1][0].data(), 3 * np), s2(s[2][0].data(), 3 * np);
+  detail::DeviceBlobSums sums;
+  const double smax = *std::max_element(p.sigma.begin(), p.sigma.end());
+  sums.sort(x.p, sigma.p, np, g, 7.0, stencil_points(smax, g.h(), 7.0));
+  const double* const str[3] = {s0.p, s1.p, s2.p};
+  for (auto [z0, nz] : {std::pair{0, n}, {5, 7}}) {
+    const std::size_t npl = std::size_t(nz) * plane;
+    const DeviceCopy o0(3 * npl), o1(3 * npl), o2(3 * npl), one(3 * npl);
+    double* const out[3] = {o0.p, o1.p, o2.p};
+    sums.sum3(str, scale, out, z0, nz);
+    const DeviceCopy* o[3] = {&o0, &o1, &o2};
+    for (int j = 0; j < 3; ++j) {
+      sums.sum(str[j], scale[j], false, one.p, z0, nz);
+      EXPECT_TRUE(o[j]->part(0, 3 * npl) == one.part(0, 3 * npl)) << "set " << j << ", planes " << z0 << " + " << nz;
+      std::vector<Vec3> scaled(np);
+      for (std::size_t q = 0; q < np; ++q)
+        for (int d = 0; d < 3; ++d) scaled[q][d] = s[j][q][d] * scale[j];
+      VectorField cpu;
+      blob_sums(p.x, scaled, p.sigma, g, 7.0, cpu, false);
+      for (int d = 0; d < 3; ++d) {
+        const std::vector<double> ref(cpu.c[d].begin() + std::ptrdiff_t(z0 * plane),
+                                      cpu.c[d].begin() + std::ptrdiff_t(z0 * plane + npl));
+        EXPECT_LE(rel_l2(o[j]->part(d * npl, npl), ref), 1e-13) << "set " << j << " against the CPU, component " << d;
+      }
+    }
+  }
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 // The sums at a window of z-planes (a rank's slab, vortex/solver_gpu.cu) equal the whole
