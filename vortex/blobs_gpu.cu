@@ -39,7 +39,7 @@ static_assert(kT == 8 && kZ % 2 == 0, "the lane layout assumes 4 x-pairs times 8
 
 // Shared-memory doubles per staged particle, each row padded to an odd number of 16-byte units
 // so that the lanes storing different particles spread over the banks: along x, for the
-// divergence the weights times α (3 per point), for the sums of `Sets` strength sets (1 or 3:
+// divergence the weights times α (3 per point), for the sums of `NSets` strength sets (1 or 3:
 // the reinitialisation's three fields at once) the weights and then the sets' strengths; along
 // y and z the weights (w, or (w, dw) pairs for the divergence).
 constexpr int odd_units(int doubles) { return (doubles + 1) / 2 % 2 ? (doubles + 1) / 2 * 2 : (doubles + 1) / 2 * 2 + 2; }
