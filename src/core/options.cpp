@@ -38,9 +38,9 @@ long Options::integer(const std::string& key) const {
   return v;
 }
 
-double Options::real(const std::string& key) const {
-  const std::string s = text(key);
-  if (s.empty()) return std::numeric_limits<double>::quiet_NaN();
+namespace {
+/// The whole of s as a double, or NaN.
+double whole_double(const std::string& s) {
   std::size_t pos = 0;
   double v = 0;
   try {
@@ -48,7 +48,18 @@ double Options::real(const std::string& key) const {
   } catch (const std::exception&) {
     pos = 0;
   }
-  if (pos != s.size() || !std::isfinite(v)) throw InputError(where(key) + " is not a finite real number");
+  return pos == s.size() && !s.empty() ? v : std::numeric_limits<double>::quiet_NaN();
+}
+}  // namespace
+
+double Options::real(const std::string& key) const {
+  const std::string s = text(key);
+  if (s.empty()) return std::numeric_limits<double>::quiet_NaN();
+  // A ratio a/b is allowed, so that 2/3 means two thirds to the last bit.
+  const auto slash = s.find('/');
+  const double v = slash == std::string::npos ? whole_double(s)
+                                              : whole_double(s.substr(0, slash)) / whole_double(s.substr(slash + 1));
+  if (!std::isfinite(v)) throw InputError(where(key) + " is not a finite real number (or ratio a/b)");
   return v;
 }
 

@@ -30,6 +30,8 @@ TEST(Options, TypedValues) {
   EXPECT_EQ(make("a.n", "64").integer("a.n"), 64);
   EXPECT_DOUBLE_EQ(make("a.x", "1.5e-3").real("a.x"), 1.5e-3);
   EXPECT_TRUE(std::isnan(make("a.x", "").real("a.x")));
+  EXPECT_EQ(make("a.x", "2/3").real("a.x"), 2.0 / 3);  // a ratio, to the last bit
+  EXPECT_EQ(make("a.x", "-1.5e1/4").real("a.x"), -3.75);
   EXPECT_TRUE(make("a.b", "yes").boolean("a.b"));
   EXPECT_FALSE(make("a.b", "off").boolean("a.b"));
   const auto l = make("a.l", "0, 1,2.5").reals("a.l");
@@ -45,6 +47,8 @@ TEST(Options, BadValuesNameKeyAndOrigin) {
   EXPECT_NE(m.find("'6x'"), std::string::npos) << m;
   EXPECT_THROW(make("a.x", "nan").real("a.x"), vh::InputError);
   EXPECT_THROW(make("a.x", "1.0.0").real("a.x"), vh::InputError);
+  for (const char* bad : {"1/0", "0/0", "2/", "/3", "1/2/3", "2/3x"})
+    EXPECT_THROW(make("a.x", bad).real("a.x"), vh::InputError) << bad;
   EXPECT_THROW(make("a.l", "1,x").reals("a.l"), vh::InputError);
   const std::string c = message_of([] { make("a.c", "tpu").choice("a.c", {"cpu", "gpu"}); });
   EXPECT_NE(c.find("allowed: cpu, gpu"), std::string::npos) << c;
