@@ -37,6 +37,7 @@
 #include "core/fft.h"
 #include "core/grid.h"
 #include "vortex/particles.h"
+#include "vortex/remesh_kernel.h"
 
 namespace vh::vortex {
 
@@ -50,12 +51,6 @@ void resample(const SpectralVector& from, const Grid& to_grid, SpectralVector& t
 /// loop above; R > 1: each rank asks the owners of the modes it needs for them (two
 /// all-to-alls).  Collective.
 void resample(const SpectralSlab& from, SpectralSlab& to);
-
-/// Which modes the reinitialisation keeps (vortex.filter).
-enum class Filter {
-  none,      ///< all
-  spherical  ///< |k| ≤ filter_fraction · N/2
-};
 
 /// The particle lattice and its spectral operations (one FFT plan, the symbol tables), on this
 /// rank's slab of it (core/slab.h): coefficients in the slab's [kz][slot][kx] order, point
@@ -86,7 +81,7 @@ class Lattice {
   /// ω̂ ← ω̂ − k (k·ω̂)/|k|², ω̂(0) = 0.  Returns ‖k·ω̂‖ / ‖|k| ω̂‖ before (the share removed), over
   /// all ranks (collective).
   double project(SpectralSlab& c) const;
-  /// Zeroes the modes with |k| > fraction · N/2 (spherical).
+  /// Zeroes the modes filter f does not keep with its largest wavenumber fraction · N/2.
   void filter(SpectralSlab& c, Filter f, double fraction) const;
 
   /// Values at this rank's lattice points, times `scale`: of the field (blob = false) or of the

@@ -17,7 +17,16 @@
 #include "core/hd.h"
 #include "core/modes_kernel.h"
 
-namespace vh::vortex::kernel {
+namespace vh::vortex {
+
+/// Which modes the reinitialisation keeps (vortex.filter), kmax = filter_fraction · N_p/2.
+enum class Filter {
+  none,       ///< all
+  spherical,  ///< |k| ≤ kmax
+  cube        ///< |k_d| ≤ kmax in each direction (Orszag's 2/3 rule at fraction 2/3)
+};
+
+namespace kernel {
 
 using Cx = modes::Cx<double>;
 
@@ -63,8 +72,14 @@ VH_HD inline void project(int kx, int ky, int kz, double w, Cx c[3], double& rem
   modes::project(k[0], k[1], k[2], c);
 }
 
-/// Whether the spherical filter keeps the mode: |k|² ≤ kmax2 ((fraction · n/2)²).
-VH_HD inline bool kept(int kx, int ky, int kz, double kmax2) { return modes::k2(kx, ky, kz) <= kmax2; }
+/// Whether filter f with largest wavenumber kmax keeps mode (kx, ky, kz).
+VH_HD inline bool kept(Filter f, double kmax, int kx, int ky, int kz) {
+  switch (f) {
+    case Filter::spherical: return modes::k2(kx, ky, kz) <= kmax * kmax;
+    case Filter::cube: return fabs(double(kx)) <= kmax && fabs(double(ky)) <= kmax && fabs(double(kz)) <= kmax;
+    default: return true;
+  }
+}
 
 /// Resampling between lattices (refining: the exact spectral interpolation; coarsening: the
 /// truncation): the half-layout index on the n_from lattice of the mode that mode (ix, iy, iz)
@@ -145,4 +160,5 @@ VH_HD inline void blob_velocity(int kx, int ky, int kz, int n, double sigma, int
   }
 }
 
-}  // namespace vh::vortex::kernel
+}  // namespace kernel
+}  // namespace vh::vortex

@@ -57,9 +57,10 @@ std::vector<OptionSpec> option_specs() {
        "viscous diffusion: exact factor exp(-nu k^2 tau) on the lattice field at each reinitialisation, or core "
        "spreading sigma^2 += 2 nu dt"},
       {"vortex.project", "bool", "true", "", "project the reinitialised vorticity onto solenoidal fields"},
-      {"vortex.filter", "spherical|none", "spherical", "",
-       "modes the reinitialisation removes: |k| > filter_fraction * N_p/2 (spherical), or none"},
-      {"vortex.filter_fraction", "real", "0.6667", "N_p/2", "spherical filter: largest |k| kept"},
+      {"vortex.filter", "cube|spherical|none", "cube", "",
+       "modes the reinitialisation removes: |k| > filter_fraction * N_p/2 (spherical), any |k_i| > it (cube), or "
+       "none"},
+      {"vortex.filter_fraction", "real", "2/3", "N_p/2", "the filter's largest kept |k| (spherical) or |k_i| (cube)"},
       {"vortex.refine", "real", "1", "",
        "particles per grid spacing and direction (refine^3 per grid cell; refine * N an even integer; 1.5 with the "
        "default filter keeps every mode of the N^3 grid, as the 3/2 rule does)"},
@@ -100,7 +101,8 @@ Params params_from(const Options& o, double nu) {
   p.diffusion = o.choice("vortex.diffusion", {"lattice", "core-spreading"}) == "lattice" ? Diffusion::lattice
                                                                                          : Diffusion::core_spreading;
   p.project = o.boolean("vortex.project");
-  p.filter = o.choice("vortex.filter", {"spherical", "none"}) == "none" ? Filter::none : Filter::spherical;
+  const std::string filter = o.choice("vortex.filter", {"cube", "spherical", "none"});
+  p.filter = filter == "none" ? Filter::none : filter == "cube" ? Filter::cube : Filter::spherical;
   p.filter_fraction = o.real("vortex.filter_fraction");
   if (!(p.filter_fraction > 0 && p.filter_fraction <= std::sqrt(3.0)))
     throw InputError(o.where("vortex.filter_fraction") + " is out of range (allowed: 0 < fraction <= sqrt(3))");
@@ -171,7 +173,7 @@ int lattice_points_per_direction(double refine, int n) {
 double resolved_kmax(const Params& p, int n) {
   const Grid lattice{lattice_points_per_direction(p.refine, n)};
   double k = std::min(Grid{n}.kmax(), lattice.kmax());
-  if (p.filter == Filter::spherical) k = std::min(k, p.filter_fraction * 0.5 * lattice.n);  // Lattice::filter's radius
+  if (p.filter != Filter::none) k = std::min(k, p.filter_fraction * 0.5 * lattice.n);  // Lattice::filter's kmax
   return k;
 }
 
@@ -190,7 +192,7 @@ Slab lattice_slab(const Params& p, int n, const Comm& comm) {
   const Grid gp{lattice_points_per_direction(p.refine, n)};
   // The ky the reinitialisation keeps first (core/slab.h orders them so that they balance).
   int kmax = gp.n / 2 - 1;
-  if (p.filter == Filter::spherical) kmax = std::min(kmax, int(std::floor(p.filter_fraction * 0.5 * gp.n)));
+  if (p.filter != Filter::none) kmax = std::min(kmax, int(std::floor(p.filter_fraction * 0.5 * gp.n)));
   return Slab::make(gp, kmax, comm);
 }
 

@@ -84,8 +84,8 @@ struct Params {
   double max_core_ratio = 1.5;   ///< reinitialise as soon as σ/σ₀ exceeds this
   double blob_cutoff = 7.0;      ///< blob sums at the lattice cut off at this many σ
   bool project = true;           ///< project the reinitialised vorticity onto solenoidal fields
-  Filter filter = Filter::spherical;  ///< modes the reinitialisation removes
-  double filter_fraction = 2.0 / 3;  ///< spherical: keep |k| ≤ this · N_p/2
+  Filter filter = Filter::cube;  ///< modes the reinitialisation removes
+  double filter_fraction = 2.0 / 3;  ///< the filter's largest kept |k| or |k_i|: this · N_p/2
   RbfParams rbf;
   fmm::Params fmm;               ///< periodic is forced on
   double nu = 0;
@@ -102,9 +102,10 @@ int lattice_points_per_direction(double refine, int n);
 /// The solver's k_max, the wavenumber of k_max η that the run reports (docs/design.md, "Files a
 /// run writes"): the largest wavenumber of the velocity it hands to the diagnostics on the N³
 /// grid, min(filter_fraction · N_p/2, N_p/2 − 1, N/2 − 1) with N_p = refine·N, the first term
-/// only with filter = spherical. filter_fraction · N_p/2 is the radius of the sphere the
-/// reinitialisation keeps (|k| ≤ it; between reinitialisations, reinit_every > 1, the moved
-/// particles carry some energy beyond it until the next one); N_p/2 − 1 and N/2 − 1 are the
+/// only with a filter. filter_fraction · N_p/2 is the radius of the largest sphere the
+/// reinitialisation keeps whole (the cube's inscribed sphere, or the spherical filter's; between
+/// reinitialisations, reinit_every > 1, the moved particles carry some energy beyond it until
+/// the next one); N_p/2 − 1 and N/2 − 1 are the
 /// largest |k_i| of the lattice and of the grid the velocity is truncated to (the Nyquist
 /// modes apart). With the defaults (refine 1, 2/3 filter) k_max = N/3; refine = 1.5 makes it
 /// N/2 − 1, the grid's. Throws as lattice_points_per_direction() does.

@@ -172,8 +172,8 @@ struct ModeSteps {
   double floor = 0;
   double nu_tau = 0;        ///< ≠ 0: × exp(−ντ|k|²) (Lattice::diffuse)
   bool project = false;     ///< Lattice::project, its sums per block into `partial`
-  bool filter = false;      ///< Lattice::filter (spherical): zero where |k|² > kmax2
-  double kmax2 = 0;
+  Filter filter = Filter::none;  ///< Lattice::filter: zero where kernel::kept is false
+  double kmax = 0;
 };
 
 __global__ void mode_steps_kernel(long long nm, int n, ModeSteps s, const double* __restrict__ s1, Cx* c0, Cx* c1,
@@ -195,7 +195,7 @@ __global__ void mode_steps_kernel(long long nm, int n, ModeSteps s, const double
       for (int d = 0; d < 3; ++d) kernel::scale(c[d], f);
     }
     if (s.project) kernel::project(ix, ky, kz, modes::mode_weight(ix, n), c, removed, total);
-    if (s.filter && !kernel::kept(ix, ky, kz, s.kmax2))
+    if (!kernel::kept(s.filter, s.kmax, ix, ky, kz))
       for (int d = 0; d < 3; ++d) c[d] = Cx{0, 0};
     c0[m] = c[0];
     c1[m] = c[1];
@@ -419,7 +419,7 @@ struct GpuSolver::Impl {
   long long np = 0;   // particles this rank holds (nown after a reinitialisation; one rank: nl)
   long long nm = 0;   // lattice modes per component
   long long nmg = 0;  // grid modes per component
-  double sigma0 = 0, vol = 0, kmax2 = 0, box = 2.0 * kPi;
+  double sigma0 = 0, vol = 0, kmax = 0, box = 2.0 * kPi;
 
   // R > 1: every rank's particles gathered in rank order (positions, strengths, cores and one
   // more vector for the blob sums' strengths), this rank's planes of the blob sums, and the
@@ -489,8 +489,7 @@ struct GpuSolver::Impl {
     nmg = static_cast<long long>(g.modes());
     sigma0 = prm.overlap * gp.h();
     vol = gp.h() * gp.h() * gp.h();
-    const double kmax = prm.filter_fraction * 0.5 * gp.n;
-    kmax2 = kmax * kmax;
+    kmax = prm.filter_fraction * 0.5 * gp.n;
     sigma_max = sigma0;
 
     reserve_particles(np);
@@ -604,8 +603,8 @@ struct GpuSolver::Impl {
     s.floor = prm.rbf.symbol_floor;
     s.nu_tau = nu_tau;
     s.project = project;
-    s.filter = filter && prm.filter == Filter::spherical;
-    s.kmax2 = kmax2;
+    s.filter = filter ? prm.filter : Filter::none;
+    s.kmax = kmax;
     return s;
   }
   /// Lattice::values of the coefficients W: the point values × `point_scale` into `points`

@@ -140,6 +140,51 @@ TEST(Remesh, ProjectionKeepsSolenoidalFieldsAndRemovesGradients) {
   }
 }
 
+// The reinitialisation's filters keep exactly their modes: the cube (the default, Orszag's 2/3
+// rule: every |k_d| ≤ kmax) keeps the corners |k| > kmax that the sphere (|k| ≤ kmax) removes;
+// none keeps all. kmax = 2/3 · N/2 with the fraction written as the deck's default "2/3".
+TEST(Remesh, FiltersKeepTheirModesAndNoOthers) {
+  const int n = 24;
+  const Grid g{n};
+  // A real random field: every mode carries something.
+  vh::VectorField f3(g);
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> normal;
+  for (auto& a : f3.c)
+    for (auto& v : a) v = normal(rng);
+  vh::Fft3d fft(n);
+  SpectralVector w;
+  fft.forward(f3, w);
+  vh::vortex::Lattice lat(vh::Slab::whole_grid(g), g.h(), 1e-3, 7, false);
+  const double fraction = 2.0 / 3, kmax = fraction * n / 2;  // 8
+  using vh::vortex::Filter;
+  for (Filter f : {Filter::cube, Filter::spherical, Filter::none}) {
+    vh::SpectralSlab cs = vh::SpectralSlab::whole(w);
+    lat.filter(cs, f, fraction);
+    const SpectralVector c = std::move(cs).to_vector();
+    long kept = 0, corners = 0;
+    for (int iz = 0; iz < n; ++iz)
+      for (int iy = 0; iy < n; ++iy)
+        for (int ix = 0; ix <= n / 2; ++ix) {
+          const int ky = g.wavenumber(iy), kz = g.wavenumber(iz);
+          const double k2 = double(ix * ix + ky * ky + kz * kz);
+          const bool in_cube = ix <= kmax && std::abs(ky) <= kmax && std::abs(kz) <= kmax;
+          const bool keep = f == Filter::none || (f == Filter::cube ? in_cube : k2 <= kmax * kmax);
+          const std::size_t m = g.mode_index(ix, iy, iz);
+          for (int d = 0; d < 3; ++d) {
+            if (keep)
+              EXPECT_EQ(c.c[d][m], w.c[d][m]) << ix << ' ' << ky << ' ' << kz;
+            else
+              EXPECT_EQ(c.c[d][m], Complex(0, 0)) << ix << ' ' << ky << ' ' << kz;
+          }
+          if (keep && std::norm(w.c[0][m]) > 0) ++kept, corners += k2 > kmax * kmax;
+        }
+    std::printf("filter %d: %ld modes kept, %ld of them beyond |k| = %.0f\n", int(f), kept, corners, kmax);
+    if (f == Filter::cube) EXPECT_GT(corners, 0);  // the cube's corners carry the field on
+    if (f == Filter::spherical) EXPECT_EQ(corners, 0);
+  }
+}
+
 // Particles on a lattice r times finer than the grid (vortex.refine) start from the spectral
 // interpolation of the grid's field, which is exact: the grid velocity of the initial particles
 // is the initial velocity to round-off, for r = 1, 1.5 and 2, whatever the reinitialisation
