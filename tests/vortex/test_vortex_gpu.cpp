@@ -6,7 +6,10 @@
 //   - the reinitialisation from the same moved particles with an AB2 history, and the grid
 //     velocity of moved particles (blob sums, FFTs, per-mode steps, new lattice values): the
 //     blob sums differ by ≤ 1e-13 (test_blobs_gpu), the ÷ s and ÷ S of the modes the filter keeps
-//     amplify that at most 81× (s ≥ exp(−(2π/3)²/2) = 0.11 at |k| = N/3, σ₀ = h): 1e-12;
+//     amplify that at most 81× in the sphere |k| ≤ N/3 that holds nearly all of the field (s ≥
+//     exp(−(2π/3)²/2) = 0.11 there, σ₀ = h): 1e-12; the cube filter's corners (s down to 0.11³
+//     at |k| = √3·N/3) hold a small share of it and amplify more: 1e-11 for α and dα/dt, the
+//     arrays divided by s twice (measured 2.3e-12 and 7.3e-13 at refine 1.5);
 //   - five steps at 32³, where the two FMMs (CPU and GPU, both to fmm.tolerance 1e-6) differ: the
 //     state and the grid velocity within the FMM's error;
 //   - vortex.velocity = lattice: five steps against the CPU's lattice velocity and the GPU's FMM;
@@ -68,9 +71,10 @@ Params params(double nu) {
   return p;
 }
 
-/// The two states, array by array within `tol` (relative L2), positions and cores bit for bit
-/// where `exact_positions`, and the scalars equal.
-void expect_states_near(const State& gpu, const State& cpu, double tol, bool exact_positions, const std::string& what) {
+/// The two states, array by array within `tol` (relative L2; α and dα/dt within alpha_tol where
+/// given), positions and cores bit for bit where `exact_positions`, and the scalars equal.
+void expect_states_near(const State& gpu, const State& cpu, double tol, bool exact_positions, const std::string& what,
+                        double alpha_tol = 0) {
   const Particles &g = gpu.particles, &c = cpu.particles;
   if (exact_positions) {
     EXPECT_TRUE(g.x == c.x) << what << ": positions";
@@ -78,17 +82,21 @@ void expect_states_near(const State& gpu, const State& cpu, double tol, bool exa
   } else {
     EXPECT_LE(rel_l2(g.x, c.x), tol) << what << ": positions";
   }
+  const double ta = alpha_tol > 0 ? alpha_tol : tol;
   const struct {
     const char* name;
     const std::vector<Vec3>&a, &b;
-  } arrays[] = {{"alpha", g.alpha, c.alpha},        {"gamma", g.gamma, c.gamma},
-                {"u_prev", gpu.u_prev, cpu.u_prev}, {"dalpha_prev", gpu.dalpha_prev, cpu.dalpha_prev},
-                {"dgamma_prev", gpu.dgamma_prev, cpu.dgamma_prev}};
+    double tol;
+  } arrays[] = {{"alpha", g.alpha, c.alpha, ta},
+                {"gamma", g.gamma, c.gamma, tol},
+                {"u_prev", gpu.u_prev, cpu.u_prev, tol},
+                {"dalpha_prev", gpu.dalpha_prev, cpu.dalpha_prev, ta},
+                {"dgamma_prev", gpu.dgamma_prev, cpu.dgamma_prev, tol}};
   for (const auto& a : arrays) {
     ASSERT_EQ(a.a.size(), a.b.size()) << what << ": " << a.name;
     if (a.b.empty()) continue;
     const double e = rel_l2(a.a, a.b);
-    EXPECT_LE(e, tol) << what << ": " << a.name;
+    EXPECT_LE(e, a.tol) << what << ": " << a.name;
     std::printf("%s: %s relative L2 GPU - CPU %.2e\n", what.c_str(), a.name, e);
   }
   EXPECT_EQ(gpu.t, cpu.t) << what;
@@ -199,7 +207,7 @@ TEST(VortexGpu, ReinitialisationEqualsTheCpu) {
 
     cpu.reinitialise();
     gpu.reinitialise();
-    expect_states_near(gpu.state(), cpu.state(), 1e-12, true, c.name);
+    expect_states_near(gpu.state(), cpu.state(), 1e-12, true, c.name, 1e-11);
     EXPECT_NEAR(gpu.last_div_removed(), cpu.last_div_removed(), 1e-12) << c.name;
     cpu.velocity(uc);
     gpu.velocity(ug);
