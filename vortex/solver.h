@@ -105,9 +105,8 @@ int lattice_points_per_direction(double refine, int n);
 /// only with a filter. filter_fraction · N_p/2 is the radius of the largest sphere the
 /// reinitialisation keeps whole (the cube's inscribed sphere, or the spherical filter's; between
 /// reinitialisations, reinit_every > 1, the moved particles carry some energy beyond it until
-/// the next one); N_p/2 − 1 and N/2 − 1 are the
-/// largest |k_i| of the lattice and of the grid the velocity is truncated to (the Nyquist
-/// modes apart). With the defaults (refine 1, 2/3 filter) k_max = N/3; refine = 1.5 makes it
+/// the next one); N_p/2 − 1 and N/2 − 1 are the largest |k_i| of the lattice and of the grid
+/// the velocity is truncated to (the Nyquist modes apart). With the defaults (refine 1, 2/3 filter) k_max = N/3; refine = 1.5 makes it
 /// N/2 − 1, the grid's. Throws as lattice_points_per_direction() does.
 double resolved_kmax(const Params& p, int n);
 

@@ -195,7 +195,7 @@ struct Last {
 std::string energy_rise_cause(const std::string& solver) {
   if (solver == "vortex")
     return "likely an instability of the time step (lower time.cfl) or aliasing at the lattice's high "
-           "wavenumbers (keep vortex.filter = spherical or cube, filter_fraction <= 2/3)";
+           "wavenumbers (keep vortex.filter = cube or spherical with filter_fraction <= 2/3)";
   return "likely an instability of the time step (lower time.cfl) or aliasing (spectral.dealias = none?)";
 }
 
