@@ -489,6 +489,17 @@ double Solver::max_velocity() {
   return comm_.max(m);
 }
 
+double Solver::max_gradient() {
+  if (!rhs_valid_) evaluate_rhs();
+  double m = 0;
+  const std::ptrdiff_t n = std::ptrdiff_t(grad_.size());
+#pragma omp parallel for schedule(static) reduction(max : m)
+  for (std::ptrdiff_t i = 0; i < n; ++i)
+    for (int a = 0; a < 3; ++a)
+      for (int b = 0; b < 3; ++b) m = std::max(m, std::abs(grad_[i][a][b]));
+  return comm_.max(m);
+}
+
 void Solver::velocity(SpectralVector& u) {
   SpectralSlab s(Slab::whole_grid(g_));
   velocity(s);

@@ -152,6 +152,9 @@ class SolverInterface {
   }
   virtual void step(double dt) = 0;
   virtual double max_velocity() = 0;
+  /// max_p max_ij |∂u_i/∂x_j(x_p)| over every rank's particles, of the same right-hand side:
+  /// dt times it is the Lagrangian CFL number (time.lcfl).
+  virtual double max_gradient() = 0;
   virtual void velocity(SpectralVector& u) = 0;
   /// The velocity on this rank's slab of the grid (u.slab on entry; the default: one rank).
   virtual void velocity(SpectralSlab& u) {
@@ -216,6 +219,7 @@ class Solver : public SolverInterface {
   void step(double dt) override;
   /// max_p max_i |u_i(x_p)| of the last right-hand side (computes it if stale).
   double max_velocity() override;
+  double max_gradient() override;
   /// The solver's velocity on the grid g as coefficients (grid.h normalisation).
   void velocity(SpectralVector& u) override;
   double time() const override { return t_; }

@@ -462,7 +462,7 @@ struct GpuSolver::Impl {
   long steps = 0, since_reinit = 0, reinits = 0;
   bool have_history = false, rhs_valid = false, umax_valid = false, sorted = false;
   bool last_eval_on_lattice = false;  // the last evaluation saw the particles on the lattice
-  double umax = 0;
+  double umax = 0, gmax = 0;
   mutable bool proj_pending = false;
   mutable double div_removed = 0;
   fmm::Timings timings;
@@ -979,12 +979,20 @@ struct GpuSolver::Impl {
   }
 
   double max_velocity() {
-    if (!rhs_valid) evaluate_rhs();
-    if (!umax_valid) {
-      umax = over_ranks_max(reduce(Reduce::max_abs, 3 * np, u)[0]);
-      umax_valid = true;
-    }
+    maxima();
     return umax;
+  }
+  double max_gradient() {
+    maxima();
+    return gmax;
+  }
+  /// max |u_i| and max |∂u_i/∂x_j| of the current right-hand side (computes it if stale).
+  void maxima() {
+    if (!rhs_valid) evaluate_rhs();
+    if (umax_valid) return;
+    umax = over_ranks_max(reduce(Reduce::max_abs, 3 * np, u)[0]);
+    gmax = over_ranks_max(reduce(Reduce::max_abs, 9 * np, grad)[0]);
+    umax_valid = true;
   }
 
   /// The grid velocity's coefficients on the device (Solver::velocity): into H (grid = lattice)
@@ -1060,6 +1068,7 @@ RbfResult GpuSolver::set_velocity(const SpectralVector& u, double t) {
 
 void GpuSolver::step(double dt) { impl_->step(dt); }
 double GpuSolver::max_velocity() { return impl_->max_velocity(); }
+double GpuSolver::max_gradient() { return impl_->max_gradient(); }
 
 void GpuSolver::velocity(SpectralVector& u) {
   Impl& s = *impl_;

@@ -83,6 +83,7 @@ class GpuSolver : public SolverInterface {
   RbfResult set_velocity(const SpectralSlab& u, double t) override;
   void step(double dt) override;
   double max_velocity() override;
+  double max_gradient() override;
   void velocity(SpectralVector& u) override;
   void velocity(SpectralSlab& u) override;
   double time() const override;

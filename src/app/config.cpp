@@ -53,6 +53,8 @@ void time_config(const Options& o, RunConfig& c) {
   c.cfl = o.real("time.cfl");
   if (!std::isnan(c.dt)) positive(o, "time.dt", c.dt);
   else positive(o, "time.cfl", c.cfl);
+  c.lcfl = o.real("time.lcfl");
+  if (!(c.lcfl >= 0)) throw InputError(o.where("time.lcfl") + " is out of range (allowed: >= 0; 0 switches it off)");
   c.output_interval = o.real("time.output_interval");
   c.output_over_T = o.real("time.output_interval_over_T");
   if (!std::isnan(c.output_interval)) positive(o, "time.output_interval", c.output_interval);

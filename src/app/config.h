@@ -23,6 +23,7 @@ struct RunConfig {
   double t_end_over_T = 1;    ///< time.t_end_over_T (used when t_end is NaN)
   double t_end = 0;           ///< time.t_end, NaN when given in T
   double cfl = 0.5;           ///< time.cfl (used when dt is NaN)
+  double lcfl = 0.2;          ///< time.lcfl: with cfl, dt ≤ lcfl / max|∂u_i/∂x_j| too (vortex; 0: off)
   double dt = 0;              ///< time.dt, NaN when from the CFL number
   double output_over_T = 0.1; ///< time.output_interval_over_T (used when output_interval is NaN)
   double output_interval = 0; ///< time.output_interval, NaN when given in T

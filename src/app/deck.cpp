@@ -41,6 +41,9 @@ std::vector<OptionSpec> app_options() {
       {"time.t_end_over_T", "real", "1", "T", "end time in eddy turnovers T = L/u' of the initial field"},
       {"time.t_end", "real", "", "time", "end time, instead of t_end_over_T"},
       {"time.cfl", "real", "0.5", "", "time step from dt = cfl h / max|u| (unless dt is given)"},
+      {"time.lcfl", "real", "0.2", "",
+       "with cfl, the vortex solver's dt is also at most lcfl / max|du_i/dx_j| at its particles (the Lagrangian "
+       "CFL number; 0: no such limit)"},
       {"time.dt", "real", "", "time", "fixed time step, instead of cfl"},
       {"time.output_interval_over_T", "real", "0.1", "T", "diagnostics every this many T"},
       {"time.output_interval", "real", "", "time", "diagnostics interval in time units, instead"},

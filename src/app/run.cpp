@@ -769,7 +769,12 @@ double Run::stable_dt(Stepper& st) {
   }
   const std::string where = " at step " + std::to_string(st.steps()) + ", t = " + fmt(st.time());
   if (!std::isfinite(umax)) stop_broken(name + ": max|u| is not finite" + where);
-  const double dt = std::isnan(c.dt) ? c.cfl * g_.h() / umax : c.dt;
+  double dt = std::isnan(c.dt) ? c.cfl * g_.h() / umax : c.dt;
+  if (std::isnan(c.dt) && c.lcfl > 0) {  // the Lagrangian CFL number, where the solver has one
+    const PhaseTimer timer(phases_[name + " steps"]);
+    const double gmax = st.max_gradient();
+    if (gmax > 0) dt = std::min(dt, c.lcfl / gmax);
+  }
   // A flow at rest (max|u| = 0, or so small that h / max|u| overflows) has no CFL step: its
   // time would jump to infinity.
   if (!std::isfinite(dt))

@@ -199,6 +199,7 @@ class VortexStepper : public Stepper {
     return buf;
   }
   double max_velocity() override { return solver_->max_velocity(); }
+  double max_gradient() override { return solver_->max_gradient(); }
   double time() const override { return solver_->time(); }
   long steps() const override { return solver_->steps(); }
   void velocity(SpectralSlab& u) override { solver_->velocity(u); }

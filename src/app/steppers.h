@@ -27,6 +27,9 @@ class Stepper {
   virtual void step(double dt) = 0;
   /// max |u_i| at the solver's points, for dt = cfl h / max_velocity.
   virtual double max_velocity() = 0;
+  /// max |∂u_i/∂x_j| at the solver's points, for dt ≤ lcfl / max_gradient (0: no such limit,
+  /// as for the spectral solver, whose RK4 is not held back by it).
+  virtual double max_gradient() { return 0; }
   virtual double time() const = 0;
   virtual long steps() const = 0;
   /// Velocity on the grid as coefficients (grid.h normalisation; this rank's slab).

@@ -84,6 +84,7 @@ TEST_F(Cli, ValuesOutOfRange) {
   expect_bad(run("run " + deck(kFlow) + out_arg() + " --time.t_end_over_T=-1"), {"time.t_end_over_T"});
   expect_bad(run("run " + deck(kFlow) + out_arg() + " --case.solver=vortex --vortex.velocity=lattice "
                  "--vortex.reinit_every=2"), {"vortex.velocity", "reinit_every = 1"});
+  expect_bad(run("run " + deck(kFlow) + out_arg() + " --time.lcfl=-0.1"), {"time.lcfl", ">= 0"});
 }
 
 TEST_F(Cli, MissingAndUnreadableDeck) {
@@ -158,6 +159,31 @@ TEST_F(Cli, SpectralRunReachesTheEndTime) {
   EXPECT_EQ(s.outputs(), 5u);
   EXPECT_NEAR(s.series.at("t").back(), 0.2 * T0, 1e-12);
   EXPECT_LT(s.series.at("K").back(), s.series.at("K").front());  // decaying
+}
+
+// time.lcfl holds the vortex solver's step to lcfl / max |∂u_i/∂x_j| and leaves the spectral
+// solver's alone. The Taylor–Green vortex at 16³ has max |∂u_i/∂x_j| = 1 (and max |u_i| = 1) at
+// t = 0 and grows a little as the vortex stretches: to t = 0.1 the CFL step 0.5 h = 0.196 is one
+// step of each solver (the last step ends at the output time); time.lcfl = 0.03 makes the vortex
+// solver's steps ≤ 0.03 / max |∂u_i/∂x_j|, four of them (0.1 / 0.03 = 3.3, and still four while
+// max |∂u_i/∂x_j| < 1.2).
+TEST_F(Cli, LagrangianCflHoldsBackTheVortexStepOnly) {
+  const std::string d = deck("[flow]\nspectrum = taylor-green\nnu = 0.01\n[domain]\nn = 16\n[time]\nt_end = 0.1\n"
+                             "output_interval = 0.1\n[output]\nfields_at =\n");
+  for (const double lcfl : {0.0, 0.03}) {
+    const Result r = run("run " + d + out_arg() + " --case.solver=both --time.cfl=0.5 --time.lcfl=" +
+                         std::to_string(lcfl) + " --output.overwrite=true --quiet");
+    ASSERT_EQ(r.status, 0) << r.output;
+    const vh::RunData rd = vh::RunFile::read((out / "run.h5").string());
+    const double vsteps = rd.solvers.at("vortex").series.at("step").back();
+    const double ssteps = rd.solvers.at("spectral").series.at("step").back();
+    std::printf("time.lcfl = %g: vortex %g steps, spectral %g\n", lcfl, vsteps, ssteps);
+    EXPECT_EQ(ssteps, 1) << lcfl;
+    if (lcfl == 0)
+      EXPECT_EQ(vsteps, 1);
+    else
+      EXPECT_EQ(vsteps, 4);
+  }
 }
 
 // The memory check (src/app/memory_estimate.h): a run that cannot fit is refused before anything

@@ -245,6 +245,9 @@ TEST(VortexGpu, FiveStepsEqualTheCpuWithinTheFmmTolerance) {
   EXPECT_LE(rel_l2(vg, vc), 1e-5) << "grid velocity after 5 steps";
   std::printf("32^3, 5 steps: grid velocity relative L2 GPU - CPU %.2e\n", rel_l2(vg, vc));
   EXPECT_NEAR(gpu.max_velocity(), cpu.max_velocity(), 1e-5 * uc);
+  const double gc = cpu.max_gradient();
+  EXPECT_NEAR(gpu.max_gradient(), gc, 1e-5 * gc) << "max |du_i/dx_j| (time.lcfl)";
+  std::printf("32^3, 5 steps: max|du_i/dx_j| GPU %.10f CPU %.10f\n", gpu.max_gradient(), gc);
   expect_monitors_near(gpu.monitors(), cpu.monitors(), 1e-5, "32^3, 5 steps");
 }
 
