@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -177,6 +178,7 @@ DeviceComm::DeviceComm(const Comm& comm, cudaStream_t stream)
 }
 
 DeviceComm::~DeviceComm() {
+  close_peers();
   for (void* h : host_)
     if (h) cudaFreeHost(h);
   for (const auto* v : {&pending_, &spare_})
@@ -269,7 +271,12 @@ void DeviceComm::nccl_group(cudaStream_t stream, const std::vector<Send>& sends,
 }
 
 void DeviceComm::exchange_on(cudaStream_t stream, const std::vector<Send>& sends, const std::vector<Recv>& recvs) {
-  VH_CHECK(stream_ordered(), "DeviceComm::exchange_on needs the NCCL transport");
+  exchange_on(stream, Plan{sends, recvs, {}});
+}
+
+void DeviceComm::exchange_on(cudaStream_t stream, const Plan& p) {
+  VH_CHECK(transport_ == Transport::nccl || comm_.size() == 1 || !p.to.empty(),
+           "DeviceComm::exchange_on needs the NCCL transport or a plan with peer copies");
   settle(false);
   Timed t{};
   if (!spare_.empty()) {
@@ -280,13 +287,202 @@ void DeviceComm::exchange_on(cudaStream_t stream, const std::vector<Send>& sends
     VH_CHECK_CUDA(cudaEventCreate(&t.end));
   }
   VH_CHECK_CUDA(cudaEventRecord(t.begin, stream));
-  self_copies(stream, sends, recvs);
-  if (comm_.size() > 1) nccl_group(stream, sends, recvs);
+  enqueue(stream, p);
   VH_CHECK_CUDA(cudaEventRecord(t.end, stream));
   pending_.push_back(t);
-  for (const Send& x : sends)
+  for (const Send& x : p.sends)
     if (x.rank != comm_.rank()) stats_.bytes += double(x.bytes);
   ++stats_.exchanges;
+}
+
+void DeviceComm::enqueue(cudaStream_t stream, const Plan& p) {
+  if (!p.to.empty()) return put(stream, p);
+  self_copies(stream, p.sends, p.recvs);
+  if (comm_.size() > 1) nccl_group(stream, p.sends, p.recvs);
+}
+
+void DeviceComm::exchange(const Plan& p) {
+  if (p.to.empty()) return exchange(p.sends, p.recvs);
+  wait_for_inputs(stream_);
+  const auto t0 = std::chrono::steady_clock::now();
+  put(stream_, p);
+  VH_CHECK_CUDA(cudaStreamSynchronize(stream_));
+  stats_.seconds += seconds_since(t0);
+  for (const Send& x : p.sends)
+    if (x.rank != comm_.rank()) stats_.bytes += double(x.bytes);
+  ++stats_.exchanges;
+}
+
+// ---- peer copies ----------------------------------------------------------------------------
+
+namespace {
+constexpr unsigned kIpcEvent = cudaEventInterprocess | cudaEventDisableTiming;
+}
+
+bool DeviceComm::open_peers() {
+  peers_tried_ = true;
+  const char* env = std::getenv("VH_PEER_COPIES");
+  const bool wanted = !(env && std::string(env) == "0");
+  // Every rank decides alike: all on one node, and nobody asked them off.
+  if (comm_.any(!wanted || comm_.local_size() != comm_.size())) return false;
+  const int R = comm_.size(), me = comm_.rank();
+  bool ok = cudaEventCreateWithFlags(&free_, kIpcEvent) == cudaSuccess &&
+            cudaEventCreateWithFlags(&sent_, kIpcEvent) == cudaSuccess;
+  cudaIpcEventHandle_t mine[2] = {};
+  ok = ok && cudaIpcGetEventHandle(&mine[0], free_) == cudaSuccess &&
+       cudaIpcGetEventHandle(&mine[1], sent_) == cudaSuccess;
+  std::vector<cudaIpcEventHandle_t> all(2 * static_cast<std::size_t>(R));
+  comm_.allgather(mine, sizeof mine, all.data());
+  peer_free_.assign(std::size_t(R), nullptr);
+  peer_sent_.assign(std::size_t(R), nullptr);
+  for (int r = 0; r < R && ok; ++r) {
+    if (r == me) continue;
+    ok = cudaIpcOpenEventHandle(&peer_free_[std::size_t(r)], all[2 * std::size_t(r)]) == cudaSuccess &&
+         cudaIpcOpenEventHandle(&peer_sent_[std::size_t(r)], all[2 * std::size_t(r) + 1]) == cudaSuccess;
+  }
+  ok = ok && cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming) == cudaSuccess &&
+       cudaEventCreateWithFlags(&join_, cudaEventDisableTiming) == cudaSuccess &&
+       cudaStreamCreateWithFlags(&lane_, cudaStreamNonBlocking) == cudaSuccess;
+  if (comm_.any(!ok)) {
+    cudaGetLastError();  // a failed IPC call is not sticky: the transport carries on
+    close_peers();
+    return false;
+  }
+  return true;
+}
+
+void DeviceComm::close_peers() {
+  for (Window& w : windows_)
+    for (std::size_t r = 0; r < w.at.size(); ++r)
+      if (w.at[r] && w.at[r] != w.base) cudaIpcCloseMemHandle(w.at[r]);
+  windows_.clear();
+  for (auto* v : {&peer_free_, &peer_sent_})
+    for (cudaEvent_t& e : *v)
+      if (e) cudaEventDestroy(e), e = nullptr;
+  if (lane_) cudaStreamDestroy(lane_), lane_ = nullptr;
+  for (cudaEvent_t* e : {&free_, &sent_, &fork_, &join_})
+    if (*e) cudaEventDestroy(*e), *e = nullptr;
+  peers_on_ = false;
+}
+
+bool DeviceComm::share(void* base, std::size_t bytes) {
+  if (comm_.size() == 1) return false;
+  if (!peers_tried_) peers_on_ = open_peers();
+  if (!peers_on_) return false;
+  const int R = comm_.size(), me = comm_.rank();
+  struct Exported {
+    cudaIpcMemHandle_t handle;
+    std::size_t bytes;
+    bool ok;
+  } mine{};
+  mine.bytes = bytes;
+  mine.ok = base != nullptr && cudaIpcGetMemHandle(&mine.handle, base) == cudaSuccess;
+  std::vector<Exported> all(static_cast<std::size_t>(R));
+  comm_.allgather(&mine, sizeof mine, all.data());
+  Window w{static_cast<char*>(base), bytes, std::vector<char*>(static_cast<std::size_t>(R), nullptr)};
+  bool ok = true;
+  for (int r = 0; r < R; ++r) {
+    ok = ok && all[std::size_t(r)].ok;
+    if (!ok) break;
+    if (r == me) {
+      w.at[std::size_t(r)] = w.base;
+      continue;
+    }
+    void* p = nullptr;
+    ok = cudaIpcOpenMemHandle(&p, all[std::size_t(r)].handle, cudaIpcMemLazyEnablePeerAccess) == cudaSuccess;
+    w.at[std::size_t(r)] = static_cast<char*>(p);
+  }
+  windows_.push_back(w);
+  if (comm_.any(!ok)) {
+    cudaGetLastError();
+    close_peers();
+  }
+  return peers_on_;
+}
+
+std::string DeviceComm::describe() const {
+  return std::string(name(transport_)) + (peers_on_ ? ", peer copies" : "");
+}
+
+DeviceComm::Plan DeviceComm::plan(const std::vector<Send>& sends, const std::vector<Recv>& recvs) {
+  Plan p{sends, recvs, {}};
+  if (!peers_on_) return p;
+  const int R = comm_.size(), me = comm_.rank();
+  // Each piece this rank receives from another, as (window, offset, bytes), in the order of
+  // the list: sent to the rank that sends it, which matches them to its sends in order.
+  std::vector<std::vector<std::uint64_t>> where(static_cast<std::size_t>(R));
+  bool inside = true;
+  for (const Recv& x : recvs) {
+    if (x.rank == me) continue;
+    const char* d = static_cast<const char*>(x.data);
+    std::size_t w = 0;
+    while (w < windows_.size() && !(d >= windows_[w].base && d + x.bytes <= windows_[w].base + windows_[w].bytes)) ++w;
+    inside = inside && (w < windows_.size() || x.bytes == 0);
+    std::vector<std::uint64_t>& to = where[std::size_t(x.rank)];
+    const bool in = w < windows_.size();
+    to.insert(to.end(), {in ? w : ~std::uint64_t(0), in ? std::uint64_t(d - windows_[w].base) : 0, x.bytes});
+  }
+  if (comm_.any(!inside)) return p;  // the transport moves this exchange
+  std::vector<std::size_t> sc(static_cast<std::size_t>(R));
+  std::vector<std::uint64_t> flat;
+  for (int r = 0; r < R; ++r) {
+    sc[std::size_t(r)] = where[std::size_t(r)].size();
+    flat.insert(flat.end(), where[std::size_t(r)].begin(), where[std::size_t(r)].end());
+  }
+  const std::vector<std::size_t> rc = comm_.alltoall_counts(sc);
+  std::vector<std::uint64_t> got(std::max<std::size_t>(extent(rc, displacements(rc)), 1));
+  comm_.alltoallv(flat.data(), sc, displacements(sc), got.data(), rc, displacements(rc), sizeof(std::uint64_t));
+  const std::vector<std::size_t> rd = displacements(rc);
+  std::vector<std::size_t> next(static_cast<std::size_t>(R), 0);
+  p.to.assign(sends.size(), nullptr);
+  for (std::size_t i = 0; i < sends.size(); ++i) {
+    const Send& x = sends[i];
+    if (x.rank == me) continue;
+    const std::size_t r = std::size_t(x.rank), k = next[r]++;
+    VH_CHECK(3 * k + 2 < rc[r], "DeviceComm::plan: more pieces sent to a rank than it receives");
+    const std::uint64_t* d = got.data() + rd[r] + 3 * k;
+    VH_CHECK(d[2] == x.bytes, "DeviceComm::plan: a piece's size differs between its sender and receiver");
+    if (x.bytes) p.to[i] = windows_[d[0]].at[r] + d[1];
+  }
+  for (int r = 0; r < R; ++r)
+    VH_CHECK(r == me || 3 * next[std::size_t(r)] == rc[std::size_t(r)], "DeviceComm::plan: fewer pieces sent to a rank than it receives");
+  return p;
+}
+
+void DeviceComm::put(cudaStream_t stream, const Plan& p) {
+  const int R = comm_.size(), me = comm_.rank();
+  self_copies(stream, p.sends, p.recvs);
+  // My windows are free as of this point of my stream; once every rank has said so (the
+  // barrier orders the events' records before the waits on them), the copy stream waits for
+  // each receiver's, writes its pieces, and joins my stream again.
+  VH_CHECK_CUDA(cudaEventRecord(free_, stream));
+  VH_CHECK_CUDA(cudaEventRecord(fork_, stream));
+  comm_.barrier();
+  std::vector<bool> to(static_cast<std::size_t>(R), false), from(static_cast<std::size_t>(R), false);
+  for (std::size_t i = 0; i < p.sends.size(); ++i)
+    if (p.sends[i].rank != me && p.sends[i].bytes) to[std::size_t(p.sends[i].rank)] = true;
+  for (const Recv& x : p.recvs)
+    if (x.rank != me && x.bytes) from[std::size_t(x.rank)] = true;
+  // One copy stream, the other ranks in turn from the next one up: at every moment each rank
+  // writes to a different one. (A stream per receiver, all at once, moved 185 GB/s a GPU on 4
+  // H200s against 316 GB/s this way: bench/RESULTS.md, 2026-11-28 "peer copies".)
+  VH_CHECK_CUDA(cudaStreamWaitEvent(lane_, fork_, 0));
+  for (int i = 1; i < R; ++i) {
+    const int r = (me + i) % R;
+    if (!to[std::size_t(r)]) continue;
+    VH_CHECK_CUDA(cudaStreamWaitEvent(lane_, peer_free_[std::size_t(r)], 0));
+    for (std::size_t k = 0; k < p.sends.size(); ++k)
+      if (p.sends[k].rank == r && p.sends[k].bytes)
+        VH_CHECK_CUDA(cudaMemcpyAsync(p.to[k], p.sends[k].data, p.sends[k].bytes, cudaMemcpyDeviceToDevice, lane_));
+  }
+  VH_CHECK_CUDA(cudaEventRecord(join_, lane_));
+  VH_CHECK_CUDA(cudaStreamWaitEvent(stream, join_, 0));
+  // My pieces are sent as of this point; once every rank has said so, my stream waits for the
+  // pieces of those that send to me.
+  VH_CHECK_CUDA(cudaEventRecord(sent_, stream));
+  comm_.barrier();
+  for (int r = 0; r < R; ++r)
+    if (from[std::size_t(r)]) VH_CHECK_CUDA(cudaStreamWaitEvent(stream, peer_sent_[std::size_t(r)], 0));
 }
 
 void DeviceComm::settle(bool wait) const {

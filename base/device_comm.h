@@ -18,6 +18,15 @@
 // overrides the request. configure() makes the choice for the process (the run driver calls it
 // once, collectively, after selecting the GPU); a DeviceComm made before that uses "auto".
 // One rank needs no MPI: every call is a device copy or nothing.
+//
+// Peer copies (beside any transport): where all ranks run on one node, a buffer that share()
+// made a window of every rank (CUDA IPC) receives the pieces of a planned exchange (plan())
+// straight from the senders' copy engines, the receivers in turn. The copy engines take
+// no SMs, so an exchange overlaps the kernels beside it at full speed, which NCCL's kernels do
+// not. Each exchange orders itself on the GPUs through two interprocess events a rank and two
+// barriers of the hosts: a rank's windows are free as of its stream when the others write into
+// them, and its stream goes on once every piece it receives is in. VH_PEER_COPIES=0 turns them
+// off; they are off where ranks span nodes or a GPU cannot open another's memory.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -85,12 +94,33 @@ class DeviceComm {
   /// received into where they lie, with no packing. Pieces to this rank itself are device
   /// copies, matched in the same way.
   void exchange(const std::vector<Send>& sends, const std::vector<Recv>& recvs);
-  /// Whether exchange_on() runs in stream order, without the host (the NCCL transport).
-  bool stream_ordered() const { return transport_ == Transport::nccl || comm_.size() == 1; }
-  /// exchange() enqueued on `stream` (stream_ordered() transports only): returns at once, and
-  /// the received data are in place once the stream's work so far is done; the send buffers
-  /// must not change before then. Lets a caller overlap an exchange with work on another stream.
+  /// Whether exchange_on() runs in stream order, without waiting for the GPU (the NCCL
+  /// transport, or peer copies).
+  bool stream_ordered() const { return transport_ == Transport::nccl || comm_.size() == 1 || peers_on_; }
+  /// exchange() enqueued on `stream` (stream_ordered() only): returns at once, and the received
+  /// data are in place once the stream's work so far is done; the send buffers must not change
+  /// before then. Lets a caller overlap an exchange with work on another stream.
   void exchange_on(cudaStream_t stream, const std::vector<Send>& sends, const std::vector<Recv>& recvs);
+
+  /// Collective: makes the device allocation [base, base + bytes) (cudaMalloc's, from its
+  /// start) a window that the other ranks' peer copies write into, where peer copies are on.
+  /// Share every window before planning. Returns peer_copies().
+  bool share(void* base, std::size_t bytes);
+  /// Whether pieces received into windows come by peer copies (see the header comment).
+  bool peer_copies() const { return peers_on_; }
+  /// "nccl", "nccl, peer copies", "mpi-staged, peer copies", …
+  std::string describe() const;
+  /// The pieces of an exchange planned once for repeated calls (collective, the same order on
+  /// every rank). With peer copies and every piece from another rank received into a window,
+  /// `to` says where each send lands in its rank's window; else the transport moves them.
+  struct Plan {
+    std::vector<Send> sends;
+    std::vector<Recv> recvs;
+    std::vector<void*> to;
+  };
+  Plan plan(const std::vector<Send>& sends, const std::vector<Recv>& recvs);
+  void exchange(const Plan& p);
+  void exchange_on(cudaStream_t stream, const Plan& p);
   /// Every rank receives each rank's count elements one after the other in rank order
   /// (counts: every rank's, as Comm::counts()).
   void allgatherv(const void* send, std::size_t count, void* recv, const std::vector<std::size_t>& counts,
@@ -105,6 +135,10 @@ class DeviceComm {
   void self_copies(cudaStream_t stream, const std::vector<Send>& sends, const std::vector<Recv>& recvs);
   void nccl_group(cudaStream_t stream, const std::vector<Send>& sends, const std::vector<Recv>& recvs);
   void settle(bool wait) const;  // books the stream time of finished exchange_on() calls
+  void enqueue(cudaStream_t stream, const Plan& p);  // the pieces' moves on `stream`
+  void put(cudaStream_t stream, const Plan& p);      // … by peer copies
+  bool open_peers();                                 // share()'s first call: the events, or off
+  void close_peers();
   Comm comm_;
   cudaStream_t stream_;
   Transport transport_;
@@ -116,6 +150,19 @@ class DeviceComm {
     cudaEvent_t begin, end;
   };
   mutable std::vector<Timed> pending_, spare_;  // exchange_on()'s events: not yet booked, reusable
+  // Peer copies: every rank's windows as opened here (at[r]; at[me] the own), this rank's
+  // exported events (its windows free; its pieces sent) and the other ranks' (opened), the copy
+  // stream with the events that fork it from and join it to the caller's.
+  struct Window {
+    char* base;
+    std::size_t bytes;
+    std::vector<char*> at;
+  };
+  bool peers_tried_ = false, peers_on_ = false;
+  std::vector<Window> windows_;
+  cudaEvent_t free_ = nullptr, sent_ = nullptr, fork_ = nullptr, join_ = nullptr;
+  std::vector<cudaEvent_t> peer_free_, peer_sent_;
+  cudaStream_t lane_ = nullptr;
 };
 
 }  // namespace vh

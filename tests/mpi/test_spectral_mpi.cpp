@@ -19,6 +19,9 @@
 #include "base/comm.h"
 #include "slabs.h"
 #ifdef VH_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "base/device_buffer.h"
 #include "base/device_comm.h"
 #endif
 #include "core/device.h"
@@ -331,6 +334,79 @@ TEST(MpiGpu, TransportRequest) {
   else unsetenv("VH_COMM");
 }
 
+// A planned exchange puts every piece where its receiver listed it: two pieces of uneven sizes
+// from every rank to every rank (itself included) into a shared window, four rounds enqueued
+// without the host waiting, each round's window copied out in stream order before the next
+// round writes it. With peer copies this checks the events' order both ways (a piece is in
+// before the stream reads it, and no rank writes a window its owner still reads); without
+// them, the transport's. Skips without a GPU.
+TEST(MpiGpu, PlannedPiecesLandWhereTheirReceiverListedThem) {
+  if (!gpu_available()) GTEST_SKIP() << "no GPU visible";
+  select_gpus(world(), true);
+  const int R = world().size(), me = world().rank(), rounds = 4;
+  auto count = [](int from, int to, int piece) { return std::size_t(1000 + 37 * from + 11 * to + 5 * piece); };
+  // Sends: to rank r its pieces 0 and 1, one after the other in src. Receives: the pieces of
+  // rank R − 1 first in the window, those of rank 0 last (the receiver's pointers, not the
+  // sender's layout, say where they land).
+  std::size_t ns = 0, nr = 0;
+  for (int r = 0; r < R; ++r)
+    for (int k = 0; k < 2; ++k) ns += count(me, r, k), nr += count(r, me, k);
+  cudaStream_t st = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), cudaSuccess);
+  {
+    DeviceComm dc(world(), st);
+    DeviceArray<double> window(nr), out(rounds * nr), src(rounds * ns);
+    const bool peers = dc.share(window.data(), nr * sizeof(double));
+    std::vector<DeviceComm::Send> sends;
+    std::vector<DeviceComm::Recv> recvs;
+    std::vector<double> host(rounds * ns), want(rounds * nr);
+    for (int round = 0; round < rounds; ++round) {
+      std::size_t s = 0, d = 0;
+      for (int r = 0; r < R; ++r)
+        for (int k = 0; k < 2; ++k)
+          for (std::size_t i = 0; i < count(me, r, k); ++i) host[round * ns + s++] = 1e7 * round + 1e5 * me + 1e4 * r + 1e3 * k + i;
+      for (int r = R - 1; r >= 0; --r)
+        for (int k = 0; k < 2; ++k)
+          for (std::size_t i = 0; i < count(r, me, k); ++i) want[round * nr + d++] = 1e7 * round + 1e5 * r + 1e4 * me + 1e3 * k + i;
+    }
+    src.upload(host);
+    std::size_t s = 0;
+    for (int r = 0; r < R; ++r) {
+      std::size_t d = 0;  // rank r's pieces follow those of the ranks above it
+      for (int q = R - 1; q > r; --q) d += count(q, me, 0) + count(q, me, 1);
+      for (int k = 0; k < 2; ++k) {
+        sends.push_back({r, src.data() + s, count(me, r, k) * sizeof(double)});
+        s += count(me, r, k);
+        recvs.push_back({r, window.data() + d, count(r, me, k) * sizeof(double)});
+        d += count(r, me, k);
+      }
+    }
+    std::vector<DeviceComm::Plan> plans;
+    for (int round = 0; round < rounds; ++round) {
+      for (DeviceComm::Send& x : sends) x.data = static_cast<const double*>(x.data) + (round ? ns : 0);
+      plans.push_back(dc.plan(sends, recvs));
+    }
+    for (int round = 0; round < rounds; ++round) {
+      if (dc.stream_ordered()) dc.exchange_on(st, plans[std::size_t(round)]);
+      else dc.exchange(plans[std::size_t(round)]);
+      ASSERT_EQ(cudaMemcpyAsync(out.data() + round * nr, window.data(), nr * sizeof(double), cudaMemcpyDeviceToDevice, st),
+                cudaSuccess);
+    }
+    ASSERT_EQ(cudaStreamSynchronize(st), cudaSuccess);
+    const std::vector<double> got = out.download();
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) wrong += got[i] != want[i];
+    EXPECT_EQ(wrong, 0u) << "elements out of place on rank " << me;
+    if (me == 0)
+      std::printf("[planned pieces] %d ranks, %s, %s: %zu of %zu elements out of place on rank 0\n", R,
+                  dc.describe().c_str(), dc.stream_ordered() ? "stream-ordered" : "blocking", wrong, got.size());
+    if (R > 1 && std::getenv("VH_PEER_COPIES") == nullptr && world().local_size() == R) {
+      EXPECT_TRUE(peers);
+    }
+  }
+  cudaStreamDestroy(st);
+}
+
 // On the GPUs of one machine, one rank per GPU (or ranks sharing one GPU: device-check.sh mpi):
 // the GPU solver on R ranks equals the one-rank GPU run after 20 steps, for the fused passes
 // and the cuFFT slab path, 3/2 and 2/3, through every transport the ranks can use (NCCL where
@@ -346,20 +422,26 @@ TEST(MpiGpu, TwentyStepsEqualOneRankGpu) {
     DeviceComm::configure(world(), transport);
     const std::string name = DeviceComm::name(DeviceComm::configured(world()));
     for (Transforms t : {Transforms::fused, Transforms::cufft})
-      for (Dealias d : {Dealias::three_halves, Dealias::two_thirds}) {
-        Params p = params(d);
-        p.transforms = t;
-        const Comparison c = twenty_steps(p, 32, Backend::gpu);
-        expect_equal(c);
-        // the path asked for is the path taken (the fused passes where they run), and the
-        // transport asked for is the one that ran
-        const bool fused =
-            t == Transforms::fused && fused::unsupported_reason(kernel::make_geometry(32, d), false).empty();
-        if (world().size() > 1) {
-          EXPECT_NE(c.path.find(fused ? "slab: fused cuFFTDx" : "slab: cuFFT lines"), std::string::npos) << c.path;
-          EXPECT_NE(c.path.find("exchange " + name), std::string::npos) << c.path;
+      for (Dealias d : {Dealias::three_halves, Dealias::two_thirds})
+        for (bool overlap : {false, true}) {
+          if (overlap && t != Transforms::fused) continue;
+          Params p = params(d);
+          p.transforms = t;
+          p.overlap_exchange = overlap;
+          const Comparison c = twenty_steps(p, 32, Backend::gpu);
+          expect_equal(c);
+          // the path asked for is the path taken (the fused passes where they run), and the
+          // transport asked for is the one that ran; the exchanges overlapped where they are
+          // stream-ordered (NCCL, peer copies)
+          const bool fused =
+              t == Transforms::fused && fused::unsupported_reason(kernel::make_geometry(32, d), false).empty();
+          if (world().size() > 1) {
+            EXPECT_NE(c.path.find(fused ? "slab: fused cuFFTDx" : "slab: cuFFT lines"), std::string::npos) << c.path;
+            EXPECT_NE(c.path.find("exchange " + name), std::string::npos) << c.path;
+            const bool ordered = name == "nccl" || c.path.find("peer copies") != std::string::npos;
+            EXPECT_EQ(c.path.find("overlapped") != std::string::npos, fused && overlap && ordered) << c.path;
+          }
         }
-      }
   }
   DeviceComm::configure(world(), "auto");
 }
