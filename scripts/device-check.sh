@@ -207,25 +207,30 @@ if [ "$what" = gpus ]; then
   # "2/3,3/2") pick the spectral_bench cases, GPUS_BIG (default 1024: 2/3 only, on G GPUs) the
   # largest, GPUS_SC09_T (default 0.1) how far the sc09 case at 512^3 runs on G GPUs.
   G=$(nvidia-smi -L | wc -l)
-  mpi="mpirun --allow-run-as-root --bind-to none -x LD_LIBRARY_PATH -x VH_DATA_DIR -x NCCL_NVLS_ENABLE"
+  mpi="mpirun --allow-run-as-root --bind-to none -x LD_LIBRARY_PATH -x VH_DATA_DIR -x NCCL_NVLS_ENABLE -x VH_PEER_COPIES"
   export NCCL_NVLS_ENABLE=0  # never NVLink multicast on a shared host (KINDS.md of the lender)
+  export VH_PEER_COPIES=1
   ranks_list=""; for r in 2 4 8; do (( r <= G )) && ranks_list="$ranks_list $r"; done
   for r in $ranks_list; do
-    echo "== $r ranks, one per GPU: test_spectral_mpi (MPI and NCCL)" | tee -a "$OUT/gpus.log"
-    $mpi -np "$r" .gpu/test_spectral_mpi --gtest_filter="${GPUS_TESTS:-MpiGpu.*:Mpi.RanksAreThere}" >>"$OUT/gpus.log" 2>&1 ||
-      { status=1; echo "FAILED" | tee -a "$OUT/gpus.log"; }
-    grep -E "^\[[0-9]+ ranks .*slab: |FAILED|PASSED" "$OUT/gpus.log" | tail -n 10
+    for peer in 1 0; do
+      echo "== $r ranks, one per GPU: test_spectral_mpi (MPI and NCCL; VH_PEER_COPIES=$peer)" | tee -a "$OUT/gpus.log"
+      VH_PEER_COPIES=$peer $mpi -np "$r" .gpu/test_spectral_mpi --gtest_filter="${GPUS_TESTS:-MpiGpu.*:Mpi.RanksAreThere}" \
+        >>"$OUT/gpus.log" 2>&1 || { status=1; echo "FAILED" | tee -a "$OUT/gpus.log"; }
+      grep -E "^\[[0-9]+ ranks .*slab: |^\[planned pieces\]|FAILED|PASSED" "$OUT/gpus.log" | tail -n 12
+    done
   done
   bench="--device gpu --n ${GPUS_N:-256,512} --dealias ${GPUS_DEALIAS:-2/3,3/2} --steps 10 --warmup 3 --csv"
   # shellcheck disable=SC2086
   .gpu/spectral_bench $bench >"$OUT/gpus_bench_1.out" 2>&1 || status=1
   for r in $ranks_list; do
-    # NCCL without the exchanges overlapped (the default) and with; the staged MPI path only at 2
-    # ranks and the smaller size: it is the old baseline.
-    # shellcheck disable=SC2086
-    $mpi -np "$r" .gpu/spectral_bench $bench --comm nccl >"$OUT/gpus_bench_${r}_nccl.out" 2>&1 || status=1
-    # shellcheck disable=SC2086
-    $mpi -np "$r" .gpu/spectral_bench $bench --comm nccl --overlap >"$OUT/gpus_bench_${r}_overlap.out" 2>&1 || status=1
+    # NCCL alone and with peer copies, each without the exchanges overlapped and with; the staged
+    # MPI path only at 2 ranks and the smaller size: it is the old baseline.
+    for peer in 1 0; do
+      for ov in off on; do
+        VH_PEER_COPIES=$peer $mpi -np "$r" .gpu/spectral_bench $bench --comm nccl --overlap $ov \
+          >"$OUT/gpus_bench_${r}_nccl_peer${peer}_overlap_${ov}.out" 2>&1 || status=1
+      done
+    done
     if (( r == 2 )); then
       $mpi -np "$r" .gpu/spectral_bench --device gpu --n 256 --dealias 2/3 --steps 5 --warmup 1 --csv --comm mpi \
         >"$OUT/gpus_bench_${r}_mpi.out" 2>&1 || status=1
@@ -261,8 +266,9 @@ if [ "$what" = vgpus ]; then
   # t/T = VGPUS_SC09_T (default 10) and its comparison, "big" the 512^3 case's memory check on
   # one rank and its step time on every GPU; space-separated.
   G=$(nvidia-smi -L | wc -l)
-  mpi="mpirun --allow-run-as-root --bind-to none -x LD_LIBRARY_PATH -x VH_DATA_DIR -x NCCL_NVLS_ENABLE"
+  mpi="mpirun --allow-run-as-root --bind-to none -x LD_LIBRARY_PATH -x VH_DATA_DIR -x NCCL_NVLS_ENABLE -x VH_PEER_COPIES"
   export NCCL_NVLS_ENABLE=0  # never NVLink multicast on a shared host (KINDS.md of the lender)
+  export VH_PEER_COPIES=1
   ranks_list=""; for r in 2 4 8; do (( r <= G )) && ranks_list="$ranks_list $r"; done
   vb="--tolerance 1e-4 --p 10 --steps ${VGPUS_BENCH_STEPS:-5} --warmup 2 --csv"
   for part in ${VGPUS_STEPS:-tests}; do

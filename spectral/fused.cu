@@ -83,7 +83,7 @@ std::string unsupported_reason(const kernel::Geometry& g, bool single) {
 
 template <class T>
 void launch(Pass p, const FusedLayout& l, int stage, bool expl, T nu, T dt, const kernel::StageArrays<T>& arr,
-            Cx<T>* zb, Cx<T>* zt, Cx<T>* yb, void* stream, int f0, int f1) {
+            Cx<T>* zb, Cx<T>* zt, Cx<T>* yb, void* stream, Part part) {
   auto st = static_cast<cudaStream_t>(stream);
   Profile& prof = profile();
   if (prof.on) {
@@ -96,7 +96,7 @@ void launch(Pass p, const FusedLayout& l, int stage, bool expl, T nu, T dt, cons
   switch (l.g.m) {
 #define VH_FUSED_CASE(M)                                                       \
   case M:                                                                      \
-    detail::Passes<T, M>::run(p, l, stage, expl, nu, dt, arr, zb, zt, yb, st, f0, f1); \
+    detail::Passes<T, M>::run(p, l, stage, expl, nu, dt, arr, zb, zt, yb, st, part); \
     break;
     VH_FUSED_SIZES(VH_FUSED_CASE)
 #undef VH_FUSED_CASE
@@ -113,10 +113,10 @@ void launch(Pass p, const FusedLayout& l, int stage, bool expl, T nu, T dt, cons
   }
 }
 template void launch<double>(Pass, const FusedLayout&, int, bool, double, double,
-                             const kernel::StageArrays<double>&, Cx<double>*, Cx<double>*, Cx<double>*, void*, int,
-                             int);
+                             const kernel::StageArrays<double>&, Cx<double>*, Cx<double>*, Cx<double>*, void*,
+                             Part);
 template void launch<float>(Pass, const FusedLayout&, int, bool, float, float, const kernel::StageArrays<float>&,
-                            Cx<float>*, Cx<float>*, Cx<float>*, void*, int, int);
+                            Cx<float>*, Cx<float>*, Cx<float>*, void*, Part);
 
 void run_pass_gpu(Pass p, const kernel::Geometry& g, const StageArgs& s, HostArrays& h) {
   const std::string why = unsupported_reason(g, false);

@@ -46,14 +46,20 @@ void run_pass_cpu(Pass p, const kernel::Geometry& g, const StageArgs& s, HostArr
 /// Throws vh::InputError when !unsupported_reason(g, false).empty().
 void run_pass_gpu(Pass p, const kernel::Geometry& g, const StageArgs& s, HostArrays& h);
 
+/// What of the y and x passes one launch does: fields f0 … f1 − 1 (y passes) and the rank's
+/// planes z0 … z1 − 1 (y and x passes); −1: up to the last. The z passes always do all. A
+/// pass done in parts gives the whole pass's bits, so that the exchanges of the other parts may
+/// overlap it (gpu_slab.cuh).
+struct Part {
+  int f0 = 0, f1 = -1, z0 = 0, z1 = -1;
+};
+
 /// Launches pass p of the solver on `stream` (a cudaStream_t) for layout l (FusedLayout::make(g)
 /// on one rank, the rank's part on R > 1): arr's u0/acc/a (the state, slab order), zb, zt and
 /// yb (device, fused_kernel.h layouts; zt = zb on one rank). T = double or float.
-/// The y passes can be limited to fields f0 … f1 − 1 (all by default: f1 = −1), so that an
-/// exchange of the other fields may overlap them (gpu_slab.cuh).
 template <class T>
 void launch(Pass p, const kernel::FusedLayout& l, int stage, bool explicit_visc, T nu, T dt,
             const kernel::StageArrays<T>& arr, kernel::Cx<T>* zb, kernel::Cx<T>* zt, kernel::Cx<T>* yb, void* stream,
-            int f0 = 0, int f1 = -1);
+            Part part = {});
 
 }  // namespace vh::spectral::fused

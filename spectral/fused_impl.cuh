@@ -207,15 +207,15 @@ __global__ void __launch_bounds__(Ffts<T, M>::kColThreads)
   z_inverse_from_tile<T, M>(l, kx0, jy, A, S, zb);
 }
 
-/// YI: inverse y of zt fields 0–5 (|ky| ≤ K rows, zero elsewhere) into yb. Grid (nxp/kTile, nzl):
-/// z is the rank's plane index (zt is zb on one rank).
+/// YI: inverse y of zt fields f0 … f1 − 1 of 0–5 (|ky| ≤ K rows, zero elsewhere) into yb. Grid
+/// (nxp/kTile, planes): z = z0 + blockIdx.y is the rank's plane index (zt is zb on one rank).
 template <class T, int M>
 __global__ void __launch_bounds__(Ffts<T, M>::kColThreads)
-    yi_kernel(FusedLayout l, int f0, int f1, const Cx<T>* zt, Cx<T>* yb) {
+    yi_kernel(FusedLayout l, int f0, int f1, int z0, const Cx<T>* zt, Cx<T>* yb) {
   using F = typename Ffts<T, M>::ColInv;
   extern __shared__ __align__(16) unsigned char smem[];
   Cx<T>* S = reinterpret_cast<Cx<T>*>(smem);
-  const int kx0 = int(blockIdx.x) * kTile, z = int(blockIdx.y), K = l.k;
+  const int kx0 = int(blockIdx.x) * kTile, z = z0 + int(blockIdx.y), K = l.k;
   for (int f = f0; f < f1; ++f) {
     for (unsigned idx = flat_tid(); idx < unsigned(M) * kTile; idx += block_threads()) {
       const unsigned j = idx / kTile, tt = idx % kTile;
@@ -232,14 +232,15 @@ __global__ void __launch_bounds__(Ffts<T, M>::kColThreads)
   }
 }
 
-/// YF: forward y of yb fields 0–2 keeping |ky| ≤ K, into zt fields 0–2. Grid (nxp/kTile, nzl).
+/// YF: forward y of yb fields f0 … f1 − 1 of 0–2 keeping |ky| ≤ K, into zt fields 0–2. Grid
+/// (nxp/kTile, planes), z = z0 + blockIdx.y.
 template <class T, int M>
 __global__ void __launch_bounds__(Ffts<T, M>::kColThreads)
-    yf_kernel(FusedLayout l, int f0, int f1, const Cx<T>* yb, Cx<T>* zt) {
+    yf_kernel(FusedLayout l, int f0, int f1, int z0, const Cx<T>* yb, Cx<T>* zt) {
   using F = typename Ffts<T, M>::ColFwd;
   extern __shared__ __align__(16) unsigned char smem[];
   Cx<T>* S = reinterpret_cast<Cx<T>*>(smem);
-  const int kx0 = int(blockIdx.x) * kTile, z = int(blockIdx.y), K = l.k;
+  const int kx0 = int(blockIdx.x) * kTile, z = z0 + int(blockIdx.y), K = l.k;
   for (int c = f0; c < f1; ++c) {
     for (unsigned idx = flat_tid(); idx < unsigned(M) * kTile; idx += block_threads()) {
       const unsigned y = idx / kTile, tt = idx % kTile;
@@ -263,10 +264,10 @@ __host__ __device__ inline std::size_t row_tile_bytes(const FusedLayout& l) {
 }
 
 /// XC: per (y, z) row, c2r of the 6 fields, u × ω, r2c of the products kept to kx ≤ K, into
-/// yb fields 0–2 (in place). Grid nzl·M/kRows (z the rank's plane index).
+/// yb fields 0–2 (in place). Grid planes·M/kRows from plane z0 (z the rank's plane index).
 template <class T, int M, unsigned E_, int MinBlocks>
 __global__ void __launch_bounds__(BlockFft<T, M, cufftdx::fft_direction::inverse, kRows, E_>::stride * kRows, MinBlocks)
-    xc_kernel(FusedLayout l, Cx<T>* yb) {
+    xc_kernel(FusedLayout l, int z0, Cx<T>* yb) {
   using FI = BlockFft<T, M, cufftdx::fft_direction::inverse, kRows, E_>;
   using FF = BlockFft<T, M, cufftdx::fft_direction::forward, kRows, E_>;
   using V = typename FI::value_type;
@@ -275,7 +276,7 @@ __global__ void __launch_bounds__(BlockFft<T, M, cufftdx::fft_direction::inverse
   Cx<T>* In = reinterpret_cast<Cx<T>*>(smem);
   void* scratch = smem + row_tile_bytes<T>(l);
   const int nxp = l.nxp, nx = l.nx, r = threadIdx.y;
-  const unsigned row0 = blockIdx.x * kRows;
+  const unsigned row0 = unsigned(z0) * M + blockIdx.x * kRows;
   for (unsigned idx = flat_tid(); idx < 6u * kRows * nxp; idx += block_threads()) {
     const unsigned kx = idx % nxp, rr = (idx / nxp) % kRows, f = idx / (nxp * kRows), row = row0 + rr;
     In[(f * kRows + rr) * nxp + kx] = yb[l.yb(int(f), int(row / M), int(row % M), int(kx))];
@@ -352,12 +353,12 @@ constexpr int kXcDefault = (M == 512 || M == 384) ? 2 : 0;
 
 /// Launches an x-pass kernel whose line FFTs are FI/FF (FFTsPerBlock kRows) types.
 template <auto Kernel, class FI, class FF>
-void xc_launch(const FusedLayout& l, Cx<typename FI::value_type::value_type>* yb, cudaStream_t st) {
+void xc_launch(const FusedLayout& l, int z0, int z1, Cx<typename FI::value_type::value_type>* yb, cudaStream_t st) {
   using T = typename FI::value_type::value_type;
   const std::size_t scratch = FI::shared_memory_size > FF::shared_memory_size ? FI::shared_memory_size : FF::shared_memory_size;
   const std::size_t sm = row_tile_bytes<T>(l) + scratch;
   set_smem(Kernel, sm);
-  Kernel<<<unsigned(std::size_t(l.nzl) * l.g.m / kRows), dim3(FI::stride, kRows), sm, st>>>(l, yb);
+  if (z1 > z0) Kernel<<<unsigned(std::size_t(z1 - z0) * l.g.m / kRows), dim3(FI::stride, kRows), sm, st>>>(l, z0, yb);
 }
 
 /// The host side of one size: launches pass p.
@@ -365,9 +366,12 @@ template <class T, int M>
 struct Passes {
   /// zt: the y passes' input and output (zb itself on one rank; FusedLayout).
   static void run(Pass p, const FusedLayout& l, int s, bool expl, T nu, T dt, const StageArrays<T>& arr,
-                  Cx<T>* zb, Cx<T>* zt, Cx<T>* yb, cudaStream_t st, int f0, int f1) {
+                  Cx<T>* zb, Cx<T>* zt, Cx<T>* yb, cudaStream_t st, Part part) {
     using Fs = Ffts<T, M>;
     const dim3 col(Fs::kStride, kTile);
+    const int z0 = part.z0, z1 = part.z1 < 0 ? l.nzl : part.z1, f0 = part.f0;
+    VH_CHECK(z0 >= 0 && z1 <= l.nzl && (l.g.m % kRows == 0 || (z0 == 0 && z1 == l.nzl)),
+             "fused passes: planes outside the rank's, or a part of them where M is not a multiple of kRows");
     switch (p) {
       case Pass::z_inverse: {
         if (l.njy == 0) return;  // a rank without kept ky (R > 2K + 1)
@@ -385,11 +389,15 @@ struct Passes {
       }
       case Pass::y_inverse:
         set_smem(yi_kernel<T, M>, Fs::kColScratch);
-        yi_kernel<T, M><<<dim3(l.nxp / kTile, l.nzl), col, Fs::kColScratch, st>>>(l, f0, f1 < 0 ? 6 : f1, zt, yb);
+        if (z1 > z0)
+          yi_kernel<T, M><<<dim3(l.nxp / kTile, z1 - z0), col, Fs::kColScratch, st>>>(l, f0, part.f1 < 0 ? 6 : part.f1,
+                                                                                      z0, zt, yb);
         break;
       case Pass::y_forward:
         set_smem(yf_kernel<T, M>, Fs::kColScratch);
-        yf_kernel<T, M><<<dim3(l.nxp / kTile, l.nzl), col, Fs::kColScratch, st>>>(l, f0, f1 < 0 ? 3 : f1, yb, zt);
+        if (z1 > z0)
+          yf_kernel<T, M><<<dim3(l.nxp / kTile, z1 - z0), col, Fs::kColScratch, st>>>(l, f0, part.f1 < 0 ? 3 : part.f1,
+                                                                                      z0, yb, zt);
         break;
       case Pass::x_cross:
         // The variant measured fastest for this size (kXcDefault): 2 = ept() threads per line
@@ -398,9 +406,9 @@ struct Passes {
         // program that links the solver.
         if constexpr (kXcDefault<M> == 2)
           xc_launch<xc_kernel<T, M, ept<T, M>(), 2>, BlockFft<T, M, cufftdx::fft_direction::inverse, kRows>,
-                    BlockFft<T, M, cufftdx::fft_direction::forward, kRows>>(l, yb, st);
+                    BlockFft<T, M, cufftdx::fft_direction::forward, kRows>>(l, z0, z1, yb, st);
         else
-          xc_launch<xc_kernel<T, M, row_ept<T, M>(), 1>, typename Fs::RowInv, typename Fs::RowFwd>(l, yb, st);
+          xc_launch<xc_kernel<T, M, row_ept<T, M>(), 1>, typename Fs::RowInv, typename Fs::RowFwd>(l, z0, z1, yb, st);
         break;
     }
     VH_CHECK_LAUNCH();

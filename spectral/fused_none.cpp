@@ -16,14 +16,14 @@ void run_pass_gpu(Pass, const kernel::Geometry& g, const StageArgs&, HostArrays&
 
 template <class T>
 void launch(Pass, const kernel::FusedLayout& l, int, bool, T, T, const kernel::StageArrays<T>&, kernel::Cx<T>*,
-            kernel::Cx<T>*, kernel::Cx<T>*, void*, int, int) {
+            kernel::Cx<T>*, kernel::Cx<T>*, void*, Part) {
   throw vh::InputError("fused transforms: " + unsupported_reason(l.g, false));
 }
 template void launch<double>(Pass, const kernel::FusedLayout&, int, bool, double, double,
                              const kernel::StageArrays<double>&, kernel::Cx<double>*, kernel::Cx<double>*,
-                             kernel::Cx<double>*, void*, int, int);
+                             kernel::Cx<double>*, void*, Part);
 template void launch<float>(Pass, const kernel::FusedLayout&, int, bool, float, float,
                             const kernel::StageArrays<float>&, kernel::Cx<float>*, kernel::Cx<float>*,
-                            kernel::Cx<float>*, void*, int, int);
+                            kernel::Cx<float>*, void*, Part);
 
 }  // namespace vh::spectral::fused

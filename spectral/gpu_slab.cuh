@@ -217,12 +217,18 @@ class GpuSlab {
     if (!fused_) make_plans(eval_, ws);
     ws_.resize(ws);
     for (cufftHandle h : plans_) VH_CHECK_CUFFT(cufftSetWorkArea(h, ws_.data()));
-    if (fused_) make_pieces();
+    if (fused_) {
+      // The passes' own buffers receive the pieces: windows for peer copies where they run.
+      comm_.share(b1_, mem_[0].size() * sizeof(Cx<T>));
+      comm_.share(b2_, mem_[1].size() * sizeof(Cx<T>));
+      make_pieces();
+    }
     overlap_ = fused_ && overlap && comm_.stream_ordered() && std::getenv("VH_FUSED_PROFILE") == nullptr;
     if (overlap_) {
       VH_CHECK_CUDA(cudaStreamCreate(&cs_));
       VH_CHECK_CUDA(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
-      for (cudaEvent_t& e : field_) VH_CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      chunk_.resize(planes_by_chunk_.size());
+      for (cudaEvent_t& e : chunk_) VH_CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     }
   }
   ~GpuSlab() {
@@ -230,7 +236,7 @@ class GpuSlab {
     if (!overlap_) return;
     cudaStreamSynchronize(cs_);
     cudaEventDestroy(ready_);
-    for (cudaEvent_t e : field_) cudaEventDestroy(e);
+    for (cudaEvent_t e : chunk_) cudaEventDestroy(e);
     cudaStreamDestroy(cs_);
   }
   /// Whether the exchanges overlap the y passes (overlapped_transforms()).
@@ -239,8 +245,8 @@ class GpuSlab {
   GpuSlab& operator=(const GpuSlab&) = delete;
 
   bool fused() const { return fused_; }
-  /// How the exchanges travel (DeviceComm::name).
-  const char* transport() const { return DeviceComm::name(comm_.transport()); }
+  /// How the exchanges travel (DeviceComm::describe).
+  std::string transport() const { return comm_.describe(); }
   const ExchangeStats& stats() const { return comm_.stats(); }
 
   /// The first stage input: ZI (fused), or load into the z lines.
@@ -336,8 +342,8 @@ class GpuSlab {
     if (h) VH_CHECK_CUFFT(CufftTypes<T>::c2c_exec(h, d, dir));
   }
 
-  void pass(fused::Pass p, int s, T nu, T dt, const StageArrays<T>& arr, bool expl = false, int f0 = 0, int f1 = -1) {
-    fused::launch<T>(p, fl_, s, expl, nu, dt, arr, b1_, b2_, b3_, st_, f0, f1);
+  void pass(fused::Pass p, int s, T nu, T dt, const StageArrays<T>& arr, bool expl = false, fused::Part part = {}) {
+    fused::launch<T>(p, fl_, s, expl, nu, dt, arr, b1_, b2_, b3_, st_, part);
   }
 
   cufftHandle lines(long long m, long long howmany, cufftType type, std::size_t& ws) {
@@ -380,7 +386,7 @@ class GpuSlab {
   /// Z → Y: the z lines (or zb) of the rank's kept ky to every rank's planes.
   void exchange_to_planes(const Lines& L) {
     if (fused_ && &L == &eval_) {
-      prof_.time(SlabProfile::transfer_planes, [&] { comm_.exchange(to_planes_.sends, to_planes_.recvs); });
+      prof_.time(SlabProfile::transfer_planes, [&] { comm_.exchange(to_planes_); });
       return;
     }
     const SlabLayout& l = L.l;
@@ -402,7 +408,7 @@ class GpuSlab {
   /// Y → Z: the products' kept ky of the rank's planes back to the ranks that hold them.
   void exchange_to_columns(const Lines& L) {
     if (fused_) {
-      prof_.time(SlabProfile::transfer_columns, [&] { comm_.exchange(to_columns_.sends, to_columns_.recvs); });
+      prof_.time(SlabProfile::transfer_columns, [&] { comm_.exchange(to_columns_); });
       return;
     }
     const SlabLayout& l = L.l;
@@ -421,60 +427,85 @@ class GpuSlab {
     });
   }
 
-  /// Fused, with a stream-ordered transport (NCCL): the exchanges field by field on their own
-  /// stream, each field's y pass as soon as its pieces are in (YI of field f beside the
-  /// transfer of f + 1 …), and each product's pieces sent as soon as its YF is done. The
-  /// results are those of the serial order bit for bit (the same kernels on the same data).
+  /// Fused, with a stream-ordered exchange (NCCL or peer copies): the rank's planes in chunks,
+  /// a pipeline. The exchange stream moves every chunk's pieces to the planes, one chunk after
+  /// the other; the passes YI, XC and YF of chunk c run as soon as its pieces are in (beside
+  /// the transfer of chunk c + 1 …), and its products go back while the next chunk's passes
+  /// run. ZFP waits for the last. The results are those of the serial order bit for bit (the
+  /// same kernels, each block on the same data).
   void overlapped_transforms() {
     const StageArrays<T> none{};
+    const int C = int(planes_by_chunk_.size());
     VH_CHECK_CUDA(cudaEventRecord(ready_, st_));  // zb written by ZI or ZFP
     VH_CHECK_CUDA(cudaStreamWaitEvent(cs_, ready_, 0));
-    for (int f = 0; f < 6; ++f) {
-      comm_.exchange_on(cs_, planes_by_field_[f].sends, planes_by_field_[f].recvs);
-      VH_CHECK_CUDA(cudaEventRecord(field_[f], cs_));
+    for (int c = 0; c < C; ++c) {
+      comm_.exchange_on(cs_, planes_by_chunk_[c]);
+      VH_CHECK_CUDA(cudaEventRecord(chunk_[c], cs_));
     }
-    for (int f = 0; f < 6; ++f) {
-      VH_CHECK_CUDA(cudaStreamWaitEvent(st_, field_[f], 0));
-      pass(fused::Pass::y_inverse, kernel::kRhsOnly, 0, 0, none, false, f, f + 1);
-    }
-    pass(fused::Pass::x_cross, kernel::kRhsOnly, 0, 0, none);
-    for (int c = 0; c < 3; ++c) {
-      pass(fused::Pass::y_forward, kernel::kRhsOnly, 0, 0, none, false, c, c + 1);
-      VH_CHECK_CUDA(cudaEventRecord(field_[c], st_));
-      VH_CHECK_CUDA(cudaStreamWaitEvent(cs_, field_[c], 0));
-      comm_.exchange_on(cs_, columns_by_field_[c].sends, columns_by_field_[c].recvs);
+    for (int c = 0; c < C; ++c) {
+      const fused::Part part{0, -1, chunk_plane(c, fl_.nzl), chunk_plane(c + 1, fl_.nzl)};
+      VH_CHECK_CUDA(cudaStreamWaitEvent(st_, chunk_[c], 0));
+      for (fused::Pass p : {fused::Pass::y_inverse, fused::Pass::x_cross, fused::Pass::y_forward})
+        pass(p, kernel::kRhsOnly, 0, 0, none, false, part);
+      VH_CHECK_CUDA(cudaEventRecord(chunk_[c], st_));
+      VH_CHECK_CUDA(cudaStreamWaitEvent(cs_, chunk_[c], 0));
+      comm_.exchange_on(cs_, columns_by_chunk_[c]);
     }
     VH_CHECK_CUDA(cudaEventRecord(ready_, cs_));
     VH_CHECK_CUDA(cudaStreamWaitEvent(st_, ready_, 0));  // ZFP reads what came back
   }
 
+  static constexpr int kMaxPlaneChunks = 4;
+  static constexpr double kChunkBytes = 16e6;
+  /// The first plane of chunk c of a rank's nz planes (overlapped_transforms()).
+  int chunk_plane(int c, int nz) const { return int(std::size_t(c) * nz / planes_by_chunk_.size()); }
+
   /// Fused: the pieces both exchanges move (fused_kernel.h, FusedLayout): zb's planes of rank
-  /// q, field by field, are one piece of q's zt (6 fields to the planes, the 3 products back).
+  /// q, field by field, are one piece of q's zt (6 fields to the planes, the 3 products back),
+  /// planned once (collective).
   void make_pieces() {
+    struct Pieces {
+      std::vector<DeviceComm::Send> sends;
+      std::vector<DeviceComm::Recv> recvs;
+    };
     const int R = eval_.l.ranks;
+    // Chunks of at least 16 MB (the six fields' pieces a rank sends, on average over the ranks),
+    // at most 4, as many on every rank (measured on 2 and 4 H200s: bench/RESULTS.md 2026-11-28
+    // "peer copies"; smaller pieces pay the exchanges' fixed costs, more of them gain nothing).
+    double planes_bytes = 0;  // of every rank's exchange to the planes, the same on every rank
+    for (int q = 0; q < R; ++q)
+      for (int r = 0; r < R; ++r)
+        if (r != q) planes_bytes += 6.0 * eval_.l.nzl_of(q) * fl_.njy_of(r) * fl_.nxp * sizeof(Cx<T>);
+    int C = std::max(1, std::min(kMaxPlaneChunks, int(planes_bytes / R / kChunkBytes)));
+    for (int r = 0; r < R; ++r) C = std::max(1, std::min(C, eval_.l.nzl_of(r)));
+    planes_by_chunk_.resize(std::size_t(C));
+    columns_by_chunk_.resize(std::size_t(C));
+    // Chunk c of the planes of rank r, [lo, hi) of its nzl_of(r), moves as one piece per field:
+    // from zb's rows of those planes (plane stride njy nxp) into r's zt rows (stride njy_of(me) nxp).
     const std::size_t e = sizeof(Cx<T>);
-    for (int r = 0; r < R; ++r) {
-      const std::size_t zb_bytes = std::size_t(eval_.l.nzl_of(r)) * fl_.njy * fl_.nxp * e;  // my ky, r's planes
-      const std::size_t zt_bytes = std::size_t(fl_.nzl) * fl_.njy_of(r) * fl_.nxp * e;     // r's ky, my planes
-      for (int f = 0; f < 6; ++f) {
-        Cx<T>* zb = b1_ + fl_.zb_piece(f, eval_.l.z0_of(r));
-        Cx<T>* zt = b2_ + fl_.zt_piece(f, r);
-        for (Pieces* x : {&to_planes_, &planes_by_field_[f]}) {
-          x->sends.push_back({r, zb, zb_bytes});
-          x->recvs.push_back({r, zt, zt_bytes});
-        }
-        if (f < 3)
-          for (Pieces* x : {&to_columns_, &columns_by_field_[f]}) {
-            x->sends.push_back({r, zt, zt_bytes});
-            x->recvs.push_back({r, zb, zb_bytes});
+    for (int c = -1; c < C; ++c) {  // −1: the whole planes at once
+      Pieces planes, columns;
+      for (int r = 0; r < R; ++r) {
+        const int nr = eval_.l.nzl_of(r), n_me = fl_.nzl;
+        const int lo = c < 0 ? 0 : chunk_plane(c, nr), hi = c < 0 ? nr : chunk_plane(c + 1, nr);
+        const int mlo = c < 0 ? 0 : chunk_plane(c, n_me), mhi = c < 0 ? n_me : chunk_plane(c + 1, n_me);
+        const std::size_t zb_bytes = std::size_t(hi - lo) * fl_.njy * fl_.nxp * e;        // my ky, r's planes
+        const std::size_t zt_bytes = std::size_t(mhi - mlo) * fl_.njy_of(r) * fl_.nxp * e;  // r's ky, my planes
+        for (int f = 0; f < 6; ++f) {
+          Cx<T>* zb = b1_ + fl_.zb_piece(f, eval_.l.z0_of(r) + lo);
+          Cx<T>* zt = b2_ + fl_.zt_piece(f, r) + std::size_t(mlo) * fl_.njy_of(r) * fl_.nxp;
+          planes.sends.push_back({r, zb, zb_bytes});
+          planes.recvs.push_back({r, zt, zt_bytes});
+          if (f < 3) {
+            columns.sends.push_back({r, zt, zt_bytes});
+            columns.recvs.push_back({r, zb, zb_bytes});
           }
+        }
       }
+      (c < 0 ? to_planes_ : planes_by_chunk_[std::size_t(c)]) = comm_.plan(planes.sends, planes.recvs);
+      (c < 0 ? to_columns_ : columns_by_chunk_[std::size_t(c)]) = comm_.plan(columns.sends, columns.recvs);
     }
   }
-  struct Pieces {
-    std::vector<DeviceComm::Send> sends;
-    std::vector<DeviceComm::Recv> recvs;
-  };
 
   Slab slab_;
   cudaStream_t st_;
@@ -489,9 +520,10 @@ class GpuSlab {
   Cx<T>*send_ = nullptr, *recv_ = nullptr;  // the all-to-all's device buffers (msg_ or b3_)
   DeviceBytes ws_;
   std::vector<cufftHandle> plans_;
-  Pieces to_planes_, to_columns_;  // fused: what the two exchanges move (make_pieces)
-  Pieces planes_by_field_[6], columns_by_field_[3];  // the same, field by field (overlap)
+  DeviceComm::Plan to_planes_, to_columns_;  // fused: what the two exchanges move (make_pieces)
+  std::vector<DeviceComm::Plan> planes_by_chunk_, columns_by_chunk_;  // the same, by chunks of planes (overlap)
   bool overlap_ = false;           // overlapped_transforms()
   cudaStream_t cs_ = nullptr;      // its exchanges' stream
-  cudaEvent_t ready_ = nullptr, field_[6] = {};
+  cudaEvent_t ready_ = nullptr;
+  std::vector<cudaEvent_t> chunk_;  // a chunk's pieces in, then its products out
 };

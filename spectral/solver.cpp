@@ -20,9 +20,10 @@ std::vector<vh::OptionSpec> option_specs() {
       {"spectral.transforms", "auto|cufft|fused", "auto", "",
        "GPU: 3-D transforms by cuFFT, or fused pruned passes of cuFFTDx line FFTs (falls back to "
        "cuFFT where unsupported); auto takes the one measured faster for the case"},
-      {"spectral.overlap", "bool", "false", "",
-       "GPU, several ranks, fused transforms, NCCL: overlap the exchanges with the y passes, field "
-       "by field (same results; 1-6 % slower on 2 and 4 H200s)"},
+      {"spectral.overlap", "bool", "true", "",
+       "GPU, several ranks, fused transforms, NCCL or peer copies: the rank's planes in chunks, each "
+       "chunk's exchanges beside the passes of another (same results; 512^3 2/3 on 4 H200s 21.5 "
+       "against 27.0 ms a step)"},
   };
 }
 

@@ -69,12 +69,12 @@ struct Params {
   /// asking for the latter. On the CPU `fused` takes the slab passes with FFTW line
   /// transforms on one rank too (what R > 1 ranks always run; for tests and benchmarks).
   Transforms transforms = Transforms::automatic;
-  /// GPU, R > 1 ranks, fused passes, NCCL: the exchanges travel field by field on their own
-  /// stream beside the y passes (gpu_slab.cuh); off: each exchange waits for all fields. The
-  /// same results either way. Off by default: measured 1–6 % slower on 2 and 4 H200s (the
-  /// NCCL kernels take SMs from the y passes; bench/RESULTS.md, 2026-11-27 "spectral solver
-  /// on 2 and 4 GPUs through NCCL").
-  bool overlap_exchange = false;
+  /// GPU, R > 1 ranks, fused passes, a stream-ordered exchange (NCCL or peer copies): the
+  /// rank's planes in chunks, each chunk's exchanges on their own stream beside the passes of
+  /// another (gpu_slab.cuh); off: each exchange waits for all planes. The same results either
+  /// way. On by default: 512³ 2/3 on 4 H200s 21.5 against 27.0 ms a step, on 2 39.3 against
+  /// 46.8 (bench/RESULTS.md, 2026-11-28 "peer copies").
+  bool overlap_exchange = true;
   double nu = 0;                  ///< kinematic viscosity [length²/time]
 };
 

@@ -7,9 +7,10 @@
 //                  [--callbacks]  (GPU: cuFFT LTO callbacks, Params::fft_callbacks;
 //                                  --no-callbacks: separate per-point passes, the default)
 //                  [--transforms auto|cufft|fused]  (GPU: Params::transforms; default auto)
-//                  [--comm auto|mpi|nccl]  (GPU, R > 1: how device buffers travel, DeviceComm)
+//                  [--comm auto|mpi|nccl]  (GPU, R > 1: how device buffers travel, DeviceComm;
+//                                           VH_PEER_COPIES=0 turns its peer copies off)
 //                  [--share-gpus]  (GPU, R > 1: let ranks share a GPU, transport MPI)
-//                  [--overlap]  (GPU, R > 1, NCCL: exchanges overlapped, Params::overlap_exchange)
+//                  [--overlap on|off]  (GPU, R > 1: exchanges overlapped, Params::overlap_exchange; on)
 // Rows name the path that ran: "... fp64 fused" (cuFFTDx passes, spectral/fused.h),
 // "... fp64 callbacks", "... fp64 pruned", or "... fp64" for cuFFT with separate passes (a
 // request that cannot be served falls back to those). The FFT floor is always cuFFT's bare
@@ -132,7 +133,7 @@ int main(int argc, char** argv) {
   const int ranks = world.size();
   std::string device = "gpu", ns = "", dealias = "3/2,2/3,none", precision = "double", transforms = "auto",
               comm = "auto";
-  bool share_gpus = false, overlap = false;
+  bool share_gpus = false, overlap = Params{}.overlap_exchange;
   int steps = 20, warmup = 3;
   bool csv = false, pruned = false, callbacks = false;
   for (int i = 1; i < argc; ++i) {
@@ -157,7 +158,14 @@ int main(int argc, char** argv) {
     else if (a == "--transforms") transforms = next();
     else if (a == "--comm") comm = next();
     else if (a == "--share-gpus") share_gpus = true;
-    else if (a == "--overlap") overlap = true;
+    else if (a == "--overlap") {
+      const std::string v = next();
+      if (v != "on" && v != "off") {
+        std::fprintf(stderr, "spectral_bench: --overlap %s (allowed: on, off)\n", v.c_str());
+        return 2;
+      }
+      overlap = v == "on";
+    }
     else {
       std::fprintf(stderr, "spectral_bench: unknown argument %s\n", a.c_str());
       return 2;
@@ -251,8 +259,10 @@ int main(int argc, char** argv) {
                                     : pruned                   ? " pruned"
                                     : s->uses_fft_callbacks()  ? " callbacks"
                                                                : "";
+        const bool peer = s->path().find("peer copies") != std::string::npos;
         const std::string cs = "N=" + nstr + " dealias=" + d + " " + prec + variant +
-                               (ranks > 1 ? " ranks=" + std::to_string(ranks) + " comm=" + transport : "");
+                               (ranks > 1 ? " ranks=" + std::to_string(ranks) + " comm=" + transport : "") +
+                               (peer ? "+peer-copies" : "");
         char buf[3][64];
         std::snprintf(buf[0], sizeof buf[0], "%.6g", step);
         std::snprintf(buf[1], sizeof buf[1], "%.6g", floor);
