@@ -11,9 +11,10 @@
 //          packed in slab_kernel.h's order and moved by one all-to-all: elsewhere, or with
 //          Params::transforms = cufft.
 // max|u| always runs as lines on the N grid (3 fields, inverse only). Both go through
-// base/device_comm.h's DeviceComm (NCCL, or MPI: CUDA-aware or staged through host memory).
-// Not done yet: overlapping the exchange with the local passes, cuFFT callbacks and the
-// pruned cuFFT path on R > 1 ranks (Params::fft_callbacks and pruned_transforms are ignored
+// base/device_comm.h's DeviceComm (NCCL, or MPI: CUDA-aware or staged through host memory;
+// the fused pieces by peer copies where the ranks share a node). The fused form overlaps its
+// exchanges with its passes by chunks of planes (overlapped_transforms). Not done yet: the
+// overlap of the lines form, cuFFT callbacks and the pruned cuFFT path on R > 1 ranks (Params::fft_callbacks and pruned_transforms are ignored
 // there), and the GPU diagnostics (the run driver computes them on the host from the state's
 // slab). VH_FUSED_PROFILE=1 times the exchanges' phases per rank (SlabProfile).
 // Included inside gpu_solver.cu's namespace: base/device_buffer.h, base/device_comm.h and
@@ -176,8 +177,9 @@ class SlabProfile {
 template <class T>
 class GpuSlab {
  public:
-  /// overlap: overlapped_transforms() where the passes are fused and the transport is NCCL.
-  GpuSlab(const Geometry& g, const Slab& s, bool fused, bool overlap, cudaStream_t st)
+  /// chunks: overlapped_transforms() in that many chunks of planes (0: by size; 1: not
+  /// overlapped) where the passes are fused and the exchange stream-ordered (NCCL, peer copies).
+  GpuSlab(const Geometry& g, const Slab& s, bool fused, int chunks, cudaStream_t st)
       : slab_(s), st_(st), fused_(fused), comm_(s.comm, st), prof_(st, s.comm.rank()) {
     eval_.l = SlabLayout::make(g, s);
     eval_.fields = 6;
@@ -221,9 +223,10 @@ class GpuSlab {
       // The passes' own buffers receive the pieces: windows for peer copies where they run.
       comm_.share(b1_, mem_[0].size() * sizeof(Cx<T>));
       comm_.share(b2_, mem_[1].size() * sizeof(Cx<T>));
-      make_pieces();
+      make_pieces(chunks);
     }
-    overlap_ = fused_ && overlap && comm_.stream_ordered() && std::getenv("VH_FUSED_PROFILE") == nullptr;
+    overlap_ = fused_ && comm_.stream_ordered() && planes_by_chunk_.size() > 1 &&
+               std::getenv("VH_FUSED_PROFILE") == nullptr;
     if (overlap_) {
       VH_CHECK_CUDA(cudaStreamCreate(&cs_));
       VH_CHECK_CUDA(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
@@ -456,27 +459,28 @@ class GpuSlab {
   }
 
   static constexpr int kMaxPlaneChunks = 4;
-  static constexpr double kChunkBytes = 16e6;
+  static constexpr double kChunkBytes = 8e6;
   /// The first plane of chunk c of a rank's nz planes (overlapped_transforms()).
   int chunk_plane(int c, int nz) const { return int(std::size_t(c) * nz / planes_by_chunk_.size()); }
 
   /// Fused: the pieces both exchanges move (fused_kernel.h, FusedLayout): zb's planes of rank
   /// q, field by field, are one piece of q's zt (6 fields to the planes, the 3 products back),
-  /// planned once (collective).
-  void make_pieces() {
+  /// planned once (collective), whole and by chunks of planes.
+  void make_pieces(int chunks) {
     struct Pieces {
       std::vector<DeviceComm::Send> sends;
       std::vector<DeviceComm::Recv> recvs;
     };
     const int R = eval_.l.ranks;
-    // Chunks of at least 16 MB (the six fields' pieces a rank sends, on average over the ranks),
+    // Chunks of at least 8 MB (the six fields' pieces a rank sends, on average over the ranks),
     // at most 4, as many on every rank (measured on 2 and 4 H200s: bench/RESULTS.md 2026-11-28
     // "peer copies"; smaller pieces pay the exchanges' fixed costs, more of them gain nothing).
+    // One chunk overlaps nothing: the serial order then.
     double planes_bytes = 0;  // of every rank's exchange to the planes, the same on every rank
     for (int q = 0; q < R; ++q)
       for (int r = 0; r < R; ++r)
         if (r != q) planes_bytes += 6.0 * eval_.l.nzl_of(q) * fl_.njy_of(r) * fl_.nxp * sizeof(Cx<T>);
-    int C = std::max(1, std::min(kMaxPlaneChunks, int(planes_bytes / R / kChunkBytes)));
+    int C = chunks > 0 ? chunks : std::max(1, std::min(kMaxPlaneChunks, int(planes_bytes / R / kChunkBytes)));
     for (int r = 0; r < R; ++r) C = std::max(1, std::min(C, eval_.l.nzl_of(r)));
     planes_by_chunk_.resize(std::size_t(C));
     columns_by_chunk_.resize(std::size_t(C));

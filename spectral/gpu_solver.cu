@@ -618,7 +618,7 @@ class GpuSolver final : public Rk4Solver {
         std::fprintf(stderr, "spectral: fused transforms unavailable (%s); cuFFT line transforms per slab instead\n",
                      why.c_str());
     }
-    slab_passes_ = std::make_unique<GpuSlab<T>>(g_, s, fused, p.overlap_exchange, st_);
+    slab_passes_ = std::make_unique<GpuSlab<T>>(g_, s, fused, p.overlap_exchange ? p.exchange_chunks : 1, st_);
     std::vector<int> ky(std::size_t(s.slots()));
     for (int j = 0; j < s.slots(); ++j) ky[j] = s.ky_index(j);
     ky_of_slot_.upload(ky);

@@ -75,6 +75,9 @@ struct Params {
   /// way. On by default: 512³ 2/3 on 4 H200s 21.5 against 27.0 ms a step, on 2 39.3 against
   /// 46.8 (bench/RESULTS.md, 2026-11-28 "peer copies").
   bool overlap_exchange = true;
+  /// The chunks of planes of the overlapped exchanges: 0 chooses by size (pieces of at least
+  /// 8 MB, at most 4 chunks); 1 overlaps nothing. Tests ask for several at small sizes.
+  int exchange_chunks = 0;
   double nu = 0;                  ///< kinematic viscosity [length²/time]
 };
 
