@@ -459,7 +459,7 @@ class GpuSlab {
   }
 
   static constexpr int kMaxPlaneChunks = 4;
-  static constexpr double kChunkBytes = 8e6;
+  static constexpr double kChunkBytes = 32e6;
   /// The first plane of chunk c of a rank's nz planes (overlapped_transforms()).
   int chunk_plane(int c, int nz) const { return int(std::size_t(c) * nz / planes_by_chunk_.size()); }
 
@@ -472,7 +472,7 @@ class GpuSlab {
       std::vector<DeviceComm::Recv> recvs;
     };
     const int R = eval_.l.ranks;
-    // Chunks of at least 8 MB (the six fields' pieces a rank sends, on average over the ranks),
+    // Chunks of at least 32 MB (the six fields' pieces a rank sends, on average over the ranks),
     // at most 4, as many on every rank (measured on 2 and 4 H200s: bench/RESULTS.md 2026-11-28
     // "peer copies"; smaller pieces pay the exchanges' fixed costs, more of them gain nothing).
     // One chunk overlaps nothing: the serial order then.

@@ -76,7 +76,7 @@ struct Params {
   /// 46.8 (bench/RESULTS.md, 2026-11-28 "peer copies").
   bool overlap_exchange = true;
   /// The chunks of planes of the overlapped exchanges: 0 chooses by size (pieces of at least
-  /// 8 MB, at most 4 chunks); 1 overlaps nothing. Tests ask for several at small sizes.
+  /// 32 MB a rank, at most 4 chunks); 1 overlaps nothing. Tests ask for several at small sizes.
   int exchange_chunks = 0;
   double nu = 0;                  ///< kinematic viscosity [length²/time]
 };
