@@ -445,7 +445,8 @@ DeviceComm::Plan DeviceComm::plan(const std::vector<Send>& sends, const std::vec
     if (x.bytes) p.to[i] = windows_[d[0]].at[r] + d[1];
   }
   for (int r = 0; r < R; ++r)
-    VH_CHECK(r == me || 3 * next[std::size_t(r)] == rc[std::size_t(r)], "DeviceComm::plan: fewer pieces sent to a rank than it receives");
+    VH_CHECK(r == me || 3 * next[std::size_t(r)] == rc[std::size_t(r)],
+             "DeviceComm::plan: fewer pieces sent to a rank than it receives");
   return p;
 }
 
