@@ -270,10 +270,6 @@ void DeviceComm::nccl_group(cudaStream_t stream, const std::vector<Send>& sends,
 #endif
 }
 
-void DeviceComm::exchange_on(cudaStream_t stream, const std::vector<Send>& sends, const std::vector<Recv>& recvs) {
-  exchange_on(stream, Plan{sends, recvs, {}});
-}
-
 void DeviceComm::exchange_on(cudaStream_t stream, const Plan& p) {
   VH_CHECK(transport_ == Transport::nccl || comm_.size() == 1 || !p.to.empty(),
            "DeviceComm::exchange_on needs the NCCL transport or a plan with peer copies");

@@ -89,18 +89,9 @@ class DeviceComm {
     void* data;
     std::size_t bytes;
   };
-  /// Point-to-point pieces, all at once: rank r's sends to this rank match this rank's receives
-  /// from r in the order both lists give them (sizes equal), so that buffers are sent from and
-  /// received into where they lie, with no packing. Pieces to this rank itself are device
-  /// copies, matched in the same way.
-  void exchange(const std::vector<Send>& sends, const std::vector<Recv>& recvs);
   /// Whether exchange_on() runs in stream order, without waiting for the GPU (the NCCL
   /// transport, or peer copies).
   bool stream_ordered() const { return transport_ == Transport::nccl || comm_.size() == 1 || peers_on_; }
-  /// exchange() enqueued on `stream` (stream_ordered() only): returns at once, and the received
-  /// data are in place once the stream's work so far is done; the send buffers must not change
-  /// before then. Lets a caller overlap an exchange with work on another stream.
-  void exchange_on(cudaStream_t stream, const std::vector<Send>& sends, const std::vector<Recv>& recvs);
 
   /// Collective: makes the device allocation [base, base + bytes) (cudaMalloc's, from its
   /// start) a window that the other ranks' peer copies write into, where peer copies are on.
@@ -110,16 +101,23 @@ class DeviceComm {
   bool peer_copies() const { return peers_on_; }
   /// "nccl", "nccl, peer copies", "mpi-staged, peer copies", …
   std::string describe() const;
-  /// The pieces of an exchange planned once for repeated calls (collective, the same order on
-  /// every rank). With peer copies and every piece from another rank received into a window,
-  /// `to` says where each send lands in its rank's window; else the transport moves them.
+  /// Point-to-point pieces, all at once: rank r's sends to this rank match this rank's receives
+  /// from r in the order both lists give them (sizes equal), so that buffers are sent from and
+  /// received into where they lie, with no packing. Pieces to this rank itself are device
+  /// copies, matched in the same way. Planned once for repeated calls (collective, the same
+  /// order on every rank): with peer copies and every piece from another rank received into a
+  /// window, `to` says where each send lands in its rank's window; else the transport moves them.
   struct Plan {
     std::vector<Send> sends;
     std::vector<Recv> recvs;
     std::vector<void*> to;
   };
   Plan plan(const std::vector<Send>& sends, const std::vector<Recv>& recvs);
+  /// The plan's pieces moved; returns when the received data are in place.
   void exchange(const Plan& p);
+  /// exchange() enqueued on `stream` (stream_ordered() only): returns at once, and the received
+  /// data are in place once the stream's work so far is done; the send buffers must not change
+  /// before then. Lets a caller overlap an exchange with work on another stream.
   void exchange_on(cudaStream_t stream, const Plan& p);
   /// Every rank receives each rank's count elements one after the other in rank order
   /// (counts: every rank's, as Comm::counts()).
@@ -135,6 +133,7 @@ class DeviceComm {
   void self_copies(cudaStream_t stream, const std::vector<Send>& sends, const std::vector<Recv>& recvs);
   void nccl_group(cudaStream_t stream, const std::vector<Send>& sends, const std::vector<Recv>& recvs);
   void settle(bool wait) const;  // books the stream time of finished exchange_on() calls
+  void exchange(const std::vector<Send>& sends, const std::vector<Recv>& recvs);  // by the transport
   void enqueue(cudaStream_t stream, const Plan& p);  // the pieces' moves on `stream`
   void put(cudaStream_t stream, const Plan& p);      // … by peer copies
   bool open_peers();                                 // share()'s first call: the events, or off
