@@ -27,15 +27,24 @@ struct Event {
 double last_seconds = 0;
 
 // The tiling.  A block sums the kT³ lattice points of one tile; warp w owns its z-points
-// kZ w … kZ w + kZ − 1, lane (ig, j) the x-points 2 ig, 2 ig + 1 and the y-point j of those: 2 kZ
-// points a thread, so that each value read from shared memory feeds several multiply-adds and
-// the lanes of a warp read few distinct addresses (the z weights are one broadcast).  Each round
-// every warp stages up to 32 particles (slots 32 w …), so kThreads particles a round.
+// kZ w … kZ w + kZ − 1 and all 8 x 8 x-y points of those.  Each round every warp stages up to 32
+// particles (slots 32 w …), so kThreads particles a round, and every warp adds them all.
+// - The blob sums (Div false): four warps, two z-points each; the multiply-adds run on the
+//   tensor cores in FP64 (accumulate_sums), lane (g, t) = (lane/4, lane%4) holding the points
+//   x g, y 2t and 2t + 1 of both z-points.  On an H200 at 256³ the three sets' nine components
+//   took 119 ms this way against 219 ms on the FP64 units (the shapes and warp counts tried:
+//   bench/RESULTS.md, 2026-11-28 "the blob sums on the tensor cores").
+// - The divergence (Div true): two warps, four z-points each, on the FP64 units; lane (ig, j)
+//   the x-points 2 ig, 2 ig + 1 and the y-point j: 2 kZ points a thread, so that each value read
+//   from shared memory feeds several multiply-adds.
 constexpr int kT = 8;
-constexpr int kWarps = 2;
-constexpr int kZ = kT / kWarps;
-constexpr int kThreads = 32 * kWarps;
-static_assert(kT == 8 && kZ % 2 == 0, "the lane layout assumes 4 x-pairs times 8 y-points a warp");
+template <bool Div>
+constexpr int kWarps = Div ? 2 : 4;
+template <bool Div>
+constexpr int kZ = kT / kWarps<Div>;
+template <bool Div>
+constexpr int kThreads = 32 * kWarps<Div>;
+static_assert(kT == 8 && kZ<true> == 4 && kZ<false> == 2, "the lane layouts assume 8 x 8 x-y points a warp");
 
 // Shared-memory doubles per staged particle, each row padded to an odd number of 16-byte units
 // so that the lanes storing different particles spread over the banks: along x, for the
@@ -233,54 +242,89 @@ __device__ unsigned stage(const Sorted& P, int s, int slot, const int (&o)[3], c
   return bits;  // along z
 }
 
-// Adds staged particle `slot` to this thread's points (x 2 ig + ii, y j, z kZ warp + kk).
-template <bool Div, int NSets>
-__device__ void accumulate(int slot, int ig, int j, int warp, const double2* xs, const double2* ys, const double2* zs,
-                           double (&acc)[Div ? 1 : 3 * NSets][2][kZ]) {
-  const double2* Z = zs + slot * (kYZS<Div> / 2);
-  if constexpr (Div) {
-    const double2* X = xs + slot * (kXS<Div, NSets> / 2) + 3 * ig;
-    const double2 p0 = X[0], p1 = X[1], p2 = X[2];
-    const double a[2][3] = {{p0.x, p0.y, p1.x}, {p1.y, p2.x, p2.y}};
-    // α·∇: w_z (α_x dw_x w_y + α_y w_x dw_y) + dw_z (α_z w_x w_y)
-    const double2 y = ys[slot * (kYZS<Div> / 2) + j];
-    double u[2], v[2];
+// D += A B for a 16 x 8 D, 16 x 8 A and 8 x 8 B in FP64, one warp together: lane l, with g = l/4
+// and t = l%4, gives A[g][t], A[g + 8][t], A[g][t + 4], A[g + 8][t + 4] (a0 … a3) and B[t][g],
+// B[t + 4][g] (b0, b1) and holds D[g][2t], D[g][2t + 1], D[g + 8][2t], D[g + 8][2t + 1] (d0 … d3):
+// the PTX ISA's mma.m16n8k8 with .f64, on the tensor cores of sm_90 and later.  Before sm_90 the
+// same product by warp shuffles and FMAs (the same sums up to the order of the additions).
+__device__ void mma_16x8x8(double a0, double a1, double a2, double a3, double b0, double b1, double& d0, double& d1,
+                           double& d2, double& d3) {
+#if __CUDA_ARCH__ >= 900
+  asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+d"(d0), "+d"(d1), "+d"(d2), "+d"(d3)
+      : "d"(a0), "d"(a1), "d"(a2), "d"(a3), "d"(b0), "d"(b1));
+#else
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 #pragma unroll
-    for (int ii = 0; ii < 2; ++ii) {
-      u[ii] = fma(a[ii][1], y.y, a[ii][0] * y.x);
-      v[ii] = a[ii][2] * y.x;
-    }
-#pragma unroll
-    for (int kk = 0; kk < kZ; ++kk) {
-      const double2 z = Z[kZ * warp + kk];
-#pragma unroll
-      for (int ii = 0; ii < 2; ++ii) acc[0][ii][kk] = fma(z.y, v[ii], fma(z.x, u[ii], acc[0][ii][kk]));
-    }
-  } else {
-    constexpr int C = 3 * NSets;
-    const double2* X = xs + slot * (kXS<Div, NSets> / 2);
-    const double2 wx = X[ig];
-    const double wy = reinterpret_cast<const double*>(ys)[slot * kYZS<Div> + j];
-    const double a[2] = {wx.x * wy, wx.y * wy};
-    const double* str = reinterpret_cast<const double*>(X) + kT;  // the row's strengths
-    double z[kZ];
-#pragma unroll
-    for (int k2 = 0; k2 < kZ / 2; ++k2) {
-      const double2 v = Z[kZ * warp / 2 + k2];
-      z[2 * k2] = v.x;
-      z[2 * k2 + 1] = v.y;
-    }
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      const double sc = str[c];
-#pragma unroll
-      for (int ii = 0; ii < 2; ++ii) {
-        const double t = a[ii] * sc;
-#pragma unroll
-        for (int kk = 0; kk < kZ; ++kk) acc[c][ii][kk] = fma(z[kk], t, acc[c][ii][kk]);
-      }
-    }
+  for (int k = 0; k < 8; ++k) {  // A[.][k] and B[k][.] from the lanes (., k % 4)
+    const double ag = __shfl_sync(~0u, k < 4 ? a0 : a2, 4 * g + k % 4);
+    const double ag8 = __shfl_sync(~0u, k < 4 ? a1 : a3, 4 * g + k % 4);
+    const double bn0 = __shfl_sync(~0u, k < 4 ? b0 : b1, 4 * (2 * t) + k % 4);
+    const double bn1 = __shfl_sync(~0u, k < 4 ? b0 : b1, 4 * (2 * t + 1) + k % 4);
+    d0 = fma(ag, bn0, d0);
+    d1 = fma(ag, bn1, d1);
+    d2 = fma(ag8, bn0, d2);
+    d3 = fma(ag8, bn1, d3);
   }
+#endif
+}
+
+// Adds staged particle `slot` to this thread's points (x 2 ig + ii, y j, z kZ warp + kk): the
+// divergence, α·∇ζ, whose x factor differs by component.
+__device__ void accumulate_divergence(int slot, int ig, int j, int warp, const double2* xs, const double2* ys,
+                                      const double2* zs, double (&acc)[1][2][kZ<true>]) {
+  const double2* Z = zs + slot * (kYZS<true> / 2);
+  const double2* X = xs + slot * (kXS<true, 1> / 2) + 3 * ig;
+  const double2 p0 = X[0], p1 = X[1], p2 = X[2];
+  const double a[2][3] = {{p0.x, p0.y, p1.x}, {p1.y, p2.x, p2.y}};
+  // α·∇: w_z (α_x dw_x w_y + α_y w_x dw_y) + dw_z (α_z w_x w_y)
+  const double2 y = ys[slot * (kYZS<true> / 2) + j];
+  double u[2], v[2];
+#pragma unroll
+  for (int ii = 0; ii < 2; ++ii) {
+    u[ii] = fma(a[ii][1], y.y, a[ii][0] * y.x);
+    v[ii] = a[ii][2] * y.x;
+  }
+#pragma unroll
+  for (int kk = 0; kk < kZ<true>; ++kk) {
+    const double2 z = Z[kZ<true> * warp + kk];
+#pragma unroll
+    for (int ii = 0; ii < 2; ++ii) acc[0][ii][kk] = fma(z.y, v[ii], fma(z.x, u[ii], acc[0][ii][kk]));
+  }
+}
+
+// Adds the staged particles first … first + 7 below `last` to the sums, on the tensor cores: for
+// each component c the tile's 16 x 8 block of points (x, z) by y — x 8 times the warp's two
+// z-points, by the 8 y-points — takes D += Σ_k (w_x,k ⊗ w_z,k) ⊗ (w_y,k s_k,c) over the eight
+// particles k: A their x weights times their z weights, B their y weights times the strength.
+// Lane (g, t) gives particles t and t + 4 their weights at x-point g and y-point g (mma_16x8x8's
+// layout) and holds the points x g, y 2t + ii, z kk.  Particles past `last` give zeros (their
+// slots may still hold an earlier round's values).
+template <int NSets>
+__device__ void accumulate_sums(int first, int last, int lane, int warp, const double2* xs, const double2* ys,
+                                const double2* zs, double (&acc)[3 * NSets][2][kZ<false>]) {
+  constexpr int C = 3 * NSets;
+  const int g = lane / 4;
+  double a[2][2], wy[2];  // [particle t, t + 4][z-point]
+  const double* str[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int slot = first + lane % 4 + 4 * h;
+    const bool on = slot < last;
+    const double* X = reinterpret_cast<const double*>(xs) + slot * kXS<false, NSets>;
+    const double* Y = reinterpret_cast<const double*>(ys) + slot * kYZS<false>;
+    const double2 z = zs[slot * (kYZS<false> / 2) + warp];  // the warp's two z-points
+    const double wx = on ? X[g] : 0.0;
+    wy[h] = on ? Y[g] : 0.0;
+    a[h][0] = on ? wx * z.x : 0.0;
+    a[h][1] = on ? wx * z.y : 0.0;
+    str[h] = reinterpret_cast<const double*>(xs) + (on ? slot : first) * kXS<false, NSets> + kT;
+  }
+#pragma unroll
+  for (int c = 0; c < C; ++c)
+    mma_16x8x8(a[0][0], a[0][1], a[1][0], a[1][1], wy[0] * str[0][c], wy[1] * str[1][c], acc[c][0][0], acc[c][1][0],
+               acc[c][0][1], acc[c][1][1]);
 }
 
 // Cells along one direction whose particles may reach the tile's points o … o + kT − 1: those
@@ -297,19 +341,19 @@ __device__ Cells cells_near(int o, int reach, int n) {
 // rows of cells along x (one or two runs of sorted particles each, two where the window wraps);
 // warp w walks rows w, w + kWarps, … 32 candidates at a time, keeps those that reach the tile in
 // a queue and stages 32 of them a round.  Then every thread adds the round's particles, warp 0's
-// slots before warp 1's, skipping a warp's slots where their z weights miss its z-points: a fixed
-// order, so the sums have the same bits on every run.
-// Three sets hold 72 accumulators a thread: capped at 168 registers (5 blocks an SM; a few
-// hundred bytes spill) the kernel ran 6 % faster on an H200 than with 224 and half the blocks.
+// slots before warp 1's and so on, skipping a warp's slots where their z weights miss its
+// z-points: a fixed order, so the sums have the same bits on every run.  Three sets hold 36
+// accumulators a thread: capped at 128 registers (4 blocks an SM) the kernel ran 9 % faster on an
+// H200 than at 102 (5) and 19 % faster than at 170 (3).
 template <bool Div, int NSets>
-__global__ void __launch_bounds__(kThreads, NSets == 3 ? 5 : 1) gather_kernel(Sorted P, const int* __restrict__ start, int n, int reach,
+__global__ void __launch_bounds__(kThreads<Div>, NSets == 3 ? 4 : 1) gather_kernel(Sorted P, const int* __restrict__ start, int n, int reach,
                                                           double h, int z0, int z1) {
-  __shared__ double2 xs[kThreads * kXS<Div, NSets> / 2];
-  __shared__ double2 ys[kThreads * kYZS<Div> / 2];
-  __shared__ double2 zs[kThreads * kYZS<Div> / 2];
-  __shared__ int queue[kWarps][64];
-  __shared__ int count[kWarps];
-  __shared__ unsigned zmask[kWarps];
+  __shared__ double2 xs[kThreads<Div> * kXS<Div, NSets> / 2];
+  __shared__ double2 ys[kThreads<Div> * kYZS<Div> / 2];
+  __shared__ double2 zs[kThreads<Div> * kYZS<Div> / 2];
+  __shared__ int queue[kWarps<Div>][64];
+  __shared__ int count[kWarps<Div>];
+  __shared__ unsigned zmask[kWarps<Div>];
 
   const int tiles = (n + kT - 1) / kT;
   const int o[3] = {static_cast<int>(blockIdx.x % tiles) * kT, static_cast<int>(blockIdx.x / tiles % tiles) * kT,
@@ -336,7 +380,7 @@ __global__ void __launch_bounds__(kThreads, NSets == 3 ? 5 : 1) gather_kernel(So
   if (row < nrows) open();
 
   const int ig = lane % 4, j = lane / 4;
-  double acc[Div ? 1 : 3 * NSets][2][kZ] = {};
+  double acc[Div ? 1 : 3 * NSets][2][kZ<Div>] = {};
   for (;;) {
     while (qlen < 32 && row < nrows) {
       const int s = pos + lane;
@@ -348,7 +392,7 @@ __global__ void __launch_bounds__(kThreads, NSets == 3 ? 5 : 1) gather_kernel(So
       if (pos >= end) {
         if (++seg == nseg) {
           seg = 0;
-          row += kWarps;
+          row += kWarps<Div>;
         }
         if (row < nrows) open();
       }
@@ -370,22 +414,27 @@ __global__ void __launch_bounds__(kThreads, NSets == 3 ? 5 : 1) gather_kernel(So
     }
     __syncthreads();
     int total = 0;
-    for (int w = 0; w < kWarps; ++w) total += count[w];
+    for (int w = 0; w < kWarps<Div>; ++w) total += count[w];
     if (total == 0) break;
-    for (int w = 0; w < kWarps; ++w) {
-      if (!((zmask[w] >> (kZ * warp)) & ((1u << kZ) - 1))) continue;
+    for (int w = 0; w < kWarps<Div>; ++w) {
+      if (!((zmask[w] >> (kZ<Div> * warp)) & ((1u << kZ<Div>) - 1))) continue;
       const int c = count[w];
+      if constexpr (Div) {
 #pragma unroll 2
-      for (int p = 0; p < c; ++p) accumulate<Div, NSets>(32 * w + p, ig, j, warp, xs, ys, zs, acc);
+        for (int p = 0; p < c; ++p) accumulate_divergence(32 * w + p, ig, j, warp, xs, ys, zs, acc);
+      } else {
+#pragma unroll 1
+        for (int p = 0; p < c; p += 8) accumulate_sums<NSets>(32 * w + p, 32 * w + c, lane, warp, xs, ys, zs, acc);
+      }
     }
     __syncthreads();
   }
 
   const long long npts = static_cast<long long>(z1 - z0) * n * n;  // of the window
-  const int y = o[1] + j;
-  for (int kk = 0; kk < kZ; ++kk)
+  for (int kk = 0; kk < kZ<Div>; ++kk)
     for (int ii = 0; ii < 2; ++ii) {
-      const int x = o[0] + 2 * ig + ii, z = o[2] + kZ * warp + kk;
+      // the thread's points: the divergence's (x 2 ig + ii, y j), the sums' (x lane/4, y 2 (lane%4) + ii)
+      const int x = o[0] + (Div ? 2 * ig + ii : j), y = o[1] + (Div ? j : 2 * ig + ii), z = o[2] + kZ<Div> * warp + kk;
       if (x >= n || y >= n || z < z0 || z >= z1) continue;
       const long long i = (static_cast<long long>(z - z0) * n + y) * n + x;
       for (int c = 0; c < (Div ? 1 : 3 * NSets); ++c) P.sets.out[c / 3][c % 3 * npts + i] = acc[c][ii][kk];
@@ -470,12 +519,13 @@ struct DeviceBlobSums::Impl {
     const long long tiles = (n + kT - 1) / kT, ztiles = (z1 + kT - 1) / kT - z0 / kT;
     const Sorted P{f.as<double>(), runs.as<int>(), perm.as<int>(), sets, np};
     const unsigned nblocks = static_cast<unsigned>(tiles * tiles * ztiles);
+    constexpr int div_threads = kThreads<true>, sum_threads = kThreads<false>;
     if (divergence)
-      gather_kernel<true, 1><<<nblocks, kThreads>>>(P, start.as<int>(), n, reach, h, z0, z1);
+      gather_kernel<true, 1><<<nblocks, div_threads>>>(P, start.as<int>(), n, reach, h, z0, z1);
     else if (nsets == 1)
-      gather_kernel<false, 1><<<nblocks, kThreads>>>(P, start.as<int>(), n, reach, h, z0, z1);
+      gather_kernel<false, 1><<<nblocks, sum_threads>>>(P, start.as<int>(), n, reach, h, z0, z1);
     else if (nsets == 3)
-      gather_kernel<false, 3><<<nblocks, kThreads>>>(P, start.as<int>(), n, reach, h, z0, z1);
+      gather_kernel<false, 3><<<nblocks, sum_threads>>>(P, start.as<int>(), n, reach, h, z0, z1);
     else
       throw std::invalid_argument("blob sums: 1 or 3 strength sets at once");
     VH_CHECK_LAUNCH();
