@@ -460,7 +460,7 @@ struct GpuSolver::Impl {
   // Host scalars of the state (Solver's).
   double t = 0, t_reinit = 0, dt_prev = 0, sigma_max = 0, ratio_at_reinit = 0, last_residual = 0;
   long steps = 0, since_reinit = 0, reinits = 0;
-  bool have_history = false, rhs_valid = false, umax_valid = false, sorted = false;
+  bool have_history = false, rhs_valid = false, maxima_valid = false, sorted = false;
   bool last_eval_on_lattice = false;  // the last evaluation saw the particles on the lattice
   double umax = 0, gmax = 0;
   mutable bool proj_pending = false;
@@ -804,7 +804,7 @@ struct GpuSolver::Impl {
     if (over_ranks_sum(bad) > 0) {
       VH_CHECK_CUDA(cudaMemset(u, 0xff, 3 * np * sizeof(double)));
       rhs_valid = true;
-      umax_valid = false;
+      maxima_valid = false;
       return;
     }
     if (prm.velocity == Velocity::lattice && since_reinit == 0) {
@@ -816,7 +816,7 @@ struct GpuSolver::Impl {
       cur.particles = np;
       last_eval_on_lattice = false;  // the FMM's trees are not of these positions
       rhs_valid = true;
-      umax_valid = false;
+      maxima_valid = false;
       return;
     }
     const bool same = since_reinit == 0 && last_eval_on_lattice;
@@ -849,7 +849,7 @@ struct GpuSolver::Impl {
     cur.particles = np;
     last_eval_on_lattice = since_reinit == 0;
     rhs_valid = true;
-    umax_valid = false;
+    maxima_valid = false;
   }
 
   /// Solver::lattice_rhs: u and ∇u of the particles on the lattice (np = nown, this rank's
@@ -879,7 +879,7 @@ struct GpuSolver::Impl {
   }
 
   /// The work space is about to be overwritten: u and ∇u are gone.
-  void use_work() { rhs_valid = umax_valid = false; }
+  void use_work() { rhs_valid = maxima_valid = false; }
 
   /// W = the lattice vorticity now (Solver::points_field).
   void points_field() {
@@ -953,7 +953,7 @@ struct GpuSolver::Impl {
     VH_CHECK_LAUNCH();
     events.end();
     have_history = true;
-    rhs_valid = umax_valid = sorted = gathered_xs = false;
+    rhs_valid = maxima_valid = sorted = gathered_xs = false;
     dt_prev = dt;
     // Every particle has the same core (σ₀ at the last reinitialisation, spread alike since), so
     // the host follows the largest one with the device's formula.
@@ -989,10 +989,10 @@ struct GpuSolver::Impl {
   /// max |u_i| and max |∂u_i/∂x_j| of the current right-hand side (computes it if stale).
   void maxima() {
     if (!rhs_valid) evaluate_rhs();
-    if (umax_valid) return;
+    if (maxima_valid) return;
     umax = over_ranks_max(reduce(Reduce::max_abs, 3 * np, u)[0]);
     gmax = over_ranks_max(reduce(Reduce::max_abs, 9 * np, grad)[0]);
-    umax_valid = true;
+    maxima_valid = true;
   }
 
   /// The grid velocity's coefficients on the device (Solver::velocity): into H (grid = lattice)

@@ -178,8 +178,8 @@ class VortexStepper : public Stepper {
   std::string name() const override { return "vortex"; }
   double kmax() const override { return kmax_; }
   std::string resolution_advice() const override {
-    // The filter's sphere grows with the lattice up to the grid's N/2 - 1 (refine 1.5 with the 2/3 filter).
-    return kmax_ < grid_.kmax() ? "raise domain.n (or vortex.refine: the filter keeps |k| <= filter_fraction * refine * N/2, "
+    // The filter's cube grows with the lattice up to the grid's N/2 - 1 (refine 1.5 with the 2/3 filter).
+    return kmax_ < grid_.kmax() ? "raise domain.n (or vortex.refine: the filter keeps |k_i| <= filter_fraction * refine * N/2, "
                                   "up to the grid's N/2 - 1)"
                                 : "raise domain.n";
   }
