@@ -346,8 +346,8 @@ __device__ Cells cells_near(int o, int reach, int n) {
 // accumulators a thread: capped at 128 registers (4 blocks an SM) the kernel ran 9 % faster on an
 // H200 than at 102 (5) and 19 % faster than at 170 (3).
 template <bool Div, int NSets>
-__global__ void __launch_bounds__(kThreads<Div>, NSets == 3 ? 4 : 1) gather_kernel(Sorted P, const int* __restrict__ start, int n, int reach,
-                                                          double h, int z0, int z1) {
+__global__ void __launch_bounds__(kThreads<Div>, NSets == 3 ? 4 : 1)
+    gather_kernel(Sorted P, const int* __restrict__ start, int n, int reach, double h, int z0, int z1) {
   __shared__ double2 xs[kThreads<Div> * kXS<Div, NSets> / 2];
   __shared__ double2 ys[kThreads<Div> * kYZS<Div> / 2];
   __shared__ double2 zs[kThreads<Div> * kYZS<Div> / 2];
