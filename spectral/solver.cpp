@@ -22,8 +22,8 @@ std::vector<vh::OptionSpec> option_specs() {
        "cuFFT where unsupported); auto takes the one measured faster for the case"},
       {"spectral.overlap", "bool", "true", "",
        "GPU, several ranks, fused transforms, NCCL or peer copies: the rank's planes in chunks, each "
-       "chunk's exchanges beside the passes of another (same results; 512^3 2/3 on 4 H200s 21.5 "
-       "against 27.0 ms a step)"},
+       "chunk's exchanges beside the passes of another (same results; 512^3 2/3 on 4 H200s 21.87 "
+       "against 27.10 ms a step: bench/RESULTS.md, 2026-11-28 \"peer copies\")"},
   };
 }
 

@@ -72,8 +72,8 @@ struct Params {
   /// GPU, R > 1 ranks, fused passes, a stream-ordered exchange (NCCL or peer copies): the
   /// rank's planes in chunks, each chunk's exchanges on their own stream beside the passes of
   /// another (gpu_slab.cuh); off: each exchange waits for all planes. The same results either
-  /// way. On by default: 512³ 2/3 on 4 H200s 21.5 against 27.0 ms a step, on 2 39.3 against
-  /// 46.8 (bench/RESULTS.md, 2026-11-28 "peer copies").
+  /// way. On by default: 512³ 2/3 on 4 H200s 21.87 against 27.10 ms a step, on 2 39.23 against
+  /// 46.64 (bench/RESULTS.md, 2026-11-28 "peer copies").
   bool overlap_exchange = true;
   /// The chunks of planes of the overlapped exchanges: 0 chooses by size (pieces of at least
   /// 32 MB a rank, at most 4 chunks); 1 overlaps nothing. Tests ask for several at small sizes.
