@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <stdexcept>
 
@@ -61,9 +62,10 @@ std::vector<OptionSpec> option_specs() {
        "modes the reinitialisation removes: |k| > filter_fraction * N_p/2 (spherical), any |k_i| > it (cube), or "
        "none"},
       {"vortex.filter_fraction", "real", "2/3", "N_p/2", "the filter's largest kept |k| (spherical) or |k_i| (cube)"},
-      {"vortex.refine", "real", "1", "",
-       "particles per grid spacing and direction (refine^3 per grid cell; refine * N an even integer; 1.5 with the "
-       "default filter keeps every mode of the N^3 grid, as the 3/2 rule does)"},
+      {"vortex.refine", "real", "1.5", "",
+       "particles per grid spacing and direction (refine^3 per grid cell; refine * N an even integer). 1.5: the "
+       "default filter keeps every mode of the N^3 grid, as the spectral 3/2 rule does; 1 keeps |k_i| <= N/3 at "
+       "0.3x the cost, enough where k_max eta >= 1 at N/3 (vortex/README.md)"},
       {"vortex.init", "rbf|direct", "rbf", "",
        "initial blob strengths: RBF solve so the blobs reproduce omega at the lattice, or alpha = omega h^3"},
       {"vortex.overlap", "real", "1.0", "h_p", "core radius sigma0 = overlap * h_p"},
@@ -160,14 +162,30 @@ Params params_from(const Options& o, double nu) {
   return p;
 }
 
-int lattice_points_per_direction(double refine, int n) {
+namespace {
+/// refine·n when it is an even integer >= 8, else 0.
+int lattice_points_or_zero(double refine, int n) {
   const double m = refine * n;
   const long r = std::lround(m);
-  if (std::abs(m - double(r)) > 1e-9 * m || r % 2 != 0 || r < 8)
-    throw InputError("vortex.refine = " + std::to_string(refine) + " with domain.n = " + std::to_string(n) +
-                     " gives a particle lattice of " + std::to_string(m) +
-                     " points per direction (allowed: refine * n an even integer >= 8, e.g. refine = 1, 1.5, 2)");
-  return int(r);
+  return std::abs(m - double(r)) > 1e-9 * m || r % 2 != 0 || r < 8 ? 0 : int(r);
+}
+std::string format_number(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+}  // namespace
+
+int lattice_points_per_direction(double refine, int n) {
+  if (const int r = lattice_points_or_zero(refine, n)) return r;
+  // Name the refines that do suit this n (the default 1.5 needs n divisible by 4).
+  std::string suits;
+  for (const double r : {1.0, 1.5, 2.0})
+    if (lattice_points_or_zero(r, n)) suits += (suits.empty() ? "" : ", ") + format_number(r);
+  throw InputError("vortex.refine = " + format_number(refine) + " with domain.n = " + std::to_string(n) +
+                   " gives a particle lattice of " + format_number(refine * n) +
+                   " points per direction (allowed: refine * n an even integer >= 8" +
+                   (suits.empty() ? std::string() : "; for this n e.g. refine = " + suits) + ")");
 }
 
 double resolved_kmax(const Params& p, int n) {

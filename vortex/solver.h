@@ -75,7 +75,7 @@ struct Params {
   Init init = Init::rbf;
   ReinitFrom reinit_from = ReinitFrom::points;
   Diffusion diffusion = Diffusion::lattice;
-  double refine = 1;             ///< particles per grid spacing and direction (h_p = h/refine; refine·N even)
+  double refine = 1.5;           ///< particles per grid spacing and direction (h_p = h/refine; refine·N even)
   double overlap = 1.0;          ///< σ₀ = overlap · h_p
   double field_core = 1.0;       ///< f: blobs only (see above)
   Stretching stretching = Stretching::classical;
@@ -96,7 +96,7 @@ struct Params {
 };
 
 /// Points per direction of the particle lattice for the N³ grid: refine·N. Throws vh::InputError
-/// naming vortex.refine unless it is an even integer >= 8.
+/// naming vortex.refine (and the refines that suit this N) unless it is an even integer >= 8.
 int lattice_points_per_direction(double refine, int n);
 
 /// The solver's k_max, the wavenumber of k_max η that the run reports (docs/design.md, "Files a
@@ -106,8 +106,8 @@ int lattice_points_per_direction(double refine, int n);
 /// reinitialisation keeps whole (the cube's inscribed sphere, or the spherical filter's; between
 /// reinitialisations, reinit_every > 1, the moved particles carry some energy beyond it until
 /// the next one); N_p/2 − 1 and N/2 − 1 are the largest |k_i| of the lattice and of the grid
-/// the velocity is truncated to (the Nyquist modes apart). With the defaults (refine 1, 2/3 filter) k_max = N/3; refine = 1.5 makes it
-/// N/2 − 1, the grid's. Throws as lattice_points_per_direction() does.
+/// the velocity is truncated to (the Nyquist modes apart). With the defaults (refine 1.5, 2/3 filter)
+/// k_max = N/2 − 1, the grid's; refine = 1 makes it N/3. Throws as lattice_points_per_direction() does.
 double resolved_kmax(const Params& p, int n);
 
 /// Deck rows vortex.* and fmm.*.

@@ -30,12 +30,12 @@ namespace {
 using vh::test::Result;
 
 const std::string kExe = VH_EXE;
-// Both solvers at 8³, a checkpoint at t/T = 0.1 (two steps of the CFL number alone, time.lcfl = 0;
-// with an AB2 history).
+// Both solvers at 8³ (8³ particles, refine 1), a checkpoint at t/T = 0.1 (two steps of the CFL
+// number alone, time.lcfl = 0; with an AB2 history).
 const std::string kCase =
     " --domain.n=8 --flow.Re_lambda=20 --flow.k_p=2 --device=cpu --case.solver=both"
     " --time.output_interval_over_T=0.1 --output.fields_at= --vortex.reinit_every=100 --quiet"
-    " --time.t_end_over_T=0.1 --time.lcfl=0";
+    " --time.t_end_over_T=0.1 --time.lcfl=0 --vortex.refine=1";
 
 class CheckpointChecks : public ::testing::Test {
  protected:

@@ -85,6 +85,9 @@ TEST_F(Cli, ValuesOutOfRange) {
   expect_bad(run("run " + deck(kFlow) + out_arg() + " --case.solver=vortex --vortex.velocity=lattice "
                  "--vortex.reinit_every=2"), {"vortex.velocity", "reinit_every = 1"});
   expect_bad(run("run " + deck(kFlow) + out_arg() + " --time.lcfl=-0.1"), {"time.lcfl", ">= 0"});
+  // The default refine 1.5 with an N it does not suit (15 particles per direction): the refines that do.
+  expect_bad(run("run " + deck(kFlow) + out_arg() + " --case.solver=vortex --domain.n=10"),
+             {"default: vortex.refine = '1.5'", "domain.n = 10", "15 points", "for this n e.g. refine = 1, 2"});
 }
 
 TEST_F(Cli, MissingAndUnreadableDeck) {

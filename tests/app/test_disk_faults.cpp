@@ -23,7 +23,7 @@ using vh::test::shell;
 
 const std::string kExe = VH_EXE;
 const std::string kCommon =
-    " --flow.Re_lambda=20 --flow.k_p=2 --device=cpu --time.output_interval_over_T=0.1 --quiet";
+    " --flow.Re_lambda=20 --flow.k_p=2 --device=cpu --time.output_interval_over_T=0.1 --quiet --vortex.refine=1";
 
 std::string bytes_of(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -72,23 +72,27 @@ TEST(MemoryEstimate, SpectralGpuCountsTheFusedBuffers) {
 
 // Files: a fields file holds velocity, vorticity (3 doubles each) and Q (1) per solver and point;
 // a checkpoint the spectral coefficients (3 components of N²(N/2+1) complex doubles) and the
-// particles' x, α, γ, σ and AB2 history of u, dα and dγ (19 doubles each).
+// particles' x, α, γ, σ and AB2 history of u, dα and dγ (19 doubles each), (refine·N)³ of them.
 TEST(MemoryEstimate, FileSizes) {
   const auto both = estimate_memory(config({"--case.solver=both", "--domain.n=32"}), Backend::cpu, false);
   EXPECT_EQ(both.fields_file, 2 * 7 * 8.0 * 32 * 32 * 32);
-  EXPECT_EQ(both.checkpoint, 3 * 16.0 * 32 * 32 * 17 + 19 * 8.0 * 32 * 32 * 32);
+  EXPECT_EQ(both.checkpoint, 3 * 16.0 * 32 * 32 * 17 + 19 * 8.0 * 48 * 48 * 48);  // the default refine 1.5
+  const auto one = estimate_memory(config({"--case.solver=both", "--domain.n=32", "--vortex.refine=1"}),
+                                   Backend::cpu, false);
+  EXPECT_EQ(one.checkpoint, 3 * 16.0 * 32 * 32 * 17 + 19 * 8.0 * 32 * 32 * 32);
   const auto none = estimate_memory(config({"--case.solver=initial", "--output.fields_at="}), Backend::cpu, false);
   EXPECT_EQ(none.fields_file, 0);
   EXPECT_EQ(none.checkpoint, 0);
 }
 
-// The vortex host part grows with the FMM's cells: 96³ has leaves of 27 particles, 80³ of 125
-// (the first octree level at or below ncrit = 128), so 96³ costs more per particle; and with p.
+// The vortex host part grows with the FMM's cells: 96³ particles have leaves of 27 particles,
+// 80³ of 125 (the first octree level at or below ncrit = 128), so 96³ costs more per particle;
+// and with p. One particle per grid point (refine 1).
 TEST(MemoryEstimate, VortexFollowsTheTreeAndTheOrder) {
   auto per_particle = [](int n, const char* tol) {
-    const auto e = estimate_memory(
-        config({"--case.solver=vortex", "--domain.n=" + std::to_string(n), std::string("--fmm.tolerance=") + tol}),
-        Backend::cpu, false);
+    const auto e = estimate_memory(config({"--case.solver=vortex", "--vortex.refine=1", "--domain.n=" + std::to_string(n),
+                                           std::string("--fmm.tolerance=") + tol}),
+                                   Backend::cpu, false);
     return item(e.host, "vortex solver and FMM") / (double(n) * n * n);
   };
   EXPECT_GT(per_particle(96, "1e-3"), 1.3 * per_particle(80, "1e-3"));

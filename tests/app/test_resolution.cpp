@@ -77,9 +77,10 @@ void expect_kmax_eta(const vh::RunData& d, const std::string& solver, double kma
 
 TEST_F(Resolution, RunFileHoldsKmaxEtaOfEachSolversOwnEpsilon) {
   // Each solver its own k_max at N = 16: the grid's 7 (initial field), the 2/3 rule's (16 − 1)/3
-  // = 5, the vortex filter's 0.5 · 16/2 = 4. Two steps of both solvers: about 6 s.
+  // = 5, the vortex filter's 0.5 · 16/2 = 4 (refine 1). Two steps of both solvers: about 6 s.
   const fs::path out = dir / "both";
   const Result r = vortexhit("run " + kDeck + " --case.solver=both --spectral.dealias=2/3 --vortex.filter_fraction=0.5" +
+                             " --vortex.refine=1" +
                              " --time.t_end=0.02 --time.output_interval=0.01 --output.fields_at= --output.dir=" +
                              out.string());
   ASSERT_EQ(r.status, 0) << r.output;

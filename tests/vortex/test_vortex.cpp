@@ -242,6 +242,7 @@ TEST(Reinit, RightAfterInitialisationKeepsK) {
   for (auto solver : {vh::vortex::RbfSolver::fft, vh::vortex::RbfSolver::cg}) {
     vh::vortex::Params prm;
     prm.reinit_from = vh::vortex::ReinitFrom::blobs;  // the seeds' scheme
+    prm.refine = 1;                                   // its lattice is the grid
     prm.project = false;
     prm.filter = vh::vortex::Filter::none;
     prm.rbf.solver = solver;
@@ -280,6 +281,7 @@ TEST(FieldCore, GridVelocityIsTheInitialVelocity) {
   for (double f : {1.0, 1.0 / std::sqrt(2.0)}) {
     vh::vortex::Params prm;
     prm.reinit_from = vh::vortex::ReinitFrom::blobs;  // the seeds' scheme
+    prm.refine = 1;                                   // its lattice is the grid
     prm.diffusion = vh::vortex::Diffusion::core_spreading;
     prm.project = false;
     prm.filter = vh::vortex::Filter::none;
@@ -334,6 +336,7 @@ TEST(FieldCore, HalfCoreEnergyIsWhatTheDynamicsConserves) {
   for (double f : {1.0, 1.0 / std::sqrt(2.0)}) {
     vh::vortex::Params prm;
     prm.reinit_from = vh::vortex::ReinitFrom::blobs;  // the seeds' scheme
+    prm.refine = 1;                                   // its lattice is the grid
     prm.diffusion = vh::vortex::Diffusion::core_spreading;
     prm.project = false;
     prm.filter = vh::vortex::Filter::none;

@@ -66,6 +66,7 @@ InitialField initial(int n, double k_p, unsigned seed) {
 Params params(double nu) {
   Params p;
   p.nu = nu;
+  p.refine = 1;  // the cases that compare other refines set them
   p.fmm.tolerance = 1e-6;
   p.fmm.periodic = true;
   return p;
