@@ -51,9 +51,11 @@ VH_HD inline void scale(Cx& c, double f) {
   c.im *= f;
 }
 
-/// exp(−ντ|k|²): the exact viscous factor over the time τ (nu_tau = ντ).
+/// exp(−ντ|k|²): the exact viscous factor over the time τ (nu_tau = ντ). τ < 0 (the diagnostics'
+/// half step back, vortex::output_nu_tau) gains at most e^50: a mode a step damped by more is
+/// zero to round-off and stays zero (an unbounded gain would make 0 · inf of it).
 VH_HD inline double diffusion_factor(double nu_tau, int kx, int ky, int kz) {
-  return exp(-nu_tau * modes::k2(kx, ky, kz));
+  return exp(fmin(-nu_tau * modes::k2(kx, ky, kz), 50.0));
 }
 
 /// The projection onto solenoidal fields of one mode (modes::project), and c = 0 at k = 0.

@@ -325,6 +325,7 @@ void Solver::lattice_rhs() {
 }
 
 void Solver::step(double dt) {
+  t_reinit_ -= step_lead(prm_, dt, have_history_ ? dt_prev_ : 0.0);
   if (!rhs_valid_) evaluate_rhs();
   const Ab2Weights w = ab2_weights(dt, dt_prev_, have_history_);
   const bool with_gamma = points();
@@ -365,6 +366,24 @@ void Solver::step(double dt) {
     migrated_ += migrate(ls_, p_, {&u_prev_, &dalpha_prev_, &dgamma_prev_});
 }
 
+namespace {
+/// Every step reinitialises from the points with the exact viscous factor: the Lie splitting whose
+/// ends output_nu_tau() and step_lead() make Strang's.
+bool strang_ends(const Params& p) {
+  return p.reinit_from == ReinitFrom::points && p.diffusion == Diffusion::lattice && p.reinit_every == 1;
+}
+}  // namespace
+
+double output_nu_tau(const Params& p, double t, double t_reinit, double dt_prev) {
+  if (p.diffusion != Diffusion::lattice) return 0.0;
+  const double late = strang_ends(p) && t == t_reinit ? 0.5 * dt_prev : 0.0;
+  return p.nu * (t - t_reinit - late);
+}
+
+double step_lead(const Params& p, double dt, double dt_prev) {
+  return strang_ends(p) ? 0.5 * (dt - dt_prev) : 0.0;
+}
+
 double Solver::pending_nu_tau() const {
   return prm_.diffusion == Diffusion::lattice ? prm_.nu * (t_ - t_reinit_) : 0.0;
 }
@@ -378,13 +397,13 @@ double Solver::max_sigma() const {
 void Solver::points_field(SpectralSlab& w) {
   if (since_reinit_ == 0) {
     lattice_->modes(p_.gamma, 1.0 / lattice_->volume(), w);  // on the lattice: exact, no sums
-    return;
+  } else {
+    const Halo halo(ls_, p_.x, p_.sigma, prm_.blob_cutoff);
+    std::vector<Vec3> xb, gb;
+    std::vector<double> sb;
+    lattice_->field(halo.gather(p_.x, xb), halo.gather(p_.gamma, gb), halo.gather(p_.sigma, sb), w);
   }
-  const Halo halo(ls_, p_.x, p_.sigma, prm_.blob_cutoff);
-  std::vector<Vec3> xb, gb;
-  std::vector<double> sb;
-  lattice_->field(halo.gather(p_.x, xb), halo.gather(p_.gamma, gb), halo.gather(p_.sigma, sb), w);
-  lattice_->diffuse(w, pending_nu_tau());
+  lattice_->diffuse(w, output_nu_tau(prm_, t_, t_reinit_, dt_prev_));
 }
 
 void Solver::spectral_steps(SpectralSlab& w, double nu_tau, bool record) {

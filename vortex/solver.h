@@ -110,6 +110,26 @@ int lattice_points_per_direction(double refine, int n);
 /// k_max = N/2 − 1, the grid's; refine = 1 makes it N/3. Throws as lattice_points_per_direction() does.
 double resolved_kmax(const Params& p, int n);
 
+/// ν·τ of the viscous factor exp(−ν|k|²τ) that takes the solver's lattice field to its vorticity
+/// at time t for the diagnostics (grid velocity, monitors; not the dynamics), with lattice
+/// diffusion: the pending factor ν(t − t_reinit), less half the last step right after a
+/// reinitialisation when every step reinitialises from the points. Why: a step transports the
+/// field (T), then applies the viscous factor of the whole step (Lie splitting); repeated,
+/// (e^{−LΔt} T)ⁿ ω₀ = e^{−LΔt/2} Sⁿ (e^{LΔt/2} ω₀), S the second-order Strang step, L = ν|k|².
+/// This and step_lead() take the two outer factors away. Without them the dissipation range,
+/// which forgets its start, sits low by exp(−ν|k|²Δt) in energy, first order in Δt (E_v/E_s 0.71
+/// at k = 63 of 128³ at CFL 0.5; bench/RESULTS.md, 2026-11-28 "the default refine 1.5"). 0
+/// without lattice diffusion.
+double output_nu_tau(const Params& p, double t, double t_reinit, double dt_prev);
+/// The other half of output_nu_tau(): each step's reinitialisation diffuses over (Δt − Δt_prev)/2
+/// more than the step (Δt_prev = 0 at the first), so that between two transports the factor is
+/// Strang's exp(−ν|k|²(Δt_prev + Δt)/2) and before the first one its half step (applied after the
+/// transport: one O(Δt ΔΔt) commutator a step). Without it the half step back is wrong for the
+/// modes that remember their start: pure decay would end half a step short. Returns how much
+/// earlier t_reinit counts from, when every step reinitialises from the points with lattice
+/// diffusion; else 0. dt_prev: the last step, 0 before the first (no AB2 history).
+double step_lead(const Params& p, double dt, double dt_prev);
+
 /// Deck rows vortex.* and fmm.*.
 std::vector<OptionSpec> option_specs();
 /// Reads them (throws vh::InputError naming the key).
@@ -252,7 +272,7 @@ class Solver : public SolverInterface {
   void evaluate_rhs();  ///< fills u_, dalpha_ (and dgamma_) at the current state
   void lattice_rhs();   ///< u_ and grad_ of particles on the lattice by FFTs (vortex.velocity = lattice)
   /// Coefficients on the particle lattice of the solver's vorticity now (points: the remeshed
-  /// field before projection and filter, with the pending lattice diffusion).
+  /// field before projection and filter, with the viscous factor of output_nu_tau()).
   void points_field(SpectralSlab& w);
   /// The lattice field after the spectral steps of a reinitialisation (diffusion over nu_tau,
   /// projection, filter); records the projection's share.

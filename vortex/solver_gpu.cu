@@ -881,9 +881,10 @@ struct GpuSolver::Impl {
   /// The work space is about to be overwritten: u and ∇u are gone.
   void use_work() { rhs_valid = maxima_valid = false; }
 
-  /// W = the lattice vorticity now (Solver::points_field).
+  /// W = the lattice vorticity now, with the viscous factor of output_nu_tau() (Solver::points_field).
   void points_field() {
     use_work();
+    const double nu_tau = output_nu_tau(prm, t, t_reinit, dt_prev);
     if (since_reinit == 0) {  // on the lattice: exact, no sums (Lattice::modes(γ, 1/V))
       const double* g_all = gamma.data();
       if (many) {  // the ranks' lattice particles in rank order are the lattice's
@@ -899,11 +900,12 @@ struct GpuSolver::Impl {
       forward(R, W);
       ModeSteps s;
       s.scale = 1.0 / static_cast<double>(nl);
+      s.nu_tau = nu_tau;
       mode_steps(s, W);
       events.end();
       return;
     }
-    field(gamma.data(), 1.0, field_steps(pending_nu_tau(), false, false));
+    field(gamma.data(), 1.0, field_steps(nu_tau, false, false));
   }
 
   void reinitialise() {
@@ -938,6 +940,7 @@ struct GpuSolver::Impl {
 
   void step(double dt) {
     events.start_step();
+    t_reinit -= step_lead(prm, dt, have_history ? dt_prev : 0.0);
     if (!rhs_valid) evaluate_rhs();
     Advance a;
     a.dt = dt;
