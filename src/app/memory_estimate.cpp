@@ -34,8 +34,10 @@ constexpr double kCudaHostBytes = 512 * kMiB;
 // plus its multipole and local expansions, 3 components of (p + 1)(p + 2)/2 complex doubles each.
 // The cells follow the lattice: leaves of (N/2^l)³ particles, the first level at or below ncrit
 // (64³: leaves of 64; 96³: of 27, hence 727 MiB against 302 at 80³, leaves of 125). Fitted to
-// 80³ and 96³ with 10 % to spare: 14 % to 24 % above the other vortex runs.
-constexpr double kVortexHostPerParticle = 400;
+// 80³ and 96³ with 10 % to spare: 14 % to 24 % above the other vortex runs. 72³ particles (leaves
+// of 91; 2026-11-28, the 48³ grid at the default refine 1.5 and the 72³ grid at refine 1) peaked
+// at 242 and 282 MiB, 2 % above what 400 B a particle gave: 480 B leaves 8–10 % there.
+constexpr double kVortexHostPerParticle = 480;
 constexpr double kFmmHostPerCell = 4000;
 // The GPU FMM per particle, from the allocations of fmm/*_gpu.cu (not yet measured on a GPU:
 // scripts/device-check.sh memory compares): sorted sources (keys, permutation, positions and
