@@ -27,6 +27,10 @@ const char* const kCompareUsage =
     "       vortexhit compare RUN_DIR [--solvers A,B] [OPTIONS]       solver B vs solver A of one run\n"
     "                                                                 (default --solvers spectral,vortex)\n"
     "       vortexhit compare RUN_A RUN_B [--solver S] [OPTIONS]      one solver, run B vs run A\n"
+    "       vortexhit compare RUN_A RUN_B --solvers A,B [OPTIONS]     run B's solver B vs run A's solver A\n"
+    "                                                                 (runs of different N: series and the\n"
+    "                                                                 shells both hold, e.g. against a finer\n"
+    "                                                                 reference run)\n"
     "         --at 1,5,10          t/T (T of the initial field) for spectra, Q fields and PDFs\n"
     "         --spectrum-tol 0.1   |E_B/E_A - 1| that counts as agreement for k_agree\n"
     "         --q-level 1          Q threshold in units of <Q^2>^1/2 for the Jaccard index\n"
@@ -152,8 +156,9 @@ Options parse(const std::vector<std::string>& args) {
   if (o.dirs.empty() || o.dirs.size() > 2)
     throw InputError("command line: compare takes RUN_DIR or RUN_A RUN_B (got " +
                      std::to_string(o.dirs.size()) + " folders)");
-  if (o.dirs.size() == 2 && o.solvers_given)
-    throw InputError("command line: --solvers is for one run; with two runs use --solver S");
+  if (o.solvers_given && !o.solver.empty())
+    throw InputError("command line: --solver and --solvers together (allowed: --solver S for the same solver of "
+                     "two runs, or --solvers A,B)");
   if (o.dirs.size() == 1 && !o.solver.empty())
     throw InputError("command line: --solver is for two runs; with one run use --solvers A,B");
   return o;
@@ -235,15 +240,9 @@ double initial_T(const RunData& d, const std::string& run_path) {
   return T;
 }
 
-/// Different grids cannot be compared point by point or shell by shell: exit 2.
-void check_same_grid(const Side& a, const Side& b) {
-  if (a.n && b.n && a.n != b.n)
-    throw InputError("different N: " + a.run_path + ":/deck has domain.n = " + std::to_string(a.n) + ", " +
-                     b.run_path + ":/deck has domain.n = " + std::to_string(b.n));
-  if (!a.rec->k.empty() && !b.rec->k.empty() && a.rec->k.size() != b.rec->k.size())
-    throw InputError("different N: " + a.where("spectra/k") + " has " + std::to_string(a.rec->k.size()) +
-                     " shells, " + b.where("spectra/k") + " has " + std::to_string(b.rec->k.size()));
-}
+/// Runs on different grids (a coarse run against a finer reference) compare their series and
+/// the shells both hold; point-by-point measures (the Q fields) need one grid.
+bool same_grid(const Side& a, const Side& b) { return !a.n || !b.n || a.n == b.n; }
 
 /// Pairs (i, j) of equal times t_a[i] ≈ t_b[j] (within tol), in order of t_a.
 std::vector<std::pair<std::size_t, std::size_t>> common_times(const std::vector<double>& ta,
@@ -479,14 +478,21 @@ std::vector<RunData> read_runs(const Options& o) {
   return data;
 }
 
-/// A and B: two solvers of one run, or one solver of two runs (--solver, else the first of
-/// spectral, vortex, initial that both hold). The sides point into `data`.
+/// A and B: two solvers of one run, solver A of run A and solver B of run B (--solvers A,B), or
+/// one solver of two runs (--solver, else the first of spectral, vortex, initial that both
+/// hold). The sides point into `data`.
 std::pair<Side, Side> make_sides(const Options& o, const std::vector<RunData>& data) {
   if (o.dirs.size() == 1) {
     std::pair<Side, Side> ab{make_side(o.dirs[0], data[0], o.solver_a), make_side(o.dirs[0], data[0], o.solver_b)};
     ab.first.label = ab.first.solver;
     ab.second.label = ab.second.solver;
     return ab;
+  }
+  if (o.solvers_given) {
+    Side a = make_side(o.dirs[0], data[0], o.solver_a), b = make_side(o.dirs[1], data[1], o.solver_b);
+    a.label = "run A's " + a.solver;
+    b.label = "run B's " + b.solver;
+    return {a, b};
   }
   std::string s = o.solver;
   if (s.empty()) {
@@ -505,7 +511,9 @@ std::pair<Side, Side> make_sides(const Options& o, const std::vector<RunData>& d
 
 void print_header(const Side& a, const Side& b, bool two_runs, const Report& r, std::ostream& out) {
   out << "compare  A: " << a.run_path << " /" << a.solver << "   B: " << b.run_path << " /" << b.solver << "\n";
-  out << "N " << (a.n ? std::to_string(a.n) : "?") << "   T = " << num(r.T0) << " (" << a.run_path
+  out << "N " << (a.n ? std::to_string(a.n) : "?");
+  if (!same_grid(a, b)) out << " (run A), " << b.n << " (run B): series and the shells both hold; no Q fields";
+  out << "   T = " << num(r.T0) << " (" << a.run_path
       << ":/initial/series/T[0]; t/T below in this unit)";
   if (two_runs && rel(r.T0b, r.T0) > 1e-6) out << "   note: T of run B = " << num(r.T0b);
   out << "\n\n";
@@ -654,12 +662,14 @@ void print_spectra(const std::vector<SpecResult>& spec, const Side& a, const Sid
 }
 
 /// The spectra at the common spectrum time nearest each requested t/T: band-wise differences
-/// up to k = N/3 and k_agree, with each side's k_max there.
+/// up to k = N/3 and k_agree, with each side's k_max there; on the shells both sides hold (the
+/// coarser run's when the grids differ).
 void compare_spectra(const Side& a, const Side& b, const Options& o, double t_tol, Report& r, std::ostream& out) {
-  r.k_max = int(a.rec->k.size()) - 1;
+  r.k_max = int(std::min(a.rec->k.size(), b.rec->k.size())) - 1;
   r.kmax_a = kmax_at(a, series(a, "t").empty() ? 0.0 : series(a, "t").back());
   r.kmax_b = kmax_at(b, series(b, "t").empty() ? 0.0 : series(b, "t").back());
-  const int k_cut = a.n ? std::min(a.n / 3, r.k_max) : r.k_max;
+  const int n = a.n && b.n ? std::min(a.n, b.n) : a.n ? a.n : b.n;
+  const int k_cut = n ? std::min(n / 3, r.k_max) : r.k_max;
   const auto spairs = common_times(a.rec->spectrum_t, b.rec->spectrum_t, t_tol);
   if (spairs.empty()) {
     out << "spectra: no common spectrum times in " << a.where("spectra/t") << " and " << b.where("spectra/t")
@@ -670,8 +680,9 @@ void compare_spectra(const Side& a, const Side& b, const Options& o, double t_to
     const auto best = *std::min_element(spairs.begin(), spairs.end(), [&](const auto& x, const auto& y) {
       return std::abs(a.rec->spectrum_t[x.first] / r.T0 - want) < std::abs(a.rec->spectrum_t[y.first] / r.T0 - want);
     });
-    const auto& ea = a.rec->E.at(best.first);
-    const auto& eb = b.rec->E.at(best.second);
+    const auto& fa = a.rec->E.at(best.first);
+    const auto& fb = b.rec->E.at(best.second);
+    const std::vector<double> ea(fa.begin(), fa.begin() + r.k_max + 1), eb(fb.begin(), fb.begin() + r.k_max + 1);
     r.spectra.push_back({want, a.rec->spectrum_t[best.first] / r.T0, band_differences(ea, eb, k_cut),
                          agreement_k(ea, eb, o.spectrum_tol), kmax_at(a, a.rec->spectrum_t[best.first]),
                          kmax_at(b, b.rec->spectrum_t[best.second])});
@@ -740,6 +751,11 @@ void print_q_fields(const std::vector<QResult>& qres, double q_level, bool two_r
 /// measured once.
 void compare_q_fields(const Side& a, const Side& b, const Options& o, double t_tol, bool two_runs, Report& r,
                       std::ostream& out) {
+  if (!same_grid(a, b)) {
+    out << "Q fields: not compared: the runs' grids differ (N = " << a.n << " and " << b.n
+        << "); correlation, Jaccard index and PDFs are taken point by point on one grid\n\n";
+    return;
+  }
   const auto fpairs = q_field_pairs(a, b, t_tol);
   if (fpairs.empty()) {
     out << "Q fields: no fields_*.h5 with /" << a.solver << "/Q and /" << b.solver << "/Q at a common time\n\n";
@@ -891,7 +907,6 @@ int compare(const std::vector<std::string>& args) {
   const auto sides = make_sides(o, data);
   const Side& a = sides.first;
   const Side& b = sides.second;
-  check_same_grid(a, b);
   Report r;
   r.T0 = initial_T(data[0], a.run_path);
   r.T0b = two_runs ? initial_T(data[1], b.run_path) : r.T0;

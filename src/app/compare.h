@@ -5,6 +5,13 @@
 //   vortexhit compare RUN_A RUN_B [--solver S]          solver S of run B against run A
 //                                                      (default: the first of spectral, vortex,
 //                                                      initial that both runs hold)
+//   vortexhit compare RUN_A RUN_B --solvers A,B        run B's solver B against run A's solver A
+//
+// Two runs may have different N: a run against a finer reference run of the same deck (the
+// initial field is keyed by global wavenumber, so both start from the same modes). Then the
+// series compare as always, the spectra on the shells both runs hold (k ≤ the coarser run's
+// last shell; the bands cut at its N/3), and the Q fields are not compared (their measures are
+// taken point by point on one grid; a Q check then fails as not measured).
 //
 // A is the reference: ratios are B/A, relative differences are taken against A. Times are
 // given as t/T with T = /initial/series/T[0] of run A (the initial field's eddy turnover).
@@ -59,7 +66,7 @@
 //   --qr-pdf-max D       distance of the (Q, R) joint PDFs ≤ D at every --at time
 //
 // Exit status: 0 all requested checks passed (or none requested), 1 a check failed, 2 bad
-// input (unreadable file, missing solver or dataset, different N), with a message naming the
+// input (unreadable file, missing solver or dataset), with a message naming the
 // file and dataset (thrown as vh::InputError; main.cpp maps it).
 #pragma once
 
