@@ -13,8 +13,18 @@ output times:
   k_agree    the largest k with |E_v/E_s - 1| <= 0.1 on every shell up to it (as `vortexhit
              compare` counts it), out of the vortex k_max
 T is the initial field's large-eddy turnover time (/initial/series/T), as `vortexhit compare`
-uses. Needs numpy and h5py (postprocess/requirements.txt).
+uses.
+
+    python3 bench/vortex/agreement.py --reference REF_ROOT [--at 1] RUN_DIR [RUN_DIR ...]
+
+adds, for each run, both solvers against a finer spectral run of the same flow, REF_ROOT/<the
+run folder's name> (e.g. `--domain.n=256 --case.solver=spectral`; the initial field is keyed by
+global wavenumber, so it starts from the same modes): at t/T = AT and on the shells the run's
+vortex solver keeps, E/E_ref of each solver on the last shells and each one's k_agree against
+the reference (the spectral solver's own truncation error beside the vortex solver's).
+Needs numpy and h5py (postprocess/requirements.txt).
 """
+import os
 import argparse
 import math
 import sys
@@ -67,11 +77,51 @@ def row(path, at):
         }
 
 
+def spectrum(path, solver, at):
+    """(t/T, k, E) of `solver` in path/run.h5 at the output nearest t/T = at."""
+    with h5py.File(f"{path}/run.h5", "r") as f:
+        t = series(f, solver, "t") / float(f["initial/series/T"][0])
+        i = int(np.argmin(np.abs(t - at)))
+        return t[i], np.asarray(f[f"{solver}/spectra/k"][...]), np.asarray(f[f"{solver}/spectra/E"][i], dtype=float)
+
+
+LAST_SHELLS = (50, 56, 60, 62, 63)
+
+
+def reference_row(path, ref, at):
+    """E/E_ref of both solvers of `path` against the spectral solver of the finer run `ref`."""
+    tr, kr, er = spectrum(ref, "spectral", at)
+    out = {}
+    for solver in ("spectral", "vortex"):
+        t, k, e = spectrum(path, solver, at)
+        if abs(t - tr) > 1e-6:
+            raise SystemExit(f"{path} and {ref}: no common output near t/T = {at}")
+        with h5py.File(f"{path}/run.h5", "r") as f:
+            kmax_v = float(series(f, "vortex", "kmax")[0])
+        n = int(min(kmax_v, len(k) - 1))
+        ratio = e[1:n + 1] / er[1:n + 1]
+        ok = np.abs(ratio - 1) <= 0.1
+        out[solver] = (ratio, int(np.argmin(ok)) if not ok.all() else n)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--at", type=float, default=1.0, help="t/T of the spectrum and the start of the S3 maximum")
+    ap.add_argument("--reference", metavar="REF_ROOT", help="folder of finer spectral runs, one per run folder name")
     ap.add_argument("runs", nargs="+")
     a = ap.parse_args()
+    if a.reference:
+        shells = " ".join(f"{k:>5}" for k in LAST_SHELLS)
+        print(f"{'run':<28} E/E_ref at t/T={a.at:g}, k = {shells}   k_agree vs the reference")
+        for p in a.runs:
+            name = os.path.basename(p.rstrip("/"))
+            r = reference_row(p, os.path.join(a.reference, name), a.at)
+            for solver in ("spectral", "vortex"):
+                ratio, k_agree = r[solver]
+                vals = " ".join(f"{ratio[k - 1]:5.3f}" if k <= len(ratio) else "    -" for k in LAST_SHELLS)
+                print(f"{name + ' ' + solver:<28} {'':>24}{vals}   {k_agree} of {len(ratio)}")
+        return 0
     print(f"{'run':<28} {'t/T':>5} {'kmax_eta v/s':>13} {'max|dK|':>8} {'max|deps|':>9} "
           f"{'max|dS3|':>8}  E_v/E_s at t/T={a.at:g}: worst shell, k_agree")
     for p in a.runs:
