@@ -374,18 +374,17 @@ bool strang_ends(const Params& p) {
 }
 }  // namespace
 
+double pending_nu_tau(const Params& p, double t, double t_reinit) {
+  return p.diffusion == Diffusion::lattice ? p.nu * (t - t_reinit) : 0.0;
+}
+
 double output_nu_tau(const Params& p, double t, double t_reinit, double dt_prev) {
-  if (p.diffusion != Diffusion::lattice) return 0.0;
-  const double late = strang_ends(p) && t == t_reinit ? 0.5 * dt_prev : 0.0;
-  return p.nu * (t - t_reinit - late);
+  if (strang_ends(p) && t == t_reinit) return p.nu * (-0.5 * dt_prev);  // right after a reinitialisation
+  return pending_nu_tau(p, t, t_reinit);
 }
 
 double step_lead(const Params& p, double dt, double dt_prev) {
   return strang_ends(p) ? 0.5 * (dt - dt_prev) : 0.0;
-}
-
-double Solver::pending_nu_tau() const {
-  return prm_.diffusion == Diffusion::lattice ? prm_.nu * (t_ - t_reinit_) : 0.0;
 }
 
 double Solver::max_sigma() const {
@@ -421,7 +420,7 @@ RbfResult Solver::reinitialise() {
   RbfResult r;
   if (points()) {
     SpectralSlab w, uh, wh;
-    const double nu_tau = pending_nu_tau();
+    const double nu_tau = pending_nu_tau(prm_, t_, t_reinit_);
     // The particles whose stencils reach this rank's planes (one rank: its own, no copies).
     const Halo halo(ls_, p_.x, p_.sigma, prm_.blob_cutoff);
     ghosts_ = halo.received();
@@ -454,7 +453,7 @@ RbfResult Solver::reinitialise() {
   } else {
     VectorField omega, alpha;
     vorticity_on_lattice(p_, gp_, prm_.blob_cutoff, omega, prm_.use_gpu);
-    const double nu_tau = pending_nu_tau();
+    const double nu_tau = pending_nu_tau(prm_, t_, t_reinit_);
     if (prm_.project || nu_tau > 0 || prm_.filter != Filter::none) {
       SpectralSlab w(ls_);
       for (int d = 0; d < 3; ++d) lattice_->fft().forward(omega.c[d].data(), w.c[d].data());

@@ -110,6 +110,9 @@ int lattice_points_per_direction(double refine, int n);
 /// k_max = N/2 − 1, the grid's; refine = 1 makes it N/3. Throws as lattice_points_per_direction() does.
 double resolved_kmax(const Params& p, int n);
 
+/// ν·τ of the viscous factor the next reinitialisation applies at time t, since the last one at
+/// t_reinit: ν(t − t_reinit) with lattice diffusion, else 0.
+double pending_nu_tau(const Params& p, double t, double t_reinit);
 /// ν·τ of the viscous factor exp(−ν|k|²τ) that takes the solver's lattice field to its vorticity
 /// at time t for the diagnostics (grid velocity, monitors; not the dynamics), with lattice
 /// diffusion: the pending factor ν(t − t_reinit), less half the last step right after a
@@ -278,7 +281,6 @@ class Solver : public SolverInterface {
   /// projection, filter); records the projection's share.
   void spectral_steps(SpectralSlab& w, double nu_tau, bool record);
   bool points() const { return prm_.reinit_from == ReinitFrom::points; }
-  double pending_nu_tau() const;
   double max_sigma() const;  ///< over all ranks
 
   Params prm_;

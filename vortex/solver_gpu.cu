@@ -781,8 +781,6 @@ struct GpuSolver::Impl {
 
   // ---- the method ----
 
-  double pending_nu_tau() const { return prm.diffusion == Diffusion::lattice ? prm.nu * (t - t_reinit) : 0.0; }
-
   /// This rank's particles: the lattice points of its planes, with the core σ₀.
   void to_lattice() {
     events.begin(PhaseEvents::rest);
@@ -911,7 +909,7 @@ struct GpuSolver::Impl {
   void reinitialise() {
     use_work();
     ratio_at_reinit = sigma_max / sigma0;
-    const double nu_tau = pending_nu_tau();
+    const double nu_tau = pending_nu_tau(prm, t, t_reinit);
     if (have_history) {
       // The history along the paths that end at the new lattice points (Solver::reinitialise):
       // the γ rate with the step's viscous factor; u_prev·V not projected nor diffused. The

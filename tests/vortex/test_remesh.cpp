@@ -54,6 +54,16 @@ SpectralVector random_velocity(int n, std::uint64_t seed) {
   return f.u;
 }
 
+/// The vortex solver of the time-splitting tests: viscosity nu, refine 1.5 (whose filter keeps
+/// every mode of the grid), u and ∇u from the lattice field.
+vh::vortex::Params lattice_params(double nu) {
+  vh::vortex::Params p;
+  p.nu = nu;
+  p.refine = 1.5;
+  p.velocity = vh::vortex::Velocity::lattice;
+  return p;
+}
+
 /// ĉ = i k × û: the vorticity of û, solenoidal with no mean.
 SpectralVector curl(const SpectralVector& u) {
   const Grid& g = u.grid;
@@ -257,11 +267,7 @@ TEST(Remesh, DissipationRangeSelfConvergesAtSecondOrderInTime) {
   const SpectralVector u0 = random_velocity(n, 3);
   std::vector<double> top;
   for (double dt : {0.1, 0.05, 0.025}) {
-    vh::vortex::Params p;
-    p.nu = 0.05;
-    p.refine = 1.5;
-    p.velocity = vh::vortex::Velocity::lattice;
-    vh::vortex::Solver s(p, Grid{n});
+    vh::vortex::Solver s(lattice_params(0.05), Grid{n});
     s.set_velocity(u0, 0.0);
     const int steps = int(std::lround(0.4 / dt));
     for (int i = 0; i < steps; ++i) s.step(dt);
@@ -286,10 +292,7 @@ TEST(Remesh, PureDecayIsTheExactViscousFactorAtEveryOutput) {
   SpectralVector u0 = random_velocity(n, 4);
   for (auto& c : u0.c)
     for (auto& v : c) v *= 1e-7;
-  vh::vortex::Params p;
-  p.nu = 0.05;
-  p.refine = 1.5;
-  p.velocity = vh::vortex::Velocity::lattice;
+  const vh::vortex::Params p = lattice_params(0.05);
   vh::vortex::Solver s(p, Grid{n});
   s.set_velocity(u0, 0.0);
   const Grid g{n};
