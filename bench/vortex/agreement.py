@@ -24,9 +24,9 @@ vortex solver keeps, E/E_ref of each solver on the last shells and each one's k_
 the reference (the spectral solver's own truncation error beside the vortex solver's).
 Needs numpy and h5py (postprocess/requirements.txt).
 """
-import os
 import argparse
 import math
+import os
 import sys
 
 import h5py
@@ -90,7 +90,7 @@ LAST_SHELLS = (50, 56, 60, 62, 63)
 
 def reference_row(path, ref, at):
     """E/E_ref of both solvers of `path` against the spectral solver of the finer run `ref`."""
-    tr, kr, er = spectrum(ref, "spectral", at)
+    tr, _, er = spectrum(ref, "spectral", at)
     out = {}
     for solver in ("spectral", "vortex"):
         t, k, e = spectrum(path, solver, at)
