@@ -91,13 +91,13 @@ LAST_SHELLS = (50, 56, 60, 62, 63)
 def reference_row(path, ref, at):
     """E/E_ref of both solvers of `path` against the spectral solver of the finer run `ref`."""
     tr, _, er = spectrum(ref, "spectral", at)
+    with h5py.File(f"{path}/run.h5", "r") as f:
+        kmax_v = float(series(f, "vortex", "kmax")[0])
     out = {}
     for solver in ("spectral", "vortex"):
         t, k, e = spectrum(path, solver, at)
         if abs(t - tr) > 1e-6:
             raise SystemExit(f"{path} and {ref}: no common output near t/T = {at}")
-        with h5py.File(f"{path}/run.h5", "r") as f:
-            kmax_v = float(series(f, "vortex", "kmax")[0])
         n = int(min(kmax_v, len(k) - 1))
         ratio = e[1:n + 1] / er[1:n + 1]
         ok = np.abs(ratio - 1) <= 0.1
