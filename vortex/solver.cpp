@@ -325,7 +325,7 @@ void Solver::lattice_rhs() {
 }
 
 void Solver::step(double dt) {
-  t_reinit_ -= step_lead(prm_, dt, have_history_ ? dt_prev_ : 0.0);
+  t_reinit_ -= step_lead(prm_, dt, dt_prev_, have_history_);
   if (!rhs_valid_) evaluate_rhs();
   const Ab2Weights w = ab2_weights(dt, dt_prev_, have_history_);
   const bool with_gamma = points();
@@ -383,8 +383,8 @@ double output_nu_tau(const Params& p, double t, double t_reinit, double dt_prev)
   return pending_nu_tau(p, t, t_reinit);
 }
 
-double step_lead(const Params& p, double dt, double dt_prev) {
-  return strang_ends(p) ? 0.5 * (dt - dt_prev) : 0.0;
+double step_lead(const Params& p, double dt, double dt_prev, bool history) {
+  return strang_ends(p) ? 0.5 * (dt - (history ? dt_prev : 0.0)) : 0.0;
 }
 
 double Solver::max_sigma() const {

@@ -115,7 +115,7 @@ double resolved_kmax(const Params& p, int n);
 double pending_nu_tau(const Params& p, double t, double t_reinit);
 /// ν·τ of the viscous factor exp(−ν|k|²τ) that takes the solver's lattice field to its vorticity
 /// at time t for the diagnostics (grid velocity, monitors; not the dynamics), with lattice
-/// diffusion: the pending factor ν(t − t_reinit), less half the last step right after a
+/// diffusion: the pending factor pending_nu_tau(), less half the last step right after a
 /// reinitialisation when every step reinitialises from the points. Why: a step transports the
 /// field (T), then applies the viscous factor of the whole step (Lie splitting); repeated,
 /// (e^{−LΔt} T)ⁿ ω₀ = e^{−LΔt/2} Sⁿ (e^{LΔt/2} ω₀), S the second-order Strang step, L = ν|k|².
@@ -130,8 +130,9 @@ double output_nu_tau(const Params& p, double t, double t_reinit, double dt_prev)
 /// transport: one O(Δt ΔΔt) commutator a step). Without it the half step back is wrong for the
 /// modes that remember their start: pure decay would end half a step short. Returns how much
 /// earlier t_reinit counts from, when every step reinitialises from the points with lattice
-/// diffusion; else 0. dt_prev: the last step, 0 before the first (no AB2 history).
-double step_lead(const Params& p, double dt, double dt_prev);
+/// diffusion; else 0. dt_prev: the last step, counted only with AB2 history (Δt_prev = 0 before
+/// the first step), as ab2_weights() counts it.
+double step_lead(const Params& p, double dt, double dt_prev, bool history);
 
 /// Deck rows vortex.* and fmm.*.
 std::vector<OptionSpec> option_specs();

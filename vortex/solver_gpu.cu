@@ -938,7 +938,7 @@ struct GpuSolver::Impl {
 
   void step(double dt) {
     events.start_step();
-    t_reinit -= step_lead(prm, dt, have_history ? dt_prev : 0.0);
+    t_reinit -= step_lead(prm, dt, dt_prev, have_history);
     if (!rhs_valid) evaluate_rhs();
     Advance a;
     a.dt = dt;
