@@ -132,6 +132,23 @@ void Lattice::diffuse(SpectralSlab& c, double nu_tau) const {
   });
 }
 
+void Lattice::diffuse_implicit(SpectralSlab& c, double nu_tau) const {
+  if (nu_tau == 0) return;
+  const Grid& g = s_.grid;
+  for_each_mode(s_, [&](std::size_t m, int ix, int iy, int iz) {
+    const double f = kernel::implicit_diffusion_factor(nu_tau, ix, g.wavenumber(iy), g.wavenumber(iz));
+    for (auto& a : c.c) kernel::scale(cx(a.data())[m], f);
+  });
+}
+
+void Lattice::viscous_term(SpectralSlab& c, double nu) const {
+  const Grid& g = s_.grid;
+  for_each_mode(s_, [&](std::size_t m, int ix, int iy, int iz) {
+    const double f = kernel::viscous_symbol(nu, ix, g.wavenumber(iy), g.wavenumber(iz));
+    for (auto& a : c.c) kernel::scale(cx(a.data())[m], f);
+  });
+}
+
 double Lattice::project(SpectralSlab& c) const {
   const Grid& g = s_.grid;
   const int n = g.n, nxh = n / 2 + 1, sl = s_.slots();

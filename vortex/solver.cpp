@@ -54,9 +54,10 @@ std::vector<OptionSpec> option_specs() {
        "reinitialise from the vorticity the particles carry (their point strengths, interpolated by the lattice "
        "RBF's cardinal functions) or from the blob field sampled at the lattice (SC09; vortex/solver.h)"},
       {"vortex.reinit_every", "int", "1", "steps", "reinitialisation every this many steps (0: only by core ratio)"},
-      {"vortex.diffusion", "lattice|core-spreading", "lattice", "",
-       "viscous diffusion: exact factor exp(-nu k^2 tau) on the lattice field at each reinitialisation, or core "
-       "spreading sigma^2 += 2 nu dt"},
+      {"vortex.diffusion", "lattice|core-spreading|crank-nicolson", "lattice", "",
+       "viscous diffusion: exact factor exp(-nu k^2 tau) on the lattice field at each reinitialisation (a split "
+       "step), core spreading sigma^2 += 2 nu dt, or Crank-Nicolson along the particle paths without splitting "
+       "(needs reinit_every = 1, reinit_from = points; vortex/solver.h)"},
       {"vortex.project", "bool", "true", "", "project the reinitialised vorticity onto solenoidal fields"},
       {"vortex.filter", "cube|spherical|none", "cube", "",
        "modes the reinitialisation removes: |k| > filter_fraction * N_p/2 (spherical), any |k_i| > it (cube), or "
@@ -100,8 +101,10 @@ Params params_from(const Options& o, double nu) {
   Params p;
   p.nu = nu;
   p.reinit_from = o.choice("vortex.reinit_from", {"points", "blobs"}) == "points" ? ReinitFrom::points : ReinitFrom::blobs;
-  p.diffusion = o.choice("vortex.diffusion", {"lattice", "core-spreading"}) == "lattice" ? Diffusion::lattice
-                                                                                         : Diffusion::core_spreading;
+  const std::string diffusion = o.choice("vortex.diffusion", {"lattice", "core-spreading", "crank-nicolson"});
+  p.diffusion = diffusion == "lattice"          ? Diffusion::lattice
+                : diffusion == "core-spreading" ? Diffusion::core_spreading
+                                                : Diffusion::crank_nicolson;
   p.project = o.boolean("vortex.project");
   const std::string filter = o.choice("vortex.filter", {"cube", "spherical", "none"});
   p.filter = filter == "none" ? Filter::none : filter == "cube" ? Filter::cube : Filter::spherical;
@@ -127,6 +130,10 @@ Params params_from(const Options& o, double nu) {
   if (p.velocity == Velocity::lattice && p.reinit_every != 1)
     throw InputError(o.where("vortex.velocity") + " = lattice needs vortex.reinit_every = 1 (the particles on the "
                      "lattice at every evaluation; reinit_every = " + std::to_string(every) + " needs velocity = fmm)");
+  if (p.diffusion == Diffusion::crank_nicolson && (p.reinit_every != 1 || p.reinit_from != ReinitFrom::points))
+    throw InputError(o.where("vortex.diffusion") + " = crank-nicolson needs vortex.reinit_every = 1 and "
+                     "vortex.reinit_from = points (the viscous term on the lattice at every step's start; "
+                     "otherwise diffusion = lattice or core-spreading)");
   p.max_core_ratio = o.real("vortex.max_core_ratio");
   if (!(p.max_core_ratio > 1))
     throw InputError(o.where("vortex.max_core_ratio") + " is out of range (allowed: > 1)");
@@ -295,7 +302,18 @@ void Solver::evaluate_rhs() {
   const bool classical = prm_.stretching == Stretching::classical;
   stretch_all(grad_, p_.alpha, classical, dalpha_);
   if (points()) stretch_all(grad_, p_.gamma, classical, dgamma_);
+  if (prm_.diffusion == Diffusion::crank_nicolson) explicit_viscous_half();
   rhs_valid_ = true;
+}
+
+void Solver::explicit_viscous_half() {
+  // On the lattice (reinit_every = 1; set_state refuses particles off it): νΔω/2 of the field
+  // the point strengths carry, exactly, as point (× V) and blob strengths.
+  SpectralSlab w;
+  lattice_->modes(p_.gamma, 1.0 / lattice_->volume(), w);
+  lattice_->viscous_term(w, 0.5 * prm_.nu);
+  lattice_->values(w, false, lattice_->volume(), visc_g_);
+  lattice_->values(w, true, 1.0, visc_a_);
 }
 
 void Solver::lattice_rhs() {
@@ -337,6 +355,10 @@ void Solver::step(double dt) {
     ab2_update(p_.alpha[i].data(), dalpha_[i].data(), (have_history_ ? dalpha_prev_[i] : zero).data(), dt, w);
     if (with_gamma)
       ab2_update(p_.gamma[i].data(), dgamma_[i].data(), (have_history_ ? dgamma_prev_[i] : zero).data(), dt, w);
+    if (!visc_g_.empty()) {  // Crank–Nicolson's explicit half
+      explicit_update(p_.gamma[i].data(), visc_g_[i].data(), dt);
+      explicit_update(p_.alpha[i].data(), visc_a_[i].data(), dt);
+    }
   }
   std::swap(u_prev_, u_);
   std::swap(dalpha_prev_, dalpha_);
@@ -429,6 +451,7 @@ RbfResult Solver::reinitialise() {
     const std::vector<Vec3>& x = halo.gather(p_.x, xb);
     const std::vector<double>& sigma = halo.gather(p_.sigma, sb);
     lattice_->field(x, halo.gather(p_.gamma, qb), sigma, w);
+    if (prm_.diffusion == Diffusion::crank_nicolson) lattice_->diffuse_implicit(w, 0.5 * prm_.nu * (t_ - t_reinit_));
     spectral_steps(w, nu_tau, true);
     if (have_history_) {
       // fⁿ⁻¹ carried by the particles to where they are now: the history along the paths that
@@ -495,7 +518,15 @@ State Solver::state() const {
   return s;
 }
 
+void check_state_scheme(const Params& p, const State& s) {
+  if (p.diffusion == Diffusion::crank_nicolson && s.since_reinit != 0)
+    throw InputError("vortex state: " + std::to_string(s.since_reinit) + " steps since its last reinitialisation "
+                     "(particles off the lattice); vortex.diffusion = crank-nicolson continues only a state on the "
+                     "lattice (allowed: diffusion = lattice or core-spreading for this checkpoint)");
+}
+
 void Solver::set_state(const State& s) {
+  check_state_scheme(prm_, s);
   VH_CHECK(s.particles.size() == gp_.points() || !s.particles.x.empty(), "vortex state without particles");
   p_ = s.particles;
   if (p_.gamma.size() != p_.size()) p_.gamma.assign(p_.size(), Vec3{0, 0, 0});

@@ -16,7 +16,13 @@
 //      (r/2) fⁿ⁻¹], r = Δt/Δt_prev (CFL steps and steps that land on output times vary); only
 //      the very first step is forward Euler;
 //   4. diffusion: core spreading σ² ← σ² + 2νΔt (exact for one Gaussian blob), or the exact
-//      viscous factor exp(−ν|k|²τ) on the lattice field at each reinitialisation (lattice);
+//      viscous factor exp(−ν|k|²τ) on the lattice field at each reinitialisation (lattice: a
+//      split step, made Strang's by step_lead() and output_nu_tau()), or Crank–Nicolson along
+//      the particles' paths (crank_nicolson: no splitting; reinit_every = 1, points): the
+//      strengths' rate takes the explicit half νΔω/2 of the lattice field at the step's start
+//      (outside the AB2 extrapolation), and the reinitialisation divides the arrived field by
+//      1 + ν|k|²Δt/2, the implicit half at the step's end (bench/RESULTS.md, 2026-11-28 "the
+//      viscous term without splitting");
 //   5. reinitialisation every `reinit_every` steps, or as soon as σ/σ₀ > max_core_ratio: new
 //      particles on the lattice with σ₀ (see below).
 //
@@ -68,7 +74,7 @@ namespace vh::vortex {
 enum class Stretching { classical, transpose };
 enum class Init { rbf, direct };
 enum class ReinitFrom { points, blobs };
-enum class Diffusion { core_spreading, lattice };
+enum class Diffusion { core_spreading, lattice, crank_nicolson };
 enum class Velocity { fmm, lattice };
 
 struct Params {
@@ -158,6 +164,11 @@ struct State {
   double t = 0, t_reinit = 0, dt_prev = 0, last_residual = 0, ratio_at_reinit = 0, div_removed = 0;
   long steps = 0, since_reinit = 0, reinits = 0;
 };
+
+/// Throws vh::InputError when the state cannot continue under p: diffusion = crank_nicolson
+/// takes the viscous term of the lattice field at the particles, so their state must sit on the
+/// lattice (a checkpoint of reinit_every > 1 taken between reinitialisations does not).
+void check_state_scheme(const Params& p, const State& s);
 
 /// What the run driver needs of a vortex solver, so that it holds one pointer whatever the back
 /// end: Solver below (the CPU reference; with use_gpu its FMM and blob sums run on the GPU but
@@ -282,6 +293,9 @@ class Solver : public SolverInterface {
   /// projection, filter); records the projection's share.
   void spectral_steps(SpectralSlab& w, double nu_tau, bool record);
   bool points() const { return prm_.reinit_from == ReinitFrom::points; }
+  /// diffusion = crank_nicolson: visc_g_, visc_a_ = the explicit half νΔω/2 at the particles (on
+  /// the lattice) as point and blob strengths.
+  void explicit_viscous_half();
   double max_sigma() const;  ///< over all ranks
 
   Params prm_;
@@ -296,6 +310,7 @@ class Solver : public SolverInterface {
   double last_residual_ = 0, ratio_at_reinit_ = 0, div_removed_ = 0;
   bool rhs_valid_ = false, have_history_ = false;
   std::vector<Vec3> u_, dalpha_, dgamma_, u_prev_, dalpha_prev_, dgamma_prev_;
+  std::vector<Vec3> visc_g_, visc_a_;  ///< diffusion = crank_nicolson (explicit_viscous_half)
   std::vector<Mat3> grad_;
   fmm::Timings timings_;
 };

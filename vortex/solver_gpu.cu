@@ -2,7 +2,8 @@
 // the same per-particle or per-mode function:
 //   advance_kernel     ↔ Solver::evaluate_rhs's stretch_all and Solver::step's loops and wrap()
 //                        (update_kernel.h)
-//   mode_steps_kernel  ↔ Fft3d's 1/n³, Lattice::field's ÷ s, Lattice::diffuse, project, filter
+//   mode_steps_kernel  ↔ Fft3d's 1/n³, Lattice::field's ÷ s, Lattice::diffuse, diffuse_implicit,
+//                        viscous_term, project, filter
 //                        (remesh_kernel.h)
 //   blob_scale_kernel  ↔ Lattice::values(blob = true)'s × V/s
 //   biot_savart_kernel ↔ Lattice::biot_savart;  resample_kernel ↔ resample (remesh.cpp)
@@ -74,10 +75,13 @@ struct Advance {
 // Solver::evaluate_rhs's rates and Solver::step's update for particle i: ds/dt = stretching(∇u, s)
 // at the current α and γ, y ← y + Δt (c0 fⁿ + c1 fⁿ⁻¹) for x, α, γ (fⁿ⁻¹ = 0 without history),
 // fⁿ kept as the next step's history, core spreading, the wrap.
+// visc (diffusion = crank_nicolson, else null): the explicit half's point strengths (3 np), then
+// its blob strengths (3 np).
 __global__ void advance_kernel(long long np, Advance a, double* __restrict__ x, double* __restrict__ alpha,
                                double* __restrict__ gamma, double* __restrict__ sigma, const double* __restrict__ u,
                                const double* __restrict__ grad, double* __restrict__ u_prev,
-                               double* __restrict__ da_prev, double* __restrict__ dg_prev) {
+                               double* __restrict__ da_prev, double* __restrict__ dg_prev,
+                               const double* __restrict__ visc) {
   for (long long i = thread_index(); i < np; i += thread_stride()) {
     const double* G = grad + 9 * i;
     double da[3], dg[3], ui[3];
@@ -95,6 +99,10 @@ __global__ void advance_kernel(long long np, Advance a, double* __restrict__ x, 
     ab2_update(x + 3 * i, ui, up, a.dt, a.w);
     ab2_update(alpha + 3 * i, da, dap, a.dt, a.w);
     ab2_update(gamma + 3 * i, dg, dgp, a.dt, a.w);
+    if (visc) {
+      explicit_update(gamma + 3 * i, visc + 3 * i, a.dt);
+      explicit_update(alpha + 3 * i, visc + 3 * (np + i), a.dt);
+    }
     for (int d = 0; d < 3; ++d) {
       u_prev[3 * i + d] = ui[d];
       da_prev[3 * i + d] = da[d];
@@ -171,6 +179,8 @@ struct ModeSteps {
   bool deconvolve = false;  ///< ÷ s(k) with the floor (Lattice::field)
   double floor = 0;
   double nu_tau = 0;        ///< ≠ 0: × exp(−ντ|k|²) (Lattice::diffuse)
+  double implicit = 0;      ///< ≠ 0: ÷ (1 + implicit |k|²) (Lattice::diffuse_implicit)
+  double viscous = 0;       ///< ≠ 0: × (−viscous |k|²) (Lattice::viscous_term)
   bool project = false;     ///< Lattice::project, its sums per block into `partial`
   Filter filter = Filter::none;  ///< Lattice::filter: zero where kernel::kept is false
   double kmax = 0;
@@ -192,6 +202,14 @@ __global__ void mode_steps_kernel(long long nm, int n, ModeSteps s, const double
     }
     if (s.nu_tau != 0) {
       const double f = kernel::diffusion_factor(s.nu_tau, ix, ky, kz);
+      for (int d = 0; d < 3; ++d) kernel::scale(c[d], f);
+    }
+    if (s.implicit != 0) {
+      const double f = kernel::implicit_diffusion_factor(s.implicit, ix, ky, kz);
+      for (int d = 0; d < 3; ++d) kernel::scale(c[d], f);
+    }
+    if (s.viscous != 0) {
+      const double f = kernel::viscous_symbol(s.viscous, ix, ky, kz);
       for (int d = 0; d < 3; ++d) kernel::scale(c[d], f);
     }
     if (s.project) kernel::project(ix, ky, kz, modes::mode_weight(ix, n), c, removed, total);
@@ -441,6 +459,7 @@ struct GpuSolver::Impl {
 
   // The state (solver_gpu.h: bytes per particle).
   DeviceArray<double> x, alpha, gamma, sigma, u_prev, da_prev, dg_prev;
+  DeviceArray<double> visc;  // diffusion = crank_nicolson: the explicit half (advance_kernel's visc)
   // u (3 np) and ∇u (9 np) of the last evaluation, and over them the FFT work space: two lattice
   // spectra W and H (3 nm complex each), the real fields R (3 np), cuFFT's work area. With
   // vortex.velocity = lattice u and ∇u come from that space and live apart, in `rhs`.
@@ -805,6 +824,8 @@ struct GpuSolver::Impl {
       maxima_valid = false;
       return;
     }
+    // First: it takes the FFT work space, over which the FMM's u and ∇u live.
+    if (crank_nicolson()) explicit_viscous_half();
     if (prm.velocity == Velocity::lattice && since_reinit == 0) {
       const auto t0 = std::chrono::steady_clock::now();
       lattice_rhs();
@@ -879,31 +900,56 @@ struct GpuSolver::Impl {
   /// The work space is about to be overwritten: u and ∇u are gone.
   void use_work() { rhs_valid = maxima_valid = false; }
 
+  bool crank_nicolson() const { return prm.diffusion == Diffusion::crank_nicolson; }
+  /// Solver::explicit_viscous_half: visc = νΔω/2 of the lattice field (the particles on the
+  /// lattice) as point strengths (× V), then as blob strengths.
+  void explicit_viscous_half() {
+    ModeSteps s;
+    s.viscous = 0.5 * prm.nu;
+    lattice_modes_of_gamma(s);
+    visc.reserve(static_cast<std::size_t>(6 * np));
+    values(visc.data(), vol, visc.data() + 3 * np, 1.0);
+  }
+  /// W = the coefficients of the field the lattice particles' γ carry (Lattice::modes(γ, 1/V):
+  /// exact, no sums; R > 1: every rank's γ gathered), after the steps s (its scale is set here).
+  void lattice_modes_of_gamma(ModeSteps s) {
+    use_work();
+    const double* g_all = gamma.data();
+    if (many) {  // the ranks' lattice particles in rank order are the lattice's
+      gather_counts();
+      gather(gamma.data(), 3, all_q);
+      g_all = all_q.data();
+    }
+    events.begin(PhaseEvents::rest);
+    split_kernel<<<blocks_for(nl), kThreads>>>(nl, g_all, 1.0 / vol, R);
+    VH_CHECK_LAUNCH();
+    events.end();
+    events.begin(PhaseEvents::fft_steps);
+    forward(R, W);
+    s.scale = 1.0 / static_cast<double>(nl);
+    mode_steps(s, W);
+    events.end();
+  }
+
   /// W = the lattice vorticity now, with the viscous factor of output_nu_tau() (Solver::points_field).
   void points_field() {
     use_work();
     const double nu_tau = output_nu_tau(prm, t, t_reinit, dt_prev);
-    if (since_reinit == 0) {  // on the lattice: exact, no sums (Lattice::modes(γ, 1/V))
-      const double* g_all = gamma.data();
-      if (many) {  // the ranks' lattice particles in rank order are the lattice's
-        gather_counts();
-        gather(gamma.data(), 3, all_q);
-        g_all = all_q.data();
-      }
-      events.begin(PhaseEvents::rest);
-      split_kernel<<<blocks_for(nl), kThreads>>>(nl, g_all, 1.0 / vol, R);
-      VH_CHECK_LAUNCH();
-      events.end();
-      events.begin(PhaseEvents::fft_steps);
-      forward(R, W);
+    if (since_reinit == 0) {
       ModeSteps s;
-      s.scale = 1.0 / static_cast<double>(nl);
       s.nu_tau = nu_tau;
-      mode_steps(s, W);
-      events.end();
+      lattice_modes_of_gamma(s);
       return;
     }
     field(gamma.data(), 1.0, field_steps(nu_tau, false, false));
+  }
+
+  /// The steps of the arrived field at a reinitialisation: with Crank–Nicolson its implicit half
+  /// (Solver::reinitialise) before the projection and the filter.
+  ModeSteps field_steps_of_gamma(double nu_tau) const {
+    ModeSteps s = field_steps(nu_tau, prm.project, true);
+    if (crank_nicolson()) s.implicit = 0.5 * prm.nu * (t - t_reinit);
+    return s;
   }
 
   void reinitialise() {
@@ -923,9 +969,9 @@ struct GpuSolver::Impl {
       values(dg_prev.data(), vol, da_prev.data(), 1.0);
       field_of_set(1, field_steps(0.0, false, true));
       values(u_prev.data(), 1.0, nullptr, 0.0);
-      field_of_set(2, field_steps(nu_tau, prm.project, true));
+      field_of_set(2, field_steps_of_gamma(nu_tau));
     } else {
-      field(gamma.data(), 1.0, field_steps(nu_tau, prm.project, true));
+      field(gamma.data(), 1.0, field_steps_of_gamma(nu_tau));
     }
     if (prm.project) proj_pending = true;
     values(gamma.data(), vol, alpha.data(), 1.0);
@@ -950,7 +996,7 @@ struct GpuSolver::Impl {
     a.spread = prm.diffusion == Diffusion::core_spreading;
     events.begin(PhaseEvents::update);
     advance_kernel<<<blocks_for(np), kThreads>>>(np, a, x.data(), alpha.data(), gamma.data(), sigma.data(), u, grad, u_prev.data(), da_prev.data(),
-                                                 dg_prev.data());
+                                                 dg_prev.data(), crank_nicolson() ? visc.data() : nullptr);
     VH_CHECK_LAUNCH();
     events.end();
     have_history = true;
@@ -1164,6 +1210,7 @@ void GpuSolver::set_state(const State& st) {
   if (p.size() != n || p.alpha.size() != n || p.sigma.size() != n)
     throw InputError("vortex state: " + std::to_string(p.size()) + " particles, the lattice of this run has " +
                      std::to_string(n) + " (allowed: one per lattice point, (refine N)^3)");
+  check_state_scheme(s.prm, st);
   const bool history = !st.u_prev.empty();
   if (history && (st.u_prev.size() != n || st.dalpha_prev.size() != n))
     throw InputError("vortex state: the AB2 history has " + std::to_string(st.u_prev.size()) + " entries, not " +
@@ -1213,7 +1260,7 @@ std::size_t GpuSolver::device_bytes() const {
   const Impl& s = *impl_;
   std::size_t b = s.work.bytes() + s.s1.bytes() + s.partial.bytes() + s.proj.bytes() + s.sums.device_bytes();
   for (const auto* a : {&s.x, &s.alpha, &s.gamma, &s.sigma, &s.u_prev, &s.da_prev, &s.dg_prev, &s.all_x, &s.all_a,
-                        &s.all_s, &s.all_q, &s.mine, &s.sel_x, &s.sel_s, &s.sel_q, &s.rhs, &s.later})
+                        &s.all_s, &s.all_q, &s.mine, &s.sel_x, &s.sel_s, &s.sel_q, &s.rhs, &s.later, &s.visc})
     b += a->bytes();
   b += s.sel.bytes() + s.sel_flags.bytes() + s.sel_temp.bytes();
   return b;

@@ -32,8 +32,9 @@
 //   the sums of the reinitialisation's second and third sets (the AB2 history's u·V and
 //     dγ, summed in one pass with γ), kept while the first is transformed                 48
 //   in all about 390 B, 52 GB at 512³ (2^27 particles), besides the FMM evaluator's own
-//   buffers (fmm/evaluator.h; with vortex.velocity = lattice, u and ∇u apart: 96) and the
-//   CUDA context.
+//   buffers (fmm/evaluator.h; with vortex.velocity = lattice, u and ∇u apart: 96; with
+//   vortex.diffusion = crank-nicolson, the explicit half's point and blob strengths: 48) and
+//   the CUDA context.
 // On R > 1 ranks (the constructor with a slab; docs/design.md "The vortex solver on several
 // GPUs") a rank holds its own particles' state, and every rank's particles gathered (80 B a
 // particle of the lattice), the blob sums' sorted share and the whole lattice's FFT space.

@@ -209,6 +209,10 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
       if (c.vortex.velocity == vortex::Velocity::lattice)
         e.device.push_back({"u and grad u of the lattice velocity", 96 * particles / R});
     }
+    // Crank–Nicolson's explicit half at the particles, point and blob strengths (vortex/solver.h).
+    if (c.vortex.diffusion == vortex::Diffusion::crank_nicolson)
+      (gpu && c.vortex.reinit_from == vortex::ReinitFrom::points ? e.device : e.host)
+          .push_back({"viscous half step", 48 * particles / R});
     e.checkpoint += 152 * particles;  // x, α, γ, σ and the AB2 history (u, dα, dγ), doubles
   }
   return e;

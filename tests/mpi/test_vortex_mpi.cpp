@@ -162,6 +162,7 @@ struct Case {
   double refine;
   int reinit_every;
   Velocity velocity = Velocity::fmm;
+  Diffusion diffusion = Diffusion::lattice;
 };
 
 /// The bound of a case's ten steps: the FMM's tolerance, or with the lattice velocity (no FMM,
@@ -175,6 +176,7 @@ Params case_params(const Case& c, bool gpu) {
   prm.refine = c.refine;
   prm.reinit_every = c.reinit_every;
   prm.velocity = c.velocity;
+  prm.diffusion = c.diffusion;
   prm.fmm.tolerance = kTolerance;
   prm.use_gpu = gpu;
   return prm;
@@ -228,6 +230,11 @@ TEST(VortexMpi, TenStepsOffTheLatticeWithMigrationEqualOneRank) { ten_steps_equa
 
 TEST(VortexMpi, TenStepsWithTheLatticeVelocityEqualOneRank) {
   ten_steps_equal_one_rank({10, 1.0, 1, Velocity::lattice});
+}
+
+// vortex.diffusion = crank-nicolson: the explicit half on the slabs (Lattice::viscous_term).
+TEST(VortexMpi, TenStepsWithCrankNicolsonEqualOneRank) {
+  ten_steps_equal_one_rank({10, 1.0, 1, Velocity::lattice, Diffusion::crank_nicolson});
 }
 
 // The GPU solver on R ranks against the one-rank GPU solver that every rank also runs, on its
@@ -284,6 +291,10 @@ TEST(VortexMpiGpu, TenStepsEqualOneGpu) { ten_steps_equal_one_gpu({16, 1.0, 1});
 TEST(VortexMpiGpu, TenStepsOffTheLatticeEqualOneGpu) { ten_steps_equal_one_gpu({8, 2.0, 4}); }
 
 TEST(VortexMpiGpu, TenStepsWithTheLatticeVelocityEqualOneGpu) { ten_steps_equal_one_gpu({16, 1.0, 1, Velocity::lattice}); }
+
+TEST(VortexMpiGpu, TenStepsWithCrankNicolsonEqualOneGpu) {
+  ten_steps_equal_one_gpu({16, 1.0, 1, Velocity::lattice, Diffusion::crank_nicolson});
+}
 
 }  // namespace
 }  // namespace vh::vortex
