@@ -22,7 +22,8 @@
 //      strengths' rate takes the explicit half νΔω/2 of the lattice field at the step's start
 //      (outside the AB2 extrapolation), and the reinitialisation divides the arrived field by
 //      1 + ν|k|²Δt/2, the implicit half at the step's end (bench/RESULTS.md, 2026-11-28 "the
-//      viscous term without splitting");
+//      viscous term without splitting"; its factor (1 − x/2)/(1 + x/2), x = ν|k|²Δt, tends to −1
+//      on very stiff shells, which lattice damps at once);
 //   5. reinitialisation every `reinit_every` steps, or as soon as σ/σ₀ > max_core_ratio: new
 //      particles on the lattice with σ₀ (see below).
 //
