@@ -123,30 +123,30 @@ void Lattice::modes(const std::vector<Vec3>& values, double scale, SpectralSlab&
   for (int d = 0; d < 3; ++d) fft_->forward(work_.c[d].data(), out.c[d].data());
 }
 
-void Lattice::diffuse(SpectralSlab& c, double nu_tau) const {
-  if (nu_tau == 0) return;
-  const Grid& g = s_.grid;
-  for_each_mode(s_, [&](std::size_t m, int ix, int iy, int iz) {
-    const double f = kernel::diffusion_factor(nu_tau, ix, g.wavenumber(iy), g.wavenumber(iz));
+namespace {
+/// c ← factor(kx, ky, kz) c, mode by mode (signed wavenumbers), every component.
+template <class Factor>
+void scale_modes(const Slab& s, SpectralSlab& c, Factor factor) {
+  const Grid& g = s.grid;
+  for_each_mode(s, [&](std::size_t m, int ix, int iy, int iz) {
+    const double f = factor(ix, g.wavenumber(iy), g.wavenumber(iz));
     for (auto& a : c.c) kernel::scale(cx(a.data())[m], f);
   });
+}
+}  // namespace
+
+void Lattice::diffuse(SpectralSlab& c, double nu_tau) const {
+  if (nu_tau == 0) return;
+  scale_modes(s_, c, [&](int kx, int ky, int kz) { return kernel::diffusion_factor(nu_tau, kx, ky, kz); });
 }
 
 void Lattice::diffuse_implicit(SpectralSlab& c, double nu_tau) const {
   if (nu_tau == 0) return;
-  const Grid& g = s_.grid;
-  for_each_mode(s_, [&](std::size_t m, int ix, int iy, int iz) {
-    const double f = kernel::implicit_diffusion_factor(nu_tau, ix, g.wavenumber(iy), g.wavenumber(iz));
-    for (auto& a : c.c) kernel::scale(cx(a.data())[m], f);
-  });
+  scale_modes(s_, c, [&](int kx, int ky, int kz) { return kernel::implicit_diffusion_factor(nu_tau, kx, ky, kz); });
 }
 
 void Lattice::viscous_term(SpectralSlab& c, double nu) const {
-  const Grid& g = s_.grid;
-  for_each_mode(s_, [&](std::size_t m, int ix, int iy, int iz) {
-    const double f = kernel::viscous_symbol(nu, ix, g.wavenumber(iy), g.wavenumber(iz));
-    for (auto& a : c.c) kernel::scale(cx(a.data())[m], f);
-  });
+  scale_modes(s_, c, [&](int kx, int ky, int kz) { return kernel::viscous_symbol(nu, kx, ky, kz); });
 }
 
 double Lattice::project(SpectralSlab& c) const {
