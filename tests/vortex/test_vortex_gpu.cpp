@@ -218,6 +218,16 @@ TEST(VortexGpu, ReinitialisationEqualsTheCpu) {
   }
 }
 
+/// Relative L2 of b's grid velocity against a's, printed with `what`.
+double grid_velocity_difference(SolverInterface& a, SolverInterface& b, const char* what) {
+  SpectralVector va, vb;
+  a.velocity(va);
+  b.velocity(vb);
+  const double e = rel_l2(vb, va);
+  std::printf("%s: grid velocity relative L2 GPU - CPU %.2e\n", what, e);
+  return e;
+}
+
 /// Sets f on every solver, then takes five steps of varying length (the variable AB2 weights) on
 /// each: 0.5 h / max|u| of the first one's initial particles, 10 % longer each step. Returns
 /// each solver's initial max|u|.
@@ -250,11 +260,7 @@ TEST(VortexGpu, FiveStepsEqualTheCpuWithinTheFmmTolerance) {
   const double uc = u0[0];
   EXPECT_NEAR(u0[1], uc, 1e-5 * uc) << "max |u| of the initial particles";
   expect_states_near(gpu.state(), cpu.state(), 1e-5, true, "32^3, 5 steps");
-  SpectralVector vc, vg;
-  cpu.velocity(vc);
-  gpu.velocity(vg);
-  EXPECT_LE(rel_l2(vg, vc), 1e-5) << "grid velocity after 5 steps";
-  std::printf("32^3, 5 steps: grid velocity relative L2 GPU - CPU %.2e\n", rel_l2(vg, vc));
+  EXPECT_LE(grid_velocity_difference(cpu, gpu, "32^3, 5 steps"), 1e-5) << "grid velocity after 5 steps";
   EXPECT_NEAR(gpu.max_velocity(), cpu.max_velocity(), 1e-5 * uc);
   const double gc = cpu.max_gradient();
   EXPECT_NEAR(gpu.max_gradient(), gc, 1e-5 * gc) << "max |du_i/dx_j| (time.lcfl)";
@@ -278,11 +284,7 @@ TEST(VortexGpu, LatticeVelocityEqualsTheCpuAndTheFmm) {
   EXPECT_NEAR(u0[1], u0[0], 1e-12 * u0[0]) << "max |u| of the initial particles";
   expect_states_near(gpu.state(), cpu.state(), 1e-10, true, "lattice velocity GPU - CPU, 32^3, 5 steps");
   expect_states_near(gpu.state(), fmm.state(), 1e-5, true, "GPU lattice velocity - GPU FMM, 32^3, 5 steps");
-  SpectralVector vc, vg;
-  cpu.velocity(vc);
-  gpu.velocity(vg);
-  EXPECT_LE(rel_l2(vg, vc), 1e-10) << "grid velocity after 5 steps";
-  std::printf("lattice velocity, 32^3, 5 steps: grid velocity relative L2 GPU - CPU %.2e\n", rel_l2(vg, vc));
+  EXPECT_LE(grid_velocity_difference(cpu, gpu, "lattice velocity, 32^3, 5 steps"), 1e-10) << "grid velocity after 5 steps";
   EXPECT_GT(gpu.last_step_times().velocity, 0.0);
   EXPECT_EQ(gpu.last_step_times().fmm_stages.p2p, 0.0) << "no FMM evaluation";
 }
@@ -302,11 +304,7 @@ TEST(VortexGpu, CrankNicolsonEqualsTheCpu) {
   GpuSolver gpu(p, Grid{n});
   five_steps(f, {&cpu, &gpu});
   expect_states_near(gpu.state(), cpu.state(), 1e-10, true, "Crank-Nicolson GPU - CPU, 32^3, 5 steps");
-  SpectralVector vc, vg;
-  cpu.velocity(vc);
-  gpu.velocity(vg);
-  EXPECT_LE(rel_l2(vg, vc), 1e-10) << "grid velocity after 5 steps";
-  std::printf("Crank-Nicolson, 32^3, 5 steps: grid velocity relative L2 GPU - CPU %.2e\n", rel_l2(vg, vc));
+  EXPECT_LE(grid_velocity_difference(cpu, gpu, "Crank-Nicolson, 32^3, 5 steps"), 1e-10) << "grid velocity after 5 steps";
   State off = gpu.state();
   off.since_reinit = 1;
   EXPECT_THROW(gpu.set_state(off), vh::InputError);
@@ -396,11 +394,7 @@ TEST(VortexGpu, SanitizerSizedSteps) {
     }
   }
   expect_states_near(gpu.state(), cpu.state(), tol, false, "8^3, 3 steps");
-  SpectralVector vc, vg;
-  cpu.velocity(vc);
-  gpu.velocity(vg);
-  EXPECT_LE(rel_l2(vg, vc), tol) << "grid velocity after 3 steps";
-  std::printf("8^3, 3 steps: grid velocity relative L2 GPU - CPU %.2e\n", rel_l2(vg, vc));
+  EXPECT_LE(grid_velocity_difference(cpu, gpu, "8^3, 3 steps"), tol) << "grid velocity after 3 steps";
   EXPECT_NEAR(gpu.max_velocity(), cpu.max_velocity(), tol * uc);
   expect_monitors_near(gpu.monitors(), cpu.monitors(), tol, "8^3, 3 steps");
 }
