@@ -130,10 +130,7 @@ Params params_from(const Options& o, double nu) {
   if (p.velocity == Velocity::lattice && p.reinit_every != 1)
     throw InputError(o.where("vortex.velocity") + " = lattice needs vortex.reinit_every = 1 (the particles on the "
                      "lattice at every evaluation; reinit_every = " + std::to_string(every) + " needs velocity = fmm)");
-  if (p.diffusion == Diffusion::crank_nicolson && (p.reinit_every != 1 || p.reinit_from != ReinitFrom::points))
-    throw InputError(o.where("vortex.diffusion") + " = crank-nicolson needs vortex.reinit_every = 1 and "
-                     "vortex.reinit_from = points (the viscous term on the lattice at every step's start; "
-                     "otherwise diffusion = lattice or core-spreading)");
+  if (const std::string why = diffusion_conflict(p); !why.empty()) throw InputError(o.where("vortex.diffusion") + why);
   p.max_core_ratio = o.real("vortex.max_core_ratio");
   if (!(p.max_core_ratio > 1))
     throw InputError(o.where("vortex.max_core_ratio") + " is out of range (allowed: > 1)");
@@ -167,6 +164,15 @@ Params params_from(const Options& o, double nu) {
     throw InputError(std::string("fmm: ") + e.what());
   }
   return p;
+}
+
+std::string diffusion_conflict(const Params& p) {
+  if (p.diffusion != Diffusion::crank_nicolson || (p.reinit_every == 1 && p.reinit_from == ReinitFrom::points))
+    return "";
+  return " = crank-nicolson needs vortex.reinit_every = 1 and vortex.reinit_from = points (the viscous term of "
+         "the lattice field at every step's start; reinit_every = " + std::to_string(p.reinit_every) +
+         (p.reinit_from == ReinitFrom::points ? "" : ", reinit_from = blobs") +
+         " needs diffusion = lattice or core-spreading)";
 }
 
 namespace {
@@ -237,6 +243,7 @@ Solver::Solver(const Params& p, const Slab& grid_slab)
     if (prm_.use_gpu)  // make_solver gives GpuSolver there
       throw std::invalid_argument("vortex::Solver on several ranks runs on the CPU (GpuSolver on their GPUs)");
   }
+  if (const std::string why = diffusion_conflict(prm_); !why.empty()) throw InputError("vortex.diffusion" + why);
   prm_.fmm.periodic = true;
   prm_.fmm.use_gpu = prm_.use_gpu;
   sigma0_ = prm_.overlap * gp_.h();

@@ -141,6 +141,11 @@ double output_nu_tau(const Params& p, double t, double t_reinit, double dt_prev)
 /// the first step), as ab2_weights() counts it.
 double step_lead(const Params& p, double dt, double dt_prev, bool history);
 
+/// Why p's diffusion cannot run with its other settings ("" when it can): crank_nicolson needs
+/// the particles on the lattice at every step's start, reinit_every = 1 and reinit_from = points.
+/// The deck names the key; the solvers' constructors throw vh::InputError with it.
+std::string diffusion_conflict(const Params& p);
+
 /// Deck rows vortex.* and fmm.*.
 std::vector<OptionSpec> option_specs();
 /// Reads them (throws vh::InputError naming the key).

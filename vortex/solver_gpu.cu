@@ -500,6 +500,7 @@ struct GpuSolver::Impl {
     if (prm.reinit_from != ReinitFrom::points)
       throw std::invalid_argument(
           "vortex::GpuSolver runs reinit_from = points; reinit_from = blobs runs on vortex::Solver (make_solver)");
+    if (const std::string why = diffusion_conflict(prm); !why.empty()) throw InputError("vortex.diffusion" + why);
     nl = static_cast<long long>(gp.points());
     p0 = static_cast<long long>(ls.z0) * gp.n * gp.n;
     nown = static_cast<long long>(ls.local_points());

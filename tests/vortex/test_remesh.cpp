@@ -353,6 +353,9 @@ TEST(Remesh, CrankNicolsonPureDecayIsTheTrapezoidalFactorAtEveryOutput) {
     std::printf("Crank-Nicolson pure decay, t = %.2f: relative L2 %.2e\n", s.time(), e);
     EXPECT_LT(e, 1e-6) << "t = " << s.time();
   }
+  // Particles off the lattice at a step's start have no lattice field to take νΔω from.
+  p.reinit_every = 2;
+  EXPECT_THROW(vh::vortex::Solver(p, Grid{n}), vh::InputError);
 }
 
 // The nonlinear flow of DissipationRangeSelfConvergesAtSecondOrderInTime with Crank–Nicolson:
