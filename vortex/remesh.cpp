@@ -140,13 +140,8 @@ void Lattice::diffuse(SpectralSlab& c, double nu_tau) const {
   scale_modes(s_, c, [&](int kx, int ky, int kz) { return kernel::diffusion_factor(nu_tau, kx, ky, kz); });
 }
 
-void Lattice::diffuse_implicit(SpectralSlab& c, double nu_tau) const {
-  if (nu_tau == 0) return;
-  scale_modes(s_, c, [&](int kx, int ky, int kz) { return kernel::implicit_diffusion_factor(nu_tau, kx, ky, kz); });
-}
-
-void Lattice::viscous_term(SpectralSlab& c, double nu) const {
-  scale_modes(s_, c, [&](int kx, int ky, int kz) { return kernel::viscous_symbol(nu, kx, ky, kz); });
+void Lattice::diffusion_increment(SpectralSlab& c, double nu_tau) const {
+  scale_modes(s_, c, [&](int kx, int ky, int kz) { return kernel::diffusion_increment(nu_tau, kx, ky, kz); });
 }
 
 double Lattice::project(SpectralSlab& c) const {

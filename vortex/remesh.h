@@ -78,10 +78,8 @@ class Lattice {
 
   /// ω̂ ← exp(−ν|k|²τ) ω̂ (nu_tau = ντ).
   void diffuse(SpectralSlab& c, double nu_tau) const;
-  /// ω̂ ← ω̂ / (1 + ντ|k|²) (nu_tau = ντ): the implicit half of a Crank–Nicolson step.
-  void diffuse_implicit(SpectralSlab& c, double nu_tau) const;
-  /// ω̂ ← −ν|k|² ω̂: the coefficients of νΔω.
-  void viscous_term(SpectralSlab& c, double nu) const;
+  /// ω̂ ← (exp(−ν|k|²τ) − 1) ω̂ (nu_tau = ντ): the change diffuse() would make.
+  void diffusion_increment(SpectralSlab& c, double nu_tau) const;
   /// ω̂ ← ω̂ − k (k·ω̂)/|k|², ω̂(0) = 0.  Returns ‖k·ω̂‖ / ‖|k| ω̂‖ before (the share removed), over
   /// all ranks (collective).
   double project(SpectralSlab& c) const;

@@ -58,14 +58,12 @@ VH_HD inline double diffusion_factor(double nu_tau, int kx, int ky, int kz) {
   return exp(fmin(-nu_tau * modes::k2(kx, ky, kz), 50.0));
 }
 
-/// 1/(1 + ντ|k|²): the implicit half of a Crank–Nicolson step of the viscous term (nu_tau = νΔt/2;
-/// vortex.diffusion = crank-nicolson).
-VH_HD inline double implicit_diffusion_factor(double nu_tau, int kx, int ky, int kz) {
-  return 1.0 / (1.0 + nu_tau * modes::k2(kx, ky, kz));
+/// exp(−ντ|k|²) − 1 (expm1: all its digits where ντ|k|² is small; → −1 on stiff shells): the
+/// exact viscous factor over τ as an increment of the field it multiplies. The first half of
+/// vortex.diffusion = integrating-factor's step (nu_tau = νΔt/2), added to the strengths.
+VH_HD inline double diffusion_increment(double nu_tau, int kx, int ky, int kz) {
+  return expm1(-nu_tau * modes::k2(kx, ky, kz));
 }
-
-/// −ν|k|²: the symbol of νΔ (the explicit half of that step takes nu = ν/2).
-VH_HD inline double viscous_symbol(double nu, int kx, int ky, int kz) { return -nu * modes::k2(kx, ky, kz); }
 
 /// The projection onto solenoidal fields of one mode (modes::project), and c = 0 at k = 0.
 /// Adds the mode's terms, times its half-layout weight w, to ‖k·c‖² (removed) and ‖|k| c‖²

@@ -54,10 +54,11 @@ std::vector<OptionSpec> option_specs() {
        "reinitialise from the vorticity the particles carry (their point strengths, interpolated by the lattice "
        "RBF's cardinal functions) or from the blob field sampled at the lattice (SC09; vortex/solver.h)"},
       {"vortex.reinit_every", "int", "1", "steps", "reinitialisation every this many steps (0: only by core ratio)"},
-      {"vortex.diffusion", "lattice|core-spreading|crank-nicolson", "lattice", "",
+      {"vortex.diffusion", "lattice|core-spreading|integrating-factor", "lattice", "",
        "viscous diffusion: exact factor exp(-nu k^2 tau) on the lattice field at each reinitialisation (a split "
-       "step), core spreading sigma^2 += 2 nu dt, or Crank-Nicolson along the particle paths without splitting "
-       "(needs reinit_every = 1, reinit_from = points; vortex/solver.h)"},
+       "step), core spreading sigma^2 += 2 nu dt, or the exact factor as an integrating factor along the particle "
+       "paths, half of it before the step's stretching and half after, without splitting (needs reinit_every = 1, "
+       "reinit_from = points; vortex/solver.h)"},
       {"vortex.project", "bool", "true", "", "project the reinitialised vorticity onto solenoidal fields"},
       {"vortex.filter", "cube|spherical|none", "cube", "",
        "modes the reinitialisation removes: |k| > filter_fraction * N_p/2 (spherical), any |k_i| > it (cube), or "
@@ -101,10 +102,10 @@ Params params_from(const Options& o, double nu) {
   Params p;
   p.nu = nu;
   p.reinit_from = o.choice("vortex.reinit_from", {"points", "blobs"}) == "points" ? ReinitFrom::points : ReinitFrom::blobs;
-  const std::string diffusion = o.choice("vortex.diffusion", {"lattice", "core-spreading", "crank-nicolson"});
+  const std::string diffusion = o.choice("vortex.diffusion", {"lattice", "core-spreading", "integrating-factor"});
   p.diffusion = diffusion == "lattice"          ? Diffusion::lattice
                 : diffusion == "core-spreading" ? Diffusion::core_spreading
-                                                : Diffusion::crank_nicolson;
+                                                : Diffusion::integrating_factor;
   p.project = o.boolean("vortex.project");
   const std::string filter = o.choice("vortex.filter", {"cube", "spherical", "none"});
   p.filter = filter == "none" ? Filter::none : filter == "cube" ? Filter::cube : Filter::spherical;
@@ -167,10 +168,10 @@ Params params_from(const Options& o, double nu) {
 }
 
 std::string diffusion_conflict(const Params& p) {
-  if (p.diffusion != Diffusion::crank_nicolson || (p.reinit_every == 1 && p.reinit_from == ReinitFrom::points))
+  if (p.diffusion != Diffusion::integrating_factor || (p.reinit_every == 1 && p.reinit_from == ReinitFrom::points))
     return "";
-  return " = crank-nicolson needs vortex.reinit_every = 1 and vortex.reinit_from = points (the viscous term of "
-         "the lattice field at every step's start; reinit_every = " + std::to_string(p.reinit_every) +
+  return " = integrating-factor needs vortex.reinit_every = 1 and vortex.reinit_from = points (the viscous "
+         "increment of the lattice field at every step's start; reinit_every = " + std::to_string(p.reinit_every) +
          (p.reinit_from == ReinitFrom::points ? "" : ", reinit_from = blobs") +
          " needs diffusion = lattice or core-spreading)";
 }
@@ -309,16 +310,16 @@ void Solver::evaluate_rhs() {
   const bool classical = prm_.stretching == Stretching::classical;
   stretch_all(grad_, p_.alpha, classical, dalpha_);
   if (points()) stretch_all(grad_, p_.gamma, classical, dgamma_);
-  if (prm_.diffusion == Diffusion::crank_nicolson) explicit_viscous_half();
   rhs_valid_ = true;
 }
 
-void Solver::explicit_viscous_half() {
-  // On the lattice (reinit_every = 1; set_state refuses particles off it): νΔω/2 of the field
-  // the point strengths carry, exactly, as point (× V) and blob strengths.
+void Solver::first_viscous_half(double dt) {
+  // On the lattice (reinit_every = 1; set_state refuses particles off it): the change half the
+  // step's viscous factor makes to the field the point strengths carry, exactly, as point (× V)
+  // and blob strengths.
   SpectralSlab w;
   lattice_->modes(p_.gamma, 1.0 / lattice_->volume(), w);
-  lattice_->viscous_term(w, 0.5 * prm_.nu);
+  lattice_->diffusion_increment(w, 0.5 * prm_.nu * dt);
   lattice_->values(w, false, lattice_->volume(), visc_g_);
   lattice_->values(w, true, 1.0, visc_a_);
 }
@@ -352,6 +353,7 @@ void Solver::lattice_rhs() {
 void Solver::step(double dt) {
   t_reinit_ -= step_lead(prm_, dt, dt_prev_, have_history_);
   if (!rhs_valid_) evaluate_rhs();
+  if (prm_.diffusion == Diffusion::integrating_factor) first_viscous_half(dt);
   const Ab2Weights w = ab2_weights(dt, dt_prev_, have_history_);
   const bool with_gamma = points();
   const std::ptrdiff_t n = std::ptrdiff_t(p_.size());
@@ -362,9 +364,9 @@ void Solver::step(double dt) {
     ab2_update(p_.alpha[i].data(), dalpha_[i].data(), (have_history_ ? dalpha_prev_[i] : zero).data(), dt, w);
     if (with_gamma)
       ab2_update(p_.gamma[i].data(), dgamma_[i].data(), (have_history_ ? dgamma_prev_[i] : zero).data(), dt, w);
-    if (!visc_g_.empty()) {  // Crank–Nicolson's explicit half
-      explicit_update(p_.gamma[i].data(), visc_g_[i].data(), dt);
-      explicit_update(p_.alpha[i].data(), visc_a_[i].data(), dt);
+    if (!visc_g_.empty()) {  // the integrating factor's first half
+      add_increment(p_.gamma[i].data(), visc_g_[i].data());
+      add_increment(p_.alpha[i].data(), visc_a_[i].data());
     }
   }
   std::swap(u_prev_, u_);
@@ -405,6 +407,10 @@ bool strang_ends(const Params& p) {
 
 double pending_nu_tau(const Params& p, double t, double t_reinit) {
   return p.diffusion == Diffusion::lattice ? p.nu * (t - t_reinit) : 0.0;
+}
+
+double arrival_nu_tau(const Params& p, double t, double t_reinit) {
+  return p.diffusion == Diffusion::integrating_factor ? 0.5 * p.nu * (t - t_reinit) : pending_nu_tau(p, t, t_reinit);
 }
 
 double output_nu_tau(const Params& p, double t, double t_reinit, double dt_prev) {
@@ -458,8 +464,7 @@ RbfResult Solver::reinitialise() {
     const std::vector<Vec3>& x = halo.gather(p_.x, xb);
     const std::vector<double>& sigma = halo.gather(p_.sigma, sb);
     lattice_->field(x, halo.gather(p_.gamma, qb), sigma, w);
-    if (prm_.diffusion == Diffusion::crank_nicolson) lattice_->diffuse_implicit(w, 0.5 * prm_.nu * (t_ - t_reinit_));
-    spectral_steps(w, nu_tau, true);
+    spectral_steps(w, arrival_nu_tau(prm_, t_, t_reinit_), true);
     if (have_history_) {
       // fⁿ⁻¹ carried by the particles to where they are now: the history along the paths that
       // end at the new lattice points. Not projected: neither the stretching rate (ω·∇)u nor
@@ -526,9 +531,9 @@ State Solver::state() const {
 }
 
 void check_state_scheme(const Params& p, const State& s) {
-  if (p.diffusion == Diffusion::crank_nicolson && s.since_reinit != 0)
+  if (p.diffusion == Diffusion::integrating_factor && s.since_reinit != 0)
     throw InputError("vortex state: " + std::to_string(s.since_reinit) + " steps since its last reinitialisation "
-                     "(particles off the lattice); vortex.diffusion = crank-nicolson continues only a state on the "
+                     "(particles off the lattice); vortex.diffusion = integrating-factor continues only a state on the "
                      "lattice (allowed: diffusion = lattice or core-spreading for this checkpoint)");
 }
 

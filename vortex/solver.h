@@ -17,13 +17,15 @@
 //      the very first step is forward Euler;
 //   4. diffusion: core spreading σ² ← σ² + 2νΔt (exact for one Gaussian blob), or the exact
 //      viscous factor exp(−ν|k|²τ) on the lattice field at each reinitialisation (lattice: a
-//      split step, made Strang's by step_lead() and output_nu_tau()), or Crank–Nicolson along
-//      the particles' paths (crank_nicolson: no splitting; reinit_every = 1, points): the
-//      strengths' rate takes the explicit half νΔω/2 of the lattice field at the step's start
-//      (outside the AB2 extrapolation), and the reinitialisation divides the arrived field by
-//      1 + ν|k|²Δt/2, the implicit half at the step's end (bench/RESULTS.md, 2026-11-28 "the
-//      viscous term without splitting"; its factor (1 − x/2)/(1 + x/2), x = ν|k|²Δt, tends to −1
-//      on very stiff shells, which lattice damps at once);
+//      split step, made Strang's by step_lead() and output_nu_tau()), or the integrating factor
+//      along the particles' paths (integrating_factor; reinit_every = 1, points): the strengths
+//      take the first half of the step's exact factor as an increment, (exp(−ν|k|²Δt/2) − 1) ω
+//      of the lattice field at the step's start, added outside the AB2 extrapolation, and the
+//      reinitialisation multiplies the arrived field by the second half exp(−ν|k|²Δt/2). The
+//      stretching and the velocity see the field of their own time (no splitting of the AB2
+//      history); it is the midpoint form of AB2 with an integrating factor, ωⁿ⁺¹ = E(Δt/2)
+//      [E(Δt/2) ωⁿ + Δt (c0 fⁿ + c1 fⁿ⁻¹)], exact in pure decay and damping stiff shells at
+//      once (bench/RESULTS.md, 2026-11-29 "the integrating factor");
 //   5. reinitialisation every `reinit_every` steps, or as soon as σ/σ₀ > max_core_ratio: new
 //      particles on the lattice with σ₀ (see below).
 //
@@ -75,7 +77,7 @@ namespace vh::vortex {
 enum class Stretching { classical, transpose };
 enum class Init { rbf, direct };
 enum class ReinitFrom { points, blobs };
-enum class Diffusion { core_spreading, lattice, crank_nicolson };
+enum class Diffusion { core_spreading, lattice, integrating_factor };
 enum class Velocity { fmm, lattice };
 
 struct Params {
@@ -118,8 +120,12 @@ int lattice_points_per_direction(double refine, int n);
 double resolved_kmax(const Params& p, int n);
 
 /// ν·τ of the viscous factor the next reinitialisation applies at time t, since the last one at
-/// t_reinit: ν(t − t_reinit) with lattice diffusion, else 0.
+/// t_reinit, to the AB2 history of the strengths' rates: ν(t − t_reinit) with lattice diffusion,
+/// else 0.
 double pending_nu_tau(const Params& p, double t, double t_reinit);
+/// ν·τ of the viscous factor it applies to the arrived vorticity: pending_nu_tau() with lattice
+/// diffusion, the second half ν(t − t_reinit)/2 with integrating-factor, else 0.
+double arrival_nu_tau(const Params& p, double t, double t_reinit);
 /// ν·τ of the viscous factor exp(−ν|k|²τ) that takes the solver's lattice field to its vorticity
 /// at time t for the diagnostics (grid velocity, monitors; not the dynamics), with lattice
 /// diffusion: the pending factor pending_nu_tau(), less half the last step right after a
@@ -141,7 +147,7 @@ double output_nu_tau(const Params& p, double t, double t_reinit, double dt_prev)
 /// the first step), as ab2_weights() counts it.
 double step_lead(const Params& p, double dt, double dt_prev, bool history);
 
-/// Why p's diffusion cannot run with its other settings ("" when it can): crank_nicolson needs
+/// Why p's diffusion cannot run with its other settings ("" when it can): integrating_factor needs
 /// the particles on the lattice at every step's start, reinit_every = 1 and reinit_from = points.
 /// The deck names the key; the solvers' constructors throw vh::InputError with it.
 std::string diffusion_conflict(const Params& p);
@@ -171,8 +177,8 @@ struct State {
   long steps = 0, since_reinit = 0, reinits = 0;
 };
 
-/// Throws vh::InputError when the state cannot continue under p: diffusion = crank_nicolson
-/// takes the viscous term of the lattice field at the particles, so their state must sit on the
+/// Throws vh::InputError when the state cannot continue under p: diffusion = integrating_factor
+/// takes the viscous increment of the lattice field at the particles, so their state must sit on the
 /// lattice (a checkpoint of reinit_every > 1 taken between reinitialisations does not).
 void check_state_scheme(const Params& p, const State& s);
 
@@ -299,9 +305,10 @@ class Solver : public SolverInterface {
   /// projection, filter); records the projection's share.
   void spectral_steps(SpectralSlab& w, double nu_tau, bool record);
   bool points() const { return prm_.reinit_from == ReinitFrom::points; }
-  /// diffusion = crank_nicolson: visc_g_, visc_a_ = the explicit half νΔω/2 at the particles (on
-  /// the lattice) as point and blob strengths.
-  void explicit_viscous_half();
+  /// diffusion = integrating_factor: visc_g_, visc_a_ = the first viscous half of a step of dt,
+  /// (exp(−ν|k|²Δt/2) − 1) ω of the lattice field at the particles (on the lattice), as point and
+  /// blob strengths.
+  void first_viscous_half(double dt);
   double max_sigma() const;  ///< over all ranks
 
   Params prm_;
@@ -316,7 +323,7 @@ class Solver : public SolverInterface {
   double last_residual_ = 0, ratio_at_reinit_ = 0, div_removed_ = 0;
   bool rhs_valid_ = false, have_history_ = false;
   std::vector<Vec3> u_, dalpha_, dgamma_, u_prev_, dalpha_prev_, dgamma_prev_;
-  std::vector<Vec3> visc_g_, visc_a_;  ///< diffusion = crank_nicolson (explicit_viscous_half)
+  std::vector<Vec3> visc_g_, visc_a_;  ///< diffusion = integrating_factor (first_viscous_half)
   std::vector<Mat3> grad_;
   fmm::Timings timings_;
 };

@@ -2,8 +2,8 @@
 // the same per-particle or per-mode function:
 //   advance_kernel     ↔ Solver::evaluate_rhs's stretch_all and Solver::step's loops and wrap()
 //                        (update_kernel.h)
-//   mode_steps_kernel  ↔ Fft3d's 1/n³, Lattice::field's ÷ s, Lattice::diffuse, diffuse_implicit,
-//                        viscous_term, project, filter
+//   mode_steps_kernel  ↔ Fft3d's 1/n³, Lattice::field's ÷ s, Lattice::diffuse,
+//                        diffusion_increment, project, filter
 //                        (remesh_kernel.h)
 //   blob_scale_kernel  ↔ Lattice::values(blob = true)'s × V/s
 //   biot_savart_kernel ↔ Lattice::biot_savart;  resample_kernel ↔ resample (remesh.cpp)
@@ -75,13 +75,10 @@ struct Advance {
 // Solver::evaluate_rhs's rates and Solver::step's update for particle i: ds/dt = stretching(∇u, s)
 // at the current α and γ, y ← y + Δt (c0 fⁿ + c1 fⁿ⁻¹) for x, α, γ (fⁿ⁻¹ = 0 without history),
 // fⁿ kept as the next step's history, core spreading, the wrap.
-// visc (diffusion = crank_nicolson, else null): the explicit half's point strengths (3 np), then
-// its blob strengths (3 np).
 __global__ void advance_kernel(long long np, Advance a, double* __restrict__ x, double* __restrict__ alpha,
                                double* __restrict__ gamma, double* __restrict__ sigma, const double* __restrict__ u,
                                const double* __restrict__ grad, double* __restrict__ u_prev,
-                               double* __restrict__ da_prev, double* __restrict__ dg_prev,
-                               const double* __restrict__ visc) {
+                               double* __restrict__ da_prev, double* __restrict__ dg_prev) {
   for (long long i = thread_index(); i < np; i += thread_stride()) {
     const double* G = grad + 9 * i;
     double da[3], dg[3], ui[3];
@@ -99,10 +96,6 @@ __global__ void advance_kernel(long long np, Advance a, double* __restrict__ x, 
     ab2_update(x + 3 * i, ui, up, a.dt, a.w);
     ab2_update(alpha + 3 * i, da, dap, a.dt, a.w);
     ab2_update(gamma + 3 * i, dg, dgp, a.dt, a.w);
-    if (visc) {
-      explicit_update(gamma + 3 * i, visc + 3 * i, a.dt);
-      explicit_update(alpha + 3 * i, visc + 3 * (np + i), a.dt);
-    }
     for (int d = 0; d < 3; ++d) {
       u_prev[3 * i + d] = ui[d];
       da_prev[3 * i + d] = da[d];
@@ -110,6 +103,16 @@ __global__ void advance_kernel(long long np, Advance a, double* __restrict__ x, 
       x[3 * i + d] = wrap_coordinate(x[3 * i + d], a.L);
     }
     if (a.spread) sigma[i] = spread_core(sigma[i], a.nu, a.dt);
+  }
+}
+
+// γ += v[0, 3 np), α += v[3 np, 6 np): Solver::step's add_increment (the integrating factor's
+// first half, point then blob strengths).
+__global__ void add_increments_kernel(long long np, const double* __restrict__ v, double* __restrict__ gamma,
+                                      double* __restrict__ alpha) {
+  for (long long i = thread_index(); i < np; i += thread_stride()) {
+    add_increment(gamma + 3 * i, v + 3 * i);
+    add_increment(alpha + 3 * i, v + 3 * (np + i));
   }
 }
 
@@ -179,8 +182,7 @@ struct ModeSteps {
   bool deconvolve = false;  ///< ÷ s(k) with the floor (Lattice::field)
   double floor = 0;
   double nu_tau = 0;        ///< ≠ 0: × exp(−ντ|k|²) (Lattice::diffuse)
-  double implicit = 0;      ///< ≠ 0: ÷ (1 + implicit |k|²) (Lattice::diffuse_implicit)
-  double viscous = 0;       ///< ≠ 0: × (−viscous |k|²) (Lattice::viscous_term)
+  double increment = 0;     ///< ≠ 0: × (exp(−increment |k|²) − 1) (Lattice::diffusion_increment)
   bool project = false;     ///< Lattice::project, its sums per block into `partial`
   Filter filter = Filter::none;  ///< Lattice::filter: zero where kernel::kept is false
   double kmax = 0;
@@ -204,12 +206,8 @@ __global__ void mode_steps_kernel(long long nm, int n, ModeSteps s, const double
       const double f = kernel::diffusion_factor(s.nu_tau, ix, ky, kz);
       for (int d = 0; d < 3; ++d) kernel::scale(c[d], f);
     }
-    if (s.implicit != 0) {
-      const double f = kernel::implicit_diffusion_factor(s.implicit, ix, ky, kz);
-      for (int d = 0; d < 3; ++d) kernel::scale(c[d], f);
-    }
-    if (s.viscous != 0) {
-      const double f = kernel::viscous_symbol(s.viscous, ix, ky, kz);
+    if (s.increment != 0) {
+      const double f = kernel::diffusion_increment(s.increment, ix, ky, kz);
       for (int d = 0; d < 3; ++d) kernel::scale(c[d], f);
     }
     if (s.project) kernel::project(ix, ky, kz, modes::mode_weight(ix, n), c, removed, total);
@@ -459,7 +457,7 @@ struct GpuSolver::Impl {
 
   // The state (solver_gpu.h: bytes per particle).
   DeviceArray<double> x, alpha, gamma, sigma, u_prev, da_prev, dg_prev;
-  DeviceArray<double> visc;  // diffusion = crank_nicolson: the explicit half (advance_kernel's visc)
+  DeviceArray<double> visc;  // diffusion = integrating_factor: first_viscous_half's γ, then increments
   // u (3 np) and ∇u (9 np) of the last evaluation, and over them the FFT work space: two lattice
   // spectra W and H (3 nm complex each), the real fields R (3 np), cuFFT's work area. With
   // vortex.velocity = lattice u and ∇u come from that space and live apart, in `rhs`.
@@ -825,8 +823,6 @@ struct GpuSolver::Impl {
       maxima_valid = false;
       return;
     }
-    // First: it takes the FFT work space, over which the FMM's u and ∇u live.
-    if (crank_nicolson()) explicit_viscous_half();
     if (prm.velocity == Velocity::lattice && since_reinit == 0) {
       const auto t0 = std::chrono::steady_clock::now();
       lattice_rhs();
@@ -901,24 +897,27 @@ struct GpuSolver::Impl {
   /// The work space is about to be overwritten: u and ∇u are gone.
   void use_work() { rhs_valid = maxima_valid = false; }
 
-  bool crank_nicolson() const { return prm.diffusion == Diffusion::crank_nicolson; }
-  /// Solver::explicit_viscous_half: visc = νΔω/2 of the lattice field (the particles on the
-  /// lattice) as point strengths (× V), then as blob strengths.
-  void explicit_viscous_half() {
+  bool integrating_factor() const { return prm.diffusion == Diffusion::integrating_factor; }
+  /// Solver::first_viscous_half, after advance_kernel (the FFT work space lies over u and ∇u):
+  /// visc holds γ of the step's start (the particles on the lattice); the increment
+  /// (exp(−ν|k|²Δt/2) − 1) ω of its field is added to γ (× V) and to α (as blob strengths).
+  void first_viscous_half(double dt) {
     ModeSteps s;
-    s.viscous = 0.5 * prm.nu;
-    lattice_modes_of_gamma(s);
-    visc.reserve(static_cast<std::size_t>(6 * np));
+    s.increment = 0.5 * prm.nu * dt;
+    lattice_modes_of(visc.data(), s);
     values(visc.data(), vol, visc.data() + 3 * np, 1.0);
+    add_increments_kernel<<<blocks_for(np), kThreads>>>(np, visc.data(), gamma.data(), alpha.data());
+    VH_CHECK_LAUNCH();
   }
-  /// W = the coefficients of the field the lattice particles' γ carry (Lattice::modes(γ, 1/V):
-  /// exact, no sums; R > 1: every rank's γ gathered), after the steps s (its scale is set here).
-  void lattice_modes_of_gamma(ModeSteps s) {
+  /// W = the coefficients of the field the lattice particles' point strengths q carry
+  /// (Lattice::modes(q, 1/V): exact, no sums; R > 1: every rank's q gathered), after the steps s
+  /// (its scale is set here).
+  void lattice_modes_of(const double* q, ModeSteps s) {
     use_work();
-    const double* g_all = gamma.data();
+    const double* g_all = q;
     if (many) {  // the ranks' lattice particles in rank order are the lattice's
       gather_counts();
-      gather(gamma.data(), 3, all_q);
+      gather(q, 3, all_q);
       g_all = all_q.data();
     }
     events.begin(PhaseEvents::rest);
@@ -939,19 +938,15 @@ struct GpuSolver::Impl {
     if (since_reinit == 0) {
       ModeSteps s;
       s.nu_tau = nu_tau;
-      lattice_modes_of_gamma(s);
+      lattice_modes_of(gamma.data(), s);
       return;
     }
     field(gamma.data(), 1.0, field_steps(nu_tau, false, false));
   }
 
-  /// The steps of the arrived field at a reinitialisation: with Crank–Nicolson its implicit half
-  /// (Solver::reinitialise) before the projection and the filter.
-  ModeSteps field_steps_of_gamma(double nu_tau) const {
-    ModeSteps s = field_steps(nu_tau, prm.project, true);
-    if (crank_nicolson()) s.implicit = 0.5 * prm.nu * (t - t_reinit);
-    return s;
-  }
+  /// The steps of the arrived field at a reinitialisation (Solver::reinitialise): its viscous
+  /// factor, the projection and the filter.
+  ModeSteps field_steps_of_gamma() const { return field_steps(arrival_nu_tau(prm, t, t_reinit), prm.project, true); }
 
   void reinitialise() {
     use_work();
@@ -970,9 +965,9 @@ struct GpuSolver::Impl {
       values(dg_prev.data(), vol, da_prev.data(), 1.0);
       field_of_set(1, field_steps(0.0, false, true));
       values(u_prev.data(), 1.0, nullptr, 0.0);
-      field_of_set(2, field_steps_of_gamma(nu_tau));
+      field_of_set(2, field_steps_of_gamma());
     } else {
-      field(gamma.data(), 1.0, field_steps_of_gamma(nu_tau));
+      field(gamma.data(), 1.0, field_steps_of_gamma());
     }
     if (prm.project) proj_pending = true;
     values(gamma.data(), vol, alpha.data(), 1.0);
@@ -995,11 +990,16 @@ struct GpuSolver::Impl {
     a.history = have_history;
     a.classical = prm.stretching == Stretching::classical;
     a.spread = prm.diffusion == Diffusion::core_spreading;
+    if (integrating_factor()) {  // γ of the step's start, for first_viscous_half after the update
+      visc.reserve(static_cast<std::size_t>(6 * np));
+      VH_CHECK_CUDA(cudaMemcpy(visc.data(), gamma.data(), 3 * np * sizeof(double), cudaMemcpyDeviceToDevice));
+    }
     events.begin(PhaseEvents::update);
     advance_kernel<<<blocks_for(np), kThreads>>>(np, a, x.data(), alpha.data(), gamma.data(), sigma.data(), u, grad, u_prev.data(), da_prev.data(),
-                                                 dg_prev.data(), crank_nicolson() ? visc.data() : nullptr);
+                                                 dg_prev.data());
     VH_CHECK_LAUNCH();
     events.end();
+    if (integrating_factor()) first_viscous_half(dt);
     have_history = true;
     rhs_valid = maxima_valid = sorted = gathered_xs = false;
     dt_prev = dt;

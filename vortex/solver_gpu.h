@@ -33,7 +33,7 @@
 //     dγ, summed in one pass with γ), kept while the first is transformed                 48
 //   in all about 390 B, 52 GB at 512³ (2^27 particles), besides the FMM evaluator's own
 //   buffers (fmm/evaluator.h; with vortex.velocity = lattice, u and ∇u apart: 96; with
-//   vortex.diffusion = crank-nicolson, the explicit half's point and blob strengths: 48) and
+//   vortex.diffusion = integrating-factor, the first half's point and blob strengths: 48) and
 //   the CUDA context.
 // On R > 1 ranks (the constructor with a slab; docs/design.md "The vortex solver on several
 // GPUs") a rank holds its own particles' state, and every rank's particles gathered (80 B a

@@ -39,10 +39,10 @@ VH_HD inline void ab2_update(double* y, const double* f, const double* f_prev, d
   for (int d = 0; d < 3; ++d) y[d] += dt * (w.c0 * f[d] + w.c1 * f_prev[d]);
 }
 
-/// y ← y + dt v for one 3-vector: Crank–Nicolson's explicit half of the viscous term
-/// (vortex.diffusion = crank-nicolson), outside the AB2 extrapolation.
-VH_HD inline void explicit_update(double* y, const double* v, double dt) {
-  for (int d = 0; d < 3; ++d) y[d] += dt * v[d];
+/// y ← y + v for one 3-vector: an increment outside the AB2 extrapolation (the first viscous
+/// half of vortex.diffusion = integrating-factor).
+VH_HD inline void add_increment(double* y, const double* v) {
+  for (int d = 0; d < 3; ++d) y[d] += v[d];
 }
 
 /// Core spreading over dt: σ² ← σ² + 2νΔt (the heat equation's exact solution for one blob).

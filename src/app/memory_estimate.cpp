@@ -209,8 +209,9 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
       if (c.vortex.velocity == vortex::Velocity::lattice)
         e.device.push_back({"u and grad u of the lattice velocity", 96 * particles / R});
     }
-    // Crank–Nicolson's explicit half at the particles, point and blob strengths (vortex/solver.h).
-    if (c.vortex.diffusion == vortex::Diffusion::crank_nicolson)
+    // The integrating factor's first half at the particles: γ of the step's start, then the
+    // increments of the point and blob strengths (vortex/solver.h).
+    if (c.vortex.diffusion == vortex::Diffusion::integrating_factor)
       (gpu && c.vortex.reinit_from == vortex::ReinitFrom::points ? e.device : e.host)
           .push_back({"viscous half step", 48 * particles / R});
     e.checkpoint += 152 * particles;  // x, α, γ, σ and the AB2 history (u, dα, dγ), doubles

@@ -84,8 +84,8 @@ TEST_F(Cli, ValuesOutOfRange) {
   expect_bad(run("run " + deck(kFlow) + out_arg() + " --time.t_end_over_T=-1"), {"time.t_end_over_T"});
   expect_bad(run("run " + deck(kFlow) + out_arg() + " --case.solver=vortex --vortex.velocity=lattice "
                  "--vortex.reinit_every=2"), {"vortex.velocity", "reinit_every = 1"});
-  expect_bad(run("run " + deck(kFlow) + out_arg() + " --case.solver=vortex --vortex.diffusion=crank-nicolson "
-                 "--vortex.reinit_every=2"), {"vortex.diffusion", "crank-nicolson", "reinit_every = 1"});
+  expect_bad(run("run " + deck(kFlow) + out_arg() + " --case.solver=vortex --vortex.diffusion=integrating-factor "
+                 "--vortex.reinit_every=2"), {"vortex.diffusion", "integrating-factor", "reinit_every = 1"});
   expect_bad(run("run " + deck(kFlow) + out_arg() + " --time.lcfl=-0.1"), {"time.lcfl", ">= 0"});
   // The default refine 1.5 with an N it does not suit (15 particles per direction): the refines that do.
   expect_bad(run("run " + deck(kFlow) + out_arg() + " --case.solver=vortex --domain.n=10"),

@@ -232,9 +232,9 @@ TEST(VortexMpi, TenStepsWithTheLatticeVelocityEqualOneRank) {
   ten_steps_equal_one_rank({10, 1.0, 1, Velocity::lattice});
 }
 
-// vortex.diffusion = crank-nicolson: the explicit half on the slabs (Lattice::viscous_term).
-TEST(VortexMpi, TenStepsWithCrankNicolsonEqualOneRank) {
-  ten_steps_equal_one_rank({10, 1.0, 1, Velocity::lattice, Diffusion::crank_nicolson});
+// vortex.diffusion = integrating-factor: the first half on the slabs (Lattice::diffusion_increment).
+TEST(VortexMpi, TenStepsWithTheIntegratingFactorEqualOneRank) {
+  ten_steps_equal_one_rank({10, 1.0, 1, Velocity::lattice, Diffusion::integrating_factor});
 }
 
 // The GPU solver on R ranks against the one-rank GPU solver that every rank also runs, on its
@@ -292,8 +292,8 @@ TEST(VortexMpiGpu, TenStepsOffTheLatticeEqualOneGpu) { ten_steps_equal_one_gpu({
 
 TEST(VortexMpiGpu, TenStepsWithTheLatticeVelocityEqualOneGpu) { ten_steps_equal_one_gpu({16, 1.0, 1, Velocity::lattice}); }
 
-TEST(VortexMpiGpu, TenStepsWithCrankNicolsonEqualOneGpu) {
-  ten_steps_equal_one_gpu({16, 1.0, 1, Velocity::lattice, Diffusion::crank_nicolson});
+TEST(VortexMpiGpu, TenStepsWithTheIntegratingFactorEqualOneGpu) {
+  ten_steps_equal_one_gpu({16, 1.0, 1, Velocity::lattice, Diffusion::integrating_factor});
 }
 
 }  // namespace

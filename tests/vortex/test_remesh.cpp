@@ -321,49 +321,54 @@ TEST(Remesh, PureDecayIsTheExactViscousFactorAtEveryOutput) {
   }
 }
 
-// vortex.diffusion = crank-nicolson: no splitting; the strengths' rate takes νΔω/2 of the field at
-// the step's start (outside the AB2 extrapolation) and the reinitialisation divides by
-// 1 + ν|k|²Δt/2. In pure decay (the field of the test above) each step multiplies a mode by
-// exactly (1 − x/2)/(1 + x/2), x = ν|k|²Δt, whatever the step lengths. Measured: 1.1e-8 … 4.7e-8
-// (the field's own nonlinear residue); against exp(−x) instead 4.6e-6 … 2.1e-5, so the bound
-// 1e-6 tells the two schemes apart at every output.
-TEST(Remesh, CrankNicolsonPureDecayIsTheTrapezoidalFactorAtEveryOutput) {
+// vortex.diffusion = integrating-factor: the strengths take (exp(−x/2) − 1) ω of the field at the
+// step's start (outside the AB2 extrapolation), the reinitialisation multiplies the arrived field
+// by exp(−x/2), x = ν|k|²Δt. In pure decay (the field of the test above) every output is
+// exp(−ν|k|²t) ω₀, whatever the step lengths and however stiff: at ν = 5 the top shells of the
+// grid take x = 67 in the longest step, where Crank–Nicolson's (1 − x/2)/(1 + x/2) = −0.94 would
+// keep them and flip their sign each step. Measured: ≤ 4.7e-8 (the field's own nonlinear residue)
+// at ν = 0.05 and ≤ 6.2e-9 at ν = 5; Crank–Nicolson's factor missed the bound 1e-6 at ν = 0.05
+// already (4.6e-6 … 2.1e-5, bench/RESULTS.md 2026-11-28).
+TEST(Remesh, IntegratingFactorPureDecayIsTheExactViscousFactorHoweverStiff) {
   const int n = 16;
   SpectralVector u0 = random_velocity(n, 4);
   for (auto& c : u0.c)
     for (auto& v : c) v *= 1e-7;
-  vh::vortex::Params p = lattice_params(0.05);
-  p.diffusion = vh::vortex::Diffusion::crank_nicolson;
-  vh::vortex::Solver s(p, Grid{n});
-  s.set_velocity(u0, 0.0);
   const Grid g{n};
-  SpectralVector want = u0;
-  for (double dt : {0.05, 0.03, 0.07, 0.05, 0.04}) {
-    s.step(dt);
-    SpectralVector u;
-    s.velocity(u);
-    for (int iz = 0; iz < n; ++iz)
-      for (int iy = 0; iy < n; ++iy)
-        for (int ix = 0; ix <= n / 2; ++ix) {
-          const double kx = ix, ky = g.wavenumber(iy), kz = g.wavenumber(iz);
-          const double x = p.nu * (kx * kx + ky * ky + kz * kz) * dt;
-          for (auto& c : want.c) c[g.mode_index(ix, iy, iz)] *= (1 - x / 2) / (1 + x / 2);
-        }
-    const double e = rel_l2(u, want);
-    std::printf("Crank-Nicolson pure decay, t = %.2f: relative L2 %.2e\n", s.time(), e);
-    EXPECT_LT(e, 1e-6) << "t = " << s.time();
+  for (const double nu : {0.05, 5.0}) {
+    vh::vortex::Params p = lattice_params(nu);
+    p.diffusion = vh::vortex::Diffusion::integrating_factor;
+    vh::vortex::Solver s(p, Grid{n});
+    s.set_velocity(u0, 0.0);
+    for (double dt : {0.05, 0.03, 0.07, 0.05, 0.04}) {
+      s.step(dt);
+      SpectralVector u, want = u0;
+      s.velocity(u);
+      for (int iz = 0; iz < n; ++iz)
+        for (int iy = 0; iy < n; ++iy)
+          for (int ix = 0; ix <= n / 2; ++ix) {
+            const double kx = ix, ky = g.wavenumber(iy), kz = g.wavenumber(iz);
+            const double f = std::exp(-nu * (kx * kx + ky * ky + kz * kz) * s.time());
+            for (auto& c : want.c) c[g.mode_index(ix, iy, iz)] *= f;
+          }
+      const double e = rel_l2(u, want);
+      std::printf("integrating factor pure decay, nu %.2f, t = %.2f: relative L2 %.2e\n", nu, s.time(), e);
+      EXPECT_LT(e, 1e-6) << "nu = " << nu << ", t = " << s.time();
+    }
   }
-  // Particles off the lattice at a step's start have no lattice field to take νΔω from.
+  // Particles off the lattice at a step's start have no lattice field to take the increment of.
+  vh::vortex::Params p = lattice_params(0.05);
+  p.diffusion = vh::vortex::Diffusion::integrating_factor;
   p.reinit_every = 2;
   EXPECT_THROW(vh::vortex::Solver(p, Grid{n}), vh::InputError);
 }
 
-// The nonlinear flow of DissipationRangeSelfConvergesAtSecondOrderInTime with Crank–Nicolson:
-// second order in the dissipation range too, with no half steps at the ends. Measured: order 2.2.
-TEST(Remesh, CrankNicolsonDissipationRangeSelfConvergesAtSecondOrderInTime) {
+// The nonlinear flow of DissipationRangeSelfConvergesAtSecondOrderInTime with the integrating
+// factor: second order in the dissipation range too, with no half steps at the ends.
+TEST(Remesh, IntegratingFactorDissipationRangeSelfConvergesAtSecondOrderInTime) {
   vh::vortex::Params p = lattice_params(0.05);
-  p.diffusion = vh::vortex::Diffusion::crank_nicolson;
-  EXPECT_GT(top_shells_order(p, "Crank-Nicolson"), 1.8);
+  p.diffusion = vh::vortex::Diffusion::integrating_factor;
+  EXPECT_GT(top_shells_order(p, "integrating factor"), 1.8);
 }
 
 }  // namespace

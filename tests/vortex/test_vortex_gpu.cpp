@@ -289,22 +289,22 @@ TEST(VortexGpu, LatticeVelocityEqualsTheCpuAndTheFmm) {
   EXPECT_EQ(gpu.last_step_times().fmm_stages.p2p, 0.0) << "no FMM evaluation";
 }
 
-// vortex.diffusion = crank-nicolson on the GPU (mode_steps_kernel's viscous and implicit factors,
-// advance_kernel's explicit half) against the CPU Solver, lattice velocity, five steps of varying
+// vortex.diffusion = integrating-factor on the GPU (mode_steps_kernel's increment and factor,
+// add_increments_kernel after advance_kernel) against the CPU Solver, lattice velocity, five steps of varying
 // length at 32³ with ν 0.05 (x = ν|k|²Δt up to 0.3): within 1e-10 as the lattice velocity above;
 // and a state off the lattice is refused by both (exit 2 in a run).
-TEST(VortexGpu, CrankNicolsonEqualsTheCpu) {
+TEST(VortexGpu, IntegratingFactorEqualsTheCpu) {
   if (!gpu_available()) GTEST_SKIP() << "no CUDA device";
   const int n = 32;
   const InitialField f = initial(n, 3, 11);
   Params p = params(0.05);
   p.velocity = Velocity::lattice;
-  p.diffusion = Diffusion::crank_nicolson;
+  p.diffusion = Diffusion::integrating_factor;
   Solver cpu(p, Grid{n});
   GpuSolver gpu(p, Grid{n});
   five_steps(f, {&cpu, &gpu});
-  expect_states_near(gpu.state(), cpu.state(), 1e-10, true, "Crank-Nicolson GPU - CPU, 32^3, 5 steps");
-  EXPECT_LE(grid_velocity_difference(cpu, gpu, "Crank-Nicolson, 32^3, 5 steps"), 1e-10) << "grid velocity after 5 steps";
+  expect_states_near(gpu.state(), cpu.state(), 1e-10, true, "integrating factor GPU - CPU, 32^3, 5 steps");
+  EXPECT_LE(grid_velocity_difference(cpu, gpu, "integrating factor, 32^3, 5 steps"), 1e-10) << "grid velocity after 5 steps";
   State off = gpu.state();
   off.since_reinit = 1;
   EXPECT_THROW(gpu.set_state(off), vh::InputError);
