@@ -54,11 +54,12 @@ std::vector<OptionSpec> option_specs() {
        "reinitialise from the vorticity the particles carry (their point strengths, interpolated by the lattice "
        "RBF's cardinal functions) or from the blob field sampled at the lattice (SC09; vortex/solver.h)"},
       {"vortex.reinit_every", "int", "1", "steps", "reinitialisation every this many steps (0: only by core ratio)"},
-      {"vortex.diffusion", "lattice|core-spreading|integrating-factor", "lattice", "",
-       "viscous diffusion: exact factor exp(-nu k^2 tau) on the lattice field at each reinitialisation (a split "
-       "step), core spreading sigma^2 += 2 nu dt, or the exact factor as an integrating factor along the particle "
-       "paths, half of it before the step's stretching and half after, without splitting (needs reinit_every = 1, "
-       "reinit_from = points; vortex/solver.h)"},
+      {"vortex.diffusion", "auto|integrating-factor|lattice|core-spreading", "auto", "",
+       "viscous diffusion: the exact factor exp(-nu k^2 dt) as an integrating factor along the particle paths, "
+       "half before the step's stretching and half after, without splitting (needs reinit_every = 1 and "
+       "reinit_from = points), the exact factor on the lattice field at each reinitialisation (a split step), or "
+       "core spreading sigma^2 += 2 nu dt; auto: integrating-factor where it can run, else lattice "
+       "(vortex/solver.h)"},
       {"vortex.project", "bool", "true", "", "project the reinitialised vorticity onto solenoidal fields"},
       {"vortex.filter", "cube|spherical|none", "cube", "",
        "modes the reinitialisation removes: |k| > filter_fraction * N_p/2 (spherical), any |k_i| > it (cube), or "
@@ -102,10 +103,8 @@ Params params_from(const Options& o, double nu) {
   Params p;
   p.nu = nu;
   p.reinit_from = o.choice("vortex.reinit_from", {"points", "blobs"}) == "points" ? ReinitFrom::points : ReinitFrom::blobs;
-  const std::string diffusion = o.choice("vortex.diffusion", {"lattice", "core-spreading", "integrating-factor"});
-  p.diffusion = diffusion == "lattice"          ? Diffusion::lattice
-                : diffusion == "core-spreading" ? Diffusion::core_spreading
-                                                : Diffusion::integrating_factor;
+  const std::string diffusion =
+      o.choice("vortex.diffusion", {"auto", "integrating-factor", "lattice", "core-spreading"});  // auto: below
   p.project = o.boolean("vortex.project");
   const std::string filter = o.choice("vortex.filter", {"cube", "spherical", "none"});
   p.filter = filter == "none" ? Filter::none : filter == "cube" ? Filter::cube : Filter::spherical;
@@ -131,6 +130,10 @@ Params params_from(const Options& o, double nu) {
   if (p.velocity == Velocity::lattice && p.reinit_every != 1)
     throw InputError(o.where("vortex.velocity") + " = lattice needs vortex.reinit_every = 1 (the particles on the "
                      "lattice at every evaluation; reinit_every = " + std::to_string(every) + " needs velocity = fmm)");
+  p.diffusion = diffusion == "auto"                 ? automatic_diffusion(p)
+                : diffusion == "integrating-factor" ? Diffusion::integrating_factor
+                : diffusion == "lattice"            ? Diffusion::lattice
+                                                    : Diffusion::core_spreading;
   if (const std::string why = diffusion_conflict(p); !why.empty()) throw InputError(o.where("vortex.diffusion") + why);
   p.max_core_ratio = o.real("vortex.max_core_ratio");
   if (!(p.max_core_ratio > 1))
@@ -174,6 +177,18 @@ std::string diffusion_conflict(const Params& p) {
          "increment of the lattice field at every step's start; reinit_every = " + std::to_string(p.reinit_every) +
          (p.reinit_from == ReinitFrom::points ? "" : ", reinit_from = blobs") +
          " needs diffusion = lattice or core-spreading)";
+}
+
+const char* diffusion_name(Diffusion d) {
+  return d == Diffusion::integrating_factor ? "integrating-factor"
+         : d == Diffusion::lattice          ? "lattice"
+                                            : "core-spreading";
+}
+
+Diffusion automatic_diffusion(const Params& p) {
+  Params q = p;
+  q.diffusion = Diffusion::integrating_factor;
+  return diffusion_conflict(q).empty() ? Diffusion::integrating_factor : Diffusion::lattice;
 }
 
 namespace {

@@ -17,11 +17,12 @@
 //      the very first step is forward Euler;
 //   4. diffusion: core spreading σ² ← σ² + 2νΔt (exact for one Gaussian blob), or the exact
 //      viscous factor exp(−ν|k|²τ) on the lattice field at each reinitialisation (lattice: a
-//      split step, made Strang's by step_lead() and output_nu_tau()), or the integrating factor
-//      along the particles' paths (integrating_factor; reinit_every = 1, points): the strengths
-//      take the first half of the step's exact factor as an increment, (exp(−ν|k|²Δt/2) − 1) ω
-//      of the lattice field at the step's start, added outside the AB2 extrapolation, and the
-//      reinitialisation multiplies the arrived field by the second half exp(−ν|k|²Δt/2). The
+//      split step, made Strang's by step_lead() and output_nu_tau()), or (the default, where it
+//      can run: automatic_diffusion) the integrating factor along the particles' paths
+//      (integrating_factor; reinit_every = 1, points): the strengths take the first half of the
+//      step's exact factor as an increment, (exp(−ν|k|²Δt/2) − 1) ω of the lattice field at the
+//      step's start, added outside the AB2 extrapolation, and the reinitialisation multiplies
+//      the arrived field by the second half exp(−ν|k|²Δt/2). The
 //      stretching and the velocity see the field of their own time (no splitting of the AB2
 //      history); it is the midpoint form of AB2 with an integrating factor, ωⁿ⁺¹ = E(Δt/2)
 //      [E(Δt/2) ωⁿ + Δt (c0 fⁿ + c1 fⁿ⁻¹)], exact in pure decay and damping stiff shells at
@@ -83,7 +84,7 @@ enum class Velocity { fmm, lattice };
 struct Params {
   Init init = Init::rbf;
   ReinitFrom reinit_from = ReinitFrom::points;
-  Diffusion diffusion = Diffusion::lattice;
+  Diffusion diffusion = Diffusion::integrating_factor;  ///< needs reinit_every = 1 and points (diffusion_conflict)
   double refine = 1.5;           ///< particles per grid spacing and direction (h_p = h/refine; refine·N even)
   double overlap = 1.0;          ///< σ₀ = overlap · h_p
   double field_core = 1.0;       ///< f: blobs only (see above)
@@ -151,6 +152,11 @@ double step_lead(const Params& p, double dt, double dt_prev, bool history);
 /// the particles on the lattice at every step's start, reinit_every = 1 and reinit_from = points.
 /// The deck names the key; the solvers' constructors throw vh::InputError with it.
 std::string diffusion_conflict(const Params& p);
+/// What vortex.diffusion = auto (the deck's default) picks for p's other settings:
+/// integrating_factor where it can run, else lattice.
+Diffusion automatic_diffusion(const Params& p);
+/// The deck's name of a diffusion scheme ("integrating-factor", "lattice", "core-spreading").
+const char* diffusion_name(Diffusion d);
 
 /// Deck rows vortex.* and fmm.*.
 std::vector<OptionSpec> option_specs();

@@ -163,6 +163,7 @@ vortex::Params solver_params(const BenchOptions& o, double nu) {
   p.nu = nu;
   p.refine = o.refine;
   p.reinit_every = o.reinit_every;
+  p.diffusion = vortex::automatic_diffusion(p);  // the deck's default, vortex.diffusion = auto
   p.velocity = o.lattice ? vortex::Velocity::lattice : vortex::Velocity::fmm;
   p.fmm.tolerance = o.tolerance;
   p.fmm.set("p", o.p);

@@ -532,6 +532,9 @@ void Run::make_solvers() {
   if (c.solver == "vortex" || c.solver == "both") {
     c.vortex.nu = init_.nu;
     solvers_.push_back(make_vortex(c.vortex, slab_, s_.backend));
+    con_.line(std::string("vortex   viscous term: ") + vortex::diffusion_name(c.vortex.diffusion) +
+              " (vortex.diffusion; auto picks integrating-factor where reinit_every = 1 and reinit_from = points, "
+              "else lattice)");
     if (c.vortex.velocity == vortex::Velocity::lattice)
       con_.line("vortex   u and grad u by FFTs of the lattice strengths (vortex.velocity = lattice; the FMM only where "
                 "particles are off the lattice)");

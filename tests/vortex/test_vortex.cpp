@@ -243,6 +243,7 @@ TEST(Reinit, RightAfterInitialisationKeepsK) {
     vh::vortex::Params prm;
     prm.reinit_from = vh::vortex::ReinitFrom::blobs;  // the seeds' scheme
     prm.refine = 1;                                   // its lattice is the grid
+    prm.diffusion = vh::vortex::Diffusion::lattice;
     prm.project = false;
     prm.filter = vh::vortex::Filter::none;
     prm.rbf.solver = solver;

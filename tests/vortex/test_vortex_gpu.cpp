@@ -324,6 +324,7 @@ TEST(VortexGpu, RestartContinuesBitForBit) {
   for (int every : {1, 2}) {
     Params p = params(f.nu);
     p.reinit_every = every;
+    p.diffusion = automatic_diffusion(p);  // the deck's default for each
     const std::string what = "reinit_every " + std::to_string(every) + ": ";
     auto run = [&](SolverInterface& s, int steps, double dt) {
       for (int i = 0; i < steps; ++i) s.step(dt * (1 + 0.05 * s.steps()));
@@ -378,6 +379,7 @@ TEST(VortexGpu, SanitizerSizedSteps) {
   p.fmm.ncrit = 128;
   p.fmm.precision = "double";
   p.reinit_every = 2;
+  p.diffusion = automatic_diffusion(p);
   Solver cpu(p, Grid{n});
   GpuSolver gpu(p, Grid{n});
   cpu.set_velocity(f.u, 0.0);
