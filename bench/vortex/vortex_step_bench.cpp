@@ -18,7 +18,10 @@
 // host (what field outputs add). The initial field is made on the host and not timed.
 //
 //   vortex_step_bench [--n 128,256] [--refine 1] [--steps 5] [--warmup 2] [--tolerance 1e-5]
-//                     [--p auto] [--reinit-every 1] [--velocity fmm|lattice] [--csv]
+//                     [--p auto] [--reinit-every 1] [--velocity fmm|lattice]
+//                     [--diffusion auto|integrating-factor|lattice] [--csv]
+//   --diffusion:      vortex.diffusion (auto, the deck's default: integrating-factor with
+//                     --reinit-every 1, else lattice); the table's header and the CSV name it.
 //   --velocity lattice: u and ∇u by the lattice's FFTs (vortex.velocity = lattice, reinit every
 //                     step) instead of the FMM: the column `fmm` is then `lattice` (CSV figure
 //                     lattice_velocity) and the FMM stages are zero.
@@ -75,6 +78,7 @@ struct BenchOptions {
   double refine = 1, tolerance = 1e-5;
   std::string p = "auto";
   bool lattice = false;  // --velocity lattice
+  std::string diffusion = "auto";
   bool csv = false;
 };
 
@@ -100,10 +104,15 @@ BenchOptions parse(int argc, char** argv) {
       const std::string v = next();
       if (v != "fmm" && v != "lattice") throw std::invalid_argument("--velocity: fmm or lattice");
       o.lattice = v == "lattice";
+    } else if (a == "--diffusion") {
+      o.diffusion = next();
+      if (o.diffusion != "auto" && o.diffusion != "integrating-factor" && o.diffusion != "lattice")
+        throw std::invalid_argument("--diffusion: auto, integrating-factor or lattice");
     } else if (a == "--csv") o.csv = true;
     else if (a == "--help" || a == "-h") {
       std::printf("usage: vortex_step_bench [--n 128,256] [--refine R] [--steps S] [--warmup W] [--tolerance T] "
-                  "[--p P|auto] [--reinit-every K] [--velocity fmm|lattice] [--csv]\n");
+                  "[--p P|auto] [--reinit-every K] [--velocity fmm|lattice] "
+                  "[--diffusion auto|integrating-factor|lattice] [--csv]\n");
       std::exit(0);
     } else {
       throw std::invalid_argument("unknown option " + a);
@@ -115,6 +124,8 @@ BenchOptions parse(int argc, char** argv) {
   if (o.steps < 1 || o.warmup < 0) throw std::invalid_argument("--steps >= 1, --warmup >= 0");
   if (o.reinit_every < 0) throw std::invalid_argument("--reinit-every: >= 0");
   if (o.lattice && o.reinit_every != 1) throw std::invalid_argument("--velocity lattice needs --reinit-every 1");
+  if (o.diffusion == "integrating-factor" && o.reinit_every != 1)
+    throw std::invalid_argument("--diffusion integrating-factor needs --reinit-every 1");
   return o;
 }
 
@@ -163,7 +174,9 @@ vortex::Params solver_params(const BenchOptions& o, double nu) {
   p.nu = nu;
   p.refine = o.refine;
   p.reinit_every = o.reinit_every;
-  p.diffusion = vortex::automatic_diffusion(p);  // the deck's default, vortex.diffusion = auto
+  p.diffusion = o.diffusion == "auto"                 ? vortex::automatic_diffusion(p)
+                : o.diffusion == "integrating-factor" ? vortex::Diffusion::integrating_factor
+                                                      : vortex::Diffusion::lattice;
   p.velocity = o.lattice ? vortex::Velocity::lattice : vortex::Velocity::fmm;
   p.fmm.tolerance = o.tolerance;
   p.fmm.set("p", o.p);
@@ -226,10 +239,11 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
   const std::string dev = prop.name;
+  const char* diffusion = vortex::diffusion_name(solver_params(o, 0.0).diffusion);  // what --diffusion picks
   std::printf("vortex_step_bench: %s, commit %s, %d CPU threads; refine %g, fmm.tolerance %g, p %s, reinit_every %d, "
-              "velocity %s, median of %d steps after %d; %d rank%s, transport %s\n",
+              "velocity %s, diffusion %s, median of %d steps after %d; %d rank%s, transport %s\n",
               dev.c_str(), VH_GIT_HASH, omp_get_max_threads(), o.refine, o.tolerance, o.p.c_str(), o.reinit_every,
-              o.lattice ? "lattice" : "fmm",
+              o.lattice ? "lattice" : "fmm", diffusion,
               o.steps, o.warmup, ranks, ranks > 1 ? "s (one GPU each)" : "", transport.c_str());
 
   std::vector<Row> rows;
@@ -357,10 +371,11 @@ int main(int argc, char** argv) {
   if (o.csv) {
     vh::bench::CsvRows csv(std::cout, "vortex_step", dev, VH_GIT_HASH);
     for (const Row& r : rows) {
-      char cs[160];
-      std::snprintf(cs, sizeof cs, "N=%d refine=%g sc09 flow tol=%g p=%s reinit_every=%d%s median of %d ranks=%d comm=%s",
+      char cs[200];
+      std::snprintf(cs, sizeof cs,
+                    "N=%d refine=%g sc09 flow tol=%g p=%s reinit_every=%d%s diffusion=%s median of %d ranks=%d comm=%s",
                     r.n, o.refine, o.tolerance, o.p.c_str(), o.reinit_every, o.lattice ? " velocity=lattice" : "",
-                    o.steps, ranks, transport.c_str());
+                    diffusion, o.steps, ranks, transport.c_str());
       for (int c = 0; c < kSteps; ++c)
         csv.row(cs, c == 1 && o.lattice ? "lattice_velocity" : kStepFigures[c], r.step[c], "s");
       const std::pair<const char*, double> m[] = {{"host", r.host},
