@@ -296,42 +296,52 @@ TEST(Remesh, DissipationRangeSelfConvergesAtSecondOrderInTime) {
   EXPECT_GT(top_shells_order(split_params(0.05), "split step"), 1.8);
 }
 
-// Pure decay: a field too weak to move or stretch anything (amplitude 1e-7) decays by exactly
-// exp(−ν|k|²t) at every output, with the half step before the first transport and the half step
-// back at the output, and with steps of changing length (either half alone leaves exp(∓ν|k|²Δt/2):
-// measured 1.2e-2 with the half step back alone, 4.8e-8 with both). Refine 1.5, so that the
-// filter keeps every mode of the 16³ grid; ν = 0.05, steps of 0.05, 0.03, 0.07, 0.05, 0.04.
-TEST(Remesh, PureDecayIsTheExactViscousFactorAtEveryOutput) {
-  const int n = 16;
+/// A random field on the n³ grid too weak to move or stretch anything (amplitude 1e-7): pure decay.
+SpectralVector weak_field(int n) {
   SpectralVector u0 = random_velocity(n, 4);
   for (auto& c : u0.c)
     for (auto& v : c) v *= 1e-7;
+  return u0;
+}
+
+/// ‖û − exp(−ν|k|²t) û₀‖ / ‖exp(−ν|k|²t) û₀‖ at the solver's time t: how far its grid velocity
+/// is from pure decay.
+double distance_from_pure_decay(vh::vortex::Solver& s, const SpectralVector& u0, double nu) {
+  const Grid& g = u0.grid;
+  SpectralVector u, want = u0;
+  s.velocity(u);
+  for (int iz = 0; iz < g.n; ++iz)
+    for (int iy = 0; iy < g.n; ++iy)
+      for (int ix = 0; ix <= g.n / 2; ++ix) {
+        const double kx = ix, ky = g.wavenumber(iy), kz = g.wavenumber(iz);
+        const double f = std::exp(-nu * (kx * kx + ky * ky + kz * kz) * s.time());
+        for (auto& c : want.c) c[g.mode_index(ix, iy, iz)] *= f;
+      }
+  return rel_l2(u, want);
+}
+
+// Pure decay: the weak field decays by exactly exp(−ν|k|²t) at every output, with the half step
+// before the first transport and the half step back at the output, and with steps of changing
+// length (either half alone leaves exp(∓ν|k|²Δt/2): measured 1.2e-2 with the half step back
+// alone, 4.8e-8 with both). Refine 1.5, so that the filter keeps every mode of the 16³ grid;
+// ν = 0.05, steps of 0.05, 0.03, 0.07, 0.05, 0.04.
+TEST(Remesh, PureDecayIsTheExactViscousFactorAtEveryOutput) {
+  const int n = 16;
+  const SpectralVector u0 = weak_field(n);
   const vh::vortex::Params p = split_params(0.05);
   vh::vortex::Solver s(p, Grid{n});
   s.set_velocity(u0, 0.0);
-  const Grid g{n};
-  double t = 0;
   for (double dt : {0.05, 0.03, 0.07, 0.05, 0.04}) {
     s.step(dt);
-    t += dt;
-    SpectralVector u, want = u0;
-    s.velocity(u);
-    for (int iz = 0; iz < n; ++iz)
-      for (int iy = 0; iy < n; ++iy)
-        for (int ix = 0; ix <= n / 2; ++ix) {
-          const double kx = ix, ky = g.wavenumber(iy), kz = g.wavenumber(iz);
-          const double f = std::exp(-p.nu * (kx * kx + ky * ky + kz * kz) * t);
-          for (auto& c : want.c) c[g.mode_index(ix, iy, iz)] *= f;
-        }
-    const double e = rel_l2(u, want);
-    std::printf("pure decay, t = %.2f: relative L2 %.2e\n", t, e);
-    EXPECT_LT(e, 1e-5) << "t = " << t;
+    const double e = distance_from_pure_decay(s, u0, p.nu);
+    std::printf("pure decay, t = %.2f: relative L2 %.2e\n", s.time(), e);
+    EXPECT_LT(e, 1e-5) << "t = " << s.time();
   }
 }
 
 // vortex.diffusion = integrating-factor: the strengths take (exp(−x/2) − 1) ω of the field at the
 // step's start (outside the AB2 extrapolation), the reinitialisation multiplies the arrived field
-// by exp(−x/2), x = ν|k|²Δt. In pure decay (the field of the test above) every output is
+// by exp(−x/2), x = ν|k|²Δt. In pure decay (the weak field above) every output is
 // exp(−ν|k|²t) ω₀, whatever the step lengths and however stiff: at ν = 5 the top shells of the
 // grid take x = 67 in the longest step, where Crank–Nicolson's (1 − x/2)/(1 + x/2) = −0.94 would
 // keep them and flip their sign each step. Measured: ≤ 4.7e-8 (the field's own nonlinear residue)
@@ -339,10 +349,7 @@ TEST(Remesh, PureDecayIsTheExactViscousFactorAtEveryOutput) {
 // already (4.6e-6 … 2.1e-5, bench/RESULTS.md 2026-11-28).
 TEST(Remesh, IntegratingFactorPureDecayIsTheExactViscousFactorHoweverStiff) {
   const int n = 16;
-  SpectralVector u0 = random_velocity(n, 4);
-  for (auto& c : u0.c)
-    for (auto& v : c) v *= 1e-7;
-  const Grid g{n};
+  const SpectralVector u0 = weak_field(n);
   for (const double nu : {0.05, 5.0}) {
     vh::vortex::Params p = lattice_params(nu);
     p.diffusion = vh::vortex::Diffusion::integrating_factor;
@@ -350,16 +357,7 @@ TEST(Remesh, IntegratingFactorPureDecayIsTheExactViscousFactorHoweverStiff) {
     s.set_velocity(u0, 0.0);
     for (double dt : {0.05, 0.03, 0.07, 0.05, 0.04}) {
       s.step(dt);
-      SpectralVector u, want = u0;
-      s.velocity(u);
-      for (int iz = 0; iz < n; ++iz)
-        for (int iy = 0; iy < n; ++iy)
-          for (int ix = 0; ix <= n / 2; ++ix) {
-            const double kx = ix, ky = g.wavenumber(iy), kz = g.wavenumber(iz);
-            const double f = std::exp(-nu * (kx * kx + ky * ky + kz * kz) * s.time());
-            for (auto& c : want.c) c[g.mode_index(ix, iy, iz)] *= f;
-          }
-      const double e = rel_l2(u, want);
+      const double e = distance_from_pure_decay(s, u0, nu);
       std::printf("integrating factor pure decay, nu %.2f, t = %.2f: relative L2 %.2e\n", nu, s.time(), e);
       EXPECT_LT(e, 1e-6) << "nu = " << nu << ", t = " << s.time();
     }
