@@ -5,13 +5,16 @@
 //   fmm_bench [--device cpu|gpu] [--min-log2n 14] [--max-log2n 18] [--p 10] [--theta 0.4]
 //             [--ncrit 64] [--tolerance 1e-6] [--images 5] [--p2p-max-pairs -1] [--periodic]
 //             [--lattice | --turbulent | --white] [--precision single|double] [--direct-max-log2n 18]
-//             [--ref-max-log2n 24] [--jitter 0] [--fmm-ref] [--repeat 3] [--csv]
+//             [--ref-max-log2n 24] [--jitter 0] [--shift 0] [--fmm-ref] [--repeat 3] [--csv]
 //             [--resident [--overlap serial,streams,split] [--split-blocks 4]] [--split slabs|interleaved]
 //
 // --jitter F moves every coordinate by a uniform random amount in [-F h, F h] (as an AB2 step
 // leaves the particles of a lattice: off it, and lattice points on leaf faces into neighbour
 // leaves); the error is then against a tight FMM (theta 0.25, p 16, double; --fmm-ref uses it on
-// the lattice too and prints its own error against the spectral sum).
+// the lattice too and prints its own error against the spectral sum).  --shift F moves every
+// particle by F h along each axis: a translation, so the exact field at each particle is
+// unchanged (the spectral reference holds), but the lattice then sits differently in the
+// octree's cells (F = 0.5: at the cells' centres instead of on their lower faces).
 // Particles: uniform random (default); --lattice: the n^3 lattice (cell centres) displaced by up
 // to +-0.1 h, alpha random with zero mean; --turbulent: exactly on the n^3 lattice with
 // alpha = omega h^3 of a k^4 exp(-2 k^2/k_p^2) turbulent velocity field (k_p = n/16, the shared
@@ -96,6 +99,7 @@ struct Options {
   int min_log2n = 14, max_log2n = 18, repeat = 3, direct_max_log2n = 18, ref_max_log2n = 24;
   bool csv = false, lattice = false, turbulent = false, white = false;
   double jitter = 0;  // --jitter F: every coordinate moved by up to +-F h
+  double shift = 0;   // --shift F: every coordinate moved by F h (the same for all)
   bool fmm_ref = false;  // --fmm-ref: the tight FMM reference on the lattice too
   bool resident = false;  // --resident: GpuEvaluator on device-resident inputs
   std::vector<std::string> overlap{"serial", "streams", "split"};
@@ -126,6 +130,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--max-log2n") o.max_log2n = std::stoi(next());
     else if (a == "--repeat") o.repeat = std::stoi(next());
     else if (a == "--jitter") o.jitter = std::stod(next());
+    else if (a == "--shift") o.shift = std::stod(next());
     else if (a == "--fmm-ref") o.fmm_ref = true;
     else if (a == "--resident") o.resident = true;
     else if (a == "--split-blocks") o.split_blocks = std::stoi(next());
@@ -151,7 +156,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--help" || a == "-h") {
       std::printf("usage: fmm_bench [--device cpu|gpu] [--min-log2n N] [--max-log2n N] [--p P] [--theta T] "
                   "[--ncrit N] [--tolerance E] [--images K] [--p2p-max-pairs M] [--periodic] [--lattice | --turbulent] "
-                  "[--precision single|double] [--direct-max-log2n N] [--ref-max-log2n N] [--jitter F] [--fmm-ref] [--repeat R] [--csv] "
+                  "[--precision single|double] [--direct-max-log2n N] [--ref-max-log2n N] [--jitter F] [--shift F] [--fmm-ref] [--repeat R] [--csv] "
                   "[--resident [--overlap serial,streams,split] [--split-blocks B]] [--split slabs|interleaved]\n");
       std::exit(0);
     } else {
@@ -319,6 +324,8 @@ Blobs make_blobs(const Options& o, int lg) {
   Blobs b = o.white       ? white_lattice(1 << (lg / 3))
             : o.turbulent ? turbulent_lattice(1 << (lg / 3))
                           : random_blobs(lg, o.lattice);
+  for (auto& x : b.x)  // --shift: a translation, which leaves every particle's exact u and grad u as they were
+    for (int d = 0; d < 3; ++d) x[d] += o.shift * b.s[0];
   if (o.jitter > 0) {  // as a vortex step leaves lattice particles: off the lattice, some across leaf faces
     std::mt19937_64 gen(99 + lg);
     std::uniform_real_distribution<double> U(-o.jitter, o.jitter);
@@ -802,9 +809,11 @@ int main(int argc, char** argv) {
                       : o.turbulent ? " turbulent lattice"
                       : o.lattice   ? " displaced lattice"
                                     : " random";
-  std::printf("fmm_bench: %s, %s%s, p = %d, theta = %g, ncrit = %d, tolerance = %g%s, commit %s\n", what.c_str(),
-              prm.periodic ? "periodic" : "free space", field, rp.p, rp.theta, rp.ncrit, prm.tolerance,
-              prm.periodic ? (", images = " + std::to_string(prm.images)).c_str() : "", VH_GIT_HASH);
+  std::printf("fmm_bench: %s, %s%s%s, p = %d, theta = %g, ncrit = %d, tolerance = %g%s, commit %s\n", what.c_str(),
+              prm.periodic ? "periodic" : "free space", field,
+              o.shift != 0 ? (" shifted by " + std::to_string(o.shift).substr(0, 5) + " h").c_str() : "", rp.p,
+              rp.theta, rp.ncrit, prm.tolerance, prm.periodic ? (", images = " + std::to_string(prm.images)).c_str() : "",
+              VH_GIT_HASH);
   if (o.resident)
     std::printf("resident inputs (GpuEvaluator); same: same_positions; stage times per stream, gpu wall: P2M ... L2P "
                 "with the overlap\n%9s %8s %5s %8s %7s %7s %7s %8s %8s %8s %8s %8s %9s %9s %8s %7s\n",
@@ -923,7 +932,8 @@ int main(int argc, char** argv) {
       return " N=" + std::to_string(n) + " p=" + std::to_string(rp.p) + " theta=" +
              std::to_string(rp.theta).substr(0, 4) + " ncrit=" + std::to_string(rp.ncrit) +
              " tol=" + std::to_string(prm.tolerance).substr(0, 8) + " sigma=h" +
-             (o.jitter > 0 ? " jitter=" + std::to_string(o.jitter).substr(0, 5) + "h" : "") + " median of " +
+             (o.jitter > 0 ? " jitter=" + std::to_string(o.jitter).substr(0, 5) + "h" : "") +
+             (o.shift != 0 ? " shift=" + std::to_string(o.shift).substr(0, 5) + "h" : "") + " median of " +
              std::to_string(o.repeat);
     };
     auto stage_rows = [&](const std::string& cs, const Row& r) {
