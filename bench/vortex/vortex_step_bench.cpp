@@ -19,9 +19,11 @@
 //
 //   vortex_step_bench [--n 128,256] [--refine 1] [--steps 5] [--warmup 2] [--tolerance 1e-5]
 //                     [--p auto] [--reinit-every 1] [--velocity fmm|lattice]
-//                     [--diffusion auto|integrating-factor|lattice] [--csv]
+//                     [--diffusion auto|integrating-factor|lattice] [--blob-cutoff C] [--csv]
 //   --diffusion:      vortex.diffusion (auto, the deck's default: integrating-factor with
 //                     --reinit-every 1, else lattice); the table's header and the CSV name it.
+//   --blob-cutoff C:  vortex.blob_cutoff, the reinitialisation's blob sums cut off at C σ (the
+//                     deck's default unless given); the table's header and the CSV name it.
 //   --velocity lattice: u and ∇u by the lattice's FFTs (vortex.velocity = lattice, reinit every
 //                     step) instead of the FMM: the column `fmm` is then `lattice` (CSV figure
 //                     lattice_velocity) and the FMM stages are zero.
@@ -79,6 +81,7 @@ struct BenchOptions {
   std::string p = "auto";
   bool lattice = false;  // --velocity lattice
   std::string diffusion = "auto";
+  double blob_cutoff = vortex::Params{}.blob_cutoff;
   bool csv = false;
 };
 
@@ -108,11 +111,12 @@ BenchOptions parse(int argc, char** argv) {
       o.diffusion = next();
       if (o.diffusion != "auto" && o.diffusion != "integrating-factor" && o.diffusion != "lattice")
         throw std::invalid_argument("--diffusion: auto, integrating-factor or lattice");
-    } else if (a == "--csv") o.csv = true;
+    } else if (a == "--blob-cutoff") o.blob_cutoff = std::stod(next());
+    else if (a == "--csv") o.csv = true;
     else if (a == "--help" || a == "-h") {
       std::printf("usage: vortex_step_bench [--n 128,256] [--refine R] [--steps S] [--warmup W] [--tolerance T] "
                   "[--p P|auto] [--reinit-every K] [--velocity fmm|lattice] "
-                  "[--diffusion auto|integrating-factor|lattice] [--csv]\n");
+                  "[--diffusion auto|integrating-factor|lattice] [--blob-cutoff C] [--csv]\n");
       std::exit(0);
     } else {
       throw std::invalid_argument("unknown option " + a);
@@ -121,6 +125,7 @@ BenchOptions parse(int argc, char** argv) {
   for (int n : o.n)
     if (n < 8 || n % 2) throw std::invalid_argument("--n: even sizes >= 8");
   if (o.refine < 1 || o.refine > 8) throw std::invalid_argument("--refine: 1 ... 8");
+  if (!(o.blob_cutoff >= 3 && o.blob_cutoff <= 12)) throw std::invalid_argument("--blob-cutoff: 3 ... 12 (sigma)");
   if (o.steps < 1 || o.warmup < 0) throw std::invalid_argument("--steps >= 1, --warmup >= 0");
   if (o.reinit_every < 0) throw std::invalid_argument("--reinit-every: >= 0");
   if (o.lattice && o.reinit_every != 1) throw std::invalid_argument("--velocity lattice needs --reinit-every 1");
@@ -178,6 +183,7 @@ vortex::Params solver_params(const BenchOptions& o, double nu) {
                 : o.diffusion == "integrating-factor" ? vortex::Diffusion::integrating_factor
                                                       : vortex::Diffusion::lattice;
   p.velocity = o.lattice ? vortex::Velocity::lattice : vortex::Velocity::fmm;
+  p.blob_cutoff = p.rbf.cutoff = o.blob_cutoff;  // as the deck sets both
   p.fmm.tolerance = o.tolerance;
   p.fmm.set("p", o.p);
   p.fmm.periodic = true;
@@ -241,9 +247,9 @@ int main(int argc, char** argv) {
   const std::string dev = prop.name;
   const char* diffusion = vortex::diffusion_name(solver_params(o, 0.0).diffusion);  // what --diffusion picks
   std::printf("vortex_step_bench: %s, commit %s, %d CPU threads; refine %g, fmm.tolerance %g, p %s, reinit_every %d, "
-              "velocity %s, diffusion %s, median of %d steps after %d; %d rank%s, transport %s\n",
+              "velocity %s, diffusion %s, blob cut-off %g sigma, median of %d steps after %d; %d rank%s, transport %s\n",
               dev.c_str(), VH_GIT_HASH, omp_get_max_threads(), o.refine, o.tolerance, o.p.c_str(), o.reinit_every,
-              o.lattice ? "lattice" : "fmm", diffusion,
+              o.lattice ? "lattice" : "fmm", diffusion, o.blob_cutoff,
               o.steps, o.warmup, ranks, ranks > 1 ? "s (one GPU each)" : "", transport.c_str());
 
   std::vector<Row> rows;
@@ -374,9 +380,9 @@ int main(int argc, char** argv) {
     for (const Row& r : rows) {
       char cs[200];
       std::snprintf(cs, sizeof cs,
-                    "N=%d refine=%g sc09 flow tol=%g p=%s reinit_every=%d%s diffusion=%s median of %d ranks=%d comm=%s",
+                    "N=%d refine=%g sc09 flow tol=%g p=%s reinit_every=%d%s diffusion=%s blob_cutoff=%g median of %d ranks=%d comm=%s",
                     r.n, o.refine, o.tolerance, o.p.c_str(), o.reinit_every, o.lattice ? " velocity=lattice" : "",
-                    diffusion, o.steps, ranks, transport.c_str());
+                    diffusion, o.blob_cutoff, o.steps, ranks, transport.c_str());
       for (int c = 0; c < kSteps; ++c)
         csv.row(cs, c == 1 && o.lattice ? "lattice_velocity" : kStepFigures[c], r.step[c], "s");
       const std::pair<const char*, double> m[] = {{"host", r.host},
