@@ -7,7 +7,8 @@
 // stream-ordered allocation on the legacy default stream, freed there in stream order; the FMM
 // evaluator sets its own pool so that after its first call no allocation reaches the driver.
 // A size of 0 holds no memory (data() is null). resize() gives exactly n elements and loses the
-// contents when n changes; reserve() grows only. Copies are synchronous (cudaMemcpy).
+// contents when n changes; reserve() grows only. Copies are synchronous: an upload has landed
+// when it returns (copy_to_device), whatever stream the next kernel runs on.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -36,6 +37,18 @@ inline void* pinned_staging(std::size_t bytes) {
     cap = bytes;
   }
   return buf;
+}
+
+/// cudaMemcpy from host memory to the device that returns only once the bytes are there. From
+/// pageable memory cudaMemcpy may return while its last transfer is still in flight (the CUDA
+/// runtime's "API synchronization behavior"): work on the legacy default stream is ordered after
+/// the copy, work on a non-blocking stream (the FMM evaluator's, DeviceComm's) is not. Waiting
+/// for the legacy stream, which holds the copy, makes every upload synchronous as this file
+/// promises.
+inline void copy_to_device(void* dst, const void* src, std::size_t bytes) {
+  if (!bytes) return;
+  VH_CHECK_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+  VH_CHECK_CUDA(cudaStreamSynchronize(cudaStreamLegacy));
 }
 
 /// Below this size an upload copies from the host array directly.
@@ -126,7 +139,7 @@ class DeviceArray {
   /// n elements copied from host memory (size becomes n).
   void upload(const T* h, std::size_t n) {
     resize(n);
-    if (n) VH_CHECK_CUDA(cudaMemcpy(p_, h, bytes(), cudaMemcpyHostToDevice));
+    copy_to_device(p_, h, bytes());
   }
   /// A copy of `v`; large arrays go through the pinned staging buffer, filled by all threads.
   void upload(const std::vector<T>& v) {
@@ -142,7 +155,7 @@ class DeviceArray {
     const std::ptrdiff_t nn = static_cast<std::ptrdiff_t>(n);
 #pragma omp parallel for schedule(static)
     for (std::ptrdiff_t i = 0; i < nn; ++i) h[i] = f(i);
-    VH_CHECK_CUDA(cudaMemcpy(p_, h, bytes(), cudaMemcpyHostToDevice));
+    copy_to_device(p_, h, bytes());
   }
   /// The first n elements (all by default) copied to host memory.
   void download(T* h, std::size_t n) const {

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "base/cuda_check.h"
+#include "base/device_buffer.h"
 
 #ifdef VH_HAVE_NCCL
 #include <nccl.h>
@@ -230,7 +231,7 @@ void DeviceComm::alltoallv(const void* send, const std::vector<std::size_t>& sc,
     void* hr = host(1, std::max<std::size_t>(nr, 1));
     if (ns) VH_CHECK_CUDA(cudaMemcpy(hs, send, ns, cudaMemcpyDeviceToHost));
     comm_.alltoallv(hs, sc, sd, hr, rc, rd, elem_bytes);
-    if (nr) VH_CHECK_CUDA(cudaMemcpy(recv, hr, nr, cudaMemcpyHostToDevice));
+    copy_to_device(recv, hr, nr);
   }
   stats_.seconds += seconds_since(t0);
   for (std::size_t r = 0; r < sc.size(); ++r)
@@ -555,7 +556,7 @@ void DeviceComm::exchange(const std::vector<Send>& sends, const std::vector<Recv
     }
     Comm::wait_all(reqs);
     for (const auto& [x, h] : staged_recvs)
-      if (x->bytes) VH_CHECK_CUDA(cudaMemcpy(x->data, h, x->bytes, cudaMemcpyHostToDevice));
+      copy_to_device(x->data, h, x->bytes);
   }
   stats_.seconds += seconds_since(t0);
   stats_.bytes += sent;
@@ -596,7 +597,7 @@ void DeviceComm::allgatherv(const void* send, std::size_t count, void* recv, con
     void* hr = host(1, std::max<std::size_t>(total * elem_bytes, 1));
     if (count) VH_CHECK_CUDA(cudaMemcpy(hs, send, count * elem_bytes, cudaMemcpyDeviceToHost));
     comm_.allgatherv(hs, count, hr, counts, elem_bytes);
-    if (total) VH_CHECK_CUDA(cudaMemcpy(recv, hr, total * elem_bytes, cudaMemcpyHostToDevice));
+    copy_to_device(recv, hr, total * elem_bytes);
   }
   stats_.seconds += seconds_since(t0);
   stats_.bytes += double(count * elem_bytes) * double(comm_.size() - 1);
@@ -619,7 +620,7 @@ void DeviceComm::sum(double* data, std::size_t n) {
     std::vector<double> h(n);
     VH_CHECK_CUDA(cudaMemcpy(h.data(), data, n * sizeof(double), cudaMemcpyDeviceToHost));
     comm_.sum(h);
-    VH_CHECK_CUDA(cudaMemcpy(data, h.data(), n * sizeof(double), cudaMemcpyHostToDevice));
+    copy_to_device(data, h.data(), n * sizeof(double));
   }
   stats_.seconds += seconds_since(t0);
   stats_.bytes += double(n * sizeof(double));

@@ -321,7 +321,7 @@ void DeviceTree::build(const SortedSourcesGpu& pts, int ncrit) {
   root.level = 0;
   root.parent = -1;
   m.dcells.reserve(64);
-  VH_CHECK_CUDA(cudaMemcpy(m.dcells.data(), &root, sizeof root, cudaMemcpyHostToDevice));
+  copy_to_device(m.dcells.data(), &root, sizeof root);
   m.parents.reserve(64);
   m.level_begin.assign(1, 0);
   std::vector<std::pair<int, int>> parent_levels;  // (offset, count) per level, top-down

@@ -1070,7 +1070,7 @@ struct GpuSolver::Impl {
   }
   template <class V>
   void upload(double* d, const std::vector<V>& h) {
-    VH_CHECK_CUDA(cudaMemcpy(d, h.data(), np * sizeof(V), cudaMemcpyHostToDevice));
+    copy_to_device(d, h.data(), np * sizeof(V));
   }
 };
 
@@ -1096,7 +1096,7 @@ RbfResult GpuSolver::set_velocity(const SpectralVector& u, double t) {
   s.use_work();
   // The grid's coefficients into H (3 nmg ≤ 3 nm complex), the lattice vorticity into W.
   for (int d = 0; d < 3; ++d)
-    VH_CHECK_CUDA(cudaMemcpy(s.H + d * s.nmg, u.c[d].data(), s.nmg * sizeof(Cx), cudaMemcpyHostToDevice));
+    copy_to_device(s.H + d * s.nmg, u.c[d].data(), s.nmg * sizeof(Cx));
   init_modes_kernel<<<blocks_for(s.nm), kThreads>>>(s.nm, s.gp.n, s.nmg, s.g.n, s.H, s.W);
   VH_CHECK_LAUNCH();
   // Solver::set_velocity: γ = ω V; α the RBF strengths of ω (init = rbf) or α = γ (direct).
