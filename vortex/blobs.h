@@ -2,7 +2,7 @@
 //
 // ω_σ(x_i) = Σ_p α_p ζ_σp(x_i − x_p) over the nearest periodic image, with the Gaussian cut
 // off outside a cube of half-width `cutoff`·σ_p around each particle (the neglected part is
-// below exp(−cutoff²/2) of the peak: 2e-11 at the default 7). ζ is separable, so each
+// below exp(−cutoff²/2) of the peak: 1.5e-8 at the default 6). ζ is separable, so each
 // particle's weights are three 1-D vectors. CPU: each particle's stencil is added to the
 // lattice, the z-planes split among the threads and the particles taken in index order, so
 // every point sums in the same order for any thread count (restarts are bit-exact). GPU

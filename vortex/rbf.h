@@ -31,7 +31,7 @@ struct RbfParams {
   double tol = 1e-6;          ///< cg: relative residual ‖b − Aα‖/‖b‖
   int max_iter = 100;         ///< cg: iteration limit
   double symbol_floor = 1e-3; ///< fft: smallest S(k)/S(0) that is inverted as is
-  double cutoff = 7.0;        ///< cg: Gaussian cut off at this many σ₀
+  double cutoff = 6.0;        ///< cg: Gaussian cut off at this many σ₀ (vortex.blob_cutoff)
 };
 
 struct RbfResult {

@@ -81,7 +81,7 @@ std::vector<OptionSpec> option_specs() {
        "u and grad u at the particles: the periodic FMM, or FFTs of the strengths while the particles sit on the "
        "lattice (the same sum, exact; needs reinit_every = 1: an ablation of the FMM; vortex/solver.h)"},
       {"vortex.max_core_ratio", "real", "1.5", "", "reinitialise as soon as sigma/sigma0 exceeds this"},
-      {"vortex.blob_cutoff", "real", "7", "sigma", "blob sums at the lattice cut off at this many sigma"},
+      {"vortex.blob_cutoff", "real", "6", "sigma", "blob sums at the lattice cut off at this many sigma"},
       {"vortex.rbf_solver", "fft|cg", "fft", "",
        "reinit_from = blobs: RBF solve by FFT (exact circulant solve) or conjugate gradients"},
       {"vortex.rbf_tol", "real", "1e-3", "", "cg: relative residual to reach"},

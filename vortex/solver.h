@@ -92,7 +92,7 @@ struct Params {
   Velocity velocity = Velocity::fmm;  ///< how step 1 evaluates u and ∇u (above)
   int reinit_every = 1;          ///< steps between reinitialisations (0: only by core ratio)
   double max_core_ratio = 1.5;   ///< reinitialise as soon as σ/σ₀ exceeds this
-  double blob_cutoff = 7.0;      ///< blob sums at the lattice cut off at this many σ
+  double blob_cutoff = 6.0;      ///< blob sums at the lattice cut off at this many σ (exp(−18) = 1.5e-8)
   bool project = true;           ///< project the reinitialised vorticity onto solenoidal fields
   Filter filter = Filter::cube;  ///< modes the reinitialisation removes
   double filter_fraction = 2.0 / 3;  ///< the filter's largest kept |k| or |k_i|: this · N_p/2

@@ -3,7 +3,7 @@
 //
 // Particles: one per point of an n^3 lattice in the periodic box, moved by up to +-0.1 h per axis
 // at random, random strengths alpha in (-1, 1) h^3 per component, core sigma = overlap h (the
-// solver's sigma0, overlap 1 by default), cut off at --cutoff sigma (the solver's default 7).
+// solver's sigma0, overlap 1 by default), cut off at --cutoff sigma (the solver's default, vortex.blob_cutoff).
 //
 // GPU, per size and sum: the device time of one call (uploads, cell sort, gather, download: CUDA
 // events inside the call, detail::last_gather_gpu_seconds) and the wall time of the whole call
@@ -20,7 +20,7 @@
 // solver spends on blob sums (its history and its strengths).
 // --resident-only runs this table alone.
 //
-//   blobs_bench [--n 128,256] [--cpu-n 64] [--repeat 5] [--overlap 1] [--cutoff 7] [--resident-only]
+//   blobs_bench [--n 128,256] [--cpu-n 64] [--repeat 5] [--overlap 1] [--cutoff 6] [--resident-only]
 //               [--csv FILE]
 //
 // Every size's memory is checked first (bench/memory_check.h): one too large for the machine is
@@ -50,6 +50,7 @@
 #include "vortex/blobs.h"
 #include "vortex/blobs_gpu.h"
 #include "vortex/blobs_kernel.h"
+#include "vortex/solver.h"
 
 #ifndef VH_GIT_HASH
 #define VH_GIT_HASH "unknown"
@@ -64,7 +65,7 @@ using clock_type = std::chrono::steady_clock;
 struct BenchOptions {
   std::vector<int> n = {128, 256};
   int cpu_n = 64, repeat = 5;
-  double overlap = 1.0, cutoff = 7.0;
+  double overlap = 1.0, cutoff = Params{}.blob_cutoff;
   bool resident_only = false;
   std::string csv;
 };
