@@ -3,7 +3,8 @@
 //
 // Particles: one per point of an n^3 lattice in the periodic box, moved by up to +-0.1 h per axis
 // at random, random strengths alpha in (-1, 1) h^3 per component, core sigma = overlap h (the
-// solver's sigma0, overlap 1 by default), cut off at --cutoff sigma (the solver's default, vortex.blob_cutoff).
+// solver's sigma0, overlap 1 by default), cut off at --cutoff sigma (the solver's default,
+// vortex.blob_cutoff).
 //
 // GPU, per size and sum: the device time of one call (uploads, cell sort, gather, download: CUDA
 // events inside the call, detail::last_gather_gpu_seconds) and the wall time of the whole call
