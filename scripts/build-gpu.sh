@@ -37,9 +37,12 @@ if command -v ccache >/dev/null 2>&1; then
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 fi
-[ -f build-gpu/CMakeCache.txt ] ||
-  cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DVH_ENABLE_CUDA=ON \
-    "${launcher[@]}" >/dev/null
+# cuFFTDx and NCCL into third_party/, as scripts/setup.sh fetches them: without cuFFTDx the spectral
+# solver builds without its fused transforms and every GPU figure of it is the cuFFT path's. The
+# configure step runs every time, so that a folder configured before they came finds them.
+bash scripts/third-party.sh
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DVH_ENABLE_CUDA=ON \
+  "${launcher[@]}" >/dev/null
 cmake --build build-gpu -j "$(nproc)"
 rm -rf .gpu && mkdir -p .gpu
 for p in $progs; do
