@@ -368,7 +368,8 @@ void Solver::lattice_rhs() {
 void Solver::step(double dt) {
   t_reinit_ -= step_lead(prm_, dt, dt_prev_, have_history_);
   if (!rhs_valid_) evaluate_rhs();
-  if (prm_.diffusion == Diffusion::integrating_factor) first_viscous_half(dt);
+  const bool integrating_factor = prm_.diffusion == Diffusion::integrating_factor;
+  if (integrating_factor) first_viscous_half(dt);
   const Ab2Weights w = ab2_weights(dt, dt_prev_, have_history_);
   const bool with_gamma = points();
   const std::ptrdiff_t n = std::ptrdiff_t(p_.size());
@@ -379,7 +380,7 @@ void Solver::step(double dt) {
     ab2_update(p_.alpha[i].data(), dalpha_[i].data(), (have_history_ ? dalpha_prev_[i] : zero).data(), dt, w);
     if (with_gamma)
       ab2_update(p_.gamma[i].data(), dgamma_[i].data(), (have_history_ ? dgamma_prev_[i] : zero).data(), dt, w);
-    if (!visc_g_.empty()) {  // the integrating factor's first half
+    if (integrating_factor) {  // its first half, formed above
       add_increment(p_.gamma[i].data(), visc_g_[i].data());
       add_increment(p_.alpha[i].data(), visc_a_[i].data());
     }
