@@ -1,0 +1,47 @@
+// The M2L of one complete level of a periodic octree as a stencil (issue 26): the classical
+// uniform-level interaction list, with the traversal's acceptance test.  Where the particles fill
+// the box evenly (the vortex solver's lattice) every cell of a level exists, and a target takes
+// from its own level the cells that are far from it while their parents are not far from its
+// parent, so the sources relative to a target depend only on its position in its parent (its
+// parity c = (ix & 1) + 2 (iy & 1) + 4 (iz & 1)); the level's M2L is then a convolution of the
+// level's multipole field with one stencil per parity (fmm/m2l_fft_gpu.h).
+//
+// Why by rule and not from the lists of build_lists (fmm/traverse.h): the dual traversal splits
+// pairs from the two roots down, so what a target meets on its own level depends on where every
+// one of its ancestors sits in the box; measured on a 64^3 lattice (theta 0.6, 64 a leaf), the
+// lists of the level-L cells repeat only with the period of the box, at every level, and a third
+// to a half of their entries pair cells of different levels.  A convolution needs the lists of
+// this rule instead.
+//
+// The rule, in cells of the level (side s; full cells, radius rho = sqrt(3)/2 s, as the
+// traversal's test with both radii at their largest): a source at offset t (image included, so t
+// may leave the box) is far when 2 rho < theta |t| s; target parity c takes t when t is far and
+// the parents' offset T = floor((c + t) / 2) is not (in parent cells), which bounds t.
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "fmm/tree.h"
+
+namespace vh::fmm {
+
+/// The same-level M2L offsets of a uniform level.
+struct LevelStencil {
+  int level = -1;  ///< n = 2^level cells a side
+  /// offsets[c]: what a target of parity c takes, source minus target in cells (one entry per
+  /// source image), sorted.
+  std::array<std::vector<std::array<int, 3>>, 8> offsets;
+  /// Number of same-level translations the stencil stands for: n^3 / 8 times the entries.
+  long long translations() const;
+};
+
+/// The stencil of the header's rule for `level` (>= 1) and the acceptance parameter theta in
+/// (0, 1).
+LevelStencil uniform_stencil(int level, double theta);
+
+/// The cells of `level` in grid order: grid[(iz n + iy) n + ix] is the index in t.cells of the
+/// cell (ix, iy, iz); empty when the level misses a cell.
+std::vector<int> level_grid(const Tree& t, int level);
+
+}  // namespace vh::fmm

@@ -1,0 +1,271 @@
+// The M2L of a uniform level by FFTs on the GPU: see m2l_fft_gpu.h.  Layouts (n = 2^level,
+// m = n/2, V = m^3, nf = (p+1)^2 full-layout coefficients, nc = ncoef(p)):
+//   folded multipoles  Mh[((c_s 3 + a) nf + f) V + P]        (forward transforms in place)
+//   tables             Kh[((kappa 8 + c_s) 8 + c_t) nf + f]  (what one wavenumber reads)
+//   local expansions   Lh[((c_t 3 + a) nc + c) V + P]        (backward transforms in place)
+// with P = (pz m + py) m + px the parent and the child (ix, iy, iz) = 2 P + parity.
+#include "fmm/m2l_fft_gpu.h"
+
+#include <cuda_runtime.h>
+#include <cufft.h>
+
+#include <climits>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include "base/cuda_check.h"
+#include "base/device_buffer.h"
+#include "fmm/expansions.h"
+
+namespace vh::fmm {
+
+namespace {
+
+// One thread per (c_t, output) in contract_kernel: 8 ncoef(p) <= 1024.
+constexpr int kMaxFftOrder = 14;
+
+struct Plan {
+  cufftHandle h = 0;
+  bool made = false;
+  ~Plan() {
+    if (made) cufftDestroy(h);
+  }
+};
+
+// A batch of `batch` complex transforms of m^3 contiguous points, in place.
+void make_plan(Plan& pl, int m, long long batch) {
+  int dims[3] = {m, m, m};
+  const int v = m * m * m;
+  VH_CHECK_CUFFT(cufftPlanMany(&pl.h, 3, dims, nullptr, 1, v, nullptr, 1, v, CUFFT_Z2Z, static_cast<int>(batch)));
+  pl.made = true;
+}
+
+// The child cell (grid index) of parent P with parity c.
+__device__ inline long long child_of(long long P, int c, int m) {
+  const int n = 2 * m;
+  const long long px = P % m, py = P / m % m, pz = P / m / m;
+  return ((2 * pz + (c >> 2)) * n + (2 * py + ((c >> 1) & 1))) * n + 2 * px + (c & 1);
+}
+
+// Mh from the cells' multipoles: (-1)^n conj(M_nm) at every order (stage_full's fold).
+__global__ void fold_kernel(int p, long long V, int m, const double2* __restrict__ M, const int* __restrict__ grid,
+                            double2* __restrict__ Mh) {
+  const int nf = (p + 1) * (p + 1), nc = (p + 1) * (p + 2) / 2;
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i >= 24LL * nf * V) return;
+  const long long P = i % V, r = i / V;
+  const int f = static_cast<int>(r % nf), a = static_cast<int>(r / nf % 3), cs = static_cast<int>(r / nf / 3);
+  const int n = degree_of(f), mo = f - n * n - n;
+  const long long cell = grid[child_of(P, cs, m)];
+  double2 v = M[cell * 3 * nc + a * nc + cidx(n, mo < 0 ? -mo : mo)];
+  if (mo < 0) negm(-mo, v.x, v.y);
+  m2l_fold(n, v.x, v.y);
+  Mh[i] = v;
+}
+
+// One block a wavenumber, one thread per (c_t, output c): for each c_s in turn the block stages
+// the folded multipoles and the 8 tables of c_s, then each thread adds m2l_table_sum.
+__global__ void contract_kernel(int p, long long V, const double2* __restrict__ Mh, const double2* __restrict__ Kh,
+                                double2* __restrict__ Lh) {
+  extern __shared__ double sh[];
+  const int nf = (p + 1) * (p + 1), nc = (p + 1) * (p + 2) / 2;
+  double* Ir = sh;
+  double* Ii = Ir + 8 * nf;
+  double* Mr = Ii + 8 * nf;
+  double* Mi = Mr + 3 * nf;
+  const long long k = blockIdx.x;
+  const int t = threadIdx.x, ct = t / nc, c = t - ct * nc;
+  int l = 0, mo = 0;
+  if (ct < 8) lm_of(c, l, mo);
+  double ar[3] = {0, 0, 0}, ai[3] = {0, 0, 0};
+  for (int cs = 0; cs < 8; ++cs) {
+    __syncthreads();
+    const double2* K = Kh + (k * 8 + cs) * 8 * nf;
+    for (int e = t; e < 8 * nf; e += blockDim.x) {
+      const double2 v = K[e];
+      Ir[e] = v.x;
+      Ii[e] = v.y;
+    }
+    for (int e = t; e < 3 * nf; e += blockDim.x) {
+      const double2 v = Mh[(cs * 3LL * nf + e) * V + k];
+      Mr[e] = v.x;
+      Mi[e] = v.y;
+    }
+    __syncthreads();
+    if (ct < 8) {
+      double sr[3], si[3];
+      m2l_table_sum(p, l, mo, Ir + ct * nf, Ii + ct * nf, Mr, Mi, nf, sr, si);
+      for (int a = 0; a < 3; ++a) {
+        ar[a] += sr[a];
+        ai[a] += si[a];
+      }
+    }
+  }
+  if (ct < 8)
+    for (int a = 0; a < 3; ++a) Lh[((ct * 3LL + a) * nc + c) * V + k] = make_double2(ar[a], ai[a]);
+}
+
+// L += Lh / V at the cells.
+__global__ void scatter_kernel(int p, long long V, int m, const double2* __restrict__ Lh, const int* __restrict__ grid,
+                               double2* __restrict__ L) {
+  const int nc = (p + 1) * (p + 2) / 2;
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i >= 24LL * nc * V) return;
+  const long long P = i % V, r = i / V;
+  const int c = static_cast<int>(r % nc), a = static_cast<int>(r / nc % 3), ct = static_cast<int>(r / nc / 3);
+  const long long cell = grid[child_of(P, ct, m)];
+  double2& o = L[cell * 3 * nc + a * nc + c];
+  const double s = 1.0 / static_cast<double>(V);
+  const double2 v = Lh[i];
+  o.x += v.x * s;
+  o.y += v.y * s;
+}
+
+// D[idx[e]] = val[e] (distinct indices).
+__global__ void place_kernel(long long ne, const long long* __restrict__ idx, const double2* __restrict__ val,
+                             double2* __restrict__ D) {
+  const long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (e < ne) D[idx[e]] = val[e];
+}
+
+// Kh from the transformed tables D[((c_t 8 + c_s) nf + f) V + kappa].
+__global__ void transpose_kernel(int nf, long long V, const double2* __restrict__ D, double2* __restrict__ Kh) {
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i >= 64LL * nf * V) return;
+  const int f = static_cast<int>(i % nf), ct = static_cast<int>(i / nf % 8), cs = static_cast<int>(i / nf / 8 % 8);
+  const long long k = i / nf / 64;
+  Kh[i] = D[((ct * 8LL + cs) * nf + f) * V + k];
+}
+
+unsigned blocks(long long n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
+
+int mod(int a, int b) { return ((a % b) + b) % b; }
+
+}  // namespace
+
+struct M2LFftGpu::Impl {
+  int p = 0, nf = 0, nc = 0, m = 0;
+  long long V = 0;
+  DeviceArray<double2> Kh, Mh, Lh;
+  Plan fwd, inv;
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  float ms = 0;
+  ~Impl() {
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+  }
+};
+
+M2LFftGpu::M2LFftGpu(int p, double side, const LevelStencil& st) : impl_(std::make_unique<Impl>()) {
+  if (p < 1 || p > kMaxFftOrder) throw std::invalid_argument("M2LFftGpu: p = " + std::to_string(p) + " outside 1..14");
+  if (st.level < 2 || st.level > 8)
+    throw std::invalid_argument("M2LFftGpu: level " + std::to_string(st.level) + " outside 2..8");
+  Impl& d = *impl_;
+  d.p = p;
+  d.nf = (p + 1) * (p + 1);
+  d.nc = (p + 1) * (p + 2) / 2;
+  d.m = 1 << (st.level - 1);
+  d.V = static_cast<long long>(d.m) * d.m * d.m;
+  if (64LL * d.nf * d.V > INT_MAX)
+    throw std::invalid_argument("M2LFftGpu: level " + std::to_string(st.level) + " at p = " + std::to_string(p) +
+                                " exceeds one transform batch");
+  const int n = 2 * d.m, nf = d.nf;
+  const double h = side / n;
+
+  // The tables in real space, images of one (c_t, c_s, T) summed (in stencil order).
+  std::map<long long, std::vector<cplx>> K;
+  cplx I[kMaxCoef];
+  for (int ct = 0; ct < 8; ++ct) {
+    const int cv[3] = {ct & 1, (ct >> 1) & 1, ct >> 2};
+    for (const auto& t : st.offsets[ct]) {
+      int cs = 0, T[3];
+      for (int q = 0; q < 3; ++q) {
+        const int j = cv[q] + t[q], b = mod(j, 2);
+        cs |= b << q;
+        T[q] = mod((j - b) / 2, d.m);
+      }
+      const long long key = (ct * 8LL + cs) * d.V + (static_cast<long long>(T[2]) * d.m + T[1]) * d.m + T[0];
+      std::vector<cplx>& k = K[key];
+      if (k.empty()) k.assign(nf, cplx(0));
+      solid_harmonics({t[0] * h, t[1] * h, t[2] * h}, p, nullptr, I);
+      for (int nn = 0; nn <= p; ++nn)
+        for (int mo = -nn; mo <= nn; ++mo) {
+          double re, im;
+          coef(reinterpret_cast<const double*>(I), nn, mo, re, im);
+          k[fidx(nn, mo)] += cplx(re, im);
+        }
+    }
+  }
+  std::vector<long long> idx;
+  std::vector<double2> val;
+  for (const auto& [key, k] : K) {
+    const long long pair = key / d.V, T = key % d.V;
+    for (int f = 0; f < nf; ++f) {
+      idx.push_back((pair * nf + f) * d.V + T);
+      val.push_back(make_double2(k[f].real(), k[f].imag()));
+    }
+  }
+  {
+    DeviceArray<double2> D(64ULL * nf * d.V);
+    D.zero();
+    DeviceArray<long long> didx(idx);
+    DeviceArray<double2> dval(val);
+    place_kernel<<<blocks(static_cast<long long>(idx.size()), 256), 256>>>(static_cast<long long>(idx.size()),
+                                                                            didx.data(), dval.data(), D.data());
+    VH_CHECK_LAUNCH();
+    Plan tp;
+    make_plan(tp, d.m, 64LL * nf);
+    VH_CHECK_CUFFT(cufftExecZ2Z(tp.h, reinterpret_cast<cufftDoubleComplex*>(D.data()),
+                                reinterpret_cast<cufftDoubleComplex*>(D.data()), CUFFT_INVERSE));
+    d.Kh.resize(D.size());
+    transpose_kernel<<<blocks(64LL * nf * d.V, 256), 256>>>(nf, d.V, D.data(), d.Kh.data());
+    VH_CHECK_LAUNCH();
+    VH_CHECK_CUDA(cudaDeviceSynchronize());
+  }
+  d.Mh.resize(24ULL * nf * d.V);
+  d.Lh.resize(24ULL * d.nc * d.V);
+  make_plan(d.fwd, d.m, 24LL * nf);
+  make_plan(d.inv, d.m, 24LL * d.nc);
+  VH_CHECK_CUDA(cudaEventCreate(&d.e0));
+  VH_CHECK_CUDA(cudaEventCreate(&d.e1));
+}
+
+M2LFftGpu::~M2LFftGpu() = default;
+
+void M2LFftGpu::apply_device(const void* M, void* L, const int* grid) {
+  Impl& d = *impl_;
+  VH_CHECK_CUDA(cudaEventRecord(d.e0, 0));
+  fold_kernel<<<blocks(24LL * d.nf * d.V, 256), 256>>>(d.p, d.V, d.m, static_cast<const double2*>(M), grid,
+                                                        d.Mh.data());
+  VH_CHECK_LAUNCH();
+  auto* mh = reinterpret_cast<cufftDoubleComplex*>(d.Mh.data());
+  VH_CHECK_CUFFT(cufftExecZ2Z(d.fwd.h, mh, mh, CUFFT_FORWARD));
+  const int threads = (8 * d.nc + 31) / 32 * 32;
+  const std::size_t shmem = sizeof(double) * 22 * d.nf;
+  contract_kernel<<<static_cast<unsigned>(d.V), threads, shmem>>>(d.p, d.V, d.Mh.data(), d.Kh.data(), d.Lh.data());
+  VH_CHECK_LAUNCH();
+  auto* lh = reinterpret_cast<cufftDoubleComplex*>(d.Lh.data());
+  VH_CHECK_CUFFT(cufftExecZ2Z(d.inv.h, lh, lh, CUFFT_INVERSE));
+  scatter_kernel<<<blocks(24LL * d.nc * d.V, 256), 256>>>(d.p, d.V, d.m, d.Lh.data(), grid, static_cast<double2*>(L));
+  VH_CHECK_LAUNCH();
+  VH_CHECK_CUDA(cudaEventRecord(d.e1, 0));
+  VH_CHECK_CUDA(cudaEventSynchronize(d.e1));
+  VH_CHECK_CUDA(cudaEventElapsedTime(&d.ms, d.e0, d.e1));
+}
+
+void M2LFftGpu::apply(const std::vector<cplx>& M, std::vector<cplx>& L, const std::vector<int>& grid) {
+  static_assert(sizeof(cplx) == sizeof(double2), "std::complex<double> is a double pair");
+  DeviceArray<double2> dM(M.size()), dL(L.size());
+  dM.upload(reinterpret_cast<const double2*>(M.data()), M.size());
+  dL.upload(reinterpret_cast<const double2*>(L.data()), L.size());
+  DeviceArray<int> dg(grid);
+  apply_device(dM.data(), dL.data(), dg.data());
+  dL.download(reinterpret_cast<double2*>(L.data()), L.size());
+}
+
+double M2LFftGpu::last_ms() const { return impl_->ms; }
+
+std::size_t M2LFftGpu::bytes() const { return impl_->Kh.bytes() + impl_->Mh.bytes() + impl_->Lh.bytes(); }
+
+}  // namespace vh::fmm

@@ -1,0 +1,59 @@
+// The M2L of a uniform level (fmm/level_stencil.h) on the GPU as a convolution by FFTs (issue
+// 26): the same translations as the per-pair M2L of its lists, in double precision, at a cost
+// that does not grow with the number of sources a target takes.
+//
+// Method.  Group the level's n^3 cells by their parent: parent P (m = n/2 a side) holds 8
+// children, child parity c.  A target child (P, c_t) takes source (P + T, c_s) exactly when the
+// cell offset t = 2 T + c_s - c_t is in the stencil of parity c_t, so its local expansion is
+//   L_{P,c_t,lm} = sum_{c_s} sum_T sum_jk M'_{P+T,c_s,jk} K^{c_t c_s}_{l+j,m+k}(T),
+// M' = (-1)^j conj(M_jk) (the M2L's folded source, all orders -j..j) and K^{c_t c_s}(T) the sum
+// of the tables I(t side) over the stencil's offsets with that (c_s, T mod m), periodic images
+// folded in.  Each (j k, l+j m+k) product is a periodic correlation over the parent grid, so
+//   L^_{c_t,lm}(kappa) = sum_{c_s} sum_jk M'^_{c_s,jk}(kappa) K~^{c_t c_s}_{l+j,m+k}(kappa)
+// with M'^ the forward transform (e^{-i}), K~ the backward one (e^{+i}) and L the backward
+// transform of L^ over m^3: m2l_table_sum (fmm/expansions_kernel.h) per wavenumber, on complex
+// values.  Only m >= 0 of L is formed; the others follow from the symmetry in real space.
+// Work per level: 24 (p+1)^2 forward and 24 ncoef(p) backward transforms of m^3 points and
+// 64 x 3 x sum_l (l+1)(p-l+1)^2 complex multiply-adds per wavenumber (5 148 at p = 10, as one
+// translation), against (stencil entries / 8) translations per cell directly.
+// Tables: 64 (p+1)^2 m^3 complex doubles (4 GiB at level 6, p = 10), built once per stencil.
+// Host API: no CUDA types; built only with VH_ENABLE_CUDA (VH_FMM_HAVE_CUDA).
+#pragma once
+
+#include <complex>
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "fmm/level_stencil.h"
+
+namespace vh::fmm {
+
+class M2LFftGpu {
+ public:
+  /// The tables of order p for the stencil `st` of the cube of side `side` (the root cell's):
+  /// level 2..8, p 1..14.  Throws std::invalid_argument otherwise, std::runtime_error when the
+  /// device lacks the memory.
+  M2LFftGpu(int p, double side, const LevelStencil& st);
+  ~M2LFftGpu();
+  M2LFftGpu(const M2LFftGpu&) = delete;
+  M2LFftGpu& operator=(const M2LFftGpu&) = delete;
+
+  /// Adds the level's M2L into the local expansions: M and L device arrays of double2, one
+  /// expansion of 3 ncoef(p) coefficients per tree cell (the far field's layout), and grid the
+  /// device array of level_grid() (n^3 cell indices).  Runs on the legacy stream.
+  void apply_device(const void* M, void* L, const int* grid);
+  /// The same on host arrays (ncells x 3 ncoef(p) each; L added to), for the tests and benches.
+  void apply(const std::vector<std::complex<double>>& M, std::vector<std::complex<double>>& L,
+             const std::vector<int>& grid);
+  /// Milliseconds of the last apply's kernels and transforms (CUDA events).
+  double last_ms() const;
+  /// Device bytes held (tables, transforms, plans' work areas).
+  std::size_t bytes() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vh::fmm
