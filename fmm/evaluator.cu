@@ -13,6 +13,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -30,6 +31,8 @@
 #include "fmm/traverse_gpu_device.h"
 #include "fmm/tree.h"
 #include "fmm/tree_gpu.h"
+#include "fmm/level_stencil.h"
+#include "fmm/uniform_gpu.h"
 
 namespace vh::fmm {
 
@@ -208,6 +211,9 @@ struct GpuEvaluator::Impl {
   SortedSourcesGpu src, tgt, fixed_tgt;
   DeviceTree src_tree, tgt_tree, fixed_tree;
   GpuLists lists;
+  // A complete tree's uniform levels (fmm.m2l fft), in place of `lists` when use_uniform.
+  UniformFar uniform;
+  bool use_uniform = false;
   struct Kept {
     bool valid = false;
     Kind kind = Kind::self;
@@ -372,6 +378,7 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   st.mark("check");
 
   // --- sorted particles, trees, lists: kept when the positions are those of the last call ---
+  int min_level = 0;  // the source tree's forced depth (fmm.m2l fft, below)
   bool reuse = same && s.kept.valid && s.kept.kind == kind && s.kept.n == n && s.kept.m == nt;
   if (reuse) {
     const long long moved = s.src.first_change(d_x, d_sigma, prm.periodic);
@@ -388,7 +395,10 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   } else {
     s.kept.valid = false;
     s.src.sort(d_x, d_sigma, d_alpha, n, center, half, prm.periodic);
-    s.src_tree.build(s.src, prm.ncrit);
+    // fmm.m2l fft: every cell split down to the level where the mean count first falls to
+    // ncrit, so that a near-uniform set has all its leaves there (uniform_gpu.h).
+    if (prm.m2l == "fft" && self && prm.periodic) min_level = uniform_depth(n, prm.ncrit);
+    s.src_tree.build(s.src, prm.ncrit, min_level);
     if (kind == Kind::at) {
       s.tgt.sort(d_t, nullptr, nullptr, nt, center, half, prm.periodic);
       s.tgt_tree.build(s.tgt, prm.ncrit);
@@ -401,6 +411,19 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   tm.tree = seconds(t_checked, t_tree);
   st.mark(reuse ? "strengths" : "sort+trees");
   if (!reuse) {
+    // A complete tree (the vortex solver's lattice) by its uniform levels (fmm.m2l fft), when
+    // its tables fit; otherwise, and for every other tree, the traversal's lists.
+    s.use_uniform = prm.m2l == "fft" && self && prm.periodic &&
+                    UniformFar::complete(stree.cells(), stree.levels(), stree.n_leaves()) &&
+                    s.uniform.build(static_cast<const GCell*>(stree.gcells()), stree.cells(), stree.levels(), prm.p,
+                                    s.mac, c.sigma_max, s.r0, s.shifts, 2 * half,
+                                    {center[0] - half, center[1] - half, center[2] - half});
+  }
+  if (!reuse && !s.use_uniform && min_level > 0) {
+    // Not taken: the tree of fmm.m2l lists, so that the lists give their own results.
+    s.src_tree.build(s.src, prm.ncrit);
+  }
+  if (!reuse && !s.use_uniform) {
     ListTrees in;
     in.S = static_cast<const TCell*>(stree.tcells());
     in.T = static_cast<const TCell*>(tt.tcells());
@@ -415,14 +438,18 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
     in.nl = tt.n_leaves();
     in.shifts = s.shifts3.data();
     build_lists_device(in, self, s.shifts, s.mac, true, s.lists);
-    s.kept = Impl::Kept{true, kind, n, nt};
   }
+  if (!reuse) s.kept = Impl::Kept{true, kind, n, nt};
   const auto t_lists = clock_type::now();
   tm.traverse = reuse ? 0.0 : seconds(t_tree, t_lists);
-  st.mark("lists");
+  st.mark(s.use_uniform ? "uniform levels" : "lists");
+  if (profile_enabled() && !reuse && prm.m2l == "fft" && !s.use_uniform)
+    std::fprintf(stderr, "fmm: fmm.m2l fft not taken (%s; %d cells, %d levels, %d leaves)\n",
+                 !self ? "not a self evaluation" : !prm.periodic ? "free space"
+                 : s.uniform.refused().empty() ? "not a complete tree" : s.uniform.refused().c_str(),
+                 stree.cells(), stree.levels(), stree.n_leaves());
 
   // --- the evaluation: far field on s_far, near field on s_near --------------------------
-  const GpuListsDevice& L = *s.lists.dev;
   FarPlan f;
   f.p = prm.p;
   f.nt = nt;
@@ -461,11 +488,22 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   f.l2l_levels = tt.l2l_levels();
   f.tgt_leaves = tt.leaves();
   f.n_tgt_leaves = tt.n_leaves();
-  f.m2l_targets = L.m2l_targets.data();
-  f.m2l_goffset = L.m2l_goffset.data();
-  f.m2l_groups = L.m2l_groups.data();
-  f.m2l_entries = L.m2l_entries.data();
-  f.n_m2l_targets = s.lists.n_m2l_targets;
+  const UniformFar& U = s.uniform;
+  if (s.use_uniform) {
+    f.m2l_targets = U.m2l_targets();
+    f.m2l_goffset = U.m2l_goffset();
+    f.m2l_groups = U.m2l_groups();
+    f.m2l_entries = U.m2l_entries();
+    f.n_m2l_targets = U.n_m2l_targets();
+    f.uniform = &U;
+  } else {
+    const GpuListsDevice& L = *s.lists.dev;
+    f.m2l_targets = L.m2l_targets.data();
+    f.m2l_goffset = L.m2l_goffset.data();
+    f.m2l_groups = L.m2l_groups.data();
+    f.m2l_entries = L.m2l_entries.data();
+    f.n_m2l_targets = s.lists.n_m2l_targets;
+  }
   f.side0 = 2 * half;
   f.table_levels = std::min(stree.levels(), tt.levels());
   f.single_m2l = prm.precision == "single";
@@ -474,9 +512,9 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   const GpuPrecision prec = prm.precision == "double" ? GpuPrecision::fp64 : GpuPrecision::fp32;
   P2PLaunch a;
   a.prec = prec;
-  a.tasks = L.p2p_tasks.data();
-  a.ntask = s.lists.n_p2p_tasks;
-  a.entries = L.p2p_entries.data();
+  a.tasks = s.use_uniform ? U.p2p_tasks() : s.lists.dev->p2p_tasks.data();
+  a.ntask = s.use_uniform ? U.n_p2p_tasks() : s.lists.n_p2p_tasks;
+  a.entries = s.use_uniform ? U.p2p_entries() : s.lists.dev->p2p_entries.data();
   a.shifts = s.shifts4.data();
   a.xt = f.xt;
   a.xs = f.xs;
@@ -540,8 +578,8 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   tm.l2l_l2p = 1e-3 * ft.l2l_l2p;
   tm.p2p = ms(kNear0, kNear1) + (split ? ms(kDrain0, kDrain1) : 0.0);
   tm.gpu_wall = serial ? ms(kNear0, kEnd) : ms(kStart, kEnd);
-  tm.n_m2l = s.lists.n_m2l;
-  tm.n_p2p_pairs = s.lists.p2p_pairs;
+  tm.n_m2l = s.use_uniform ? U.n_m2l() : s.lists.n_m2l;
+  tm.n_p2p_pairs = s.use_uniform ? U.p2p_pairs() : s.lists.p2p_pairs;
   tm.total = seconds(t_start, clock_type::now());
   return tm;
 }

@@ -136,6 +136,8 @@ struct TableGeometry {
   const float2* u;   // float: [kTablesPerLevel][nf], unit side (I_lm(n) = side^(l+1) I_lm(n side))
 };
 
+class UniformFar;  // fmm/uniform_gpu.h
+
 /// The device addresses and counts the far-field stages read: one pair of trees (the same with
 /// self), the sorted particles, the M2L lists.  Cells are in tree order (parents before
 /// children); levels are listed as (offset, count) into `parents` (bottom-up, cells with
@@ -176,6 +178,9 @@ struct FarPlan {
   double side0 = 0;                            ///< side of the root cube (both trees)
   int table_levels = 0;                        ///< min of the trees' level counts
   bool single_m2l = false;                     ///< fmm.precision single: the M2L in float
+  /// A complete tree's uniform levels 2 .. L by FFTs after the M2L of the arrays above, which
+  /// then hold levels 0 and 1 (fmm/uniform_gpu.h); null: the lists alone.
+  const UniformFar* uniform = nullptr;
 };
 
 /// The far field's device work arrays: expansions (valid for the last evaluation) and the M2L
@@ -197,6 +202,8 @@ void far_upward(const FarPlan& f, FarWork& w, cudaStream_t s);
 void far_clear_locals(const FarPlan& f, FarWork& w, cudaStream_t s);
 /// M2L into w.L (tables built when needed).
 void far_m2l(const FarPlan& f, FarWork& w, cudaStream_t s);
+/// The uniform levels' M2L by FFTs into w.L (u null: nothing; fmm/uniform_gpu.cu).
+void uniform_m2l(const UniformFar* u, FarWork& w, cudaStream_t s);
 /// L2L, top-down.
 void far_l2l(const FarPlan& f, FarWork& w, cudaStream_t s);
 /// L2P at every target: u and grad (12 values per target) in the targets' input order,
@@ -269,6 +276,7 @@ class FarStages {
     const MeanTerms* mean = before_m2l(f, per, s);
     record(kM2L0, s);
     far_m2l(f, work_, s);
+    uniform_m2l(f.uniform, work_, s);
     record(kM2L1, s);
     far_l2l(f, work_, s);
     record(kL2L1, s);

@@ -38,6 +38,7 @@ void Params::validate() const {
   if (p2p_max_pairs < -1) fail("p2p_max_pairs = " + std::to_string(p2p_max_pairs) + " must be >= -1");
   if (precision != "single" && precision != "double" && precision != "auto")
     fail("precision = '" + precision + "' must be single, double or auto");
+  if (m2l != "lists" && m2l != "fft") fail("m2l = '" + m2l + "' must be lists or fft");
 #ifndef VH_FMM_HAVE_CUDA
   if (use_gpu) fail("use_gpu: this build has no CUDA (configure with -DVH_ENABLE_CUDA=ON for the GPU back end)");
 #endif
@@ -69,6 +70,10 @@ void Params::set(const std::string& key, const std::string& value) {
   else if (key == "precision") {
     if (value != "single" && value != "double" && value != "auto") bad();
     precision = value;
+  }
+  else if (key == "m2l") {
+    if (value != "lists" && value != "fft") bad();
+    m2l = value;
   }
   else if (key == "periodic") {
     if (value == "true" || value == "1") periodic = true;
@@ -140,6 +145,10 @@ std::vector<ParamInfo> describe_params() {
       {"precision", "single|double|auto", d.precision,
        "GPU back end: working precision of the near field (P2P) and of the M2L, auto: from fmm.tolerance; "
        "the CPU path, the other far-field stages and the expansions are double throughout"},
+      {"m2l", "lists|fft", d.m2l,
+       "GPU evaluator, periodic: fft takes a complete tree (every level full, every leaf on the last: "
+       "the vortex solver's lattice) by its uniform levels, the M2L of levels 2 and below by FFTs in "
+       "double precision (fmm/README.md); other trees, and lists, by the traversal's lists"},
   };
 }
 

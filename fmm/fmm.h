@@ -46,6 +46,11 @@ struct Params {
   /// on the CPU path, which is double throughout, nor on the other GPU far-field stages and the
   /// expansions (double).
   std::string precision = "auto";
+  /// The far field's decomposition on the GPU evaluator (fmm/evaluator.h) for periodic self
+  /// evaluations: "lists" (the dual traversal's lists; the default) or "fft" (a complete tree by
+  /// its uniform levels, the M2L of levels 2 and below by FFTs: fmm/uniform_gpu.h; other trees
+  /// by the lists).  No effect elsewhere (the CPU path, evaluate_* with use_gpu).  Deck key fmm.m2l.
+  std::string m2l = "lists";
   /// The whole evaluation on the GPU: sort, cells, lists, near and far field (fmm/README.md).
   /// Not a deck key: the caller sets it from the program's back end (--device).  Needs a build with CUDA (VH_FMM_HAVE_CUDA): validate() throws
   /// std::invalid_argument otherwise; without a visible device evaluate_* throw

@@ -28,13 +28,37 @@ long long LevelStencil::translations() const {
   return e * n * n * n / 8;
 }
 
-LevelStencil uniform_stencil(int level, double theta) {
-  if (level < 1 || level > 20) throw std::invalid_argument("uniform_stencil: level " + std::to_string(level));
+bool uniform_far(const std::array<int, 3>& t, double theta, double rcut_cells) {
+  double r2 = 0, g2 = 0;
+  for (int d = 0; d < 3; ++d) {
+    r2 += double(t[d]) * t[d];
+    const double g = std::max(0, std::abs(t[d]) - 1);
+    g2 += g * g;
+  }
+  // sqrt(3) < theta |t|  and  gap >= rcut
+  return 3.0 < theta * theta * r2 && g2 >= rcut_cells * rcut_cells;
+}
+
+namespace {
+
+// Offsets t with |t_d| <= R that are not far reach every near offset: a near t has
+// |t| <= sqrt(3)/theta or some |t_d| - 1 < rcut.
+int near_reach(double theta, double rcut_cells) {
+  return static_cast<int>(std::ceil(std::max(std::sqrt(3.0) / theta, rcut_cells + 1))) + 1;
+}
+
+void check(double theta, double rcut_cells) {
   if (!(theta > 0 && theta < 1)) throw std::invalid_argument("uniform_stencil: theta outside (0, 1)");
-  // far: sqrt(3) < theta |t|, i.e. 3 < theta^2 |t|^2.
-  const auto far = [theta](int x, int y, int z) { return 3.0 < theta * theta * (double(x) * x + double(y) * y + double(z) * z); };
-  // Parents not far: |T| <= sqrt(3)/theta, so |t| <= 2 sqrt(3)/theta + 1.
-  const int R = static_cast<int>(std::ceil(2 * std::sqrt(3.0) / theta)) + 1;
+  if (!(rcut_cells >= 0 && rcut_cells < 1e3)) throw std::invalid_argument("uniform_stencil: rcut outside [0, 1000) cells");
+}
+
+}  // namespace
+
+LevelStencil uniform_stencil(int level, double theta, double rcut_cells) {
+  if (level < 1 || level > 20) throw std::invalid_argument("uniform_stencil: level " + std::to_string(level));
+  check(theta, rcut_cells);
+  // The parents (side 2 s) are not far within their near reach, so |t| <= 2 reach + 1.
+  const int R = 2 * near_reach(theta, rcut_cells / 2) + 1;
   LevelStencil st;
   st.level = level;
   for (int c = 0; c < 8; ++c) {
@@ -42,11 +66,38 @@ LevelStencil uniform_stencil(int level, double theta) {
     for (int x = -R; x <= R; ++x)
       for (int y = -R; y <= R; ++y)
         for (int z = -R; z <= R; ++z)
-          if (far(x, y, z) && !far(floor_half(cv[0] + x), floor_half(cv[1] + y), floor_half(cv[2] + z)))
+          if (uniform_far({x, y, z}, theta, rcut_cells) &&
+              !uniform_far({floor_half(cv[0] + x), floor_half(cv[1] + y), floor_half(cv[2] + z)}, theta,
+                           rcut_cells / 2))
             st.offsets[c].push_back({x, y, z});
     std::sort(st.offsets[c].begin(), st.offsets[c].end());
   }
   return st;
+}
+
+std::vector<std::array<int, 3>> near_stencil(double theta, double rcut_cells) {
+  check(theta, rcut_cells);
+  const int R = near_reach(theta, rcut_cells);
+  std::vector<std::array<int, 3>> t;
+  for (int x = -R; x <= R; ++x)
+    for (int y = -R; y <= R; ++y)
+      for (int z = -R; z <= R; ++z)
+        if (!uniform_far({x, y, z}, theta, rcut_cells)) t.push_back({x, y, z});
+  std::sort(t.begin(), t.end());
+  return t;
+}
+
+int uniform_depth(double n, int ncrit) {
+  int l = 0;
+  while (l < 7 && n > ncrit * std::pow(8.0, l)) ++l;
+  return l;
+}
+
+double m2l_fft_bytes(int level, int p, bool building) {
+  if (level < 2) return 0;
+  const double nf = (p + 1.0) * (p + 1.0), nc = (p + 1.0) * (p + 2.0) / 2, V = std::pow(8.0, level - 1);
+  // tables 64 nf, folded multipoles 24 nf, local expansions 24 nc complex doubles a parent cell
+  return 16.0 * V * ((building ? 128 : 64) * nf + 24 * nf + 24 * nc);
 }
 
 std::vector<int> level_grid(const Tree& t, int level) {

@@ -13,10 +13,13 @@
 // to a half of their entries pair cells of different levels.  A convolution needs the lists of
 // this rule instead.
 //
-// The rule, in cells of the level (side s; full cells, radius rho = sqrt(3)/2 s, as the
-// traversal's test with both radii at their largest): a source at offset t (image included, so t
-// may leave the box) is far when 2 rho < theta |t| s; target parity c takes t when t is far and
-// the parents' offset T = floor((c + t) / 2) is not (in parent cells), which bounds t.
+// The rule, in cells of the level (side s; full cells, radius rho = sqrt(3)/2 s and the cells
+// as boxes: the traversal's test with both radii and boxes at their largest): a source at
+// offset t (image included, so t may leave the box) is far when 2 rho < theta |t| s and the
+// boxes' gap, s sqrt(sum_d max(0, |t_d| - 1)^2), is at least the regularisation cut-off rcut
+// (fmm/traverse.h); target parity c takes t when t is far and the parents' offset
+// T = floor((c + t) / 2) is not (in parent cells), which bounds t.  A far pair's children are
+// far, so each pair of leaves is near (the P2P: near_stencil) or taken on exactly one level.
 #pragma once
 
 #include <array>
@@ -36,9 +39,23 @@ struct LevelStencil {
   long long translations() const;
 };
 
-/// The stencil of the header's rule for `level` (>= 1) and the acceptance parameter theta in
-/// (0, 1).
-LevelStencil uniform_stencil(int level, double theta);
+/// The stencil of the header's rule for `level` (>= 1), the acceptance parameter theta in
+/// (0, 1) and the cut-off rcut in cells of the level (0: none).
+LevelStencil uniform_stencil(int level, double theta, double rcut_cells = 0);
+
+/// The pair test of the header's rule: offset t (cells) far at theta and rcut_cells.
+bool uniform_far(const std::array<int, 3>& t, double theta, double rcut_cells);
+
+/// The offsets (cells, sorted) that are not far: the leaves a leaf takes by P2P, itself included.
+std::vector<std::array<int, 3>> near_stencil(double theta, double rcut_cells);
+
+/// The level whose cells hold ncrit or fewer of n evenly spread points on average, at most 7:
+/// the depth of the uniform levels (fmm/uniform_gpu.h).
+int uniform_depth(double n, int ncrit);
+
+/// Device bytes of the FFT M2L of one level at order p (fmm/m2l_fft_gpu.h): its tables and
+/// transforms, and with `building` the tables' transient copy too.
+double m2l_fft_bytes(int level, int p, bool building);
 
 /// The cells of `level` in grid order: grid[(iz n + iy) n + ix] is the index in t.cells of the
 /// cell (ix, iy, iz); empty when the level misses a cell.

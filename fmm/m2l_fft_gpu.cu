@@ -66,8 +66,8 @@ __global__ void fold_kernel(int p, long long V, int m, const double2* __restrict
 
 // One block a wavenumber, one thread per (c_t, output c): for each c_s in turn the block stages
 // the folded multipoles and the 8 tables of c_s, then each thread adds m2l_table_sum.
-__global__ void contract_kernel(int p, long long V, const double2* __restrict__ Mh, const double2* __restrict__ Kh,
-                                double2* __restrict__ Lh) {
+__device__ __forceinline__ void contract(int p, long long V, const double2* __restrict__ Mh,
+                                         const double2* __restrict__ Kh, double2* __restrict__ Lh) {
   extern __shared__ double sh[];
   const int nf = (p + 1) * (p + 1), nc = (p + 1) * (p + 2) / 2;
   double* Ir = sh;
@@ -104,6 +104,18 @@ __global__ void contract_kernel(int p, long long V, const double2* __restrict__ 
   }
   if (ct < 8)
     for (int a = 0; a < 3; ++a) Lh[((ct * 3LL + a) * nc + c) * V + k] = make_double2(ar[a], ai[a]);
+}
+
+__global__ void contract_kernel(int p, long long V, const double2* __restrict__ Mh, const double2* __restrict__ Kh,
+                                double2* __restrict__ Lh) {
+  contract(p, V, Mh, Kh, Lh);
+}
+
+// p 13 and 14 (8 ncoef(p) > 768 threads): registers capped so that the block fits an SM.
+__global__ void __launch_bounds__(1024) contract_kernel_wide(int p, long long V, const double2* __restrict__ Mh,
+                                                             const double2* __restrict__ Kh,
+                                                             double2* __restrict__ Lh) {
+  contract(p, V, Mh, Kh, Lh);
 }
 
 // L += Lh / V at the cells.
@@ -233,25 +245,30 @@ M2LFftGpu::M2LFftGpu(int p, double side, const LevelStencil& st) : impl_(std::ma
 
 M2LFftGpu::~M2LFftGpu() = default;
 
-void M2LFftGpu::apply_device(const void* M, void* L, const int* grid) {
+void M2LFftGpu::apply_device(const void* M, void* L, const int* grid, CUstream_st* stream) {
   Impl& d = *impl_;
-  VH_CHECK_CUDA(cudaEventRecord(d.e0, 0));
-  fold_kernel<<<blocks(24LL * d.nf * d.V, 256), 256>>>(d.p, d.V, d.m, static_cast<const double2*>(M), grid,
-                                                        d.Mh.data());
+  cudaStream_t s = stream;
+  fold_kernel<<<blocks(24LL * d.nf * d.V, 256), 256, 0, s>>>(d.p, d.V, d.m, static_cast<const double2*>(M), grid,
+                                                              d.Mh.data());
   VH_CHECK_LAUNCH();
   auto* mh = reinterpret_cast<cufftDoubleComplex*>(d.Mh.data());
+  VH_CHECK_CUFFT(cufftSetStream(d.fwd.h, s));
   VH_CHECK_CUFFT(cufftExecZ2Z(d.fwd.h, mh, mh, CUFFT_FORWARD));
   const int threads = (8 * d.nc + 31) / 32 * 32;
   const std::size_t shmem = sizeof(double) * 22 * d.nf;
-  contract_kernel<<<static_cast<unsigned>(d.V), threads, shmem>>>(d.p, d.V, d.Mh.data(), d.Kh.data(), d.Lh.data());
+  if (threads > 768)
+    contract_kernel_wide<<<static_cast<unsigned>(d.V), threads, shmem, s>>>(d.p, d.V, d.Mh.data(), d.Kh.data(),
+                                                                         d.Lh.data());
+  else
+    contract_kernel<<<static_cast<unsigned>(d.V), threads, shmem, s>>>(d.p, d.V, d.Mh.data(), d.Kh.data(),
+                                                                    d.Lh.data());
   VH_CHECK_LAUNCH();
   auto* lh = reinterpret_cast<cufftDoubleComplex*>(d.Lh.data());
+  VH_CHECK_CUFFT(cufftSetStream(d.inv.h, s));
   VH_CHECK_CUFFT(cufftExecZ2Z(d.inv.h, lh, lh, CUFFT_INVERSE));
-  scatter_kernel<<<blocks(24LL * d.nc * d.V, 256), 256>>>(d.p, d.V, d.m, d.Lh.data(), grid, static_cast<double2*>(L));
+  scatter_kernel<<<blocks(24LL * d.nc * d.V, 256), 256, 0, s>>>(d.p, d.V, d.m, d.Lh.data(), grid,
+                                                                 static_cast<double2*>(L));
   VH_CHECK_LAUNCH();
-  VH_CHECK_CUDA(cudaEventRecord(d.e1, 0));
-  VH_CHECK_CUDA(cudaEventSynchronize(d.e1));
-  VH_CHECK_CUDA(cudaEventElapsedTime(&d.ms, d.e0, d.e1));
 }
 
 void M2LFftGpu::apply(const std::vector<cplx>& M, std::vector<cplx>& L, const std::vector<int>& grid) {
@@ -260,7 +277,12 @@ void M2LFftGpu::apply(const std::vector<cplx>& M, std::vector<cplx>& L, const st
   dM.upload(reinterpret_cast<const double2*>(M.data()), M.size());
   dL.upload(reinterpret_cast<const double2*>(L.data()), L.size());
   DeviceArray<int> dg(grid);
-  apply_device(dM.data(), dL.data(), dg.data());
+  Impl& d = *impl_;
+  VH_CHECK_CUDA(cudaEventRecord(d.e0, 0));
+  apply_device(dM.data(), dL.data(), dg.data(), nullptr);
+  VH_CHECK_CUDA(cudaEventRecord(d.e1, 0));
+  VH_CHECK_CUDA(cudaEventSynchronize(d.e1));
+  VH_CHECK_CUDA(cudaEventElapsedTime(&d.ms, d.e0, d.e1));
   dL.download(reinterpret_cast<double2*>(L.data()), L.size());
 }
 

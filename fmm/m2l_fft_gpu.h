@@ -27,6 +27,8 @@
 
 #include "fmm/level_stencil.h"
 
+struct CUstream_st;  // cudaStream_t
+
 namespace vh::fmm {
 
 class M2LFftGpu {
@@ -41,12 +43,13 @@ class M2LFftGpu {
 
   /// Adds the level's M2L into the local expansions: M and L device arrays of double2, one
   /// expansion of 3 ncoef(p) coefficients per tree cell (the far field's layout), and grid the
-  /// device array of level_grid() (n^3 cell indices).  Runs on the legacy stream.
-  void apply_device(const void* M, void* L, const int* grid);
+  /// device array of level_grid() (n^3 cell indices).  Issued on `stream` (null: the legacy
+  /// stream), not waited for.
+  void apply_device(const void* M, void* L, const int* grid, CUstream_st* stream);
   /// The same on host arrays (ncells x 3 ncoef(p) each; L added to), for the tests and benches.
   void apply(const std::vector<std::complex<double>>& M, std::vector<std::complex<double>>& L,
              const std::vector<int>& grid);
-  /// Milliseconds of the last apply's kernels and transforms (CUDA events).
+  /// Milliseconds of the last apply()'s kernels and transforms (CUDA events).
   double last_ms() const;
   /// Device bytes held (tables, transforms, plans' work areas).
   std::size_t bytes() const;

@@ -46,8 +46,8 @@ struct Cnt2Sum {
 // on "digit <= oct" from the previous bound), the number of non-empty octants.  cnt[m] = 0 so
 // that the exclusive scan over m + 1 entries ends with the level's totals.
 __global__ void split_count_kernel(int m, int lb, const DCell* __restrict__ cells,
-                                   const std::uint64_t* __restrict__ key, int ncrit, int* __restrict__ bounds,
-                                   Cnt2* __restrict__ cnt) {
+                                   const std::uint64_t* __restrict__ key, int ncrit, int min_level,
+                                   int* __restrict__ bounds, Cnt2* __restrict__ cnt) {
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k > m) return;
   if (k == m) {
@@ -57,7 +57,7 @@ __global__ void split_count_kernel(int m, int lb, const DCell* __restrict__ cell
   const DCell c = cells[lb + k];
   int nch = 0;
   int* b = bounds + 9 * static_cast<long long>(k);
-  if (c.end - c.begin > ncrit && c.level < morton::kBits) {
+  if ((c.end - c.begin > ncrit || (c.level < min_level && c.end > c.begin)) && c.level < morton::kBits) {
     const int shift = 3 * (morton::kBits - 1 - c.level);
     b[0] = c.begin;
     for (int oct = 0; oct < 8; ++oct) {
@@ -302,7 +302,7 @@ struct DeviceTree::Impl {
 DeviceTree::DeviceTree() : impl_(std::make_unique<Impl>()) {}
 DeviceTree::~DeviceTree() = default;
 
-void DeviceTree::build(const SortedSourcesGpu& pts, int ncrit) {
+void DeviceTree::build(const SortedSourcesGpu& pts, int ncrit, int min_level) {
   Impl& m = *impl_;
   StepTimer st("device tree");
   const int n = pts.size();
@@ -333,8 +333,8 @@ void DeviceTree::build(const SortedSourcesGpu& pts, int ncrit) {
     m.bounds.reserve(9 * static_cast<std::size_t>(mm));
     m.cnt.reserve(mm + 1);
     m.off.reserve(mm + 1);
-    split_count_kernel<<<blocks_for(mm + 1), kBlock>>>(mm, lb, m.dcells.data(), key, ncrit, m.bounds.data(),
-                                                       m.cnt.data());
+    split_count_kernel<<<blocks_for(mm + 1), kBlock>>>(mm, lb, m.dcells.data(), key, ncrit, min_level,
+                                                       m.bounds.data(), m.cnt.data());
     VH_CHECK_LAUNCH();
     exclusive_scan(m.tmp, m.cnt.data(), m.off.data(), mm + 1, Cnt2Sum{}, Cnt2{0, 0});
     const Cnt2 tot = download_one(m.off.data() + mm);

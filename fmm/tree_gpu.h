@@ -36,7 +36,10 @@ class DeviceTree {
   /// Builds the tree of the points of `pts` (their sorted keys and positions; its cube) with
   /// at most ncrit points per leaf (or level 21).  Buffers grow as needed and are kept.
   /// Synchronous; throws std::runtime_error on CUDA errors.
-  void build(const SortedSourcesGpu& pts, int ncrit);
+  /// min_level > 0: every cell above that level is split too, whatever its count (the uniform
+  /// levels of fmm/uniform_gpu.h want every leaf of a near-uniform set on one level; points on
+  /// the cells' faces otherwise leave some cells of a level at ncrit or fewer).
+  void build(const SortedSourcesGpu& pts, int ncrit, int min_level = 0);
 
   int cells() const;   ///< number of cells (cells[0] the root)
   int levels() const;  ///< number of levels (the root's is 0)

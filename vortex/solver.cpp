@@ -93,7 +93,10 @@ std::vector<OptionSpec> option_specs() {
     if (f.key == "periodic") continue;  // the vortex solver is periodic by construction
     // 1e-5: two orders below the method's own error (the 64^3 study of bench/RESULTS.md sees no
     // change from p = 6 to 10 at 1e-4), and the single-precision GPU near field suffices.
-    const std::string def = f.key == "tolerance" ? "1e-5" : f.default_value;
+    // m2l fft: the particle lattice's tree is complete, and its uniform levels by FFTs took the
+    // 256^3 step from 0.636 to 0.468 s on an H200, u as accurate (bench/RESULTS.md, 2026-11-29
+    // "the uniform levels' M2L by FFTs"); the CPU path ignores it.
+    const std::string def = f.key == "tolerance" ? "1e-5" : f.key == "m2l" ? "fft" : f.default_value;
     t.push_back({"fmm." + f.key, f.type, def, "", f.help});
   }
   return t;

@@ -4,7 +4,7 @@
 //
 //   fmm_bench [--device cpu|gpu] [--min-log2n 14] [--max-log2n 18] [--p 10] [--theta 0.4]
 //             [--ncrit 64] [--tolerance 1e-6] [--images 5] [--p2p-max-pairs -1] [--periodic]
-//             [--lattice | --turbulent | --white] [--precision single|double] [--direct-max-log2n 18]
+//             [--lattice | --turbulent | --white] [--precision single|double] [--m2l lists|fft] [--direct-max-log2n 18]
 //             [--ref-max-log2n 24] [--jitter 0] [--shift 0] [--fmm-ref] [--repeat 3] [--csv]
 //             [--resident [--overlap serial,streams,split] [--split-blocks 4]] [--split slabs|interleaved]
 //
@@ -125,6 +125,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--direct-max-log2n") o.direct_max_log2n = std::stoi(next());
     else if (a == "--ref-max-log2n") o.ref_max_log2n = std::stoi(next());
     else if (a == "--precision") o.prm.set("precision", next());
+    else if (a == "--m2l") o.prm.set("m2l", next());
     else if (a == "--device") o.device = next();
     else if (a == "--min-log2n") o.min_log2n = std::stoi(next());
     else if (a == "--max-log2n") o.max_log2n = std::stoi(next());
@@ -156,7 +157,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--help" || a == "-h") {
       std::printf("usage: fmm_bench [--device cpu|gpu] [--min-log2n N] [--max-log2n N] [--p P] [--theta T] "
                   "[--ncrit N] [--tolerance E] [--images K] [--p2p-max-pairs M] [--periodic] [--lattice | --turbulent] "
-                  "[--precision single|double] [--direct-max-log2n N] [--ref-max-log2n N] [--jitter F] [--shift F] [--fmm-ref] [--repeat R] [--csv] "
+                  "[--precision single|double] [--m2l lists|fft] [--direct-max-log2n N] [--ref-max-log2n N] [--jitter F] [--shift F] [--fmm-ref] [--repeat R] [--csv] "
                   "[--resident [--overlap serial,streams,split] [--split-blocks B]] [--split slabs|interleaved]\n");
       std::exit(0);
     } else {
@@ -933,7 +934,8 @@ int main(int argc, char** argv) {
              std::to_string(rp.theta).substr(0, 4) + " ncrit=" + std::to_string(rp.ncrit) +
              " tol=" + std::to_string(prm.tolerance).substr(0, 8) + " sigma=h" +
              (o.jitter > 0 ? " jitter=" + std::to_string(o.jitter).substr(0, 5) + "h" : "") +
-             (o.shift != 0 ? " shift=" + std::to_string(o.shift).substr(0, 5) + "h" : "") + " median of " +
+             (o.shift != 0 ? " shift=" + std::to_string(o.shift).substr(0, 5) + "h" : "") +
+             (prm.m2l != "lists" ? " m2l=" + prm.m2l : "") + " median of " +
              std::to_string(o.repeat);
     };
     auto stage_rows = [&](const std::string& cs, const Row& r) {

@@ -74,6 +74,13 @@ namespace {
 using namespace vh;
 using clock_type = std::chrono::steady_clock;
 
+// The deck's default of a key (vortex::option_specs()).
+std::string deck_default(const std::string& key) {
+  for (const auto& o : vortex::option_specs())
+    if (o.key == key) return o.fallback;
+  throw std::logic_error("vortex_step_bench: no deck key " + key);
+}
+
 struct BenchOptions {
   std::vector<int> n = {128, 256};
   int steps = 5, warmup = 2, reinit_every = 1;
@@ -82,6 +89,7 @@ struct BenchOptions {
   bool lattice = false;  // --velocity lattice
   std::string diffusion = "auto";
   double blob_cutoff = vortex::Params{}.blob_cutoff;
+  std::string m2l = deck_default("fmm.m2l");  // as vortexhit runs it
   bool csv = false;
 };
 
@@ -112,11 +120,12 @@ BenchOptions parse(int argc, char** argv) {
       if (o.diffusion != "auto" && o.diffusion != "integrating-factor" && o.diffusion != "lattice")
         throw std::invalid_argument("--diffusion: auto, integrating-factor or lattice");
     } else if (a == "--blob-cutoff") o.blob_cutoff = std::stod(next());
+    else if (a == "--m2l") o.m2l = next();
     else if (a == "--csv") o.csv = true;
     else if (a == "--help" || a == "-h") {
       std::printf("usage: vortex_step_bench [--n 128,256] [--refine R] [--steps S] [--warmup W] [--tolerance T] "
                   "[--p P|auto] [--reinit-every K] [--velocity fmm|lattice] "
-                  "[--diffusion auto|integrating-factor|lattice] [--blob-cutoff C] [--csv]\n");
+                  "[--diffusion auto|integrating-factor|lattice] [--blob-cutoff C] [--m2l lists|fft] [--csv]\n");
       std::exit(0);
     } else {
       throw std::invalid_argument("unknown option " + a);
@@ -186,6 +195,7 @@ vortex::Params solver_params(const BenchOptions& o, double nu) {
   p.blob_cutoff = p.rbf.cutoff = o.blob_cutoff;  // as the deck sets both
   p.fmm.tolerance = o.tolerance;
   p.fmm.set("p", o.p);
+  p.fmm.set("m2l", o.m2l);
   p.fmm.periodic = true;
   p.use_gpu = true;
   return p;
@@ -247,9 +257,9 @@ int main(int argc, char** argv) {
   const std::string dev = prop.name;
   const char* diffusion = vortex::diffusion_name(solver_params(o, 0.0).diffusion);  // what --diffusion picks
   std::printf("vortex_step_bench: %s, commit %s, %d CPU threads; refine %g, fmm.tolerance %g, p %s, reinit_every %d, "
-              "velocity %s, diffusion %s, blob cut-off %g sigma, median of %d steps after %d; %d rank%s, transport %s\n",
+              "velocity %s, diffusion %s, blob cut-off %g sigma, fmm.m2l %s, median of %d steps after %d; %d rank%s, transport %s\n",
               dev.c_str(), VH_GIT_HASH, omp_get_max_threads(), o.refine, o.tolerance, o.p.c_str(), o.reinit_every,
-              o.lattice ? "lattice" : "fmm", diffusion, o.blob_cutoff,
+              o.lattice ? "lattice" : "fmm", diffusion, o.blob_cutoff, o.m2l.c_str(),
               o.steps, o.warmup, ranks, ranks > 1 ? "s (one GPU each)" : "", transport.c_str());
 
   std::vector<Row> rows;
@@ -380,9 +390,9 @@ int main(int argc, char** argv) {
     for (const Row& r : rows) {
       char cs[200];
       std::snprintf(cs, sizeof cs,
-                    "N=%d refine=%g sc09 flow tol=%g p=%s reinit_every=%d%s diffusion=%s blob_cutoff=%g median of %d ranks=%d comm=%s",
+                    "N=%d refine=%g sc09 flow tol=%g p=%s reinit_every=%d%s diffusion=%s blob_cutoff=%g m2l=%s median of %d ranks=%d comm=%s",
                     r.n, o.refine, o.tolerance, o.p.c_str(), o.reinit_every, o.lattice ? " velocity=lattice" : "",
-                    diffusion, o.blob_cutoff, o.steps, ranks, transport.c_str());
+                    diffusion, o.blob_cutoff, o.m2l.c_str(), o.steps, ranks, transport.c_str());
       for (int c = 0; c < kSteps; ++c)
         csv.row(cs, c == 1 && o.lattice ? "lattice_velocity" : kStepFigures[c], r.step[c], "s");
       const std::pair<const char*, double> m[] = {{"host", r.host},

@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "core/slab.h"
+#include "fmm/level_stencil.h"
 #include "spectral/fused.h"
 #include "spectral/slab_kernel.h"
 #include "vortex/solver.h"
@@ -211,6 +212,15 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
       // the FMM stays counted: an evaluation off the lattice (a restart) takes it.
       if (c.vortex.velocity == vortex::Velocity::lattice)
         e.device.push_back({"u and grad u of the lattice velocity", 96 * particles / R});
+      // fmm.m2l fft on one GPU: the uniform levels' FFT tables and transforms, the deepest
+      // level's tables twice while they are built (fmm/level_stencil.h m2l_fft_bytes).
+      if (R == 1 && c.vortex.velocity == vortex::Velocity::fmm && c.vortex.fmm.m2l == "fft") {
+        const fmm::Params r = c.vortex.fmm.resolved();
+        const int L = fmm::uniform_depth(particles, r.ncrit);
+        double b = fmm::m2l_fft_bytes(L, r.p, true);
+        for (int l = 2; l < L; ++l) b += fmm::m2l_fft_bytes(l, r.p, false);
+        e.device.push_back({"FMM uniform levels' FFTs", b});
+      }
     }
     // The integrating factor's first half at the particles: γ of the step's start, then the
     // increments of the point and blob strengths (vortex/solver.h).

@@ -268,6 +268,26 @@ TEST(VortexGpu, FiveStepsEqualTheCpuWithinTheFmmTolerance) {
   expect_monitors_near(gpu.monitors(), cpu.monitors(), 1e-5, "32^3, 5 steps");
 }
 
+// The same with fmm.m2l = fft (the deck's default: the lattice's complete tree by its uniform
+// levels, fmm/uniform_gpu.h), which must take that path (its count of translations is the
+// stencils', not the lists') and stay as close to the CPU.
+TEST(VortexGpu, FiveStepsWithTheUniformLevelsEqualTheCpu) {
+  if (!gpu_available()) GTEST_SKIP() << "no CUDA device";
+  const int n = 32;
+  const InitialField f = initial(n, 3, 11);
+  Params p = params(f.nu);
+  p.fmm.m2l = "fft";
+  Solver cpu(params(f.nu), Grid{n});
+  GpuSolver gpu(p, Grid{n}), lists(params(f.nu), Grid{n});
+  const std::vector<double> u0 = five_steps(f, {&cpu, &gpu, &lists});
+  EXPECT_NEAR(u0[1], u0[0], 1e-5 * u0[0]) << "max |u| of the initial particles";
+  expect_states_near(gpu.state(), cpu.state(), 1e-5, true, "fmm.m2l fft, 32^3, 5 steps");
+  EXPECT_LE(grid_velocity_difference(cpu, gpu, "fmm.m2l fft, 32^3, 5 steps"), 1e-5) << "grid velocity after 5 steps";
+  const long long nf = gpu.last_step_times().fmm_stages.n_m2l, nl = lists.last_step_times().fmm_stages.n_m2l;
+  std::printf("32^3, 5 steps, fmm.m2l fft: %lld translations a step against the lists' %lld\n", nf, nl);
+  EXPECT_NE(nf, nl);
+}
+
 // vortex.velocity = lattice on the GPU (blob_velocity_kernel, the strided joins, the self pair)
 // against the CPU Solver's lattice_rhs: the same per-mode function rounded alike, so five steps
 // at 32³ differ by what the reinitialisations already do (the blob sums' order and the FFTs:

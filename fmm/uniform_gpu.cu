@@ -1,0 +1,246 @@
+// The uniform levels' far field on the device: see uniform_gpu.h.
+#include "fmm/uniform_gpu.h"
+
+#include <cub/device/device_scan.cuh>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "base/cuda_check.h"
+#include "fmm/expansions.h"
+
+namespace vh::fmm {
+
+namespace {
+
+long long level_offset(int l) { return ((1LL << (3 * l)) - 1) / 7; }
+
+// grid[offset(level) + (iz n + iy) n + ix] = c for every cell c of levels 0 .. L.
+__global__ void grid_kernel(const GCell* __restrict__ cells, int ncells, double side0, double lox, double loy,
+                            double loz, int* __restrict__ grid) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= ncells) return;
+  const GCell C = cells[c];
+  const int n = 1 << C.level;
+  const double side = side0 / n;
+  const int ix = min(max(static_cast<int>(floor((C.cx - lox) / side)), 0), n - 1);
+  const int iy = min(max(static_cast<int>(floor((C.cy - loy) / side)), 0), n - 1);
+  const int iz = min(max(static_cast<int>(floor((C.cz - loz) / side)), 0), n - 1);
+  grid[((1LL << (3 * C.level)) - 1) / 7 + (static_cast<long long>(iz) * n + iy) * n + ix] = c;
+}
+
+__device__ inline int wrapi(int a, int n) { return ((a % n) + n) % n; }
+__device__ inline int floordiv(int a, int n) { return (a - wrapi(a, n)) / n; }
+
+// Entry e = g E + k: leaf g's k-th near leaf, (source begin, end, shift index, self flag); per
+// leaf its task count; and the pairs.
+__global__ void near_kernel(int L, int E, const int* __restrict__ near, const int* __restrict__ grid,
+                            const GCell* __restrict__ cells, const int* __restrict__ shift_of, int r0,
+                            int4* __restrict__ entries, int* __restrict__ ntask, unsigned long long* pairs) {
+  const long long n = 1LL << L, nl = n * n * n;
+  const long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (e >= nl * E) return;
+  const long long g = e / E;
+  const int k = static_cast<int>(e % E), w = 2 * r0 + 1;
+  const int i[3] = {static_cast<int>(g % n), static_cast<int>(g / n % n), static_cast<int>(g / n / n)};
+  int j[3], S[3];
+  for (int d = 0; d < 3; ++d) {
+    const int q = i[d] + near[3 * k + d];
+    j[d] = wrapi(q, static_cast<int>(n));
+    S[d] = floordiv(q, static_cast<int>(n));
+  }
+  const GCell B = cells[grid[(static_cast<long long>(j[2]) * n + j[1]) * n + j[0]]];
+  const int sh = shift_of[((S[2] + r0) * w + (S[1] + r0)) * w + (S[0] + r0)];
+  entries[e] = make_int4(B.begin, B.end, sh, sh == 0 ? 1 : 0);
+  const GCell A = cells[grid[g]];
+  if (k == 0) ntask[g] = (A.end - A.begin + 31) / 32;
+  atomicAdd(pairs, static_cast<unsigned long long>(A.end - A.begin) * static_cast<unsigned long long>(B.end - B.begin));
+}
+
+// Leaf g's tasks: targets begin + 32 k .. (at most 32), entries [g E, (g + 1) E).
+__global__ void task_kernel(int L, int E, const int* __restrict__ grid, const GCell* __restrict__ cells,
+                            const int* __restrict__ first, int4* __restrict__ tasks) {
+  const long long n = 1LL << L, nl = n * n * n;
+  const long long g = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (g >= nl) return;
+  const GCell A = cells[grid[g]];
+  int t = first[g];
+  for (int b = A.begin; b < A.end; b += 32)
+    tasks[t++] = make_int4(b, min(32, A.end - b), static_cast<int>(g * E), static_cast<int>((g + 1) * E));
+}
+
+unsigned blocks(long long n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
+
+}  // namespace
+
+bool UniformFar::complete(int cells, int levels, int leaves) {
+  const int L = levels - 1;
+  if (L < 2 || L > 7) return false;
+  return cells == level_offset(L + 1) && leaves == (1LL << (3 * L));
+}
+
+bool UniformFar::build(const GCell* cells, int ncells, int levels, int p, const Acceptance& mac, double sigma_max,
+                       int r0, const std::vector<Vec3>& shifts, double side0, const Vec3& lo) {
+  const int L = levels - 1;
+  refused_.clear();
+  if (p > 14 || !complete(ncells, levels, static_cast<int>(1LL << (3 * L)))) {
+    refused_ = p > 14 ? "p > 14" : "not a complete tree";
+    return false;
+  }
+  const double rcut = mac.rcut_per_sigma * sigma_max;
+  const auto rcut_cells = [&](int l) { return rcut / (side0 / (1 << l)); };
+
+  // The FFT operators of levels 2 .. L, kept while their stencils are the same; first the
+  // memory they need (tables, transforms, and the tables' transient copy).
+  std::map<int, LevelStencil> want;
+  std::size_t need = 0;
+  for (int l = 2; l <= L; ++l) {
+    LevelStencil st = uniform_stencil(l, mac.theta, rcut_cells(l));
+    const auto it = fft_.find(l);
+    if (it != fft_.end() && it->second.p == p && it->second.side0 == side0 && it->second.st.offsets == st.offsets)
+      continue;
+    need += static_cast<std::size_t>(m2l_fft_bytes(l, p, true));
+    want[l] = std::move(st);
+  }
+  if (need > 0) {
+    std::size_t free_b = 0, total_b = 0;
+    VH_CHECK_CUDA(cudaMemGetInfo(&free_b, &total_b));
+    if (need + need / 4 + (std::size_t(1) << 30) > free_b) {
+      refused_ = "the tables need " + std::to_string(need >> 20) + " MiB, " + std::to_string(free_b >> 20) +
+                 " MiB free";
+      return false;
+    }
+  }
+  for (auto& [l, st] : want) {
+    Fft& f = fft_[l];
+    f.op.reset();
+    f.op = std::make_unique<M2LFftGpu>(p, side0, st);
+    f.p = p;
+    f.side0 = side0;
+    f.st = std::move(st);
+  }
+  for (auto it = fft_.begin(); it != fft_.end();) it = it->first > L ? fft_.erase(it) : std::next(it);
+  levels_ = levels;
+
+  // The grids.
+  grid_.resize(static_cast<std::size_t>(level_offset(L + 1)));
+  grid_kernel<<<blocks(ncells, 256), 256>>>(cells, ncells, side0, lo[0], lo[1], lo[2], grid_.data());
+  VH_CHECK_LAUNCH();
+  int top[9];
+  VH_CHECK_CUDA(cudaMemcpy(top, grid_.data(), sizeof top, cudaMemcpyDeviceToHost));
+
+  // Shift index of the image S (boxes), |S_d| <= r0.
+  const int w = 2 * r0 + 1;
+  std::vector<int> shift_of(static_cast<std::size_t>(w) * w * w, -1);
+  for (std::size_t k = 0; k < shifts.size(); ++k) {
+    int S[3];
+    for (int d = 0; d < 3; ++d) S[d] = static_cast<int>(std::lround(shifts[k][d] / side0));
+    shift_of[((S[2] + r0) * w + (S[1] + r0)) * w + (S[0] + r0)] = static_cast<int>(k);
+  }
+  const auto shift_index = [&](const int S[3]) {
+    for (int d = 0; d < 3; ++d)
+      if (std::abs(S[d]) > r0) throw std::logic_error("UniformFar: an image beyond the near images");
+    return shift_of[((S[2] + r0) * w + (S[1] + r0)) * w + (S[0] + r0)];
+  };
+
+  // Levels 0 and 1 as lists: the root's far images, then the eight cells' stencil.
+  std::vector<int> targets, goffset{0}, groups{0};
+  std::vector<int2> entries;
+  n_m2l_ = 0;
+  {
+    std::vector<int2> root;
+    for (std::size_t k = 1; k < shifts.size(); ++k) {
+      int S[3];
+      for (int d = 0; d < 3; ++d) S[d] = static_cast<int>(std::lround(shifts[k][d] / side0));
+      if (uniform_far({S[0], S[1], S[2]}, mac.theta, rcut_cells(0))) root.push_back({0, static_cast<int>(k)});
+    }
+    std::sort(root.begin(), root.end(), [](int2 a, int2 b) { return a.y < b.y; });
+    if (!root.empty()) {
+      targets.push_back(top[0]);
+      entries.insert(entries.end(), root.begin(), root.end());
+      groups.push_back(static_cast<int>(entries.size()));
+      goffset.push_back(static_cast<int>(groups.size()) - 1);
+    }
+    const LevelStencil s1 = uniform_stencil(1, mac.theta, rcut_cells(1));
+    std::vector<std::pair<int, int>> order;  // (cell, grid index) of level 1, by cell
+    for (int g = 0; g < 8; ++g) order.push_back({top[1 + g], g});
+    std::sort(order.begin(), order.end());
+    for (const auto& [cell, g] : order) {
+      std::vector<int2> list;
+      const int i[3] = {g & 1, (g >> 1) & 1, g >> 2};
+      for (const auto& t : s1.offsets[g]) {
+        int j[3], S[3];
+        for (int d = 0; d < 3; ++d) {
+          const int q = i[d] + t[d];
+          j[d] = ((q % 2) + 2) % 2;
+          S[d] = (q - j[d]) / 2;
+        }
+        list.push_back({top[1 + j[0] + 2 * j[1] + 4 * j[2]], shift_index(S)});
+      }
+      if (list.empty()) continue;
+      std::sort(list.begin(), list.end(), [](int2 a, int2 b) { return a.x != b.x ? a.x < b.x : a.y < b.y; });
+      targets.push_back(cell);
+      for (std::size_t k = 0; k < list.size(); ++k) {
+        entries.push_back(list[k]);
+        if (k + 1 == list.size() || list[k + 1].x != list[k].x) groups.push_back(static_cast<int>(entries.size()));
+      }
+      goffset.push_back(static_cast<int>(groups.size()) - 1);
+    }
+  }
+  n_m2l_ = static_cast<long long>(entries.size());
+  for (const auto& [l, f] : fft_) n_m2l_ += f.st.translations();
+  n_targets_ = static_cast<int>(targets.size());
+  targets_.upload(targets);
+  goffset_.upload(goffset);
+  groups_.upload(groups);
+  entries_.upload(entries);
+
+  // The P2P of the leaves.
+  const std::vector<std::array<int, 3>> near = near_stencil(mac.theta, rcut_cells(L));
+  const int E = static_cast<int>(near.size());
+  const long long nl = 1LL << (3 * L);
+  for (const auto& t : near)
+    for (int d = 0; d < 3; ++d)
+      if (std::abs(t[d]) >= r0 * (1 << L)) {
+        refused_ = "a near leaf beyond the near images";
+        return false;
+      }
+  std::vector<int> nflat;
+  for (const auto& t : near) nflat.insert(nflat.end(), t.begin(), t.end());
+  near_.upload(nflat);
+  shift_of_.upload(shift_of);
+  p2p_entries_.resize(static_cast<std::size_t>(nl * E));
+  ntask_.resize(static_cast<std::size_t>(nl) + 1);
+  VH_CHECK_CUDA(cudaMemset(ntask_.data() + nl, 0, sizeof(int)));
+  task_first_.resize(static_cast<std::size_t>(nl) + 1);
+  pairs_dev_.resize(1);
+  pairs_dev_.zero();
+  const int* gl = grid_.data() + level_offset(L);
+  near_kernel<<<blocks(nl * E, 256), 256>>>(L, E, near_.data(), gl, cells, shift_of_.data(), r0, p2p_entries_.data(),
+                                           ntask_.data(), pairs_dev_.data());
+  VH_CHECK_LAUNCH();
+  std::size_t bytes = 0;
+  VH_CHECK_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, bytes, ntask_.data(), task_first_.data(), nl + 1));
+  scan_temp_.reserve(std::max<std::size_t>(bytes, 1));
+  VH_CHECK_CUDA(cub::DeviceScan::ExclusiveSum(scan_temp_.data(), bytes, ntask_.data(), task_first_.data(), nl + 1));
+  VH_CHECK_CUDA(cudaMemcpy(&n_tasks_, task_first_.data() + nl, sizeof(int), cudaMemcpyDeviceToHost));
+  tasks_.resize(static_cast<std::size_t>(n_tasks_));
+  task_kernel<<<blocks(nl, 256), 256>>>(L, E, gl, cells, task_first_.data(), tasks_.data());
+  VH_CHECK_LAUNCH();
+  unsigned long long pr = 0;
+  pairs_dev_.download(&pr, 1);
+  pairs_ = static_cast<long long>(pr);
+  return true;
+}
+
+void UniformFar::m2l(const double2* M, double2* L, cudaStream_t s) const {
+  for (const auto& [l, f] : fft_)
+    f.op->apply_device(M, L, grid_.data() + level_offset(l), s);
+}
+
+void uniform_m2l(const UniformFar* u, FarWork& w, cudaStream_t s) {
+  if (u) u->m2l(w.M.data(), w.L.data(), s);
+}
+
+}  // namespace vh::fmm
