@@ -283,11 +283,13 @@ std::string decomposition_line(const Slab& s) {
 std::string fmm_line(const fmm::Params& f, Backend backend) {
   std::ostringstream msg;
   msg << "vortex   FMM "
-      << (backend == Backend::gpu ? "on the GPU (the cells split on the host, measured and traversed on the GPU)"
-                                  : "on the CPU")
+      << (backend == Backend::gpu ? "on the GPU" : "on the CPU")
       << ": tolerance " << f.tolerance << ", p " << f.p << ", theta " << f.theta << ", ncrit " << f.ncrit
       << ", images " << f.images;
-  if (backend == Backend::gpu) msg << ", near field " << f.precision;
+  if (backend == Backend::gpu)
+    msg << ", near field " << f.precision << ", M2L "
+        << (f.m2l == "fft" ? "by FFTs on a complete tree's uniform levels (fmm.m2l fft), else by the lists"
+                           : "by the traversal's lists");
   return msg.str();
 }
 

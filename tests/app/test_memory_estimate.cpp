@@ -99,6 +99,34 @@ TEST(MemoryEstimate, VortexFollowsTheTreeAndTheOrder) {
   EXPECT_GT(per_particle(64, "1e-5"), per_particle(64, "1e-3"));  // p 12 against 8
 }
 
+// fmm.m2l = fft (the deck's default) on one GPU: the uniform levels' FFTs of a 256³ lattice (p 10,
+// ncrit 128: levels 2..6 of 8^(l-1) parent cells), per parent cell 64 (p+1)² table and 24 (p+1)²
+// + 24 ncoef(p) transform entries of 16 B, and the deepest level's tables a second time while
+// they are built; none with the lists, on the CPU or with the lattice velocity.
+TEST(MemoryEstimate, VortexGpuCountsTheUniformLevelsFfts) {
+  const std::vector<std::string> sc09{"--case.solver=vortex", "--vortex.refine=1", "--domain.n=256",
+                                      "--fmm.tolerance=1e-4", "--fmm.p=10"};
+  const auto e = estimate_memory(config(sc09), Backend::gpu, false);
+  const double nf = 121, nc = 66;
+  double want = 0;
+  for (int l = 2; l <= 6; ++l) want += 16 * std::pow(8.0, l - 1) * (64 * nf + 24 * nf + 24 * nc);
+  want += 16 * std::pow(8.0, 5) * 64 * nf;
+  EXPECT_DOUBLE_EQ(item(e.device, "FMM uniform levels' FFTs"), want);
+  auto has = [](const vh::app::MemoryEstimate& m) {
+    for (const auto& i : m.device)
+      if (i.what == "FMM uniform levels' FFTs") return true;
+    return false;
+  };
+  auto with = [&](const std::string& o) {
+    auto v = sc09;
+    v.push_back(o);
+    return estimate_memory(config(v), Backend::gpu, false);
+  };
+  EXPECT_FALSE(has(with("--fmm.m2l=lists")));
+  EXPECT_FALSE(has(with("--vortex.velocity=lattice")));
+  EXPECT_FALSE(has(estimate_memory(config(sc09), Backend::cpu, false)));
+}
+
 /// The peak RSS and the estimate that a run's log.txt reports ("memory   host peak RSS …").
 std::pair<double, double> logged_memory(const fs::path& log) {
   std::ifstream in(log);
