@@ -24,7 +24,9 @@
 //
 // Results: bit for bit those of fmm::evaluate_self / evaluate_at with use_gpu = true on the same
 // inputs (the same kernels on the same trees and lists, in the same order: the device-built
-// trees equal the host-split ones cell for cell), for every overlap mode.
+// trees equal the host-split ones cell for cell), for every overlap mode — with fmm.m2l = lists.
+// With fmm.m2l = fft a periodic evaluate_self whose tree is complete takes it by its uniform
+// levels instead (fmm/uniform_gpu.h): the same field within the tolerance, not the same bits.
 #pragma once
 
 #include <cstddef>
