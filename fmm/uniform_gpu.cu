@@ -91,6 +91,15 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, int p, const 
   const double rcut = mac.rcut_per_sigma * sigma_max;
   const auto rcut_cells = [&](int l) { return rcut / (side0 / (1 << l)); };
 
+  // The leaves' near leaves, each image of them within the near images.
+  const std::vector<std::array<int, 3>> near = near_stencil(mac.theta, rcut_cells(L));
+  for (const auto& t : near)
+    for (int d = 0; d < 3; ++d)
+      if (std::abs(t[d]) >= r0 * (1 << L)) {
+        refused_ = "a near leaf beyond the near images";
+        return false;
+      }
+
   // The FFT operators of levels 2 .. L, kept while their stencils are the same; first the
   // memory they need (tables, transforms, and the tables' transient copy).
   std::map<int, LevelStencil> want;
@@ -197,15 +206,8 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, int p, const 
   entries_.upload(entries);
 
   // The P2P of the leaves.
-  const std::vector<std::array<int, 3>> near = near_stencil(mac.theta, rcut_cells(L));
   const int E = static_cast<int>(near.size());
   const long long nl = 1LL << (3 * L);
-  for (const auto& t : near)
-    for (int d = 0; d < 3; ++d)
-      if (std::abs(t[d]) >= r0 * (1 << L)) {
-        refused_ = "a near leaf beyond the near images";
-        return false;
-      }
   std::vector<int> nflat;
   for (const auto& t : near) nflat.insert(nflat.end(), t.begin(), t.end());
   near_.upload(nflat);
