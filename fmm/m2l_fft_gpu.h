@@ -14,9 +14,10 @@
 // transform of L^ over m^3: m2l_table_sum (fmm/expansions_kernel.h) per wavenumber, on complex
 // values.  Only m >= 0 of L is formed; the others follow from the symmetry in real space.
 // Work per level: 24 (p+1)^2 forward and 24 ncoef(p) backward transforms of m^3 points and
-// 64 x 3 x sum_l (l+1)(p-l+1)^2 complex multiply-adds per wavenumber (5 148 at p = 10, as one
-// translation), against (stencil entries / 8) translations per cell directly.
-// Tables: 64 (p+1)^2 m^3 complex doubles (4 GiB at level 6, p = 10), built once per stencil.
+// per wavenumber 64 (target, source parity) pairs of 3 sum_l (l+1)(p-l+1)^2 complex
+// multiply-adds (5 148 at p = 10: one translation's), against (stencil entries / 8)
+// translations per cell directly.
+// Tables: 64 (p+1)^2 m^3 complex doubles (3.8 GiB at level 6, p = 10), built once per stencil.
 // Host API: no CUDA types; built only with VH_ENABLE_CUDA (VH_FMM_HAVE_CUDA).
 #pragma once
 
