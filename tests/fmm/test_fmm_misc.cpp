@@ -243,7 +243,7 @@ TEST(FmmParams, AutoSettingsFollowTheTolerance) {
 
 TEST(FmmParams, TableDescribesEveryParameter) {
   const auto table = describe_params();
-  ASSERT_EQ(table.size(), 8u);
+  ASSERT_EQ(table.size(), 9u);
   Params p;
   p.p = 3;
   p.ncrit = 7;
@@ -253,6 +253,7 @@ TEST(FmmParams, TableDescribesEveryParameter) {
   p.periodic = true;
   p.p2p_max_pairs = 5;
   p.precision = "double";
+  p.m2l = "fft";
   for (const auto& e : table) {
     EXPECT_FALSE(e.help.empty()) << e.key;
     p.set(e.key, e.default_value);
@@ -266,6 +267,20 @@ TEST(FmmParams, TableDescribesEveryParameter) {
   EXPECT_EQ(p.periodic, d.periodic);
   EXPECT_EQ(p.p2p_max_pairs, d.p2p_max_pairs);
   EXPECT_EQ(p.precision, d.precision);
+  EXPECT_EQ(p.m2l, d.m2l);
+}
+
+// fmm.m2l takes lists (the default) or fft, on any back end (the CPU path ignores it).
+TEST(FmmParams, M2lTakesListsOrFft) {
+  Params p;
+  EXPECT_EQ(p.m2l, "lists");
+  p.set("m2l", "fft");
+  EXPECT_EQ(p.m2l, "fft");
+  EXPECT_EQ(p.resolved().m2l, "fft");
+  EXPECT_NO_THROW(p.validate());
+  EXPECT_THROW(p.set("m2l", "FFT"), std::invalid_argument);
+  p.m2l = "direct";
+  EXPECT_THROW(p.validate(), std::invalid_argument);
 }
 
 // fmm.precision takes single/double/auto (auto: single down to tolerance 1e-5, double below);
