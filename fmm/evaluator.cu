@@ -419,6 +419,12 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
                                     s.mac, c.sigma_max, s.r0, s.shifts, 2 * half,
                                     {center[0] - half, center[1] - half, center[2] - half});
   }
+  // (The counts of the tree it looked at, before the re-split below.)
+  if (profile_enabled() && !reuse && prm.m2l == "fft" && !s.use_uniform)
+    std::fprintf(stderr, "fmm: fmm.m2l fft not taken (%s; %d cells, %d levels, %d leaves)\n",
+                 !self ? "not a self evaluation" : !prm.periodic ? "free space"
+                 : s.uniform.refused().empty() ? "not a complete tree" : s.uniform.refused().c_str(),
+                 stree.cells(), stree.levels(), stree.n_leaves());
   if (!reuse && !s.use_uniform && min_level > 0) {
     // Not taken: the tree of fmm.m2l lists, so that the lists give their own results.
     s.src_tree.build(s.src, prm.ncrit);
@@ -443,11 +449,6 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   const auto t_lists = clock_type::now();
   tm.traverse = reuse ? 0.0 : seconds(t_tree, t_lists);
   st.mark(s.use_uniform ? "uniform levels" : "lists");
-  if (profile_enabled() && !reuse && prm.m2l == "fft" && !s.use_uniform)
-    std::fprintf(stderr, "fmm: fmm.m2l fft not taken (%s; %d cells, %d levels, %d leaves)\n",
-                 !self ? "not a self evaluation" : !prm.periodic ? "free space"
-                 : s.uniform.refused().empty() ? "not a complete tree" : s.uniform.refused().c_str(),
-                 stree.cells(), stree.levels(), stree.n_leaves());
 
   // --- the evaluation: far field on s_far, near field on s_near --------------------------
   FarPlan f;

@@ -8,7 +8,6 @@
 #include <stdexcept>
 
 #include "base/cuda_check.h"
-#include "fmm/expansions.h"
 
 namespace vh::fmm {
 
@@ -130,7 +129,6 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, int p, const 
     f.st = std::move(st);
   }
   for (auto it = fft_.begin(); it != fft_.end();) it = it->first > L ? fft_.erase(it) : std::next(it);
-  levels_ = levels;
 
   // The grids.
   grid_.resize(static_cast<std::size_t>(level_offset(L + 1)));
@@ -139,11 +137,12 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, int p, const 
   int top[9];
   VH_CHECK_CUDA(cudaMemcpy(top, grid_.data(), sizeof top, cudaMemcpyDeviceToHost));
 
-  // Shift index of the image S (boxes), |S_d| <= r0.
+  // Each shift as its image S in boxes, and the shift index of the image S, |S_d| <= r0.
   const int w = 2 * r0 + 1;
+  std::vector<std::array<int, 3>> image(shifts.size());
   std::vector<int> shift_of(static_cast<std::size_t>(w) * w * w, -1);
   for (std::size_t k = 0; k < shifts.size(); ++k) {
-    int S[3];
+    std::array<int, 3>& S = image[k];
     for (int d = 0; d < 3; ++d) S[d] = static_cast<int>(std::lround(shifts[k][d] / side0));
     shift_of[((S[2] + r0) * w + (S[1] + r0)) * w + (S[0] + r0)] = static_cast<int>(k);
   }
@@ -156,14 +155,10 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, int p, const 
   // Levels 0 and 1 as lists: the root's far images, then the eight cells' stencil.
   std::vector<int> targets, goffset{0}, groups{0};
   std::vector<int2> entries;
-  n_m2l_ = 0;
   {
     std::vector<int2> root;
-    for (std::size_t k = 1; k < shifts.size(); ++k) {
-      int S[3];
-      for (int d = 0; d < 3; ++d) S[d] = static_cast<int>(std::lround(shifts[k][d] / side0));
-      if (uniform_far({S[0], S[1], S[2]}, mac.theta, rcut_cells(0))) root.push_back({0, static_cast<int>(k)});
-    }
+    for (std::size_t k = 1; k < shifts.size(); ++k)
+      if (uniform_far(image[k], mac.theta, rcut_cells(0))) root.push_back({0, static_cast<int>(k)});
     std::sort(root.begin(), root.end(), [](int2 a, int2 b) { return a.y < b.y; });
     if (!root.empty()) {
       targets.push_back(top[0]);

@@ -63,7 +63,6 @@ class UniformFar {
   void m2l(const double2* M, double2* L, cudaStream_t s) const;
 
  private:
-  int levels_ = 0;
   std::string refused_;
   DeviceArray<int> grid_;  // level l's cells in grid order at offset (8^l - 1) / 7
   DeviceArray<int> targets_, goffset_, groups_;
