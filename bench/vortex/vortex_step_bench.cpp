@@ -18,7 +18,7 @@
 // host (what field outputs add). The initial field is made on the host and not timed.
 //
 //   vortex_step_bench [--n 128,256] [--refine 1] [--steps 5] [--warmup 2] [--tolerance 1e-5]
-//                     [--p auto] [--reinit-every 1] [--velocity fmm|lattice]
+//                     [--p auto] [--theta auto] [--reinit-every 1] [--velocity fmm|lattice]
 //                     [--diffusion auto|integrating-factor|lattice] [--blob-cutoff C] [--csv]
 //   --diffusion:      vortex.diffusion (auto, the deck's default: integrating-factor with
 //                     --reinit-every 1, else lattice); the table's header and the CSV name it.
@@ -86,6 +86,7 @@ struct BenchOptions {
   int steps = 5, warmup = 2, reinit_every = 1;
   double refine = 1, tolerance = 1e-5;
   std::string p = "auto";
+  std::string theta = "auto";
   bool lattice = false;  // --velocity lattice
   std::string diffusion = "auto";
   double blob_cutoff = vortex::Params{}.blob_cutoff;
@@ -110,6 +111,7 @@ BenchOptions parse(int argc, char** argv) {
     else if (a == "--warmup") o.warmup = std::stoi(next());
     else if (a == "--tolerance") o.tolerance = std::stod(next());
     else if (a == "--p") o.p = next();
+    else if (a == "--theta") o.theta = next();
     else if (a == "--reinit-every") o.reinit_every = std::stoi(next());
     else if (a == "--velocity") {
       const std::string v = next();
@@ -124,7 +126,7 @@ BenchOptions parse(int argc, char** argv) {
     else if (a == "--csv") o.csv = true;
     else if (a == "--help" || a == "-h") {
       std::printf("usage: vortex_step_bench [--n 128,256] [--refine R] [--steps S] [--warmup W] [--tolerance T] "
-                  "[--p P|auto] [--reinit-every K] [--velocity fmm|lattice] "
+                  "[--p P|auto] [--theta T|auto] [--reinit-every K] [--velocity fmm|lattice] "
                   "[--diffusion auto|integrating-factor|lattice] [--blob-cutoff C] [--m2l lists|fft] [--csv]\n");
       std::exit(0);
     } else {
@@ -195,6 +197,7 @@ vortex::Params solver_params(const BenchOptions& o, double nu) {
   p.blob_cutoff = p.rbf.cutoff = o.blob_cutoff;  // as the deck sets both
   p.fmm.tolerance = o.tolerance;
   p.fmm.set("p", o.p);
+  p.fmm.set("theta", o.theta);
   p.fmm.set("m2l", o.m2l);
   p.fmm.periodic = true;
   p.use_gpu = true;
@@ -256,9 +259,9 @@ int main(int argc, char** argv) {
   cudaGetDeviceProperties(&prop, 0);
   const std::string dev = prop.name;
   const char* diffusion = vortex::diffusion_name(solver_params(o, 0.0).diffusion);  // what --diffusion picks
-  std::printf("vortex_step_bench: %s, commit %s, %d CPU threads; refine %g, fmm.tolerance %g, p %s, reinit_every %d, "
+  std::printf("vortex_step_bench: %s, commit %s, %d CPU threads; refine %g, fmm.tolerance %g, p %s, theta %s, reinit_every %d, "
               "velocity %s, diffusion %s, blob cut-off %g sigma, fmm.m2l %s, median of %d steps after %d; %d rank%s, transport %s\n",
-              dev.c_str(), VH_GIT_HASH, omp_get_max_threads(), o.refine, o.tolerance, o.p.c_str(), o.reinit_every,
+              dev.c_str(), VH_GIT_HASH, omp_get_max_threads(), o.refine, o.tolerance, o.p.c_str(), o.theta.c_str(), o.reinit_every,
               o.lattice ? "lattice" : "fmm", diffusion, o.blob_cutoff, o.m2l.c_str(),
               o.steps, o.warmup, ranks, ranks > 1 ? "s (one GPU each)" : "", transport.c_str());
 
@@ -388,10 +391,10 @@ int main(int argc, char** argv) {
   if (o.csv) {
     vh::bench::CsvRows csv(std::cout, "vortex_step", dev, VH_GIT_HASH);
     for (const Row& r : rows) {
-      char cs[200];
+      char cs[256];
       std::snprintf(cs, sizeof cs,
-                    "N=%d refine=%g sc09 flow tol=%g p=%s reinit_every=%d%s diffusion=%s blob_cutoff=%g m2l=%s median of %d ranks=%d comm=%s",
-                    r.n, o.refine, o.tolerance, o.p.c_str(), o.reinit_every, o.lattice ? " velocity=lattice" : "",
+                    "N=%d refine=%g sc09 flow tol=%g p=%s theta=%s reinit_every=%d%s diffusion=%s blob_cutoff=%g m2l=%s median of %d ranks=%d comm=%s",
+                    r.n, o.refine, o.tolerance, o.p.c_str(), o.theta.c_str(), o.reinit_every, o.lattice ? " velocity=lattice" : "",
                     diffusion, o.blob_cutoff, o.m2l.c_str(), o.steps, ranks, transport.c_str());
       for (int c = 0; c < kSteps; ++c)
         csv.row(cs, c == 1 && o.lattice ? "lattice_velocity" : kStepFigures[c], r.step[c], "s");
