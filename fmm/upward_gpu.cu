@@ -11,10 +11,15 @@ namespace vh::fmm {
 namespace {
 
 // ------------------------------------------------------------------------------------ P2M
-// Block per source leaf; chunks of `chunk` particles: thread t < chunk computes R of particle t
-// into shared memory (m >= 0 storage), then thread o = (a, c) sums q_a R_c.  With `own` (the
-// upward pass shared over ranks, FarPlan::own) only this rank's particles count: a leaf without
-// any is skipped (its M stays zero), the others' strengths in a mixed leaf are taken as zero.
+// Block per source leaf; chunks of `chunk` particles: the block's threads compute the columns
+// (particle i, order m) of R of the chunk's particles into shared memory (m >= 0 storage; each
+// column p steps of the recurrence, harmonic_column), then thread o = (a, c) sums q_a R_c.  A
+// thread per particle running the whole triangle (harmonic_row_up, the same values) left the
+// other warps waiting: on an H200 at 2^21 turbulent blobs 4.6 ms (p 10) and 14.0 ms (p 12),
+// latency-bound at 11-17 % of the SM's throughput (bench/RESULTS.md, 2026-11-29 "the P2M by
+// columns").  With `own` (the upward pass shared over ranks, FarPlan::own) only this rank's
+// particles count: a leaf without any is skipped (its M stays zero), the others' strengths in
+// a mixed leaf are taken as zero.
 __global__ void p2m_kernel(const int* __restrict__ leaves, const GCell* __restrict__ cells,
                            const double4_32a* __restrict__ x, const double4_32a* __restrict__ alpha,
                            const int* __restrict__ own, int p, int chunk, double2* __restrict__ M) {
@@ -28,17 +33,16 @@ __global__ void p2m_kernel(const int* __restrict__ leaves, const GCell* __restri
   double2 acc = make_double2(0, 0);
   for (int b = C.begin; b < C.end; b += chunk) {
     const int n = min(chunk, C.end - b);
+    for (int w = threadIdx.x; w < n * (p + 1); w += blockDim.x) {
+      const int i = w / (p + 1), m = w - i * (p + 1);
+      const double4_32a xi = x[b + i];
+      double2* Ri = R + i * nc;
+      harmonic_column<false>(xi.x - C.cx, xi.y - C.cy, xi.z - C.cz, p, m,
+                             [&](int l, double re, double im) { Ri[cidx(l, m)] = make_double2(re, im); });
+    }
     if (threadIdx.x < n) {
-      const double4_32a xi = x[b + threadIdx.x];
       const int s = b + threadIdx.x;
       const double4_32a ai = !own || own[s + 1] > own[s] ? alpha[s] : make_double4_32a(0, 0, 0, 0);
-      double* Ri = reinterpret_cast<double*>(R + threadIdx.x * nc);
-      const double dx = xi.x - C.cx, dy = xi.y - C.cy, dz = xi.z - C.cz, r2 = dx * dx + dy * dy + dz * dz;
-      Ri[0] = 1.0;
-      Ri[1] = 0.0;
-      for (int l = 0; l < p; ++l)
-        harmonic_row_up<false>(l, dx, dy, dz, r2, Ri + 2 * cidx(l, 0), Ri + 2 * cidx(l > 0 ? l - 1 : 0, 0),
-                               Ri + 2 * cidx(l + 1, 0));
       q[3 * threadIdx.x + 0] = ai.x;
       q[3 * threadIdx.x + 1] = ai.y;
       q[3 * threadIdx.x + 2] = ai.z;
