@@ -19,6 +19,7 @@
 #include "fmm/periodic.h"
 #include "fmm/traverse.h"
 #include "fmm/tree.h"
+#include "level_setup.h"
 
 using namespace vh::fmm;
 
@@ -96,12 +97,9 @@ int main(int argc, char** argv) {
   double worst = 0;
   std::uniform_int_distribution<int> pick(0, n * n * n - 1);
   for (int sIdx = 0; sIdx < samples; ++sIdx) {
-    const int g = pick(rng), ix = g % n, iy = g / n % n, iz = g / n / n, c = (ix & 1) + 2 * (iy & 1) + 4 * (iz & 1);
+    const int g = pick(rng);
     std::vector<cplx> ref(3 * nc, cplx(0));
-    for (const auto& t : st.offsets[c]) {
-      const int j = ((((iz + t[2]) % n + n) % n) * n + (((iy + t[1]) % n + n) % n)) * n + (((ix + t[0]) % n + n) % n);
-      m2l(p, {t[0] * side, t[1] * side, t[2] * side}, &M[static_cast<std::size_t>(grid[j]) * 3 * nc], ref.data());
-    }
+    vh::fmm::testing::cell_m2l_direct(M, grid, p, st, g % n, g / n % n, g / n / n, ref.data());
     double num = 0, den = 0;
     for (int k = 0; k < 3 * nc; ++k) {
       num += std::norm(L[static_cast<std::size_t>(grid[g]) * 3 * nc + k] - ref[k]);

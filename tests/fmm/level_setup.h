@@ -54,24 +54,30 @@ inline LevelSetup lattice_setup(int N, int ncrit, int p, unsigned seed) {
   return s;
 }
 
-/// The M2L of `st` translation by translation (m2l of fmm/expansions.h, d = t side): every
-/// cell's local expansion, zero outside the stencil's level.
-inline std::vector<cplx> stencil_m2l_direct(const LevelSetup& s, int p, const LevelStencil& st) {
+/// The M2L of `st` into the one cell (ix, iy, iz) of its level, translation by translation (m2l
+/// of fmm/expansions.h, d = t side), added to L (3 ncoef(p)): M holds every cell's multipole and
+/// grid = level_grid(tree, st.level).
+inline void cell_m2l_direct(const std::vector<cplx>& M, const std::vector<int>& grid, int p, const LevelStencil& st,
+                            int ix, int iy, int iz, cplx* L) {
   const int nc = ncoef(p), n = 1 << st.level;
   const double side = kBoxLength / n;
+  const int c = (ix & 1) + 2 * (iy & 1) + 4 * (iz & 1);
+  for (const auto& t : st.offsets[c]) {
+    const int j[3] = {((ix + t[0]) % n + n) % n, ((iy + t[1]) % n + n) % n, ((iz + t[2]) % n + n) % n};
+    const int b = grid[(j[2] * n + j[1]) * n + j[0]];
+    m2l(p, {t[0] * side, t[1] * side, t[2] * side}, &M[static_cast<std::size_t>(b) * 3 * nc], L);
+  }
+}
+
+/// cell_m2l_direct at every cell of the level: every cell's local expansion, zero elsewhere.
+inline std::vector<cplx> stencil_m2l_direct(const LevelSetup& s, int p, const LevelStencil& st) {
+  const int nc = ncoef(p), n = 1 << st.level;
   const std::vector<int> g = level_grid(s.tree, st.level);
   std::vector<cplx> L(s.M.size(), cplx(0));
   for (int iz = 0; iz < n; ++iz)
     for (int iy = 0; iy < n; ++iy)
-      for (int ix = 0; ix < n; ++ix) {
-        const int a = g[(iz * n + iy) * n + ix], c = (ix & 1) + 2 * (iy & 1) + 4 * (iz & 1);
-        for (const auto& t : st.offsets[c]) {
-          const int j[3] = {((ix + t[0]) % n + n) % n, ((iy + t[1]) % n + n) % n, ((iz + t[2]) % n + n) % n};
-          const int b = g[(j[2] * n + j[1]) * n + j[0]];
-          m2l(p, {t[0] * side, t[1] * side, t[2] * side}, &s.M[static_cast<std::size_t>(b) * 3 * nc],
-              &L[static_cast<std::size_t>(a) * 3 * nc]);
-        }
-      }
+      for (int ix = 0; ix < n; ++ix)
+        cell_m2l_direct(s.M, g, p, st, ix, iy, iz, &L[static_cast<std::size_t>(g[(iz * n + iy) * n + ix]) * 3 * nc]);
   return L;
 }
 
