@@ -21,16 +21,14 @@ printf '%5s %3s %5s %9s %9s %10s %10s %8s %7s\n' theta p ncrit 'time[s]' 'gpu[s]
 for theta in ${THETAS:-0.4 0.5 0.6 0.7}; do
   for p in ${PS:-6 8 10 12}; do
     for ncrit in ${NCRITS:-16 32 64}; do
+      args=(--device "$dev" ${FIELD:---turbulent} --min-log2n "$lg" --max-log2n "$lg" --repeat 1 --direct-max-log2n 0
+            --theta "$theta" --p "$p" --ncrit "$ncrit" --tolerance "$tol" ${JITTER:+--jitter "$JITTER"})
       if [ "${M2L:-lists}" = fft ]; then
-        "$bench" --device "$dev" ${FIELD:---turbulent} --min-log2n "$lg" --max-log2n "$lg" --repeat 1 \
-          --direct-max-log2n 0 --theta "$theta" --p "$p" --ncrit "$ncrit" --tolerance "$tol" \
-          ${JITTER:+--jitter "$JITTER"} --resident --overlap serial --m2l fft |
+        "$bench" "${args[@]}" --resident --overlap serial --m2l fft |
           awk -v t="$theta" -v p="$p" -v c="$ncrit" '$1 ~ /^[0-9]+$/ && $3 == "no" && NF >= 16 {
             printf "%5s %3s %5s %9.4f %9.4f %10s %10s %8s %7s\n", t, p, c, $4, $12, $13, $14, $15, $16 }'
       else
-        "$bench" --device "$dev" ${FIELD:---turbulent} --min-log2n "$lg" --max-log2n "$lg" --repeat 1 \
-          --direct-max-log2n 0 --theta "$theta" --p "$p" --ncrit "$ncrit" --tolerance "$tol" \
-          ${JITTER:+--jitter "$JITTER"} |
+        "$bench" "${args[@]}" |
           awk -v t="$theta" -v p="$p" -v c="$ncrit" '$1 ~ /^[0-9]+$/ && NF >= 14 {
             printf "%5s %3s %5s %9.4f %9.4f %10s %10s %8s %7s\n", t, p, c, $2, $6 + $7 + $8 + $9, $10, $11, $12, $13 }'
       fi
