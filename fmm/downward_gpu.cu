@@ -50,12 +50,14 @@ __global__ void l2l_kernel(const int* __restrict__ children, const GCell* __rest
 // target (l2l_terms on the rows of R(d), made by harmonic_row_up three at a time), then the
 // derivatives of the three potentials and u, grad u (potential_derivatives,
 // velocity_from_potentials: the CPU's own functions).  near (float or double, 12 per target)
-// is added when given, then the mean correction when mc is.
+// is added when given, then the mean correction when mc is.  Targets outside the output window
+// (FarPlan::out_first, out_count) are skipped.
 template <class N>
 __global__ void l2p_kernel(const int* __restrict__ leaves, const GCell* __restrict__ cells,
                            const double4_32a* __restrict__ x, int p, const double2* __restrict__ L,
                            const N* __restrict__ near, const int* __restrict__ perm, const MeanTerms* __restrict__ mc,
-                           double* __restrict__ u_out, double* __restrict__ grad_out) {
+                           long long out_first, long long out_count, double* __restrict__ u_out,
+                           double* __restrict__ grad_out) {
   extern __shared__ double2 sh[];
   const int nc = cidx(p + 1, 0), nf = (p + 1) * (p + 1);
   double2* Lf = sh;  // [3][nf]
@@ -64,6 +66,8 @@ __global__ void l2p_kernel(const int* __restrict__ leaves, const GCell* __restri
   stage_full(L + static_cast<long long>(cell) * 3 * nc, p, nc, Lf, false, threadIdx.x, blockDim.x);
   __syncthreads();
   for (int i = C.begin + threadIdx.x; i < C.end; i += blockDim.x) {
+    const long long o = perm[i] - out_first;
+    if (o < 0 || o >= out_count) continue;  // another rank's target (FarPlan::out_first)
     const double4_32a xi = x[i];
     const double dx = xi.x - C.cx, dy = xi.y - C.cy, dz = xi.z - C.cz, r2 = dx * dx + dy * dy + dz * dz;
     double Lr[6][3], Li[6][3];  // the shifted expansion at degrees <= 2: [cidx(j, k)][component]
@@ -110,7 +114,6 @@ __global__ void l2p_kernel(const int* __restrict__ leaves, const GCell* __restri
       const double xd[3] = {xi.x, xi.y, xi.z};
       mean_correction(*mc, xd, r, r + 3);
     }
-    const long long o = perm[i];
     for (int c = 0; c < 3; ++c) u_out[3 * o + c] = r[c];
     for (int c = 0; c < 9; ++c) grad_out[9 * o + c] = r[3 + c];
   }
@@ -132,11 +135,12 @@ void far_l2p(const FarPlan& f, const FarWork& w, const void* near, bool near_dou
   const std::size_t shm = 3 * (f.p + 1) * (f.p + 1) * sizeof(double2);
   if (near && near_double)
     l2p_kernel<double><<<f.n_tgt_leaves, 64, shm, s>>>(f.tgt_leaves, f.tcells, f.xt, f.p, w.L.data(),
-                                                        static_cast<const double*>(near), f.perm, mean, u_out,
-                                                        grad_out);
+                                                        static_cast<const double*>(near), f.perm, mean, f.out_first,
+                                                        f.out_count, u_out, grad_out);
   else
     l2p_kernel<float><<<f.n_tgt_leaves, 64, shm, s>>>(f.tgt_leaves, f.tcells, f.xt, f.p, w.L.data(),
-                                                       static_cast<const float*>(near), f.perm, mean, u_out, grad_out);
+                                                       static_cast<const float*>(near), f.perm, mean, f.out_first,
+                                                       f.out_count, u_out, grad_out);
   VH_CHECK_LAUNCH();
 }
 

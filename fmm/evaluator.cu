@@ -6,6 +6,8 @@
 #include "fmm/evaluator.h"
 
 #include <cub/device/device_scan.cuh>
+#include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -159,6 +161,38 @@ __global__ void own_flag_kernel(int n, const int* __restrict__ perm, long long f
   if (s < n) own_flag[s] = perm[s] >= first && perm[s] < first + count ? 1 : 0;
 }
 
+// keep[t] = 1 where P2P task t (first target, count, ...; sorted targets) holds one of this
+// rank's targets; own: the exclusive prefix counts of own_flag (n + 1 entries).
+__global__ void own_tasks_kernel(int n, const int4* __restrict__ tasks, const int* __restrict__ own,
+                                 int* __restrict__ keep) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t < n) keep[t] = own[tasks[t].x + tasks[t].y] > own[tasks[t].x] ? 1 : 0;
+}
+
+// keep[i] = 1 where cell ids[i] holds one of this rank's targets (own as above).
+__global__ void own_cells_kernel(int n, const int* __restrict__ ids, const GCell* __restrict__ cells,
+                                 const int* __restrict__ own, int* __restrict__ keep) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const GCell C = cells[ids[i]];
+  keep[i] = own[C.end] > own[C.begin] ? 1 : 0;
+}
+
+// The pairs of n P2P tasks (targets x sources of each entry, skipped self pairs counted, as
+// Timings::n_p2p_pairs), summed a warp at a time into *pairs.
+__global__ void task_pairs_kernel(int n, const int4* __restrict__ tasks, const int4* __restrict__ entries,
+                                  unsigned long long* pairs) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  unsigned long long np = 0;
+  if (t < n) {
+    const int4 k = tasks[t];
+    for (int e = k.z; e < k.w; ++e) np += static_cast<unsigned long long>(entries[e].y - entries[e].x);
+    np *= static_cast<unsigned long long>(k.y);
+  }
+  for (int off = 16; off > 0; off >>= 1) np += __shfl_down_sync(0xffffffffu, np, off);
+  if ((threadIdx.x & 31) == 0 && np > 0) atomicAdd(pairs, np);
+}
+
 __global__ void zero_kernel(long long n, double* __restrict__ v) {
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * blockDim.x)
@@ -192,7 +226,23 @@ struct Pool {
   Pool& operator=(const Pool&) = delete;
 };
 
-enum class Kind { self, at, fixed };
+// own: a self evaluation written at this rank's sources only (evaluate_own).
+enum class Kind { self, at, fixed, own };
+
+// The n entries of in whose flag is 1, in order, into out (grown as needed); returns their
+// count (one small download).
+template <class It, class T>
+int select_flagged(It in, const int* flags, int n, DeviceArray<T>& out, DeviceArray<int>& count, DeviceBytes& temp) {
+  out.reserve(static_cast<std::size_t>(std::max(n, 1)));
+  count.reserve(1);
+  std::size_t bytes = 0;
+  VH_CHECK_CUDA(cub::DeviceSelect::Flagged(nullptr, bytes, in, flags, out.data(), count.data(), n));
+  temp.reserve(std::max<std::size_t>(bytes, 1));
+  VH_CHECK_CUDA(cub::DeviceSelect::Flagged(temp.data(), bytes, in, flags, out.data(), count.data(), n));
+  int k = 0;
+  VH_CHECK_CUDA(cudaMemcpy(&k, count.data(), sizeof(int), cudaMemcpyDeviceToHost));
+  return k;
+}
 
 }  // namespace
 
@@ -232,6 +282,17 @@ struct GpuEvaluator::Impl {
   long long share_first = 0, share_count = 0;
   DeviceArray<int> own_flag, own_prefix;
   DeviceBytes scan_temp;
+  // evaluate_own: the P2P tasks, target leaves and M2L rows that hold this rank's targets (of
+  // the trees kept and the range [first, first + count)), and the pairs of those tasks.
+  struct OwnSelection {
+    bool valid = false;
+    long long first = 0, count = 0;
+    int tasks = 0, leaves = 0, rows = 0;
+    long long pairs = 0;
+  } own_sel;
+  DeviceArray<int4> own_tasks;
+  DeviceArray<int> own_leaves, own_rows, keep, n_selected;
+  DeviceArray<unsigned long long> own_pairs;
   cudaStream_t s_far = nullptr, s_near = nullptr;
   enum { kStart, kEnd, kNear0, kNear1, kDrain0, kDrain1, kEvents };
   cudaEvent_t ev[kEvents] = {};
@@ -306,6 +367,16 @@ Timings GpuEvaluator::evaluate_self(const double* d_x, const double* d_alpha, co
   return impl_->run(Kind::self, d_x, d_alpha, d_sigma, n, nullptr, n, d_u, d_grad, same_positions);
 }
 
+Timings GpuEvaluator::evaluate_own(const double* d_x, const double* d_alpha, const double* d_sigma, std::size_t n,
+                                   double* d_u, double* d_grad, bool same_positions) {
+  const Impl& m = *impl_;
+  if (m.share_first < 0 || m.share_count < 0 || static_cast<std::size_t>(m.share_first + m.share_count) > n)
+    throw std::invalid_argument("fmm: evaluate_own: this rank's sources [" + std::to_string(m.share_first) + ", " +
+                                std::to_string(m.share_first + m.share_count) + ") are not within the " +
+                                std::to_string(n) + " sources (share_upward)");
+  return impl_->run(Kind::own, d_x, d_alpha, d_sigma, n, nullptr, n, d_u, d_grad, same_positions);
+}
+
 Timings GpuEvaluator::evaluate_at(const double* d_x, const double* d_alpha, const double* d_sigma, std::size_t n,
                                   const double* d_targets, std::size_t m, double* d_u, double* d_grad,
                                   bool same_positions) {
@@ -345,12 +416,16 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   if (n_in >= (std::size_t(1) << 31) || m_in >= (std::size_t(1) << 31))
     throw std::invalid_argument("fmm: more than 2^31 - 1 sources or targets");
   const int n = static_cast<int>(n_in), nt = static_cast<int>(m_in);
-  const bool self = kind == Kind::self;
+  const bool own = kind == Kind::own, self = kind == Kind::self || own;
   ScopedPool use(s.pool.pool);
 
   // --- inputs: the host API's checks, the cube, the periodic cut-off check ----------------
   const Checked c = check_inputs_gpu(d_x, d_alpha, d_sigma, n, kind == Kind::at ? d_t : nullptr,
                                      kind == Kind::at ? nt : 0, s.check);
+  if (own && s.share_count == 0) {  // none of the sources is this rank's: nothing to write
+    tm.total = seconds(t_start, clock_type::now());
+    return tm;
+  }
   if (n == 0 || nt == 0) {
     if (nt > 0) {
       zero_kernel<<<static_cast<int>(std::min(4096LL, (3LL * nt + 255) / 256)), 256>>>(3LL * nt, d_u);
@@ -470,8 +545,13 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   f.nchild = stree.nchild();
   f.parents = stree.parents();
   f.m2m_levels = stree.m2m_levels();
-  if (s.share) {
-    // FarPlan::own: this rank's sources counted in sorted order (exclusive prefix sum).
+  // This rank's sources counted in sorted order (exclusive prefix sum): FarPlan::own when the
+  // upward pass is shared, the selection of evaluate_own's work below; kept, with the
+  // selection, while the trees and this rank's range are those of the last call.
+  const bool own_fresh = !reuse || !s.own_sel.valid || s.own_sel.first != s.share_first ||
+                         s.own_sel.count != s.share_count;
+  if ((s.share || own) && own_fresh) {
+    s.own_sel = Impl::OwnSelection{};
     s.own_flag.reserve(static_cast<std::size_t>(n));
     s.own_prefix.reserve(static_cast<std::size_t>(n) + 1);
     own_flag_kernel<<<(n + 255) / 256, 256>>>(n, s.src.permutation(), s.share_first, s.share_count,
@@ -483,8 +563,8 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
     s.scan_temp.reserve(std::max<std::size_t>(bytes, 1));
     VH_CHECK_CUDA(
         cub::DeviceScan::InclusiveSum(s.scan_temp.data(), bytes, s.own_flag.data(), s.own_prefix.data() + 1, n));
-    f.own = s.own_prefix.data();
   }
+  if (s.share) f.own = s.own_prefix.data();
   f.children = tt.children();
   f.l2l_levels = tt.l2l_levels();
   f.tgt_leaves = tt.leaves();
@@ -505,6 +585,34 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
     f.m2l_entries = L.m2l_entries.data();
     f.n_m2l_targets = s.lists.n_m2l_targets;
   }
+  if (own && own_fresh) {
+    // This rank's targets only: the leaves that hold some for the L2P, the M2L lists' target
+    // cells that hold some (the uniform levels' FFTs stay whole).
+    const int* op = s.own_prefix.data();
+    s.keep.reserve(static_cast<std::size_t>(std::max({f.n_tgt_leaves, f.n_m2l_targets, 1})));
+    if (f.n_tgt_leaves > 0) {
+      own_cells_kernel<<<(f.n_tgt_leaves + 255) / 256, 256>>>(f.n_tgt_leaves, f.tgt_leaves, f.tcells, op,
+                                                              s.keep.data());
+      VH_CHECK_LAUNCH();
+      s.own_sel.leaves = select_flagged(f.tgt_leaves, s.keep.data(), f.n_tgt_leaves, s.own_leaves, s.n_selected,
+                                        s.scan_temp);
+    }
+    if (f.n_m2l_targets > 0) {
+      own_cells_kernel<<<(f.n_m2l_targets + 255) / 256, 256>>>(f.n_m2l_targets, f.m2l_targets, f.tcells, op,
+                                                               s.keep.data());
+      VH_CHECK_LAUNCH();
+      s.own_sel.rows = select_flagged(thrust::counting_iterator<int>(0), s.keep.data(), f.n_m2l_targets, s.own_rows,
+                                      s.n_selected, s.scan_temp);
+    }
+  }
+  if (own) {
+    f.n_tgt_leaves = s.own_sel.leaves;
+    f.tgt_leaves = s.own_leaves.data();
+    f.n_m2l_targets = s.own_sel.rows;
+    f.m2l_rows = s.own_rows.data();
+    f.out_first = s.share_first;  // the window of the output
+    f.out_count = s.share_count;
+  }
   f.side0 = 2 * half;
   f.table_levels = std::min(stree.levels(), tt.levels());
   f.single_m2l = prm.precision == "single";
@@ -516,6 +624,32 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   a.tasks = s.use_uniform ? U.p2p_tasks() : s.lists.dev->p2p_tasks.data();
   a.ntask = s.use_uniform ? U.n_p2p_tasks() : s.lists.n_p2p_tasks;
   a.entries = s.use_uniform ? U.p2p_entries() : s.lists.dev->p2p_entries.data();
+  if (own && own_fresh) {
+    // The P2P tasks that hold some of this rank's targets, and their pairs.
+    if (a.ntask > 0) {
+      s.keep.reserve(static_cast<std::size_t>(a.ntask));
+      own_tasks_kernel<<<(a.ntask + 255) / 256, 256>>>(a.ntask, a.tasks, s.own_prefix.data(), s.keep.data());
+      VH_CHECK_LAUNCH();
+      s.own_sel.tasks = select_flagged(a.tasks, s.keep.data(), a.ntask, s.own_tasks, s.n_selected, s.scan_temp);
+    }
+    s.own_pairs.reserve(1);
+    s.own_pairs.zero();
+    if (s.own_sel.tasks > 0) {
+      task_pairs_kernel<<<(s.own_sel.tasks + 255) / 256, 256>>>(s.own_sel.tasks, s.own_tasks.data(), a.entries,
+                                                               s.own_pairs.data());
+      VH_CHECK_LAUNCH();
+    }
+    unsigned long long pairs = 0;
+    VH_CHECK_CUDA(cudaMemcpy(&pairs, s.own_pairs.data(), sizeof pairs, cudaMemcpyDeviceToHost));
+    s.own_sel.pairs = static_cast<long long>(pairs);
+    s.own_sel.first = s.share_first;
+    s.own_sel.count = s.share_count;
+    s.own_sel.valid = true;
+  }
+  if (own) {
+    a.ntask = s.own_sel.tasks;
+    a.tasks = s.own_tasks.data();
+  }
   a.shifts = s.shifts4.data();
   a.xt = f.xt;
   a.xs = f.xs;
@@ -580,7 +714,7 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   tm.p2p = ms(kNear0, kNear1) + (split ? ms(kDrain0, kDrain1) : 0.0);
   tm.gpu_wall = serial ? ms(kNear0, kEnd) : ms(kStart, kEnd);
   tm.n_m2l = s.use_uniform ? U.n_m2l() : s.lists.n_m2l;
-  tm.n_p2p_pairs = s.use_uniform ? U.p2p_pairs() : s.lists.p2p_pairs;
+  tm.n_p2p_pairs = own ? s.own_sel.pairs : s.use_uniform ? U.p2p_pairs() : s.lists.p2p_pairs;
   tm.total = seconds(t_start, clock_type::now());
   return tm;
 }

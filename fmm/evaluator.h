@@ -78,6 +78,17 @@ class GpuEvaluator {
   /// collectively, none with zero targets. comm null (the default) or of one rank: no sharing.
   void share_upward(DeviceComm* comm, std::size_t first, std::size_t count);
 
+  /// evaluate_self at this rank's sources only: the n sources are every rank's (as share_upward
+  /// says), u and ∇u are written for sources [first, first + count) of share_upward, at d_u[3 (i -
+  /// first) + m] and d_grad[9 (i - first) + ...]. The tree, and with fmm.m2l = fft its uniform
+  /// levels, are the whole set's, as evaluate_self builds them on one rank; the P2P, the L2P and
+  /// the lists' M2L run for the leaves and cells that hold this rank's sources only (the FFTs of
+  /// the uniform levels stay whole). The results are evaluate_self's rows [first, first + count)
+  /// up to the order of the multipoles' sums when the upward pass is shared (round-off), and bit
+  /// for bit when it is not. std::invalid_argument when [first, first + count) is not within n.
+  Timings evaluate_own(const double* d_x, const double* d_alpha, const double* d_sigma, std::size_t n,
+                       double* d_u, double* d_grad, bool same_positions = false);
+
   /// How the near field (P2P) shares the GPU with the far field (the results do not depend on
   /// it). serial: the P2P, then the far field, on one stream (the sum of the two, for
   /// measurements). streams (the default): the whole P2P grid on a low-priority stream beside

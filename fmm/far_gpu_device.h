@@ -14,6 +14,7 @@
 
 #include <cuda_runtime.h>
 
+#include <climits>
 #include <utility>
 #include <vector>
 
@@ -169,12 +170,19 @@ struct FarPlan {
   std::vector<std::pair<int, int>> l2l_levels;
   const int* tgt_leaves = nullptr;             ///< target leaves holding particles
   int n_tgt_leaves = 0;
+  /// The L2P writes the targets of input index o in [out_first, out_first + out_count) only, at
+  /// o - out_first (GpuEvaluator::evaluate_own: this rank's); by default every target at o.
+  long long out_first = 0, out_count = LLONG_MAX;
   // M2L lists (M2LArrays' layout, far_gpu.h).
   const int* m2l_targets = nullptr;
   const int* m2l_goffset = nullptr;
   const int* m2l_groups = nullptr;
   const int2* m2l_entries = nullptr;
   int n_m2l_targets = 0;
+  /// The M2L for some of the lists' targets only: the M2L takes targets m2l_rows[0 ..
+  /// n_m2l_targets) of the arrays above (GpuEvaluator::evaluate_own: the cells that hold this
+  /// rank's targets); null: targets 0 .. n_m2l_targets.
+  const int* m2l_rows = nullptr;
   double side0 = 0;                            ///< side of the root cube (both trees)
   int table_levels = 0;                        ///< min of the trees' level counts
   bool single_m2l = false;                     ///< fmm.precision single: the M2L in float

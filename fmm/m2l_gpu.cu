@@ -176,7 +176,8 @@ __device__ inline void contract_k_outer(V (&acc)[Q][3], const V* T, const int* r
 // s, and 7 blocks per SM: 8 gave 0.238, 6 0.239); P = 0: any p.
 template <class R, int Q, int P = 0>
 __global__ void __launch_bounds__(128, sizeof(R) == 4 ? (P > 0 ? 7 : 8) : 5)
-    m2l_kernel(const int* __restrict__ targets, const int* __restrict__ goffset, const int* __restrict__ groups,
+    m2l_kernel(const int* __restrict__ rows, const int* __restrict__ targets, const int* __restrict__ goffset,
+               const int* __restrict__ groups,
                const int2* __restrict__ entries, const GCell* __restrict__ tcells, const GCell* __restrict__ scells,
                const double4_32a* __restrict__ shifts, int p_arg, TableGeometry tg, RowBases rb,
                const double2* __restrict__ M, const float2* __restrict__ Mfold, double2* __restrict__ L) {
@@ -195,7 +196,8 @@ __global__ void __launch_bounds__(128, sizeof(R) == 4 ? (P > 0 ? 7 : 8) : 5)
   double* pw = reinterpret_cast<double*>(smap + nfp);
   int* rowb = reinterpret_cast<int*>(pw + p + 2);  // RowBases::b
   int* tpos = rowb + p + 1;                         // full-layout entry f -> its place in T
-  const int A = targets[blockIdx.x];
+  const int row = rows ? rows[blockIdx.x] : static_cast<int>(blockIdx.x);  // FarPlan::m2l_rows
+  const int A = targets[row];
   const GCell CA = tcells[A];
   const double inv_s = ldexp(1.0 / tg.side0, CA.level);
   if (threadIdx.x <= p) rowb[threadIdx.x] = rb.b[threadIdx.x];
@@ -229,8 +231,8 @@ __global__ void __launch_bounds__(128, sizeof(R) == 4 ? (P > 0 ? 7 : 8) : 5)
   // (l, m) of output lane mod A' for A' = 32 / G = 32, 16, 8, 4.
   int sl[4], sm[4];
   for (int g = 0; g < 4; ++g) lm_of(lane & ((32 >> g) - 1), sl[g], sm[g]);
-  const int g_end = goffset[blockIdx.x + 1];
-  for (int g = goffset[blockIdx.x] + w; g < g_end; g += warps) {
+  const int g_end = goffset[row + 1];
+  for (int g = goffset[row] + w; g < g_end; g += warps) {
     const int e0 = groups[g], e1 = groups[g + 1];
     const int src = entries[e0].x;
     const GCell CB = scells[src];
@@ -417,7 +419,8 @@ void far_m2l(const FarPlan& f, FarWork& w, cudaStream_t s) {
     VH_CHECK_LAUNCH();
   }
   auto launch = [&](auto kernel) {
-    kernel<<<f.n_m2l_targets, 32 * warps, shm_m2l, s>>>(f.m2l_targets, f.m2l_goffset, f.m2l_groups, f.m2l_entries,
+    kernel<<<f.n_m2l_targets, 32 * warps, shm_m2l, s>>>(f.m2l_rows, f.m2l_targets, f.m2l_goffset, f.m2l_groups,
+                                                          f.m2l_entries,
                                                           f.tcells, f.scells, f.shifts, p, tg, rb, w.M.data(),
                                                           w.Mfold.data(), w.L.data());
   };

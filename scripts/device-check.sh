@@ -280,7 +280,7 @@ if [ "$what" = vgpus ]; then
             { status=1; echo "FAILED" | tee -a "$OUT/vgpus.log"; }
           $mpi -np "$r" .gpu/test_fmm_mpi --gtest_filter='FmmMpiGpu.*' >>"$OUT/vgpus.log" 2>&1 ||
             { status=1; echo "FAILED" | tee -a "$OUT/vgpus.log"; }
-          grep -E "^\[vortex mpi gpu\]|^GPU evaluate_at|FAILED|PASSED" "$OUT/vgpus.log" | tail -n 7
+          grep -E "^\[vortex mpi gpu\]|^GPU evaluate_|FAILED|PASSED" "$OUT/vgpus.log" | tail -n 7
         done ;;
       strong)
         for r in 1 $ranks_list; do

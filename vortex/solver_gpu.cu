@@ -116,8 +116,8 @@ __global__ void add_increments_kernel(long long np, const double* __restrict__ v
   }
 }
 
-// ∇u − each particle's own pair (fmm/p2p_kernel.h at r = 0: G(0) ε·α), which an evaluation at
-// the particles as separate targets includes and evaluate_self leaves out.
+// ∇u − each particle's own pair (fmm/p2p_kernel.h at r = 0: G(0) ε·α), which the lattice
+// field by FFTs includes and evaluate_self leaves out.
 __global__ void drop_self_pair_kernel(long long np, const double* __restrict__ alpha, const double* __restrict__ sigma,
                                       double* __restrict__ grad) {
   for (long long i = thread_index(); i < np; i += thread_stride()) {
@@ -531,7 +531,12 @@ struct GpuSolver::Impl {
     proj.resize(2 * kBlocks);
     host_partial.resize(3 * kBlocks);
     if (many) {
-      VH_CHECK_CUDA(cudaStreamCreate(&dstream));  // blocking: in order with the default stream
+      // Blocking: in order with the default stream. Of the greatest priority: the FMM's
+      // all-reduce of the multipoles runs while its near field fills the GPU, and its blocks
+      // then take SMs as the near field's free them, not after the whole near field.
+      int least = 0, greatest = 0;
+      VH_CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+      VH_CHECK_CUDA(cudaStreamCreateWithPriority(&dstream, cudaStreamDefault, greatest));
       dcomm = std::make_unique<DeviceComm>(comm, dstream);
       mine.resize(3 * static_cast<std::size_t>(nown));
     }
@@ -840,23 +845,20 @@ struct GpuSolver::Impl {
     // (the reductions above waited for it).
     const auto t0 = std::chrono::steady_clock::now();
     if (many) {
-      // Every rank's particles as the sources, this rank's as the targets: the work of the
-      // near and far field at the targets is this rank's share. Each target's own pair, regular
-      // at r = 0, adds nothing to u and G(0) ε·α to ∇u (which γ's stretching would see): it is
-      // taken out again, as evaluate_self leaves it out. The upward pass is shared: each rank
-      // forms the multipoles of its own particles, the ranks sum them (where every rank has
-      // some: a rank without targets would not join the sum).
+      // Every rank's particles as the sources, in rank order, this rank's among them as the
+      // targets: the evaluation of one rank on the whole set (its tree, its uniform levels),
+      // whose near field, L2P and lists' M2L run at this rank's share. The upward pass is
+      // shared: each rank forms the multipoles of its own particles, the ranks sum them (where
+      // every rank has some: a rank without particles would not join the sum).
       const double before = dcomm->stats().seconds;
       gather_positions();
       gather(alpha.data(), 3, all_a);
       const std::size_t first = displacements(counts)[comm.rank()];
       const bool share = std::find(counts.begin(), counts.end(), std::size_t(0)) == counts.end();
       fmm.share_upward(share ? dcomm.get() : nullptr, first, static_cast<std::size_t>(np));
-      timings = fmm.evaluate_at(all_x.data(), all_a.data(), all_s.data(), static_cast<std::size_t>(nall), x.data(),
-                                static_cast<std::size_t>(np), u, grad, same);
+      timings = fmm.evaluate_own(all_x.data(), all_a.data(), all_s.data(), static_cast<std::size_t>(nall), u, grad,
+                                 same);
       timings.exchange = dcomm->stats().seconds - before;
-      drop_self_pair_kernel<<<blocks_for(np), kThreads>>>(np, alpha.data(), sigma.data(), grad);
-      VH_CHECK_LAUNCH();
     } else {
       timings = fmm.evaluate_self(x.data(), alpha.data(), sigma.data(), static_cast<std::size_t>(np), u, grad, same);
     }

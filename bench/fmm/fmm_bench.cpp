@@ -539,11 +539,22 @@ struct DeviceArray {
   DeviceArray& operator=(const DeviceArray&) = delete;
 };
 
+// evaluate_self leaves each blob's own pair out; the references hold it (G(0) eps alpha in grad
+// u, nothing in u): blob i's added to its grad u by the kernel's own formula.
+void add_self_pair(const Blobs& b, std::size_t i, Mat3& grad) {
+  const double r0[3] = {0, 0, 0}, ai[3] = {b.a[i][0], b.a[i][1], b.a[i][2]};
+  double ui[3] = {0, 0, 0}, gi[3][3] = {};
+  vh::fmm::p2p_pair(r0, ai, b.s[i], ui, gi);
+  for (int m = 0; m < 3; ++m)
+    for (int k = 0; k < 3; ++k) grad[m][k] += gi[m][k];
+}
+
 // Under mpirun with --device gpu --resident, one GPU a rank: the vortex solver's evaluation on
 // R GPUs (vortex/solver_gpu.cu). Every rank holds every blob, its share's blobs one after the
 // other in rank order (the gathered sources), evaluates at its own share (GpuEvaluator::
-// evaluate_at, the targets' tree of its own) and shares the upward pass (share_upward: the
-// multipoles of its own blobs, one all-reduce). Figures: the slowest rank's stages, the
+// evaluate_own: the whole set's tree and, with --m2l fft, its uniform levels; the P2P, L2P and
+// lists' M2L at this rank's leaves) and shares the upward pass (share_upward: the multipoles of
+// its own blobs, one all-reduce). Figures: the slowest rank's stages, the
 // all-reduce's seconds (exchange) and the bytes a rank sends in it (MB sent), the imbalance.
 RanksRow run_ranks_gpu(const Options& o, const vh::fmm::Params& prm, const Blobs& b, int lg, const vh::Comm& comm) {
   const int n = static_cast<int>(b.x.size());
@@ -552,7 +563,6 @@ RanksRow run_ranks_gpu(const Options& o, const vh::fmm::Params& prm, const Blobs
   for (int i = 0; i < n; ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](int i, int j) { return owner[i] < owner[j]; });
   Blobs all;
-  std::vector<Vec3> targets;
   std::vector<int> mine;
   std::size_t first = 0;
   for (int i : order) {
@@ -560,26 +570,26 @@ RanksRow run_ranks_gpu(const Options& o, const vh::fmm::Params& prm, const Blobs
     all.a.push_back(b.a[i]);
     all.s.push_back(b.s[i]);
     if (owner[i] < comm.rank()) ++first;
-    if (owner[i] == comm.rank()) {
-      mine.push_back(i);
-      targets.push_back(b.x[i]);
-    }
+    if (owner[i] == comm.rank()) mine.push_back(i);
   }
   const std::size_t m = mine.size();
-  DeviceArray x(all.x), a(all.a), s(all.s), t(targets), u(3 * m), g(9 * m);
+  DeviceArray x(all.x), a(all.a), s(all.s), u(3 * m), g(9 * m);
   cudaStream_t stream = nullptr;
-  if (cudaStreamCreate(&stream) != cudaSuccess) throw std::runtime_error("fmm_bench: cudaStreamCreate failed");
+  int least = 0, greatest = 0;  // the all-reduce's stream as the vortex solver's: blocking, greatest priority
+  if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess ||
+      cudaStreamCreateWithPriority(&stream, cudaStreamDefault, greatest) != cudaSuccess)
+    throw std::runtime_error("fmm_bench: cudaStreamCreateWithPriority failed");
   RanksRow row;
   {
     vh::DeviceComm dc(comm, stream);
     vh::fmm::GpuEvaluator ev(prm);
     ev.share_upward(&dc, first, m);
-    ev.evaluate_at(x.p, a.p, s.p, n, t.p, m, u.p, g.p);  // warm-up
+    ev.evaluate_own(x.p, a.p, s.p, n, u.p, g.p);  // warm-up
     const double sent0 = dc.stats().bytes;
     std::vector<std::pair<double, vh::fmm::Timings>> runs;
     for (int r = 0; r < o.repeat; ++r) {
       comm.barrier();
-      const vh::fmm::Timings tm = ev.evaluate_at(x.p, a.p, s.p, n, t.p, m, u.p, g.p);
+      const vh::fmm::Timings tm = ev.evaluate_own(x.p, a.p, s.p, n, u.p, g.p);
       runs.push_back({comm.max(tm.total), tm});
     }
     std::sort(runs.begin(), runs.end(), [](const auto& p, const auto& q) { return p.first < q.first; });
@@ -593,6 +603,7 @@ RanksRow run_ranks_gpu(const Options& o, const vh::fmm::Params& prm, const Blobs
     std::vector<Mat3> gh(m);
     cudaMemcpy(uh.data(), u.p, m * sizeof(Vec3), cudaMemcpyDeviceToHost);
     cudaMemcpy(gh.data(), g.p, m * sizeof(Mat3), cudaMemcpyDeviceToHost);
+    for (std::size_t k = 0; k < m; ++k) add_self_pair(b, mine[k], gh[k]);
     spectral_error_ranks(lg, b, comm, mine, uh, gh, row);
   }
   return row;
@@ -610,15 +621,7 @@ void run_resident(const Options& o, const vh::fmm::Params& prm, const Blobs& b, 
     std::vector<Mat3> gh(n);
     cudaMemcpy(uh.data(), u.p, n * sizeof(Vec3), cudaMemcpyDeviceToHost);
     cudaMemcpy(gh.data(), g.p, n * sizeof(Mat3), cudaMemcpyDeviceToHost);
-    // evaluate_self leaves each blob's own pair out; the references hold it (G(0) eps alpha in
-    // grad u, nothing in u): added here by the kernel's own formula.
-    for (std::size_t i = 0; i < n; ++i) {
-      const double r0[3] = {0, 0, 0}, ai[3] = {b.a[i][0], b.a[i][1], b.a[i][2]};
-      double ui[3] = {0, 0, 0}, gi[3][3] = {};
-      vh::fmm::p2p_pair(r0, ai, b.s[i], ui, gi);
-      for (int m = 0; m < 3; ++m)
-        for (int k = 0; k < 3; ++k) gh[i][m][k] += gi[m][k];
-    }
+    for (std::size_t i = 0; i < n; ++i) add_self_pair(b, i, gh[i]);
     periodic_error(o, prm, b, lg, uh, gh, err);
   }
   for (const std::string& mode : o.overlap) {

@@ -213,7 +213,11 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
       if (c.vortex.velocity == vortex::Velocity::lattice)
         e.device.push_back({"u and grad u of the lattice velocity", 96 * particles / R});
       // fmm.m2l fft on one GPU: the uniform levels' FFT tables and transforms, the deepest
-      // level's tables twice while they are built (fmm/level_stencil.h m2l_fft_bytes).
+      // level's tables twice while they are built (fmm/level_stencil.h m2l_fft_bytes). On R > 1
+      // GPUs every rank builds them for the whole set too (GpuEvaluator::evaluate_own), but only
+      // where its free memory holds them with a quarter and 1 GiB to spare, else it takes the
+      // lists: they are not counted there, so that a run the lists carry (512^3 on 4 GPUs: 67 GiB
+      // a rank, the tables 89 GiB more) is not refused for them.
       if (R == 1 && c.vortex.velocity == vortex::Velocity::fmm && c.vortex.fmm.m2l == "fft") {
         const fmm::Params r = c.vortex.fmm.resolved();
         const int L = fmm::uniform_depth(particles, r.ncrit);
