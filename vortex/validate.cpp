@@ -20,12 +20,13 @@ std::string num(double v, int digits = 17) {
 
 [[noreturn]] void refuse(const std::string& what) { throw InputError(what); }
 
-/// Every component finite and, with `lo < hi`, in [lo, hi).
-void check_vectors(const std::vector<Vec3>& v, const char* name, double lo = 0, double hi = 0) {
+/// Every component finite and, with `lo < hi`, in [lo, hi); v[i] is the state's element first + i.
+void check_vectors(const std::vector<Vec3>& v, std::size_t first, const char* name, double lo = 0, double hi = 0) {
   for (std::size_t i = 0; i < v.size(); ++i)
     for (int d = 0; d < 3; ++d) {
       const double x = v[i][d];
-      const std::string at = std::string(name) + "[" + std::to_string(i) + "][" + std::to_string(d) + "] = " + num(x);
+      const std::string at =
+          std::string(name) + "[" + std::to_string(first + i) + "][" + std::to_string(d) + "] = " + num(x);
       if (!std::isfinite(x)) refuse(at + " is not finite");
       if (lo < hi && !(x >= lo && x < hi))
         refuse(at + " is outside the box (allowed: 0 <= x < 2 pi)");
@@ -33,20 +34,14 @@ void check_vectors(const std::vector<Vec3>& v, const char* name, double lo = 0, 
 }
 
 /// |v[i]| ≤ bound for every i (the vectors are finite: check_vectors first).
-void check_magnitudes(const std::vector<Vec3>& v, const char* name, double bound, const char* what) {
+void check_magnitudes(const std::vector<Vec3>& v, std::size_t first, const char* name, double bound,
+                      const char* what) {
   for (std::size_t i = 0; i < v.size(); ++i) {
     const double m = std::hypot(v[i][0], v[i][1], v[i][2]);
     if (!(m <= bound))
-      refuse("|" + std::string(name) + "[" + std::to_string(i) + "]| = " + num(m, 3) + " is larger than " + what +
+      refuse("|" + std::string(name) + "[" + std::to_string(first + i) + "]| = " + num(m, 3) + " is larger than " + what +
              " can hold (allowed: <= " + num(bound, 3) + ", vortex/validate.h)");
   }
-}
-
-void check_count(std::size_t got, std::size_t want, const char* name, const Grid& lattice) {
-  if (got != want)
-    refuse(std::string(name) + " has " + std::to_string(got) + " particles; the deck's particle lattice (" +
-           std::to_string(lattice.n) + " points per direction: vortex.refine * domain.n) has " +
-           std::to_string(want));
 }
 
 void check_attribute(bool ok, const char* name, double value, const char* allowed) {
@@ -68,36 +63,28 @@ Bounds bounds(const Grid& lattice, double sigma0, double speed) {
   return b;
 }
 
-void validate(const State& s, const Grid& g, const Bounds& b) {
-  const std::size_t n = g.points();
+void validate_particles(const State& s, std::size_t first, const Bounds& b) {
   const Particles& p = s.particles;
-  check_count(p.x.size(), n, "x", g);
-  check_count(p.alpha.size(), n, "alpha", g);
-  check_count(p.gamma.size(), n, "gamma", g);
-  check_count(p.sigma.size(), n, "sigma", g);
   const double box = 2.0 * kPi, slack = 1e-12 * box;
-  check_vectors(p.x, "x", -slack, box + slack);
-  check_vectors(p.alpha, "alpha");
-  check_vectors(p.gamma, "gamma");
+  check_vectors(p.x, first, "x", -slack, box + slack);
+  check_vectors(p.alpha, first, "alpha");
+  check_vectors(p.gamma, first, "gamma");
   const char* field = "a field of the run's largest speed";
-  check_magnitudes(p.alpha, "alpha", b.alpha, field);
-  check_magnitudes(p.gamma, "gamma", b.gamma, field);
-  for (std::size_t i = 0; i < n; ++i)
+  check_magnitudes(p.alpha, first, "alpha", b.alpha, field);
+  check_magnitudes(p.gamma, first, "gamma", b.gamma, field);
+  for (std::size_t i = 0; i < p.sigma.size(); ++i)
     if (!(p.sigma[i] > 0 && p.sigma[i] < box))
-      refuse("sigma[" + std::to_string(i) + "] = " + num(p.sigma[i]) +
+      refuse("sigma[" + std::to_string(first + i) + "] = " + num(p.sigma[i]) +
              " is not a core radius (allowed: 0 < sigma < 2 pi)");
-  const bool history = !s.u_prev.empty() || !s.dalpha_prev.empty() || !s.dgamma_prev.empty();
-  if (history) {
-    check_count(s.u_prev.size(), n, "u_prev", g);
-    check_count(s.dalpha_prev.size(), n, "dalpha_prev", g);
-    check_count(s.dgamma_prev.size(), n, "dgamma_prev", g);
-    check_vectors(s.u_prev, "u_prev");
-    check_vectors(s.dalpha_prev, "dalpha_prev");
-    check_vectors(s.dgamma_prev, "dgamma_prev");
-    check_magnitudes(s.u_prev, "u_prev", b.velocity, field);
-    check_magnitudes(s.dalpha_prev, "dalpha_prev", b.alpha * b.vorticity, field);
-    check_magnitudes(s.dgamma_prev, "dgamma_prev", b.gamma * b.vorticity, field);
-  }
+  check_vectors(s.u_prev, first, "u_prev");
+  check_vectors(s.dalpha_prev, first, "dalpha_prev");
+  check_vectors(s.dgamma_prev, first, "dgamma_prev");
+  check_magnitudes(s.u_prev, first, "u_prev", b.velocity, field);
+  check_magnitudes(s.dalpha_prev, first, "dalpha_prev", b.alpha * b.vorticity, field);
+  check_magnitudes(s.dgamma_prev, first, "dgamma_prev", b.gamma * b.vorticity, field);
+}
+
+void validate_scalars(const State& s, bool history) {
   check_attribute(std::isfinite(s.t) && s.t >= 0, "t", s.t, "finite, >= 0");
   check_attribute(s.steps >= 0, "steps", double(s.steps), ">= 0");
   check_attribute((s.steps == 0) == (s.t == 0), "t", s.t, "0 exactly when steps = 0");

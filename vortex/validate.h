@@ -3,6 +3,7 @@
 // damaged or foreign file, not a state to continue from.
 #pragma once
 
+#include <cstddef>
 #include <limits>
 
 #include "core/grid.h"
@@ -38,19 +39,25 @@ struct Bounds {
 /// velocity bound `speed` (infinite: no magnitude bounds).
 Bounds bounds(const Grid& lattice, double sigma0, double speed);
 
-/// Throws vh::InputError whose message starts with the offending field under its checkpoint
-/// name (x, alpha, gamma, sigma, u_prev, …, or "attribute t", …) and says what is allowed:
-///   - one particle per point of the particle lattice `lattice` (lattice_points_per_direction(
-///     refine, N) per direction: set_velocity and the reinitialisations make lattice
-///     particles) in x, alpha, gamma and sigma; the AB2 history (u_prev, dalpha_prev,
-///     dgamma_prev) absent or all of that length;
-///   - every value finite; σ in (0, 2π); positions in the box [0, 2π)³ (to 1e-12 relative:
-///     wrap() can leave −1 ulp); the magnitudes of alpha, gamma and the AB2 history within `b`;
-///   - t ≥ 0, steps ≥ 0, t = 0 exactly when steps = 0, 0 ≤ t_reinit ≤ t; 0 ≤ since_reinit ≤
-///     steps, 0 ≤ reinits ≤ steps; with an AB2 history dt_prev > 0 (since_reinit may be 0:
-///     the reinitialisation from the points remeshes the history); dt_prev, last_residual,
-///     ratio_at_reinit, div_removed ≥ 0.
-/// A field added to State gets its line here.
-void validate(const State& s, const Grid& lattice, const Bounds& b);
+/// Checks of a state read in parts (a checkpoint's arrays a chunk at a time, each rank keeping
+/// its own particles: src/app/particle_io.h). Each throws vh::InputError whose message starts
+/// with the offending field under its checkpoint name (x, alpha, …, or "attribute t") and says
+/// what is allowed. The arrays' lengths — one particle per point of the particle lattice
+/// (lattice_points_per_direction(refine, N) per direction, as set_velocity and the
+/// reinitialisations make them) in x, alpha, gamma and sigma, the AB2 history absent or all of
+/// that length — are the reader's to check, from the datasets' shapes. A field added to State
+/// gets its line in one of the two.
+
+/// Particles [first, first + n) of the state, held in s (its arrays of n elements, the history's
+/// empty or of n as well; messages name the state's index first + i): every value finite; σ in
+/// (0, 2π); positions in the box [0, 2π)³ (to 1e-12 relative: wrap() can leave −1 ulp); the
+/// magnitudes of alpha, gamma and the AB2 history within `b`.
+void validate_particles(const State& s, std::size_t first, const Bounds& b);
+
+/// The state's scalars (`history`: it holds an AB2 history): t ≥ 0, steps ≥ 0, t = 0 exactly
+/// when steps = 0, 0 ≤ t_reinit ≤ t; 0 ≤ since_reinit ≤ steps, 0 ≤ reinits ≤ steps; with an AB2
+/// history dt_prev > 0 (since_reinit may be 0: the reinitialisation from the points remeshes the
+/// history); dt_prev, last_residual, ratio_at_reinit, div_removed ≥ 0.
+void validate_scalars(const State& s, bool history);
 
 }  // namespace vh::vortex

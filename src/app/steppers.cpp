@@ -4,10 +4,10 @@
 #include <cmath>
 #include <cstdio>
 
+#include "app/vortex_checkpoint.h"
 #include "base/error.h"
 #include "io/h5.h"
 #include "vortex/halo.h"
-#include "vortex/validate.h"
 
 namespace vh::app {
 namespace {
@@ -79,19 +79,6 @@ void load_coefficients(h5::Id grp, SpectralSlab& u, double speed) {
                   largest, speed);
     throw InputError(h5::where(grp, "u") + buf);
   }
-}
-
-std::vector<double> flatten(const std::vector<Vec3>& v) {
-  std::vector<double> f;
-  f.reserve(3 * v.size());
-  for (const auto& a : v) f.insert(f.end(), a.begin(), a.end());
-  return f;
-}
-
-std::vector<Vec3> unflatten(const std::vector<double>& f) {
-  std::vector<Vec3> v(f.size() / 3);
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = {f[3 * i], f[3 * i + 1], f[3 * i + 2]};
-  return v;
 }
 
 class SpectralStepper : public Stepper {
@@ -227,80 +214,25 @@ class VortexStepper : public Stepper {
             {"reinits", double(m_.reinits)},
             {"rbf_residual", m_.last_rbf_residual}};
   }
-  /// The particles as global arrays, "x", "alpha", … [n][3] with n the lattice's points: rank
-  /// 0 writes them as the ranks' parts arrive in rank order (after a reinitialisation that is
-  /// the one-rank solver's lattice order), so any rank count restarts from them.
+  /// The state as global arrays (app/vortex_checkpoint.h), so any rank count restarts from it.
   void save(h5::Id grp) override {
     RootErrors err;
     save(grp, err, Comm());
     err.rethrow(Comm());
   }
   void save(h5::Id grp, RootErrors& err, const Comm& comm) override {
-    const vortex::State st = solver_->state();
-    const std::vector<std::size_t> counts = comm.counts(st.particles.size());
-    std::size_t n = 0;
-    for (std::size_t c : counts) n += c;
-    // One array at a time through rank 0: the whole of one array is the most it holds.
-    auto write = [&](const char* name, const std::vector<Vec3>& v) {
-      std::vector<Vec3> all(comm.root() ? n : 0);
-      comm.gatherv(v.data(), v.size(), comm.root() ? all.data() : nullptr, counts, sizeof(Vec3));
-      err.run(comm, [&] { h5::write_doubles(grp, name, flatten(all).data(), {n, 3}); });
-    };
-    write("x", st.particles.x);
-    write("alpha", st.particles.alpha);
-    write("gamma", st.particles.gamma);
-    std::vector<double> sigma(comm.root() ? n : 0);
-    comm.gatherv(st.particles.sigma.data(), st.particles.sigma.size(), comm.root() ? sigma.data() : nullptr,
-                 counts, sizeof(double));
-    err.run(comm, [&] { h5::write_doubles(grp, "sigma", sigma); });
-    if (!st.u_prev.empty()) {  // the AB2 history (every rank has one or none)
-      write("u_prev", st.u_prev);
-      write("dalpha_prev", st.dalpha_prev);
-      write("dgamma_prev", st.dgamma_prev);
-    }
-    err.run(comm, [&] {
-      h5::write_attribute(grp, "t", st.t);
-      h5::write_attribute(grp, "t_reinit", st.t_reinit);
-      h5::write_attribute(grp, "dt_prev", st.dt_prev);
-      h5::write_attribute(grp, "div_removed", st.div_removed);
-      h5::write_attribute(grp, "last_residual", st.last_residual);
-      h5::write_attribute(grp, "ratio_at_reinit", st.ratio_at_reinit);
-      h5::write_attribute(grp, "steps", std::int64_t(st.steps));
-      h5::write_attribute(grp, "since_reinit", std::int64_t(st.since_reinit));
-      h5::write_attribute(grp, "reinits", std::int64_t(st.reinits));
-    });
+    save_vortex_state(grp, solver_->state(), err, comm);
   }
-  /// Every rank reads and checks the whole state, then keeps its own particles
+  /// Every rank reads and checks the whole state a chunk at a time, keeping its own particles
   /// (vortex::owner_of: the rank of each particle's nearest lattice plane).
   void load(h5::Id grp, double speed) override {
-    vortex::State st;
-    const std::size_t n = lattice_.points();  // lattice particles (vortex/validate.h)
-    st.particles.x = unflatten(h5::read_doubles(grp, "x", h5::Shape{n, 3}));
-    st.particles.alpha = unflatten(h5::read_doubles(grp, "alpha", h5::Shape{n, 3}));
-    st.particles.gamma = unflatten(h5::read_doubles(grp, "gamma", h5::Shape{n, 3}));
-    st.particles.sigma = h5::read_doubles(grp, "sigma", h5::Shape{n});
-    if (h5::exists(grp, "u_prev")) {
-      st.u_prev = unflatten(h5::read_doubles(grp, "u_prev", h5::Shape{n, 3}));
-      st.dalpha_prev = unflatten(h5::read_doubles(grp, "dalpha_prev", h5::Shape{n, 3}));
-      st.dgamma_prev = unflatten(h5::read_doubles(grp, "dgamma_prev", h5::Shape{n, 3}));
-    }
-    st.t = h5::read_double_attribute(grp, "t");
-    st.t_reinit = h5::read_double_attribute(grp, "t_reinit");
-    st.dt_prev = h5::read_double_attribute(grp, "dt_prev");
-    st.div_removed = h5::read_double_attribute(grp, "div_removed");
-    st.last_residual = h5::read_double_attribute(grp, "last_residual");
-    st.ratio_at_reinit = h5::read_double_attribute(grp, "ratio_at_reinit");
-    st.steps = long(h5::read_int64_attribute(grp, "steps"));
-    st.since_reinit = long(h5::read_int64_attribute(grp, "since_reinit"));
-    st.reinits = long(h5::read_int64_attribute(grp, "reinits"));
-    try {
-      vortex::validate(st, lattice_, vortex::bounds(lattice_, sigma0_, speed));
-    } catch (const InputError& e) {
-      throw InputError(h5::where(grp, ".") + ": " + e.what());
-    }
-    if (!lattice_slab_.whole()) keep_own(st);
-    solver_->set_state(st);
-  }  std::string log_line() override {
+    KeepParticle own;
+    if (!lattice_slab_.whole())
+      own = [this](const Vec3& x) { return vortex::owner_of(lattice_slab_, x[2]) == lattice_slab_.rank; };
+    solver_->set_state(load_vortex_state(grp, lattice_, vortex::bounds(lattice_, sigma0_, speed), own,
+                                         lattice_slab_.local_points()));
+  }
+  std::string log_line() override {
     char buf[256];
     std::snprintf(buf, sizeof buf,
                   "vortex   sum(strength) (%.1e, %.1e, %.1e)  max|div w|/max|w| %.2e  projected %.1e  "
@@ -312,21 +244,6 @@ class VortexStepper : public Stepper {
   }
 
  private:
-  /// The particles (and history) of st that this rank owns, in their order in st.
-  void keep_own(vortex::State& st) const {
-    std::vector<std::size_t> mine;
-    for (std::size_t i = 0; i < st.particles.size(); ++i)
-      if (vortex::owner_of(lattice_slab_, st.particles.x[i][2]) == lattice_slab_.rank) mine.push_back(i);
-    auto pick = [&](auto& v) {
-      if (v.empty()) return;
-      std::remove_reference_t<decltype(v)> kept(mine.size());
-      for (std::size_t i = 0; i < mine.size(); ++i) kept[i] = v[mine[i]];
-      v = std::move(kept);
-    };
-    pick(st.particles.x), pick(st.particles.alpha), pick(st.particles.gamma), pick(st.particles.sigma);
-    pick(st.u_prev), pick(st.dalpha_prev), pick(st.dgamma_prev);
-  }
-
   Grid grid_;
   Grid lattice_;  ///< the particle lattice, refine·N per direction: a checkpoint's particle count
   Slab lattice_slab_;  ///< this rank's slab of it

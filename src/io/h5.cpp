@@ -578,8 +578,9 @@ Shape shape(Id loc, const std::string& path) {
   return space_shape(space);
 }
 
-std::vector<double> read_doubles(Id loc, const std::string& path, Shape* shape_out) {
-  const ReadScope scope(loc, path);
+namespace {
+/// Dataset `path` of `loc`, numeric and with data; its shape, checked against the file's size.
+Handle open_numeric(Id loc, const std::string& path, Shape& s) {
   Handle d = open_dataset(loc, path);
   Handle type = H5_ID(H5Dget_type(d));
   const H5T_class_t cls = H5Tget_class(type);
@@ -587,8 +588,16 @@ std::vector<double> read_doubles(Id loc, const std::string& path, Shape* shape_o
   Handle space = H5_ID(H5Dget_space(d));
   if (H5Sget_simple_extent_type(space) != H5S_SIMPLE && H5Sget_simple_extent_type(space) != H5S_SCALAR)
     bad(loc, path, "has no data");
-  Shape s = space_shape(space);
+  s = space_shape(space);
   check_fits(loc, path, s, H5Tget_size(type));
+  return d;
+}
+}  // namespace
+
+std::vector<double> read_doubles(Id loc, const std::string& path, Shape* shape_out) {
+  const ReadScope scope(loc, path);
+  Shape s;
+  Handle d = open_numeric(loc, path, s);
   std::vector<double> v(product(s));
   if (!v.empty())
     H5_CHECK(H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()));
@@ -596,14 +605,22 @@ std::vector<double> read_doubles(Id loc, const std::string& path, Shape* shape_o
   return v;
 }
 
+Handle open_doubles(Id loc, const std::string& path, const Shape& expected) {
+  const ReadScope scope(loc, path);
+  // Check the shape before anything else (cheap refusal of a wrong large field).
+  const Shape s0 = shape(loc, path);
+  if (s0 != expected) bad(loc, path, "shape " + shape_text(s0) + ", expected " + shape_text(expected));
+  Shape s;
+  return open_numeric(loc, path, s);
+}
+
 std::vector<double> read_doubles(Id loc, const std::string& path, const Shape& expected) {
   const ReadScope scope(loc, path);
-  Shape s;
-  // Check the shape before reading the data (cheap refusal of a wrong large field).
-  s = shape(loc, path);
-  if (s != expected)
-    bad(loc, path, "shape " + shape_text(s) + ", expected " + shape_text(expected));
-  return read_doubles(loc, path, &s);
+  Handle d = open_doubles(loc, path, expected);
+  std::vector<double> v(product(expected));
+  if (!v.empty())
+    H5_CHECK(H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()));
+  return v;
 }
 
 std::vector<std::int64_t> read_int64s(Id loc, const std::string& path) {

@@ -150,6 +150,9 @@ std::vector<double> read_doubles(Id loc, const std::string& path, Shape* shape_o
 std::vector<double> read_doubles(Id loc, const std::string& path, const Shape& expected);
 /// A 1-D integer dataset as int64.
 std::vector<std::int64_t> read_int64s(Id loc, const std::string& path);
+/// A numeric dataset of exactly `expected` as shape, opened for read_rows() (a large array read
+/// in parts); InputError as read_doubles() gives.
+Handle open_doubles(Id loc, const std::string& path, const Shape& expected);
 /// Rows [first, first+count) along the slowest index of an open double dataset.
 void read_rows(Id dataset, std::size_t first, std::size_t count, double* data);
 

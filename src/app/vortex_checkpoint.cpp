@@ -1,0 +1,129 @@
+#include "app/vortex_checkpoint.h"
+
+#include <algorithm>
+#include <array>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "base/error.h"
+
+namespace vh::app {
+namespace {
+
+using vortex::Vec3;
+static_assert(sizeof(Vec3) == 3 * sizeof(double), "Vec3 is three doubles, no padding");
+
+constexpr int kTag = 25;  // the messages of one array's parts to rank 0
+
+/// The state's per-particle arrays of three components, by checkpoint name; the history's last.
+template <class State>
+auto vectors(State& s) {
+  using Array = std::conditional_t<std::is_const_v<State>, const std::vector<Vec3>, std::vector<Vec3>>;
+  return std::array<std::pair<const char*, Array*>, 6>{{{"x", &s.particles.x},
+           {"alpha", &s.particles.alpha},
+           {"gamma", &s.particles.gamma},
+           {"u_prev", &s.u_prev},
+           {"dalpha_prev", &s.dalpha_prev},
+           {"dgamma_prev", &s.dgamma_prev}}};
+}
+constexpr std::size_t kParticleVectors = 3;  // x, alpha, gamma: the rest is the history
+
+const double* values(const std::vector<Vec3>& v) { return reinterpret_cast<const double*>(v.data()); }
+double* values(std::vector<Vec3>& v) { return reinterpret_cast<double*>(v.data()); }
+
+}  // namespace
+
+void save_vortex_state(h5::Id grp, const vortex::State& st, RootErrors& err, const Comm& comm, std::size_t chunk) {
+  const std::vector<std::size_t> counts = comm.counts(st.particles.size());
+  std::size_t n = 0;
+  for (std::size_t c : counts) n += c;
+  // One array after the other, each rank's part in chunks through rank 0, in rank order.
+  auto write = [&](const char* name, const double* mine, std::size_t width) {
+    h5::Handle d;
+    err.run(comm, [&] { d = h5::create_doubles(grp, name, width == 1 ? h5::Shape{n} : h5::Shape{n, width}); });
+    std::vector<double> buf(comm.root() && comm.size() > 1 ? chunk * width : 0);
+    std::size_t first = 0;
+    for (int r = 0; r < comm.size(); ++r) {
+      for (std::size_t k = 0; k < counts[r]; k += chunk) {
+        const std::size_t m = std::min(chunk, counts[r] - k), bytes = m * width * sizeof(double);
+        if (r > 0 && comm.rank() == r) comm.send(mine + k * width, bytes, 0, kTag);
+        if (r > 0 && comm.root()) comm.recv(buf.data(), bytes, r, kTag);
+        err.run(comm, [&] { h5::write_rows(d, first + k, m, r == 0 ? mine + k * width : buf.data()); });
+      }
+      first += counts[r];
+    }
+  };
+  const auto v = vectors(st);
+  for (std::size_t a = 0; a < kParticleVectors; ++a) write(v[a].first, values(*v[a].second), 3);
+  write("sigma", st.particles.sigma.data(), 1);
+  if (!st.u_prev.empty())  // the AB2 history (every rank has one or none)
+    for (std::size_t a = kParticleVectors; a < v.size(); ++a) write(v[a].first, values(*v[a].second), 3);
+  err.run(comm, [&] {
+    h5::write_attribute(grp, "t", st.t);
+    h5::write_attribute(grp, "t_reinit", st.t_reinit);
+    h5::write_attribute(grp, "dt_prev", st.dt_prev);
+    h5::write_attribute(grp, "div_removed", st.div_removed);
+    h5::write_attribute(grp, "last_residual", st.last_residual);
+    h5::write_attribute(grp, "ratio_at_reinit", st.ratio_at_reinit);
+    h5::write_attribute(grp, "steps", std::int64_t(st.steps));
+    h5::write_attribute(grp, "since_reinit", std::int64_t(st.since_reinit));
+    h5::write_attribute(grp, "reinits", std::int64_t(st.reinits));
+  });
+}
+
+vortex::State load_vortex_state(h5::Id grp, const Grid& lattice, const vortex::Bounds& b, const KeepParticle& keep,
+                                std::size_t expected, std::size_t chunk) {
+  VH_CHECK(chunk > 0, "load_vortex_state: chunk of 0 particles");
+  // The checks name the group: "<file>:/vortex: x[7][1] = nan is not finite".
+  auto checked = [&](auto&& check) {
+    try {
+      check();
+    } catch (const InputError& e) {
+      throw InputError(h5::where(grp, ".") + ": " + e.what());
+    }
+  };
+  vortex::State out;
+  out.t = h5::read_double_attribute(grp, "t");
+  out.t_reinit = h5::read_double_attribute(grp, "t_reinit");
+  out.dt_prev = h5::read_double_attribute(grp, "dt_prev");
+  out.div_removed = h5::read_double_attribute(grp, "div_removed");
+  out.last_residual = h5::read_double_attribute(grp, "last_residual");
+  out.ratio_at_reinit = h5::read_double_attribute(grp, "ratio_at_reinit");
+  out.steps = long(h5::read_int64_attribute(grp, "steps"));
+  out.since_reinit = long(h5::read_int64_attribute(grp, "since_reinit"));
+  out.reinits = long(h5::read_int64_attribute(grp, "reinits"));
+  const bool history = h5::exists(grp, "u_prev");
+  checked([&] { vortex::validate_scalars(out, history); });
+
+  // Every dataset's shape is checked before any value is read.
+  const std::size_t n = lattice.points(), arrays = history ? 6 : kParticleVectors;
+  std::vector<h5::Handle> d;
+  vortex::State part;
+  const auto in = vectors(part), kept = vectors(out);
+  for (std::size_t a = 0; a < arrays; ++a) d.push_back(h5::open_doubles(grp, in[a].first, h5::Shape{n, 3}));
+  h5::Handle ds = h5::open_doubles(grp, "sigma", h5::Shape{n});
+  const std::size_t room = keep ? std::min(expected, n) : n;
+  for (std::size_t a = 0; a < arrays; ++a) kept[a].second->reserve(room);
+  out.particles.sigma.reserve(room);
+
+  for (std::size_t first = 0; first < n; first += chunk) {
+    const std::size_t m = std::min(chunk, n - first);
+    for (std::size_t a = 0; a < arrays; ++a) {
+      in[a].second->resize(m);
+      h5::read_rows(d[a], first, m, values(*in[a].second));
+    }
+    part.particles.sigma.resize(m);
+    h5::read_rows(ds, first, m, part.particles.sigma.data());
+    checked([&] { vortex::validate_particles(part, first, b); });
+    for (std::size_t i = 0; i < m; ++i) {
+      if (keep && !keep(part.particles.x[i])) continue;
+      for (std::size_t a = 0; a < arrays; ++a) kept[a].second->push_back((*in[a].second)[i]);
+      out.particles.sigma.push_back(part.particles.sigma[i]);
+    }
+  }
+  return out;
+}
+
+}  // namespace vh::app

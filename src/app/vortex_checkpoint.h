@@ -1,0 +1,42 @@
+// The vortex solver's state in a checkpoint group: the particles as global arrays "x", "alpha",
+// "gamma" [n][3] and "sigma" [n], the AB2 history "u_prev", "dalpha_prev", "dgamma_prev" [n][3]
+// (all three or none), n the particle lattice's points in rank order (after a reinitialisation
+// the one-rank solver's lattice order), and the scalars as attributes of the group. So any rank
+// count restarts from any other.
+//
+// Both directions move a bounded chunk of particles at a time, so that no rank holds more than
+// its own particles and one chunk (issue 25: memory O(N/R) a rank, the restart included): rank 0
+// writes the ranks' parts as they arrive, in rank order; every rank reads the arrays a chunk at a
+// time, checks the chunk (vortex/validate.h) and keeps the particles its `keep` takes.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+#include "base/comm.h"
+#include "core/grid.h"
+#include "io/h5.h"
+#include "vortex/solver.h"
+#include "vortex/validate.h"
+
+namespace vh::app {
+
+/// Particles a chunk holds: 2^16, 152 B each with the history (9.5 MiB for the seven arrays).
+inline constexpr std::size_t kParticleChunk = std::size_t(1) << 16;
+
+/// Writes `st` (this rank's particles; the scalars, the same on every rank, from rank 0) into
+/// `grp`. Collective over comm; errors of the writes on rank 0 go to `err` (the messages go on).
+void save_vortex_state(h5::Id grp, const vortex::State& st, RootErrors& err, const Comm& comm,
+                       std::size_t chunk = kParticleChunk);
+
+/// Which particles a rank keeps, by position (empty: all of them).
+using KeepParticle = std::function<bool(const vortex::Vec3& x)>;
+
+/// The state in `grp`, whose arrays must hold one particle per point of `lattice` (InputError
+/// naming the dataset otherwise, and for any value vortex/validate.h refuses against `b`, with
+/// the file's index), with the particles `keep` takes in the file's order. `expected`: about
+/// how many it keeps (room reserved). Not collective: each rank reads what it needs.
+vortex::State load_vortex_state(h5::Id grp, const Grid& lattice, const vortex::Bounds& b, const KeepParticle& keep,
+                                std::size_t expected, std::size_t chunk = kParticleChunk);
+
+}  // namespace vh::app

@@ -1,0 +1,183 @@
+// The vortex state's arrays in a checkpoint, a chunk at a time (src/app/vortex_checkpoint.h), on
+// the world's ranks: what R ranks write in chunks through rank 0 is their parts in rank order,
+// uneven and empty parts included; what a rank reads in chunks of another size is that array,
+// or the particles its predicate keeps in the file's order; a value the checks refuse is named
+// by its index in the file whichever chunk holds it. Chunks of 4 and 3 particles against parts
+// of 0 to 20 make every boundary case (a part shorter than a chunk, a chunk across two ranks'
+// parts in the file, a last short chunk). Label mpi; 2 and 3 ranks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <unistd.h>
+
+#include "app/vortex_checkpoint.h"
+#include "base/error.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using vh::Comm;
+using vh::Grid;
+using vh::vortex::State;
+using vh::vortex::Vec3;
+
+constexpr int kLattice = 3;  // 27 particles in all
+constexpr std::size_t kN = kLattice * kLattice * kLattice;
+
+/// Particle i of the whole state: values that say which particle and which array they are.
+Vec3 position(std::size_t i) { return {0.1 * double(i % 7), 0.2 * double(i), 6.0 * double(i) / kN}; }
+Vec3 value(std::size_t i, int array) { return {double(i) + 0.25 * array, -double(i), 1.0 / double(i + 1 + array)}; }
+
+/// Particles [first, first + count) of the whole state, with or without the AB2 history.
+State part(std::size_t first, std::size_t count, bool history) {
+  State s;
+  for (std::size_t i = first; i < first + count; ++i) {
+    s.particles.x.push_back(position(i));
+    s.particles.alpha.push_back(value(i, 1));
+    s.particles.gamma.push_back(value(i, 2));
+    s.particles.sigma.push_back(0.01 * double(i + 1));
+    if (history) {
+      s.u_prev.push_back(value(i, 3));
+      s.dalpha_prev.push_back(value(i, 4));
+      s.dgamma_prev.push_back(value(i, 5));
+    }
+  }
+  s.t = 0.5, s.t_reinit = 0.25, s.dt_prev = history ? 0.01 : 0, s.steps = 7, s.since_reinit = 2, s.reinits = 3;
+  return s;
+}
+
+/// This rank's part of the 27 particles: uneven, the middle rank's empty on 3 ranks.
+std::pair<std::size_t, std::size_t> my_range(const Comm& w) {
+  if (w.size() == 1) return {0, kN};
+  const std::size_t first[3] = {0, w.size() == 3 ? std::size_t(20) : std::size_t(5), 20};
+  const std::size_t end = w.rank() + 1 < w.size() ? first[w.rank() + 1] : kN;
+  return {first[w.rank()], end - first[w.rank()]};
+}
+
+class VortexCheckpointMpi : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const Comm w = Comm::world();
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    // One file for all ranks: rank 0's process id names it.
+    long pid = w.root() ? long(::getpid()) : 0;
+    w.bcast(&pid, sizeof pid);
+    path_ = (fs::temp_directory_path() / ("vh_vortex_ckpt_" + name + "_" + std::to_string(pid) + ".h5")).string();
+  }
+  void TearDown() override {
+    Comm::world().barrier();
+    if (Comm::world().root()) fs::remove(path_);
+  }
+  /// Writes this rank's part of the whole state (edited by `damage` first) in chunks of 4.
+  void write(bool history, const std::function<void(State&)>& damage = {}) {
+    const Comm w = Comm::world();
+    w.barrier();  // no rank still reads an earlier file
+    const auto [first, count] = my_range(w);
+    State mine = part(first, count, history);
+    if (damage) damage(mine);
+    vh::RootErrors err;
+    vh::h5::Handle f, g;
+    err.run(w, [&] {
+      f = vh::h5::create_file(path_);
+      g = vh::h5::create_group(f, "vortex");
+    });
+    vh::app::save_vortex_state(g, mine, err, w, 4);
+    err.run(w, [&] {
+      g.close();
+      vh::h5::close_file(f);
+    });
+    err.rethrow(w);
+    w.barrier();  // the file is whole before any rank reads it
+  }
+  State read(const vh::app::KeepParticle& keep, std::size_t chunk = 3) const {
+    vh::h5::Handle f = vh::h5::open_file(path_);
+    vh::h5::Handle g = vh::h5::open_group(f, "vortex");
+    return vh::app::load_vortex_state(g, Grid{kLattice}, vh::vortex::Bounds{}, keep, kN, chunk);
+  }
+  std::string path_;
+};
+
+void expect_equal(const State& got, const State& want) {
+  EXPECT_EQ(got.particles.x, want.particles.x);
+  EXPECT_EQ(got.particles.alpha, want.particles.alpha);
+  EXPECT_EQ(got.particles.gamma, want.particles.gamma);
+  EXPECT_EQ(got.particles.sigma, want.particles.sigma);
+  EXPECT_EQ(got.u_prev, want.u_prev);
+  EXPECT_EQ(got.dalpha_prev, want.dalpha_prev);
+  EXPECT_EQ(got.dgamma_prev, want.dgamma_prev);
+  EXPECT_EQ(got.t, want.t);
+  EXPECT_EQ(got.t_reinit, want.t_reinit);
+  EXPECT_EQ(got.dt_prev, want.dt_prev);
+  EXPECT_EQ(got.steps, want.steps);
+  EXPECT_EQ(got.since_reinit, want.since_reinit);
+  EXPECT_EQ(got.reinits, want.reinits);
+}
+
+TEST_F(VortexCheckpointMpi, RanksPartsWrittenInChunksReadBackAsTheWholeStateInAnyChunks) {
+  for (bool history : {true, false}) {
+    write(history);
+    for (std::size_t chunk : {1, 3, 27, 100}) {
+      SCOPED_TRACE("history " + std::to_string(history) + ", chunk " + std::to_string(chunk));
+      expect_equal(read({}, chunk), part(0, kN, history));
+    }
+  }
+}
+
+TEST_F(VortexCheckpointMpi, EachRankKeepsWhatItsPredicateTakesInTheFilesOrder) {
+  write(true);
+  const Comm w = Comm::world();
+  // The particles whose height falls in this rank's third of the box (x[2] = 6 i / 27).
+  auto mine = [&](const Vec3& x) { return int(x[2] / 6.0 * w.size()) == w.rank(); };
+  const State got = read(mine);
+  const State all = part(0, kN, true);
+  State want = part(0, 0, true);
+  for (std::size_t i = 0; i < kN; ++i)
+    if (mine(all.particles.x[i])) {
+      const State one = part(i, 1, true);
+      want.particles.x.push_back(one.particles.x[0]);
+      want.particles.alpha.push_back(one.particles.alpha[0]);
+      want.particles.gamma.push_back(one.particles.gamma[0]);
+      want.particles.sigma.push_back(one.particles.sigma[0]);
+      want.u_prev.push_back(one.u_prev[0]);
+      want.dalpha_prev.push_back(one.dalpha_prev[0]);
+      want.dgamma_prev.push_back(one.dgamma_prev[0]);
+    }
+  EXPECT_FALSE(want.particles.x.empty());
+  expect_equal(got, want);
+  // Every particle is kept by exactly one rank.
+  EXPECT_EQ(w.sum(double(got.particles.size())), double(kN));
+}
+
+TEST_F(VortexCheckpointMpi, AValueTheChecksRefuseIsNamedByItsIndexInTheFile) {
+  // Particle 21 (the last rank's part on 2 and 3 ranks; the eighth chunk of 3 when read).
+  const Comm w = Comm::world();
+  const auto [first, count] = my_range(w);
+  write(true, [&](State& s) {
+    if (21 >= first && 21 < first + count) s.dalpha_prev[21 - first][2] = std::numeric_limits<double>::infinity();
+  });
+  try {
+    read({});
+    ADD_FAILURE() << "the infinite value was read";
+  } catch (const vh::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(":/vortex: dalpha_prev[21][2] = inf is not finite"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(VortexCheckpointMpi, AnArrayOfAnotherLatticeIsRefusedBeforeAnyValueIsRead) {
+  write(false);
+  vh::h5::Handle f = vh::h5::open_file(path_);
+  vh::h5::Handle g = vh::h5::open_group(f, "vortex");
+  try {
+    vh::app::load_vortex_state(g, Grid{4}, vh::vortex::Bounds{}, {}, 64);
+    ADD_FAILURE() << "27 particles read as 64";
+  } catch (const vh::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(":/vortex/x: shape [27 3], expected [64 3]"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
