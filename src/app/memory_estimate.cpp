@@ -342,8 +342,12 @@ int largest_n_that_fits(RunConfig c, Backend b, bool fused, double host, double 
   const int step = runs_spectral(c) && c.spectral.dealias == spectral::Dealias::three_halves ? 4 : 2;
   auto fits = [&](int n) {
     c.n = n;
-    const MemoryEstimate e = estimate_memory(c, b, fused);
-    return e.host_bytes() <= host && e.device_bytes() <= device;
+    try {
+      const MemoryEstimate e = estimate_memory(c, b, fused);
+      return e.host_bytes() <= host && e.device_bytes() <= device;
+    } catch (const InputError&) {  // an N another rule refuses (vortex.refine · N an even integer)
+      return false;
+    }
   };
   for (int n = c.n - c.n % step; n >= 8; n -= step)
     if (fits(n)) return n;

@@ -127,6 +127,35 @@ TEST(MemoryEstimate, VortexGpuCountsTheUniformLevelsFfts) {
   EXPECT_FALSE(has(estimate_memory(config(sc09), Backend::cpu, false)));
 }
 
+// The largest N the refusal offers keeps the deck's other rules: with vortex.refine = 1.5 the
+// particle lattice refine · N must be an even integer (N a multiple of 4), so the search steps
+// over the N that would be refused for that (it once offered none: the rule's error escaped).
+TEST(MemoryEstimate, TheNOfferedWhenShortKeepsTheVortexLatticeRule) {
+  const vh::app::RunConfig c = config({"--case.solver=vortex", "--domain.n=256", "--vortex.refine=1.5"});
+  vh::app::MemoryAvailable host;
+  host.bytes = 2.0 * 1024 * 1024 * 1024;
+  host.limited_by = "test";
+  host.limits.push_back({"test", host.bytes});
+  const MemoryEstimate e = estimate_memory(c, Backend::cpu, false);
+  std::string msg;
+  try {
+    vh::app::check_memory(c, Backend::cpu, e, host, vh::app::MemoryAvailable{});
+  } catch (const vh::InputError& err) {
+    msg = err.what();
+  }
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(msg, m, std::regex(R"(allowed here: domain\.n <= ([0-9]+))"))) << msg;
+  const int n = std::stoi(m[1]);
+  EXPECT_EQ(n % 4, 0) << msg;
+  auto host_bytes = [&](int nn) {
+    vh::app::RunConfig d = c;
+    d.n = nn;
+    return estimate_memory(d, Backend::cpu, false).host_bytes();
+  };
+  EXPECT_LE(host_bytes(n), host.bytes);
+  EXPECT_GT(host_bytes(n + 4), host.bytes);
+}
+
 /// The peak RSS and the estimate that a run's log.txt reports ("memory   host peak RSS …").
 std::pair<double, double> logged_memory(const fs::path& log) {
   std::ifstream in(log);
