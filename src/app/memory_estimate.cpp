@@ -13,6 +13,7 @@
 #include "fmm/level_stencil.h"
 #include "spectral/fused.h"
 #include "spectral/slab_kernel.h"
+#include "vortex/blobs.h"
 #include "vortex/solver.h"
 
 namespace vh::app {
@@ -42,6 +43,14 @@ constexpr double kCudaHostBytes = 512 * kMiB;
 // which the estimate counts apart) peaked at 267–273 MiB alone on 2 cores and at 283 MiB beside
 // another test, 1 MiB above what 480 B gave (282): 520 B gives 296 MiB.
 constexpr double kVortexHostPerParticle = 520;
+// On R > 1 CPU ranks, per copy of a neighbour's particle: the ghosts' positions, cores and the
+// three sets of strengths the blob sums take (80 B) and the local essential tree's positions,
+// strengths and cores (56 B), rounded up to 128 B as one number for both. With the own
+// particles at kVortexHostPerParticle, 2026-12-01 (quick.ini, vortex, domain.n 48 at refine 1.5:
+// 72³ particles, one step and a restart for one more, one thread a rank on 2 cores): rank 0's
+// peak RSS 140/155 MiB on 2 ranks (estimated 182), 106/116 MiB on 3 (141); one rank 219 (288);
+// 40³ (60³ particles) on 2 ranks 95.5 MiB (131).
+constexpr double kNearPerParticle = 128;
 constexpr double kFmmHostPerCell = 4000;
 // The GPU FMM per particle, from the allocations of fmm/*_gpu.cu (not yet measured on a GPU:
 // scripts/device-check.sh memory compares): sorted sources (keys, permutation, positions and
@@ -70,6 +79,25 @@ struct Sizes {
   double R, C;  // one real grid array, one complex half spectrum (bytes)
   explicit Sizes(int n) : R(8.0 * n * n * n), C(16.0 * n * n * (n / 2 + 1)) {}
 };
+
+/// The particles one of R > 1 CPU ranks holds (docs/design.md, "The vortex solver on several
+/// ranks"): its own — rank 0's slab of the lattice planes, the largest (core/slab.h: blocks give
+/// the first ranks one plane more) — and copies of its neighbours' near its planes: the blob sums'
+/// ghosts (the stencil's planes, vortex/halo.h) and the local essential tree's near-field leaves
+/// (two leaves' sides each way, fmm/let.h); never more than all of them.
+struct RankParticles {
+  double own, near;
+};
+RankParticles vortex_rank_particles(const RunConfig& c, int R) {
+  const int m = vortex::lattice_points_per_direction(c.vortex.refine, c.n);
+  const double plane = double(m) * m, all = plane * m, h = 2 * kPi / m;
+  const double own = std::ceil(double(m) / R) * plane;
+  const int stencil = vortex::stencil_points(c.vortex.overlap * h, h, c.vortex.blob_cutoff);
+  double leaf = all;  // the lattice tree's leaves (cells_per_particle)
+  while (leaf > c.vortex.fmm.resolved().ncrit) leaf /= 8;
+  const double near_planes = stencil - 1 + 4 * std::cbrt(leaf);
+  return {own, std::min(all - own, near_planes * plane)};
+}
 
 bool runs_spectral(const RunConfig& c) { return c.solver == "spectral" || c.solver == "both"; }
 bool runs_vortex(const RunConfig& c) { return c.solver == "vortex" || c.solver == "both"; }
@@ -137,9 +165,10 @@ double MemoryEstimate::device_bytes() const {
   return s;
 }
 
-FmmMemory fmm_memory(double particles, const fmm::Params& f, bool gpu) {
+FmmMemory fmm_memory(double particles, const fmm::Params& f, bool gpu, double tree) {
   const fmm::Params r = f.resolved();
-  const double nc = (r.p + 1) * (r.p + 2) / 2, cells = cells_per_particle(particles, r.ncrit) * particles;
+  const double nc = (r.p + 1) * (r.p + 2) / 2;
+  const double cells = cells_per_particle(tree > 0 ? tree : particles, r.ncrit) * particles;
   FmmMemory m;
   // With the GPU back end the results come back through pinned staging memory (12 doubles).
   m.host = (kVortexHostPerParticle + (gpu ? 96 : 0)) * particles + (kFmmHostPerCell + 96 * nc) * cells;
@@ -198,8 +227,14 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
     e.host.push_back({"spectral checkpoint buffer", 3 * s.C});
   }
   if (runs_vortex(c)) {
+    const bool resident = gpu && c.vortex.reinit_from == vortex::ReinitFrom::points;
+    if (R > 1 && !resident) {  // CPU ranks: this rank's share of the particles, and copies of its neighbours'
+      const RankParticles rp = vortex_rank_particles(c, R);
+      e.host.push_back({"vortex solver and FMM (this rank's particles)", fmm_memory(rp.own, c.vortex.fmm, false, particles).host});
+      e.host.push_back({"neighbours' particles (blob sums' ghosts, local essential tree)", kNearPerParticle * rp.near});
+    }
     const FmmMemory f = fmm_memory(particles, c.vortex.fmm, gpu);
-    e.host.push_back({"vortex solver and FMM", f.host});
+    if (R == 1 || resident) e.host.push_back({"vortex solver and FMM", f.host});
     if (gpu) e.device.push_back({"FMM and blob sums", f.device});
     if (gpu && c.vortex.reinit_from == vortex::ReinitFrom::points) {
       if (R == 1) {

@@ -80,7 +80,9 @@ MemoryAvailable device_memory_available();
 struct FmmMemory {
   double host = 0, device = 0;
 };
-FmmMemory fmm_memory(double particles, const fmm::Params& f, bool gpu);
+/// `tree`: the particles of the tree whose leaves the sources' cells are (0: `particles`; on R > 1
+/// CPU ranks every rank's tree has the cells of the whole set's, fmm/let.h).
+FmmMemory fmm_memory(double particles, const fmm::Params& f, bool gpu, double tree = 0);
 
 /// Why the estimate e (back end b) does not fit: "needs X of host memory (its three largest
 /// parts), Y available (the limit that decides)", the GPU's where that is short; "" when it fits.

@@ -127,6 +127,32 @@ TEST(MemoryEstimate, VortexGpuCountsTheUniformLevelsFfts) {
   EXPECT_FALSE(has(estimate_memory(config(sc09), Backend::cpu, false)));
 }
 
+// On R > 1 CPU ranks a rank holds its share of the particles and copies of its neighbours', not
+// all of them (issue 25). 48³ at refine 1.5 on 3 ranks: 72 lattice planes of 72² particles, 24 a
+// rank; the neighbours' copies reach the blob stencil's planes (2·⌈6σ₀/h⌉ + 2 = 14 points at
+// σ₀ = h: 13 planes) and two leaves' sides each way (leaves of 72³/8⁴ = 91.1 particles, 4.5 a
+// side: 18 planes), 128 B each. The rank's tree has the cells of the whole lattice's (leaves of
+// 91, not of its share's 45.6). The run against its peak RSS: tests/mpi/test_mpi_run.cpp.
+TEST(MemoryEstimate, VortexOnCpuRanksCountsItsShareAndItsNeighbours) {
+  vh::app::RunConfig c = config({"--case.solver=vortex", "--domain.n=48", "--fmm.tolerance=1e-3"});
+  c.ranks = 3;
+  const MemoryEstimate e = estimate_memory(c, Backend::cpu, false);
+  const double plane = 72.0 * 72.0;
+  EXPECT_DOUBLE_EQ(item(e.host, "vortex solver and FMM (this rank's particles)"),
+                   vh::app::fmm_memory(24 * plane, c.vortex.fmm, false, 72 * plane).host);
+  EXPECT_DOUBLE_EQ(item(e.host, "neighbours' particles (blob sums' ghosts, local essential tree)"),
+                   128 * (13 + 18) * plane);
+  // Against one rank's estimate: a third of the particles and their cells, plus the copies.
+  c.ranks = 1;
+  const double one = item(estimate_memory(c, Backend::cpu, false).host, "vortex solver and FMM");
+  EXPECT_NEAR(vh::app::fmm_memory(24 * plane, c.vortex.fmm, false, 72 * plane).host, one / 3, 1e-9 * one);
+  // Never more copies than the other ranks' particles: 36 ranks of 2 planes.
+  c.ranks = 36;
+  EXPECT_DOUBLE_EQ(item(estimate_memory(c, Backend::cpu, false).host,
+                        "neighbours' particles (blob sums' ghosts, local essential tree)"),
+                   128 * 31 * plane);
+}
+
 // The largest N the refusal offers keeps the deck's other rules: with vortex.refine = 1.5 the
 // particle lattice refine · N must be an even integer (N a multiple of 4), so the search steps
 // over the N that would be refused for that (it once offered none: the rule's error escaped).
