@@ -223,14 +223,14 @@ class VortexStepper : public Stepper {
   void save(h5::Id grp, RootErrors& err, const Comm& comm) override {
     save_vortex_state(grp, solver_->state(), err, comm);
   }
-  /// Every rank reads and checks the whole state a chunk at a time, keeping its own particles
-  /// (vortex::owner_of: the rank of each particle's nearest lattice plane).
+  /// Every rank reads the state a chunk at a time and keeps its own particles (vortex::owner_of:
+  /// the rank of each particle's nearest lattice plane).
   void load(h5::Id grp, double speed) override {
     KeepParticle own;
     if (!lattice_slab_.whole())
       own = [this](const Vec3& x) { return vortex::owner_of(lattice_slab_, x[2]) == lattice_slab_.rank; };
     solver_->set_state(load_vortex_state(grp, lattice_, vortex::bounds(lattice_, sigma0_, speed), own,
-                                         lattice_slab_.local_points()));
+                                         lattice_slab_.local_points(), lattice_slab_.comm));
   }
   std::string log_line() override {
     char buf[256];

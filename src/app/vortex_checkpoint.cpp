@@ -73,9 +73,11 @@ void save_vortex_state(h5::Id grp, const vortex::State& st, RootErrors& err, con
   });
 }
 
-vortex::State load_vortex_state(h5::Id grp, const Grid& lattice, const vortex::Bounds& b, const KeepParticle& keep,
-                                std::size_t expected, std::size_t chunk) {
-  VH_CHECK(chunk > 0, "load_vortex_state: chunk of 0 particles");
+namespace {
+
+/// load_vortex_state on this rank alone (InputError for what it finds).
+vortex::State load_own(h5::Id grp, const Grid& lattice, const vortex::Bounds& b, const KeepParticle& keep,
+                       std::size_t expected, std::size_t chunk) {
   // The checks name the group: "<file>:/vortex: x[7][1] = nan is not finite".
   auto checked = [&](auto&& check) {
     try {
@@ -100,30 +102,63 @@ vortex::State load_vortex_state(h5::Id grp, const Grid& lattice, const vortex::B
   // Every dataset's shape is checked before any value is read.
   const std::size_t n = lattice.points(), arrays = history ? 6 : kParticleVectors;
   std::vector<h5::Handle> d;
-  vortex::State part;
-  const auto in = vectors(part), kept = vectors(out);
+  vortex::State chunk_x, run;
+  const auto in = vectors(run), kept = vectors(out);
   for (std::size_t a = 0; a < arrays; ++a) d.push_back(h5::open_doubles(grp, in[a].first, h5::Shape{n, 3}));
   h5::Handle ds = h5::open_doubles(grp, "sigma", h5::Shape{n});
   const std::size_t room = keep ? std::min(expected, n) : n;
   for (std::size_t a = 0; a < arrays; ++a) kept[a].second->reserve(room);
   out.particles.sigma.reserve(room);
 
+  // A chunk's positions (every rank checks them all), then the other arrays' rows of each run of
+  // consecutive particles it keeps (one run a rank's slab after a reinitialisation).
   for (std::size_t first = 0; first < n; first += chunk) {
     const std::size_t m = std::min(chunk, n - first);
-    for (std::size_t a = 0; a < arrays; ++a) {
-      in[a].second->resize(m);
-      h5::read_rows(d[a], first, m, values(*in[a].second));
-    }
-    part.particles.sigma.resize(m);
-    h5::read_rows(ds, first, m, part.particles.sigma.data());
-    checked([&] { vortex::validate_particles(part, first, b); });
-    for (std::size_t i = 0; i < m; ++i) {
-      if (keep && !keep(part.particles.x[i])) continue;
-      for (std::size_t a = 0; a < arrays; ++a) kept[a].second->push_back((*in[a].second)[i]);
-      out.particles.sigma.push_back(part.particles.sigma[i]);
+    std::vector<Vec3>& x = chunk_x.particles.x;
+    x.resize(m);
+    h5::read_rows(d[0], first, m, values(x));
+    checked([&] { vortex::validate_particles(chunk_x, first, b); });
+    for (std::size_t i = 0; i < m;) {
+      if (keep && !keep(x[i])) {
+        ++i;
+        continue;
+      }
+      std::size_t j = i + 1;
+      while (j < m && (!keep || keep(x[j]))) ++j;
+      for (std::size_t a = 1; a < arrays; ++a) {
+        in[a].second->resize(j - i);
+        h5::read_rows(d[a], first + i, j - i, values(*in[a].second));
+      }
+      run.particles.sigma.resize(j - i);
+      h5::read_rows(ds, first + i, j - i, run.particles.sigma.data());
+      checked([&] { vortex::validate_particles(run, first + i, b); });
+      out.particles.x.insert(out.particles.x.end(), x.begin() + long(i), x.begin() + long(j));
+      for (std::size_t a = 1; a < arrays; ++a)
+        kept[a].second->insert(kept[a].second->end(), in[a].second->begin(), in[a].second->end());
+      out.particles.sigma.insert(out.particles.sigma.end(), run.particles.sigma.begin(), run.particles.sigma.end());
+      i = j;
     }
   }
   return out;
+}
+
+}  // namespace
+
+vortex::State load_vortex_state(h5::Id grp, const Grid& lattice, const vortex::Bounds& b, const KeepParticle& keep,
+                                std::size_t expected, const Comm& comm, std::size_t chunk) {
+  VH_CHECK(chunk > 0, "load_vortex_state: chunk of 0 particles");
+  // A rank that finds a bad value in its own particles refuses for all (one rank alone would
+  // leave the others waiting in the next collective).
+  vortex::State st;
+  std::string why;
+  try {
+    st = load_own(grp, lattice, b, keep, expected, chunk);
+  } catch (const InputError& e) {
+    why = e.what();
+  }
+  why = comm.first_error(why);
+  if (!why.empty()) throw InputError(why);
+  return st;
 }
 
 }  // namespace vh::app

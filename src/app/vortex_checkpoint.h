@@ -7,7 +7,8 @@
 // Both directions move a bounded chunk of particles at a time, so that no rank holds more than
 // its own particles and one chunk (issue 25: memory O(N/R) a rank, the restart included): rank 0
 // writes the ranks' parts as they arrive, in rank order; every rank reads the arrays a chunk at a
-// time, checks the chunk (vortex/validate.h) and keeps the particles its `keep` takes.
+// time and keeps the particles its `keep` takes, reading the other arrays only where it keeps
+// them (a rank's I/O is the positions and its own share), each part checked (vortex/validate.h).
 #pragma once
 
 #include <cstddef>
@@ -35,8 +36,10 @@ using KeepParticle = std::function<bool(const vortex::Vec3& x)>;
 /// The state in `grp`, whose arrays must hold one particle per point of `lattice` (InputError
 /// naming the dataset otherwise, and for any value vortex/validate.h refuses against `b`, with
 /// the file's index), with the particles `keep` takes in the file's order. `expected`: about
-/// how many it keeps (room reserved). Not collective: each rank reads what it needs.
+/// how many it keeps (room reserved). Every rank reads and checks all positions, and the other
+/// arrays only where it keeps the particles. Collective over comm: a value one rank refuses is
+/// refused by all, with that rank's message.
 vortex::State load_vortex_state(h5::Id grp, const Grid& lattice, const vortex::Bounds& b, const KeepParticle& keep,
-                                std::size_t expected, std::size_t chunk = kParticleChunk);
+                                std::size_t expected, const Comm& comm, std::size_t chunk = kParticleChunk);
 
 }  // namespace vh::app

@@ -2,7 +2,8 @@
 // the world's ranks: what R ranks write in chunks through rank 0 is their parts in rank order,
 // uneven and empty parts included; what a rank reads in chunks of another size is that array,
 // or the particles its predicate keeps in the file's order; a value the checks refuse is named
-// by its index in the file whichever chunk holds it. Chunks of 4 and 3 particles against parts
+// by its index in the file whichever chunk holds it, and refused by every rank even where only
+// the rank that keeps the particle reads it. Chunks of 4 and 3 particles against parts
 // of 0 to 20 make every boundary case (a part shorter than a chunk, a chunk across two ranks'
 // parts in the file, a last short chunk). Label mpi; 2 and 3 ranks.
 #include <gtest/gtest.h>
@@ -96,7 +97,7 @@ class VortexCheckpointMpi : public ::testing::Test {
   State read(const vh::app::KeepParticle& keep, std::size_t chunk = 3) const {
     vh::h5::Handle f = vh::h5::open_file(path_);
     vh::h5::Handle g = vh::h5::open_group(f, "vortex");
-    return vh::app::load_vortex_state(g, Grid{kLattice}, vh::vortex::Bounds{}, keep, kN, chunk);
+    return vh::app::load_vortex_state(g, Grid{kLattice}, vh::vortex::Bounds{}, keep, kN, Comm::world(), chunk);
   }
   std::string path_;
 };
@@ -127,44 +128,51 @@ TEST_F(VortexCheckpointMpi, RanksPartsWrittenInChunksReadBackAsTheWholeStateInAn
   }
 }
 
+/// The particles whose height falls in this rank's share of the box (x[2] = 6 i / 27).
+bool in_my_share(const Vec3& x) {
+  const Comm w = Comm::world();
+  return int(x[2] / 6.0 * w.size()) == w.rank();
+}
+
 TEST_F(VortexCheckpointMpi, EachRankKeepsWhatItsPredicateTakesInTheFilesOrder) {
   write(true);
-  const Comm w = Comm::world();
-  // The particles whose height falls in this rank's third of the box (x[2] = 6 i / 27).
-  auto mine = [&](const Vec3& x) { return int(x[2] / 6.0 * w.size()) == w.rank(); };
-  const State got = read(mine);
+  const State got = read(in_my_share);
   const State all = part(0, kN, true);
   State want = part(0, 0, true);
   for (std::size_t i = 0; i < kN; ++i)
-    if (mine(all.particles.x[i])) {
-      const State one = part(i, 1, true);
-      want.particles.x.push_back(one.particles.x[0]);
-      want.particles.alpha.push_back(one.particles.alpha[0]);
-      want.particles.gamma.push_back(one.particles.gamma[0]);
-      want.particles.sigma.push_back(one.particles.sigma[0]);
-      want.u_prev.push_back(one.u_prev[0]);
-      want.dalpha_prev.push_back(one.dalpha_prev[0]);
-      want.dgamma_prev.push_back(one.dgamma_prev[0]);
+    if (in_my_share(all.particles.x[i])) {
+      want.particles.x.push_back(all.particles.x[i]);
+      want.particles.alpha.push_back(all.particles.alpha[i]);
+      want.particles.gamma.push_back(all.particles.gamma[i]);
+      want.particles.sigma.push_back(all.particles.sigma[i]);
+      want.u_prev.push_back(all.u_prev[i]);
+      want.dalpha_prev.push_back(all.dalpha_prev[i]);
+      want.dgamma_prev.push_back(all.dgamma_prev[i]);
     }
   EXPECT_FALSE(want.particles.x.empty());
   expect_equal(got, want);
   // Every particle is kept by exactly one rank.
-  EXPECT_EQ(w.sum(double(got.particles.size())), double(kN));
+  EXPECT_EQ(Comm::world().sum(double(got.particles.size())), double(kN));
 }
 
-TEST_F(VortexCheckpointMpi, AValueTheChecksRefuseIsNamedByItsIndexInTheFile) {
-  // Particle 21 (the last rank's part on 2 and 3 ranks; the eighth chunk of 3 when read).
+// A rank reads the arrays other than the positions only where it keeps the particles, so a bad
+// value there is found by one rank: every rank refuses, with its message.
+TEST_F(VortexCheckpointMpi, AValueTheChecksRefuseIsNamedByItsIndexInTheFileOnEveryRank) {
+  // Particle 21: the last rank's part when written on 2 and 3 ranks, the eighth chunk of 3 when
+  // read, and kept by the last rank only.
   const Comm w = Comm::world();
   const auto [first, count] = my_range(w);
   write(true, [&](State& s) {
     if (21 >= first && 21 < first + count) s.dalpha_prev[21 - first][2] = std::numeric_limits<double>::infinity();
   });
-  try {
-    read({});
-    ADD_FAILURE() << "the infinite value was read";
-  } catch (const vh::InputError& e) {
-    EXPECT_NE(std::string(e.what()).find(":/vortex: dalpha_prev[21][2] = inf is not finite"), std::string::npos)
-        << e.what();
+  for (const vh::app::KeepParticle& keep : {vh::app::KeepParticle(), vh::app::KeepParticle(in_my_share)}) {
+    try {
+      read(keep);
+      ADD_FAILURE() << "the infinite value was read";
+    } catch (const vh::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(":/vortex: dalpha_prev[21][2] = inf is not finite"), std::string::npos)
+          << e.what();
+    }
   }
 }
 
@@ -173,7 +181,7 @@ TEST_F(VortexCheckpointMpi, AnArrayOfAnotherLatticeIsRefusedBeforeAnyValueIsRead
   vh::h5::Handle f = vh::h5::open_file(path_);
   vh::h5::Handle g = vh::h5::open_group(f, "vortex");
   try {
-    vh::app::load_vortex_state(g, Grid{4}, vh::vortex::Bounds{}, {}, 64);
+    vh::app::load_vortex_state(g, Grid{4}, vh::vortex::Bounds{}, {}, 64, Comm::world());
     ADD_FAILURE() << "27 particles read as 64";
   } catch (const vh::InputError& e) {
     EXPECT_NE(std::string(e.what()).find(":/vortex/x: shape [27 3], expected [64 3]"), std::string::npos) << e.what();
