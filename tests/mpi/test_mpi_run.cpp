@@ -277,6 +277,15 @@ TEST_F(MpiRun, BothSolversOnTwoAndThreeRanksEqualOneRankAndRestartAcross) {
 // solver's arrays are slabs, so 4 ranks need about half of what each of 2 ranks needs (not the
 // one-rank figure halved: the slab passes hold z, y and x lines and two message buffers where one
 // rank transforms in place, more memory at R = 2 than one rank's at 256³).
+/// The host figure of a run's "memory   host 1.23 GiB needed (...)" line, in MiB (0 if none).
+double host_mib(const std::string& out) {
+  const auto p = out.find("memory   host ");
+  if (p == std::string::npos) return 0.0;
+  const double v = std::stod(out.substr(p + 14));
+  const std::string unit = out.substr(out.find(' ', p + 14) + 1, 3);
+  return v * (unit == "GiB" ? 1024.0 : unit == "MiB" ? 1.0 : unit == "TiB" ? 1048576.0 : 1.0 / 1024);
+}
+
 TEST_F(MpiRun, MemoryIsCheckedPerRank) {
   const std::string base = " run --flow.Re_lambda=30 --device=cpu --case.solver=spectral --output.dir=";
   Result r = shell(on(2) + kExe + base + (dir / "d").string() + " --domain.n=256 --dry-run");
@@ -286,15 +295,7 @@ TEST_F(MpiRun, MemoryIsCheckedPerRank) {
   EXPECT_FALSE(fs::exists(dir / "d"));
   const Result four = shell(on(4) + kExe + base + (dir / "d").string() + " --domain.n=256 --dry-run");
   ASSERT_EQ(four.status, 0) << four.output;
-  // "memory   host 1.23 GiB needed (...)": the host figure in GiB or MiB.
-  auto host = [](const std::string& out) {
-    const auto p = out.find("memory   host ");
-    if (p == std::string::npos) return 0.0;
-    const double v = std::stod(out.substr(p + 14));
-    const std::string unit = out.substr(out.find(' ', p + 14) + 1, 3);
-    return v * (unit == "GiB" ? 1024.0 : unit == "MiB" ? 1.0 : unit == "TiB" ? 1048576.0 : 1.0 / 1024);
-  };
-  const double h2 = host(r.output), h4 = host(four.output);
+  const double h2 = host_mib(r.output), h4 = host_mib(four.output);
   EXPECT_GT(h4, 0) << four.output;
   EXPECT_LT(h4, 0.6 * h2) << "4 ranks " << h4 << " MiB a rank against 2 ranks' " << h2 << " MiB";
   EXPECT_GT(h4, 0.4 * h2);
@@ -312,13 +313,6 @@ TEST_F(MpiRun, MemoryIsCheckedPerRank) {
 // 2026-12-01) without being far above it (the factor of the one-rank test, test_memory_estimate).
 TEST_F(MpiRun, VortexMemoryIsEstimatedPerRankAndBoundsThePeak) {
   const std::string base = " run --flow.Re_lambda=30 --device=cpu --case.solver=vortex --output.dir=";
-  auto host_mib = [](const std::string& out) {  // "memory   host 1.23 GiB needed (...)"
-    const auto p = out.find("memory   host ");
-    if (p == std::string::npos) return 0.0;
-    const double v = std::stod(out.substr(p + 14));
-    const std::string unit = out.substr(out.find(' ', p + 14) + 1, 3);
-    return v * (unit == "GiB" ? 1024.0 : unit == "MiB" ? 1.0 : unit == "TiB" ? 1048576.0 : 1.0 / 1024);
-  };
   const Result two = shell(on(2) + kExe + base + (dir / "d").string() + " --domain.n=96 --dry-run");
   const Result four = shell(on(4) + kExe + base + (dir / "d").string() + " --domain.n=96 --dry-run");
   ASSERT_EQ(two.status, 0) << two.output;
