@@ -39,8 +39,8 @@ void check_magnitudes(const std::vector<Vec3>& v, std::size_t first, const char*
   for (std::size_t i = 0; i < v.size(); ++i) {
     const double m = std::hypot(v[i][0], v[i][1], v[i][2]);
     if (!(m <= bound))
-      refuse("|" + std::string(name) + "[" + std::to_string(first + i) + "]| = " + num(m, 3) + " is larger than " + what +
-             " can hold (allowed: <= " + num(bound, 3) + ", vortex/validate.h)");
+      refuse("|" + std::string(name) + "[" + std::to_string(first + i) + "]| = " + num(m, 3) + " is larger than " +
+             what + " can hold (allowed: <= " + num(bound, 3) + ", vortex/validate.h)");
   }
 }
 

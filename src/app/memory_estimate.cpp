@@ -230,7 +230,8 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
     const bool resident = gpu && c.vortex.reinit_from == vortex::ReinitFrom::points;
     if (R > 1 && !resident) {  // CPU ranks: this rank's share of the particles, and copies of its neighbours'
       const RankParticles rp = vortex_rank_particles(c, R);
-      e.host.push_back({"vortex solver and FMM (this rank's particles)", fmm_memory(rp.own, c.vortex.fmm, false, particles).host});
+      e.host.push_back(
+          {"vortex solver and FMM (this rank's particles)", fmm_memory(rp.own, c.vortex.fmm, false, particles).host});
       e.host.push_back({"neighbours' particles (blob sums' ghosts, local essential tree)", kNearPerParticle * rp.near});
     }
     const FmmMemory f = fmm_memory(particles, c.vortex.fmm, gpu);

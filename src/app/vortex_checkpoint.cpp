@@ -21,12 +21,10 @@ constexpr int kTag = 25;  // the messages of one array's parts to rank 0
 template <class State>
 auto vectors(State& s) {
   using Array = std::conditional_t<std::is_const_v<State>, const std::vector<Vec3>, std::vector<Vec3>>;
-  return std::array<std::pair<const char*, Array*>, 6>{{{"x", &s.particles.x},
-           {"alpha", &s.particles.alpha},
-           {"gamma", &s.particles.gamma},
-           {"u_prev", &s.u_prev},
-           {"dalpha_prev", &s.dalpha_prev},
-           {"dgamma_prev", &s.dgamma_prev}}};
+  using Named = std::pair<const char*, Array*>;
+  return std::array<Named, 6>{Named{"x", &s.particles.x},           Named{"alpha", &s.particles.alpha},
+                              Named{"gamma", &s.particles.gamma},   Named{"u_prev", &s.u_prev},
+                              Named{"dalpha_prev", &s.dalpha_prev}, Named{"dgamma_prev", &s.dgamma_prev}};
 }
 constexpr std::size_t kParticleVectors = 3;  // x, alpha, gamma: the rest is the history
 
