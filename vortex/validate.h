@@ -40,18 +40,19 @@ struct Bounds {
 Bounds bounds(const Grid& lattice, double sigma0, double speed);
 
 /// Checks of a state read in parts (a checkpoint's arrays a chunk at a time, each rank keeping
-/// its own particles: src/app/particle_io.h). Each throws vh::InputError whose message starts
-/// with the offending field under its checkpoint name (x, alpha, …, or "attribute t") and says
-/// what is allowed. The arrays' lengths — one particle per point of the particle lattice
-/// (lattice_points_per_direction(refine, N) per direction, as set_velocity and the
+/// its own particles: src/app/vortex_checkpoint.h). Each throws vh::InputError whose message
+/// starts with the offending field under its checkpoint name (x, alpha, …, or "attribute t")
+/// and says what is allowed. The arrays' lengths — one particle per point of the particle
+/// lattice (lattice_points_per_direction(refine, N) per direction, as set_velocity and the
 /// reinitialisations make them) in x, alpha, gamma and sigma, the AB2 history absent or all of
 /// that length — are the reader's to check, from the datasets' shapes. A field added to State
 /// gets its line in one of the two.
 
-/// Particles [first, first + n) of the state, held in s (its arrays of n elements, the history's
-/// empty or of n as well; messages name the state's index first + i): every value finite; σ in
-/// (0, 2π); positions in the box [0, 2π)³ (to 1e-12 relative: wrap() can leave −1 ulp); the
-/// magnitudes of alpha, gamma and the AB2 history within `b`.
+/// Particles [first, first + n) of the state, held in s (each of its arrays empty or of n
+/// elements: a reader may check some arrays before it reads the others; messages name the
+/// state's index first + i): every value finite; σ in (0, 2π); positions in the box [0, 2π)³
+/// (to 1e-12 relative: wrap() can leave −1 ulp); the magnitudes of alpha, gamma and the AB2
+/// history within `b`.
 void validate_particles(const State& s, std::size_t first, const Bounds& b);
 
 /// The state's scalars (`history`: it holds an AB2 history): t ≥ 0, steps ≥ 0, t = 0 exactly
