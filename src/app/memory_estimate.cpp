@@ -43,9 +43,10 @@ constexpr double kCudaHostBytes = 512 * kMiB;
 // which the estimate counts apart) peaked at 267–273 MiB alone on 2 cores and at 283 MiB beside
 // another test, 1 MiB above what 480 B gave (282): 520 B gives 296 MiB.
 constexpr double kVortexHostPerParticle = 520;
-// On R > 1 CPU ranks, per copy of a neighbour's particle: the ghosts' positions, cores and the
-// three sets of strengths the blob sums take (80 B) and the local essential tree's positions,
-// strengths and cores (56 B), rounded up to 128 B as one number for both. With the own
+// On R > 1 CPU ranks, per copy of a neighbour's particle over the planes of both reaches: more
+// than a ghost's position, core and the three sets of strengths the blob sums take (80 B) or a
+// local essential tree particle's position, strength and core (56 B), the rest for the LET's
+// multipoles and the exchanges' buffers. With the own
 // particles at kVortexHostPerParticle, 2026-12-01 (quick.ini, vortex, domain.n 48 at refine 1.5:
 // 72³ particles, one step and a restart for one more, one thread a rank on 2 cores): rank 0's
 // peak RSS 140/155 MiB on 2 ranks (estimated 182), 106/116 MiB on 3 (141); one rank 219 (288);
