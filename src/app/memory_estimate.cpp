@@ -81,6 +81,18 @@ struct Sizes {
   explicit Sizes(int n) : R(8.0 * n * n * n), C(16.0 * n * n * (n / 2 + 1)) {}
 };
 
+/// Sources a leaf of the octree over `particles` evenly spread sources holds: particles/8^l at
+/// the first level l where that is at most ncrit (on the lattice, (N/2^l)³).
+double leaf_particles(double particles, int ncrit) {
+  double leaf = particles;
+  while (leaf > ncrit) leaf /= 8;
+  return leaf;
+}
+
+/// FMM cells per source: the leaves (leaf_particles), and 8/7 cells per leaf in the octree
+/// above them.
+double cells_per_particle(double particles, int ncrit) { return (8.0 / 7.0) / leaf_particles(particles, ncrit); }
+
 /// The particles one of R > 1 CPU ranks holds (docs/design.md, "The vortex solver on several
 /// ranks"): its own — rank 0's slab of the lattice planes, the largest (core/slab.h: blocks give
 /// the first ranks one plane more) — and copies of its neighbours' near its planes: the blob sums'
@@ -94,8 +106,7 @@ RankParticles vortex_rank_particles(const RunConfig& c, int R) {
   const double plane = double(m) * m, all = plane * m, h = 2 * kPi / m;
   const double own = std::ceil(double(m) / R) * plane;
   const int stencil = vortex::stencil_points(c.vortex.overlap * h, h, c.vortex.blob_cutoff);
-  double leaf = all;  // the lattice tree's leaves (cells_per_particle)
-  while (leaf > c.vortex.fmm.resolved().ncrit) leaf /= 8;
+  const double leaf = leaf_particles(all, c.vortex.fmm.resolved().ncrit);  // the whole lattice's
   const double near_planes = stencil - 1 + 4 * std::cbrt(leaf);
   return {own, std::min(all - own, near_planes * plane)};
 }
@@ -107,14 +118,6 @@ bool runs_vortex(const RunConfig& c) { return c.solver == "vortex" || c.solver =
 double transform_modes(const RunConfig& c) {
   const spectral::kernel::Geometry g = spectral::kernel::make_geometry(c.n, c.spectral.dealias);
   return double(g.m) * g.m * g.mxh();
-}
-
-/// FMM cells per source: leaves of particles/8^l sources at the first level l where that is at
-/// most ncrit (on the lattice, (N/2^l)³), and 8/7 cells per leaf in the octree above them.
-double cells_per_particle(double particles, int ncrit) {
-  double leaf = particles;
-  while (leaf > ncrit) leaf /= 8;
-  return (8.0 / 7.0) / leaf;
 }
 
 /// The spectral solver of one rank of R > 1 (core/slab.h, spectral/gpu_slab.cuh and
