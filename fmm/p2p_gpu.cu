@@ -20,7 +20,7 @@ namespace vh::fmm {
 // ---------------------------------------------------------------------------------------------
 // Single precision with the hardware's approximate division, reciprocal square root and exp
 // (MUFU): the same pair_sums template, instantiated on a float wrapper whose operators use the
-// intrinsics.  ~2 ulp per operation instead of 0.5; erf stays the accurate erff.
+// intrinsics.  ~2 ulp per operation instead of 0.5; erf by kernel_gF_shared_exp.
 struct fastf {
   float v = 0.0f;
   fastf() = default;
@@ -29,6 +29,25 @@ struct fastf {
   __host__ __device__ constexpr explicit fastf(int x) : v(static_cast<float>(x)) {}
 };
 #ifdef __CUDA_ARCH__
+// The MUFU's approximations with subnormals flushed to zero (.ftz).  Without it (rsqrtf,
+// __expf and __fdividef in a build without -ftz) each one carries a test and two rescalings for
+// subnormal arguments: three instructions more around every one, for arguments (r^2, rho^2,
+// 1 + 0.33 rho) that are never below 1e-38 here.
+__device__ inline float mufu_rsqrt(float x) {
+  float r;
+  asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+__device__ inline float mufu_rcp(float x) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+__device__ inline float mufu_exp(float x) {  // e^x = 2^(x log2 e), as __expf
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x * 1.4426950408889634f));
+  return r;
+}
 #define VH_FAST(dev, host) dev
 #else
 #define VH_FAST(dev, host) host
@@ -36,18 +55,22 @@ struct fastf {
 __host__ __device__ inline fastf operator+(fastf a, fastf b) { return fastf(a.v + b.v); }
 __host__ __device__ inline fastf operator-(fastf a, fastf b) { return fastf(a.v - b.v); }
 __host__ __device__ inline fastf operator*(fastf a, fastf b) { return fastf(a.v * b.v); }
-__host__ __device__ inline fastf operator/(fastf a, fastf b) { return fastf(VH_FAST(__fdividef(a.v, b.v), a.v / b.v)); }
+__host__ __device__ inline fastf operator/(fastf a, fastf b) { return fastf(VH_FAST(a.v * mufu_rcp(b.v), a.v / b.v)); }
 __host__ __device__ inline fastf operator-(fastf a) { return fastf(-a.v); }
 __host__ __device__ inline fastf& operator+=(fastf& a, fastf b) { a.v += b.v; return a; }
 __host__ __device__ inline fastf& operator-=(fastf& a, fastf b) { a.v -= b.v; return a; }
 __host__ __device__ inline bool operator<(fastf a, fastf b) { return a.v < b.v; }
 __host__ __device__ inline bool operator>(fastf a, fastf b) { return a.v > b.v; }
 // x > 0 wherever kernel_radial takes a square root (rho^2 >= 0.25 there).
-__host__ __device__ inline fastf vh_sqrt(fastf x) { return fastf(VH_FAST(x.v * rsqrtf(x.v), sqrtf(x.v))); }
-__host__ __device__ inline fastf vh_exp(fastf x) { return fastf(VH_FAST(__expf(x.v), expf(x.v))); }
-__host__ __device__ inline fastf vh_erf(fastf x) { return fastf(erff(x.v)); }
-__host__ __device__ inline fastf vh_rsqrt(fastf x) { return fastf(VH_FAST(rsqrtf(x.v), 1.0f / sqrtf(x.v))); }
+__host__ __device__ inline fastf vh_sqrt(fastf x) { return fastf(VH_FAST(x.v * mufu_rsqrt(x.v), sqrtf(x.v))); }
+__host__ __device__ inline fastf vh_exp(fastf x) { return fastf(VH_FAST(mufu_exp(x.v), expf(x.v))); }
+__host__ __device__ inline fastf vh_rsqrt(fastf x) { return fastf(VH_FAST(mufu_rsqrt(x.v), 1.0f / sqrtf(x.v))); }
 #undef VH_FAST
+// erf from the e^{-rho^2} that ce needs anyway (p2p_kernel.h): ~10 instructions instead of
+// erff's ~20 on the pairs within rho < 4.5, which a warp takes whenever any of its lanes does.
+__host__ __device__ inline void kernel_gF(fastf rho, fastf rho2, fastf& g, fastf& F) {
+  kernel_gF_shared_exp(rho, rho2, g, F);
+}
 __host__ __device__ inline float vh_rsqrt(float x) { return 1.0f / sqrtf(x); }
 __host__ __device__ inline double vh_rsqrt(double x) { return 1.0 / sqrt(x); }
 
@@ -79,35 +102,37 @@ __device__ inline double val(double x) { return x; }
 // 1/r^2 and 1/r^3, rho^2 from the source's 1/(2 sigma^2), and the antisymmetric part of grad
 // summed as S = sum G' alpha (3 multiply-adds a pair instead of 6):
 //   U += G' c,  S += G' alpha,  P[m][k] += F5' r_k c_m,   c = alpha x r;
-//   u = U / (4 pi),  grad[m][k] = (eps_{mak} S_a - P[m][k]) / (4 pi).
+//   u = U / (4 pi),  grad[m][k] = (eps_{mak} S_a - P[m][k]) / (4 pi),  P[2][2] = -P[0][0] - P[1][1].
 // The branches and radial factors are kernel_radial's (p2p_kernel.h) with a = 1/r^3.  H200,
 // 2^24 turbulent lattice, fp32: 333 -> 415 G pairs/s (adding G' eps alpha into P directly, 12
-// accumulators instead of 15: 396).
+// accumulators instead of 15: 396); 415 -> 497 with erf from the shared exp, the MUFU's .ftz
+// forms, g = 1 tested first and P[2][2] from the trace (71 -> 57 instructions a pair by ncu,
+// issue slots 84-87 % busy: bench/RESULTS.md 2026-12-02).
 template <class T>
 __device__ inline void pair_sums(const T r[3], const T a[3], T sigma, T inv2s2, T U[3], T S[3], T P[3][3]) {
   const T r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
   const T rho2 = r2 * inv2s2;
+  // The branches in the order of their frequency: g = 1 (rho > 4.5 in float), erf and exp, then
+  // the series for the close pairs (rho < 0.5, r = 0 included, where ir is not used).
+  const T ir = vh_rsqrt(r2), ir2 = ir * ir, ir3 = ir2 * ir;
   T G, F5;
-  if (rho2 < T(kSeriesRho2)) {
+  if (rho2 > far_rho2<T>()) {
+    kernel_scale(T(1), T(3), ir3, ir2, G, F5);
+  } else if (!(rho2 < T(kSeriesRho2))) {
+    T g, F;
+    kernel_gF(rho2 * vh_rsqrt(rho2), rho2, g, F);
+    kernel_scale(g, F, ir3, ir2, G, F5);
+  } else {
     kernel_radial(r2, sigma, G, F5);
     G = G * T(kFourPi);
     F5 = F5 * T(kFourPi);
-  } else {
-    const T ir = vh_rsqrt(r2), ir2 = ir * ir, ir3 = ir2 * ir;
-    if (rho2 > far_rho2<T>()) {
-      kernel_scale(T(1), T(3), ir3, ir2, G, F5);
-    } else {
-      T g, F;
-      kernel_gF(rho2 * vh_rsqrt(rho2), rho2, g, F);
-      kernel_scale(g, F, ir3, ir2, G, F5);
-    }
   }
   const T c[3] = {a[1] * r[2] - a[2] * r[1], a[2] * r[0] - a[0] * r[2], a[0] * r[1] - a[1] * r[0]};
   for (int m = 0; m < 3; ++m) {
     U[m] += G * c[m];
     S[m] += G * a[m];
     const T fc = F5 * c[m];
-    for (int k = 0; k < 3; ++k) P[m][k] += fc * r[k];
+    for (int k = 0; k < (m == 2 ? 2 : 3); ++k) P[m][k] += fc * r[k];  // P[2][2]: see p2p_task
   }
 }
 
@@ -170,6 +195,9 @@ __device__ __forceinline__ void p2p_task(int task, int lane, const int4* __restr
     }
   }
   // u and grad (pair_sums), then the lane groups summed (lanes it, it + np, it + 2 np, ...).
+  // Each pair's F5 c r^T has the trace F5 (alpha x r) . r = 0 (div u = 0 pair by pair), so
+  // P[2][2] is not summed: one multiply-add a pair fewer.
+  P[2][2] = T(0) - P[0][0] - P[1][1];
   const T inv4pi = T(0.079577471545947667884);
   const T E[3][3] = {{T(0), T(0) - Sa[2], Sa[1]}, {Sa[2], T(0), T(0) - Sa[0]}, {T(0) - Sa[1], Sa[0], T(0)}};
   S acc[12];

@@ -46,6 +46,29 @@ TEST(Kernel, FarBranchMatchesClosedForm) {
   expect_matches_long(6.0, 7.0, 2e-15, 2e-15);
 }
 
+TEST(Kernel, SharedExpErfKeepsItsBound) {
+  // kernel_gF_shared_exp (Abramowitz & Stegun 7.1.26, the GPU's single-precision pairs) against
+  // the long-double closed form where the pair loop takes it (0.5 <= rho <= 4.5): in double the
+  // formula's own bound, |g error| <= 1.5e-7 and F = 3 g - 2 rho^2 ce three times it; in float
+  // that plus the rounding of 1 - e t P(t) - ce (terms up to 1: a few 6e-8 half-ulps).
+  const long double pi = 3.14159265358979323846264338327950288L;
+  double worst_g = 0;
+  for (double rho = 0.5; rho <= 4.5; rho += 0.001) {
+    const long double rl = rho, ce = 2.0L / std::sqrt(pi) * rl * std::exp(-rl * rl);
+    const long double gl = std::erf(rl) - ce, Fl = 3 * gl - 2 * rl * rl * ce;
+    double g, F;
+    kernel_gF_shared_exp(rho, rho * rho, g, F);
+    EXPECT_LE(std::abs(g - double(gl)), 1.5e-7) << "rho " << rho;
+    EXPECT_LE(std::abs(F - double(Fl)), 4.5e-7) << "rho " << rho;
+    worst_g = std::max(worst_g, std::abs(g - double(gl)));
+    float gf, Ff;
+    kernel_gF_shared_exp(float(rho), float(rho) * float(rho), gf, Ff);
+    EXPECT_LE(std::abs(gf - double(gl)), 4e-7) << "rho " << rho;
+    EXPECT_LE(std::abs(Ff - double(Fl)), 1.2e-6) << "rho " << rho;
+  }
+  EXPECT_GT(worst_g, 5e-8);  // the approximation, not the closed form, was evaluated
+}
+
 TEST(Kernel, LimitsAtZero) {
   const double sigma = 0.8;
   double G, F5;
