@@ -78,8 +78,8 @@ template <class T>
 VH_HD inline void kernel_gF_shared_exp(T rho, T rho2, T& g, T& F) {
   const T e = vh_exp(-rho2);
   const T t = T(1) / (T(1) + T(0.3275911) * rho);
-  const T tp = t * (T(0.254829592) +
-                    t * (T(-0.284496736) + t * (T(1.421413741) + t * (T(-1.453152027) + t * T(1.061405429)))));
+  const T tp =
+      t * (T(0.254829592) + t * (T(-0.284496736) + t * (T(1.421413741) + t * (T(-1.453152027) + t * T(1.061405429)))));
   const T ce = kernel_ce(rho, e);
   g = T(1) - e * tp - ce;
   F = kernel_F(g, rho2, ce);
