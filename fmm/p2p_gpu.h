@@ -43,8 +43,9 @@ int gpu_count();
 std::string gpu_name();
 
 /// Working precision of the GPU kernels.  fp32: single precision with the hardware's
-/// approximate division, reciprocal square root and exp (about 2 ulp each; the default);
-/// fp32_ieee: single precision with IEEE division and square root and the accurate expf;
+/// approximate division, reciprocal square root and exp (about 2 ulp each) and erf from that exp
+/// (p2p_kernel.h kernel_gF_shared_exp, 1.5e-7); the default; fp32_ieee: single precision with
+/// IEEE division and square root and the accurate expf and erff;
 /// fp64: double precision throughout.
 enum class GpuPrecision { fp32, fp32_ieee, fp64 };
 

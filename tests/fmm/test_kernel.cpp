@@ -2,6 +2,7 @@
 // differences, and the single-blob velocity against an independent quadrature of the blob.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "fmm/p2p_kernel.h"
