@@ -178,20 +178,22 @@ __device__ Run run_at(const Sorted& P, int d, int s, int o, int n, unsigned vali
   return r;
 }
 
-// Whether particle s has a nonzero weight at some point of the tile at o.
+// Whether particle s has a nonzero weight at some point of the tile at o.  The three directions
+// are read before any is tested (no early return): one wait for the nine loads instead of three
+// (the scan is bound by their latency).
 __device__ bool reaches(const Sorted& P, int s, const int (&o)[3], const unsigned (&valid)[3], int n) {
+  bool all = true;
 #pragma unroll
-  for (int d = 2; d >= 0; --d)
-    if (!run_at(P, d, s, o[d], n, valid[d]).bits) return false;
-  return true;
+  for (int d = 0; d < 3; ++d) all &= run_at(P, d, s, o[d], n, valid[d]).bits != 0u;
+  return all;
 }
 
 // Writes particle s's weights at the tile's points into slot `slot`: along x for the divergence
 // times α, (α_x dw, α_y w, α_z w) per point, for the sums w and then the sets' strengths; along y
 // and z the (w, dw) pairs or w (blob::weight at the run's points k, k + n, … < len where the
 // stencil is wider than the box).  Returns the bits of the z-points with a nonzero weight.  The
-// loops stay rolled: unrolled, this code overflowed the instruction cache and the warps waited
-// on instruction fetch.
+// loops with exponentials inside stay rolled: unrolled, such code overflowed the instruction
+// cache and the warps waited on instruction fetch.
 template <bool Div, int NSets>
 __device__ unsigned stage(const Sorted& P, int s, int slot, const int (&o)[3], const unsigned (&valid)[3], int n,
                           double h, double* xs, double* ys, double* zs) {
@@ -199,12 +201,16 @@ __device__ unsigned stage(const Sorted& P, int s, int slot, const int (&o)[3], c
   if constexpr (Div) {
     for (int c = 0; c < 3; ++c) al[c] = P.strength(0, c, s);
   } else {
+    // Unrolled: the sets' pointers are then read from the parameters, not from a local copy,
+    // and the 3 NSets loads are in flight at once.
     double* str = xs + slot * kXS<Div, NSets> + kT;
-#pragma unroll 1
+#pragma unroll
     for (int j = 0; j < NSets; ++j)
+#pragma unroll
       for (int c = 0; c < 3; ++c) str[3 * j + c] = P.strength(j, c, s);
   }
   const blob::Core c = P.core(s);
+  const double q = blob::weight_run_q(c, h);
   unsigned bits = 0;
 #pragma unroll 1
   for (int d = 0; d < 3; ++d) {
@@ -212,19 +218,7 @@ __device__ unsigned stage(const Sorted& P, int s, int slot, const int (&o)[3], c
                          d == 0 ? valid[0] : d == 1 ? valid[1] : valid[2]);
     const double x = P(d, s);
     double* dst = d == 0 ? xs + slot * kXS<Div, NSets> : (d == 1 ? ys : zs) + slot * kYZS<Div>;
-#pragma unroll 1
-    for (int t = 0; t < kT; ++t) {
-      double w = 0, dw = 0;
-      if ((r.bits >> t) & 1u) {
-        int k = t - r.sh;
-        if (k < 0) k += n;
-        for (int kk = k; kk < r.len; kk += n) {
-          double v, dv;
-          blob::weight(blob::offset(r.ilo + kk, h, x), c, v, dv);
-          w += v;
-          dw += dv;
-        }
-      }
+    auto put = [&](int t, double w, double dw) {
       if (d == 0 && Div) {
         dst[3 * t] = al[0] * dw;
         dst[3 * t + 1] = al[1] * w;
@@ -235,6 +229,39 @@ __device__ unsigned stage(const Sorted& P, int s, int slot, const int (&o)[3], c
         reinterpret_cast<double2*>(dst)[t] = make_double2(w, dw);
       } else {
         dst[t] = w;
+      }
+    };
+    // The common case: the run narrower than the box (one image a point) and the tile's points
+    // on it one block t0 … t1 − 1, at the run's indices k0 … k0 + t1 − t0 − 1: their weights by
+    // blob::WeightRun from the first (two exponentials), unrolled and predicated.
+    const int t0 = __ffs(r.bits) - 1, t1 = 32 - __clz(r.bits);
+    if (r.len < n && r.bits && r.bits == span(t0, t1)) {
+      const int k0 = t0 - r.sh < 0 ? t0 - r.sh + n : t0 - r.sh;
+      blob::WeightRun wr(blob::offset(r.ilo + k0, h, x), c, h, q);
+#pragma unroll
+      for (int t = 0; t < kT; ++t) {
+        const bool on = t >= t0 && t < t1;
+        const double w = on ? wr.w : 0.0;
+        put(t, w, Div && on ? blob::slope(blob::offset(r.ilo + k0 + t - t0, h, x), c, w) : 0.0);
+        if (on) wr.next();
+      }
+    } else {
+      // Otherwise (stencils wider than the box, or a run that wraps around it inside the tile)
+      // point by point, summing the images k, k + n, … < len.
+#pragma unroll 1
+      for (int t = 0; t < kT; ++t) {
+        double w = 0, dw = 0;
+        if ((r.bits >> t) & 1u) {
+          int k = t - r.sh;
+          if (k < 0) k += n;
+          for (int kk = k; kk < r.len; kk += n) {
+            double v, dv;
+            blob::weight(blob::offset(r.ilo + kk, h, x), c, v, dv);
+            w += v;
+            dw += dv;
+          }
+        }
+        put(t, w, dw);
       }
     }
     bits = r.bits;
