@@ -236,7 +236,7 @@ __device__ unsigned stage(const Sorted& P, int s, int slot, const int (&o)[3], c
     // blob::WeightRun from the first (two exponentials), unrolled and predicated.
     const int t0 = __ffs(r.bits) - 1, t1 = 32 - __clz(r.bits);
     if (r.len < n && r.bits && r.bits == span(t0, t1)) {
-      const int k0 = t0 - r.sh < 0 ? t0 - r.sh + n : t0 - r.sh;
+      const int k0 = wrap(t0 - r.sh, n);
       blob::WeightRun wr(blob::offset(r.ilo + k0, h, x), c, h, q);
 #pragma unroll
       for (int t = 0; t < kT; ++t) {

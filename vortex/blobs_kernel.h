@@ -32,12 +32,17 @@ VH_HD inline double offset(int i, double h, double x) { return sub_rn(mul_rn(sta
 /// The cut-off rule: the weight at offset δ is kept where |δ| ≤ R.
 VH_HD inline bool inside(double delta, const Core& c) { return fabs(delta) <= c.R; }
 
+/// The Gaussian (2πσ²)^{-1/2} exp(−δ²/2σ²) at offset δ, without the cut-off.
+VH_HD inline double gaussian(double delta, const Core& c) {
+  return c.norm * exp(-delta * delta / (2.0 * c.sigma * c.sigma));
+}
+
 /// dw = ∂w/∂x_i = −δ/σ² w from the weight w at offset δ.
 VH_HD inline double slope(double delta, const Core& c, double w) { return -delta / (c.sigma * c.sigma) * w; }
 
 /// w(δ) and dw = ∂w/∂x_i = −δ/σ² w at offset δ; w = 0 outside the cut-off.
 VH_HD inline void weight(double delta, const Core& c, double& w, double& dw) {
-  w = inside(delta, c) ? c.norm * exp(-delta * delta / (2.0 * c.sigma * c.sigma)) : 0.0;
+  w = inside(delta, c) ? gaussian(delta, c) : 0.0;
   dw = slope(delta, c, w);
 }
 
@@ -52,7 +57,7 @@ struct WeightRun {
   double w, r, q;
   /// At offset δ: the weight there by the closed form, and its ratio to the next.
   VH_HD WeightRun(double delta, const Core& c, double h, double q_) : q(q_) {
-    w = c.norm * exp(-delta * delta / (2.0 * c.sigma * c.sigma));
+    w = gaussian(delta, c);
     r = exp(-(2.0 * delta * h + h * h) / (2.0 * c.sigma * c.sigma));
   }
   /// To the next index: its weight, and the ratio after it.
