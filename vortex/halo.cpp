@@ -20,6 +20,18 @@ int owner_of(const Slab& lattice, double z) {
   return block_owner(n, lattice.ranks(), plane);
 }
 
+bool owns_any(const Slab& lattice, double zlo, double zhi) {
+  // The nearest planes of zlo and zhi bound those of the heights between (lround is monotone);
+  // this rank's planes [z0, z0 + nz) and their image one period up against them, unwrapped.
+  const int n = lattice.grid.n;
+  const double h = lattice.grid.h();
+  const long p0 = std::lround(zlo / h), p1 = std::lround(zhi / h);
+  if (p1 - p0 + 1 >= n) return true;
+  const long first = ((p0 % n) + n) % n, last = first + (p1 - p0);
+  auto meets = [&](long a, long b) { return first < b && a <= last; };  // [a, b) and [first, last]
+  return meets(lattice.z0, lattice.z0 + lattice.nz) || meets(lattice.z0 + n, lattice.z0 + lattice.nz + n);
+}
+
 Halo::Halo(const Slab& lattice, const std::vector<Vec3>& x, const std::vector<double>& sigma, double cutoff)
     : comm_(lattice.comm), total_(x.size()) {
   const int R = lattice.ranks();

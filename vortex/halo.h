@@ -30,6 +30,9 @@ namespace vh::vortex {
 /// holding the lattice plane nearest to z (periodic).
 int owner_of(const Slab& lattice, double z);
 
+/// Whether this rank (lattice.rank) owns some height in [zlo, zhi] (owner_of of some z there).
+bool owns_any(const Slab& lattice, double zlo, double zhi);
+
 /// The exchange of ghost particles for the blob sums at this rank's planes (collective).
 class Halo {
  public:

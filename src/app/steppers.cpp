@@ -224,12 +224,15 @@ class VortexStepper : public Stepper {
     save_vortex_state(grp, solver_->state(), err, comm);
   }
   /// Every rank reads the state a chunk at a time and keeps its own particles (vortex::owner_of:
-  /// the rank of each particle's nearest lattice plane).
+  /// the rank of each particle's nearest lattice plane), reading the chunks near its planes.
   void load(h5::Id grp, double speed) override {
     KeepParticle own;
-    if (!lattice_slab_.whole())
+    KeepBox near;
+    if (!lattice_slab_.whole()) {
       own = [this](const Vec3& x) { return vortex::owner_of(lattice_slab_, x[2]) == lattice_slab_.rank; };
-    solver_->set_state(load_vortex_state(grp, lattice_, vortex::bounds(lattice_, sigma0_, speed), own,
+      near = [this](const Vec3& lo, const Vec3& hi) { return vortex::owns_any(lattice_slab_, lo[2], hi[2]); };
+    }
+    solver_->set_state(load_vortex_state(grp, lattice_, vortex::bounds(lattice_, sigma0_, speed), own, near,
                                          lattice_slab_.local_points(), lattice_slab_.comm));
   }
   std::string log_line() override {

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -16,6 +20,12 @@ using vortex::Vec3;
 static_assert(sizeof(Vec3) == 3 * sizeof(double), "Vec3 is three doubles, no padding");
 
 constexpr int kTag = 25;  // the messages of one array's parts to rank 0
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The positions' boxes: "x_boxes" [n_boxes][6] (lowest x, y, z, then highest), box b over the
+// file's rows [b B, (b + 1) B), B its attribute "rows".
+constexpr const char* kBoxes = "x_boxes";
+constexpr const char* kBoxRows = "rows";
 
 /// The state's per-particle arrays of three components, by checkpoint name; the history's last.
 template <class State>
@@ -37,8 +47,10 @@ void save_vortex_state(h5::Id grp, const vortex::State& st, RootErrors& err, con
   const std::vector<std::size_t> counts = comm.counts(st.particles.size());
   std::size_t n = 0;
   for (std::size_t c : counts) n += c;
-  // One array after the other, each rank's part in chunks through rank 0, in rank order.
-  auto write = [&](const char* name, const double* mine, std::size_t width) {
+  // One array after the other, each rank's part in chunks through rank 0, in rank order; `seen`
+  // (rank 0) sees each chunk's rows as they go to the file.
+  using Rows = std::function<void(std::size_t first, std::size_t m, const double* rows)>;
+  auto write = [&](const char* name, const double* mine, std::size_t width, const Rows& seen = {}) {
     h5::Handle d;
     err.run(comm, [&] { d = h5::create_doubles(grp, name, width == 1 ? h5::Shape{n} : h5::Shape{n, width}); });
     std::vector<double> buf(comm.root() && comm.size() > 1 ? chunk * width : 0);
@@ -48,13 +60,33 @@ void save_vortex_state(h5::Id grp, const vortex::State& st, RootErrors& err, con
         const std::size_t m = std::min(chunk, counts[r] - k), bytes = m * width * sizeof(double);
         if (r > 0 && comm.rank() == r) comm.send(mine + k * width, bytes, 0, kTag);
         if (r > 0 && comm.root()) comm.recv(buf.data(), bytes, r, kTag);
-        err.run(comm, [&] { h5::write_rows(d, first + k, m, r == 0 ? mine + k * width : buf.data()); });
+        const double* rows = r == 0 ? mine + k * width : buf.data();
+        if (comm.root() && seen) seen(first + k, m, rows);
+        err.run(comm, [&] { h5::write_rows(d, first + k, m, rows); });
       }
       first += counts[r];
     }
   };
+  // The positions' boxes, a box each `chunk` rows of the file (rank 0 sees every row go by).
+  const std::size_t boxes = (n + chunk - 1) / chunk;
+  std::vector<double> box(comm.root() ? 6 * boxes : 0);
+  for (std::size_t b = 0; b < box.size(); b += 6)
+    for (int c = 0; c < 3; ++c) box[b + c] = kInf, box[b + 3 + c] = -kInf;
   const auto v = vectors(st);
-  for (std::size_t a = 0; a < kParticleVectors; ++a) write(v[a].first, values(*v[a].second), 3);
+  write(v[0].first, values(*v[0].second), 3, [&](std::size_t first, std::size_t m, const double* x) {
+    for (std::size_t i = 0; i < m; ++i)
+      for (int c = 0; c < 3; ++c) {
+        double* b = &box[6 * ((first + i) / chunk)];
+        b[c] = std::min(b[c], x[3 * i + c]);
+        b[3 + c] = std::max(b[3 + c], x[3 * i + c]);
+      }
+  });
+  err.run(comm, [&] {
+    h5::write_doubles(grp, kBoxes, box.data(), h5::Shape{boxes, 6});
+    h5::Handle d = h5::open_dataset(grp, kBoxes);
+    h5::write_attribute(d, kBoxRows, std::int64_t(chunk));
+  });
+  for (std::size_t a = 1; a < kParticleVectors; ++a) write(v[a].first, values(*v[a].second), 3);
   write("sigma", st.particles.sigma.data(), 1);
   if (!st.u_prev.empty())  // the AB2 history (every rank has one or none)
     for (std::size_t a = kParticleVectors; a < v.size(); ++a) write(v[a].first, values(*v[a].second), 3);
@@ -74,8 +106,27 @@ void save_vortex_state(h5::Id grp, const vortex::State& st, RootErrors& err, con
 namespace {
 
 /// load_vortex_state on this rank alone (InputError for what it finds).
+/// The file's position boxes (empty where it has none: written before them): [n_boxes][6], each
+/// inside the box [0, 2π)³ as validate_particles has its positions, lowest ≤ highest; `rows`
+/// gets their attribute.
+std::vector<double> read_boxes(h5::Id grp, std::size_t n, std::size_t& rows) {
+  if (!h5::exists(grp, kBoxes)) return {};
+  const std::int64_t r = h5::read_int64_attribute(h5::open_dataset(grp, kBoxes), kBoxRows);
+  if (r < 1) throw InputError("attribute x_boxes/rows = " + std::to_string(r) + ", expected >= 1");
+  rows = std::size_t(r);
+  std::vector<double> box = h5::read_doubles(grp, kBoxes, h5::Shape{(n + rows - 1) / rows, 6});
+  const double top = 2 * M_PI * (1 + 1e-12), bottom = -2 * M_PI * 1e-12;  // validate_particles' box
+  for (std::size_t b = 0; b < box.size(); b += 6)
+    for (int c = 0; c < 3; ++c)
+      if (!(box[b + c] >= bottom && box[b + c] <= box[b + 3 + c] && box[b + 3 + c] < top))
+        throw InputError("x_boxes[" + std::to_string(b / 6) + "][" + std::to_string(c) + "]: [" +
+                         std::to_string(box[b + c]) + ", " + std::to_string(box[b + 3 + c]) +
+                         "] is not an interval inside [0, 2 pi)");
+  return box;
+}
+
 vortex::State load_own(h5::Id grp, const Grid& lattice, const vortex::Bounds& b, const KeepParticle& keep,
-                       std::size_t expected, std::size_t chunk) {
+                       const KeepBox& may_keep, std::size_t expected, std::size_t chunk, std::size_t& read) {
   // The checks name the group: "<file>:/vortex: x[7][1] = nan is not finite".
   auto checked = [&](auto&& check) {
     try {
@@ -108,14 +159,43 @@ vortex::State load_own(h5::Id grp, const Grid& lattice, const vortex::Bounds& b,
   for (std::size_t a = 0; a < arrays; ++a) kept[a].second->reserve(room);
   out.particles.sigma.reserve(room);
 
-  // A chunk's positions (every rank checks them all), then the other arrays' rows of each run of
-  // consecutive particles it keeps (one run a rank's slab after a reinitialisation).
+  // The positions' boxes, if the file has them: a chunk none of whose boxes `may_keep` takes is
+  // not read (a rank then reads the positions near its own particles, not all of them).
+  std::size_t rows = 0;
+  std::vector<double> box;
+  checked([&] { box = read_boxes(grp, n, rows); });
+  auto corner = [&](std::size_t i, int hi) {
+    return Vec3{box[6 * i + 3 * hi], box[6 * i + 3 * hi + 1], box[6 * i + 3 * hi + 2]};
+  };
+  auto skipped = [&](std::size_t first, std::size_t m) {
+    if (box.empty() || !may_keep) return false;
+    for (std::size_t i = first / rows; i <= (first + m - 1) / rows; ++i)
+      if (may_keep(corner(i, 0), corner(i, 1))) return false;
+    return true;
+  };
+
+  // A chunk's positions (every rank checks all it reads), then the other arrays' rows of each run
+  // of consecutive particles it keeps (one run a rank's slab after a reinitialisation).
+  read = 0;
   for (std::size_t first = 0; first < n; first += chunk) {
     const std::size_t m = std::min(chunk, n - first);
+    if (skipped(first, m)) continue;
     std::vector<Vec3>& x = chunk_x.particles.x;
     x.resize(m);
     h5::read_rows(d[0], first, m, values(x));
+    read += m;
     checked([&] { vortex::validate_particles(chunk_x, first, b); });
+    // A box must hold its positions: a rank that skipped it relies on that.
+    for (std::size_t i = 0; i < m && !box.empty(); ++i) {
+      const std::size_t k = (first + i) / rows;
+      const Vec3 lo = corner(k, 0), hi = corner(k, 1);
+      for (int c = 0; c < 3; ++c)
+        if (!(x[i][c] >= lo[c] && x[i][c] <= hi[c]))
+          checked([&] {
+            throw InputError("x[" + std::to_string(first + i) + "] lies outside its box x_boxes[" + std::to_string(k) +
+                             "]: the boxes must hold the positions");
+          });
+    }
     for (std::size_t i = 0; i < m;) {
       if (keep && !keep(x[i])) {
         ++i;
@@ -143,14 +223,17 @@ vortex::State load_own(h5::Id grp, const Grid& lattice, const vortex::Bounds& b,
 }  // namespace
 
 vortex::State load_vortex_state(h5::Id grp, const Grid& lattice, const vortex::Bounds& b, const KeepParticle& keep,
-                                std::size_t expected, const Comm& comm, std::size_t chunk) {
+                                const KeepBox& may_keep, std::size_t expected, const Comm& comm, std::size_t chunk,
+                                std::size_t* positions_read) {
   VH_CHECK(chunk > 0, "load_vortex_state: chunk of 0 particles");
   // A rank that finds a bad value in its own particles refuses for all (one rank alone would
   // leave the others waiting in the next collective).
   vortex::State st;
   std::string why;
   try {
-    st = load_own(grp, lattice, b, keep, expected, chunk);
+    std::size_t read = 0;
+    st = load_own(grp, lattice, b, keep, may_keep, expected, chunk, read);
+    if (positions_read) *positions_read = read;
   } catch (const InputError& e) {
     why = e.what();
   }

@@ -6,9 +6,15 @@
 //
 // Both directions move a bounded chunk of particles at a time, so that no rank holds more than
 // its own particles and one chunk (issue 25: memory O(N/R) a rank, the restart included): rank 0
-// writes the ranks' parts as they arrive, in rank order; every rank reads the arrays a chunk at a
-// time and keeps the particles its `keep` takes, reading the other arrays only where it keeps
-// them (a rank's I/O is the positions and its own share), each part checked (vortex/validate.h).
+// writes the ranks' parts as they arrive, in rank order, and beside the positions their boxes,
+// "x_boxes" [n_boxes][6] (lowest x, y, z, highest x, y, z of each `rows` consecutive particles of
+// the file, `rows` its attribute: 2^16). Every rank reads the positions a chunk at a time, skips
+// the chunks whose boxes it keeps nothing from, and keeps the particles its `keep` takes,
+// reading the other arrays only where it keeps them; each part is checked (vortex/validate.h),
+// and the positions against their box. So a z-slab's I/O is its own share and the few chunks
+// that straddle its faces (in lattice order, z slowest, a box is one or two planes' particles;
+// those of the first plane that drifted below z = 0 and wrapped make its boxes span the box's
+// height, read by every rank). Files written before the boxes are read whole, as before.
 #pragma once
 
 #include <cstddef>
@@ -32,14 +38,21 @@ void save_vortex_state(h5::Id grp, const vortex::State& st, RootErrors& err, con
 
 /// Which particles a rank keeps, by position (empty: all of them).
 using KeepParticle = std::function<bool(const vortex::Vec3& x)>;
+/// Whether the rank's KeepParticle may take some position in the box [lo, hi] (true where
+/// unsure; empty: read every chunk). The ranks' predicates must keep every position of the box
+/// [0, 2π)³ somewhere, so that every chunk is read, and its boxes checked, by some rank.
+using KeepBox = std::function<bool(const vortex::Vec3& lo, const vortex::Vec3& hi)>;
 
 /// The state in `grp`, whose arrays must hold one particle per point of `lattice` (InputError
 /// naming the dataset otherwise, and for any value vortex/validate.h refuses against `b`, with
 /// the file's index), with the particles `keep` takes in the file's order. `expected`: about
-/// how many it keeps (room reserved). Every rank reads and checks all positions, and the other
-/// arrays only where it keeps the particles. Collective over comm: a value one rank refuses is
-/// refused by all, with that rank's message.
+/// how many it keeps (room reserved). Every rank reads and checks the positions of the chunks
+/// whose boxes `may_keep` takes (all of them where the file has no boxes), and the other arrays
+/// only where it keeps the particles; `positions_read` (if given) gets how many positions it
+/// read. Collective over comm: a value one rank refuses is refused by all, with that rank's
+/// message.
 vortex::State load_vortex_state(h5::Id grp, const Grid& lattice, const vortex::Bounds& b, const KeepParticle& keep,
-                                std::size_t expected, const Comm& comm, std::size_t chunk = kParticleChunk);
+                                const KeepBox& may_keep, std::size_t expected, const Comm& comm,
+                                std::size_t chunk = kParticleChunk, std::size_t* positions_read = nullptr);
 
 }  // namespace vh::app

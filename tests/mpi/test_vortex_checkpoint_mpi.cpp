@@ -5,14 +5,20 @@
 // by its index in the file whichever chunk holds it, and refused by every rank even where only
 // the rank that keeps the particle reads it. Chunks of 4 and 3 particles against parts
 // of 0 to 20 make every boundary case (a part shorter than a chunk, a chunk across two ranks'
-// parts in the file, a last short chunk). Label mpi; 2 and 3 ranks.
+// parts in the file, a last short chunk). The positions' boxes (a box each 4 rows of the file)
+// let a rank read only the chunks near its share: exactly those, the file's result all the
+// same; a file without them is read whole; a box that does not hold its positions, or is not a
+// box, is refused. Label mpi; 2 and 3 ranks.
 #include <gtest/gtest.h>
+#include <hdf5.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <string>
-#include <unistd.h>
 
 #include "app/vortex_checkpoint.h"
 #include "base/error.h"
@@ -94,10 +100,33 @@ class VortexCheckpointMpi : public ::testing::Test {
     err.rethrow(w);
     w.barrier();  // the file is whole before any rank reads it
   }
-  State read(const vh::app::KeepParticle& keep, std::size_t chunk = 3) const {
+  State read(const vh::app::KeepParticle& keep, std::size_t chunk = 3, const vh::app::KeepBox& may_keep = {},
+             std::size_t* positions_read = nullptr) const {
     vh::h5::Handle f = vh::h5::open_file(path_);
     vh::h5::Handle g = vh::h5::open_group(f, "vortex");
-    return vh::app::load_vortex_state(g, Grid{kLattice}, vh::vortex::Bounds{}, keep, kN, Comm::world(), chunk);
+    return vh::app::load_vortex_state(g, Grid{kLattice}, vh::vortex::Bounds{}, keep, may_keep, kN, Comm::world(), chunk,
+                                      positions_read);
+  }
+  /// Rank 0 edits the file's position boxes ([n_boxes][6]) in place, or removes them (edit
+  /// empty), with HDF5's own calls: what another writer or a damaged file could hold.
+  void edit_boxes(const std::function<void(std::vector<double>&)>& edit) const {
+    const Comm w = Comm::world();
+    if (w.root()) {
+      const hid_t f = H5Fopen(path_.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+      ASSERT_GE(f, 0);
+      if (edit) {
+        const hid_t d = H5Dopen2(f, "vortex/x_boxes", H5P_DEFAULT);
+        std::vector<double> box(6 * ((kN + 3) / 4));
+        EXPECT_GE(H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, box.data()), 0);
+        edit(box);
+        EXPECT_GE(H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, box.data()), 0);
+        H5Dclose(d);
+      } else {
+        EXPECT_GE(H5Ldelete(f, "vortex/x_boxes", H5P_DEFAULT), 0);
+      }
+      H5Fclose(f);
+    }
+    w.barrier();
   }
   std::string path_;
 };
@@ -134,9 +163,14 @@ bool in_my_share(const Vec3& x) {
   return int(x[2] / 6.0 * w.size()) == w.rank();
 }
 
-TEST_F(VortexCheckpointMpi, EachRankKeepsWhatItsPredicateTakesInTheFilesOrder) {
-  write(true);
-  const State got = read(in_my_share);
+/// Whether the box's heights meet this rank's share (in_my_share's KeepBox).
+bool meets_my_share(const Vec3& lo, const Vec3& hi) {
+  const Comm w = Comm::world();
+  return int(lo[2] / 6.0 * w.size()) <= w.rank() && w.rank() <= int(hi[2] / 6.0 * w.size());
+}
+
+/// What in_my_share keeps of the whole state, in the file's order.
+State my_share() {
   const State all = part(0, kN, true);
   State want = part(0, 0, true);
   for (std::size_t i = 0; i < kN; ++i)
@@ -149,10 +183,67 @@ TEST_F(VortexCheckpointMpi, EachRankKeepsWhatItsPredicateTakesInTheFilesOrder) {
       want.dalpha_prev.push_back(all.dalpha_prev[i]);
       want.dgamma_prev.push_back(all.dgamma_prev[i]);
     }
+  return want;
+}
+
+TEST_F(VortexCheckpointMpi, EachRankKeepsWhatItsPredicateTakesInTheFilesOrder) {
+  write(true);
+  const State got = read(in_my_share), want = my_share();
   EXPECT_FALSE(want.particles.x.empty());
   expect_equal(got, want);
   // Every particle is kept by exactly one rank.
   EXPECT_EQ(Comm::world().sum(double(got.particles.size())), double(kN));
+}
+
+// With the boxes a rank reads the chunks (of 3) that hold a file row whose box (of 4 rows)
+// meets its share, counted here from the positions themselves; its particles are the same.
+TEST_F(VortexCheckpointMpi, EachRankReadsOnlyTheChunksWhoseBoxesMeetItsShare) {
+  write(true);
+  std::size_t got_read = 0;
+  expect_equal(read(in_my_share, 3, meets_my_share, &got_read), my_share());
+  std::size_t want_read = 0;
+  for (std::size_t first = 0; first < kN; first += 3) {
+    bool near = false;
+    for (std::size_t i = first; i < std::min(first + 3, kN); ++i) {
+      const std::size_t b0 = i / 4 * 4, b1 = std::min(b0 + 4, kN);  // the box's rows, z rising
+      near = near || meets_my_share(position(b0), position(b1 - 1));
+    }
+    if (near) want_read += std::min(std::size_t(3), kN - first);
+  }
+  EXPECT_EQ(got_read, want_read);
+  if (Comm::world().size() > 1) {
+    EXPECT_LT(got_read, kN);
+  }
+  // Without a KeepBox, or from a file without boxes, every position is read.
+  read(in_my_share, 3, {}, &got_read);
+  EXPECT_EQ(got_read, kN);
+  edit_boxes({});
+  expect_equal(read(in_my_share, 3, meets_my_share, &got_read), my_share());
+  EXPECT_EQ(got_read, kN);
+}
+
+// A rank that skips a chunk relies on its boxes: one that does not hold its positions is
+// refused by the rank that reads it, and so by every rank; one that is not an interval by all.
+TEST_F(VortexCheckpointMpi, BoxesThatDoNotHoldTheirPositionsAreRefusedOnEveryRank) {
+  write(false);
+  edit_boxes([](std::vector<double>& box) { box[6 * 5 + 5] = box[6 * 5 + 2]; });  // rows 20-23: z of row 20
+  for (const vh::app::KeepBox& near : {vh::app::KeepBox(), vh::app::KeepBox(meets_my_share)}) {
+    try {
+      read(in_my_share, 3, near);
+      ADD_FAILURE() << "a box without its positions was read";
+    } catch (const vh::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(":/vortex: x[21] lies outside its box x_boxes[5]"), std::string::npos)
+          << e.what();
+    }
+  }
+  edit_boxes([](std::vector<double>& box) { box[6 * 2 + 2] = box[6 * 2 + 5] + 0.5; });  // lowest z above highest
+  try {
+    read(in_my_share, 3, meets_my_share);
+    ADD_FAILURE() << "a box upside down was read";
+  } catch (const vh::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(":/vortex: x_boxes[2][2]: ["), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("is not an interval inside [0, 2 pi)"), std::string::npos) << e.what();
+  }
 }
 
 // A rank reads the arrays other than the positions only where it keeps the particles, so a bad
@@ -181,7 +272,7 @@ TEST_F(VortexCheckpointMpi, AnArrayOfAnotherLatticeIsRefusedBeforeAnyValueIsRead
   vh::h5::Handle f = vh::h5::open_file(path_);
   vh::h5::Handle g = vh::h5::open_group(f, "vortex");
   try {
-    vh::app::load_vortex_state(g, Grid{4}, vh::vortex::Bounds{}, {}, 64, Comm::world());
+    vh::app::load_vortex_state(g, Grid{4}, vh::vortex::Bounds{}, {}, {}, 64, Comm::world());
     ADD_FAILURE() << "27 particles read as 64";
   } catch (const vh::InputError& e) {
     EXPECT_NE(std::string(e.what()).find(":/vortex/x: shape [27 3], expected [64 3]"), std::string::npos) << e.what();
