@@ -80,7 +80,7 @@ __global__ void l2p_kernel(const int* __restrict__ leaves, const GCell* __restri
         Rn[0] = 1.0;
         Rn[1] = 0.0;
       } else {
-        harmonic_row_up<false>(n - 1, dx, dy, dz, r2, rows[(n - 1) % 3], rows[(n + 1) % 3], Rn);
+        harmonic_row_up<false>(n - 1, dx, dy, dz, r2, rows[(n - 1) % 3], rows[(n + 1) % 3], Rn, reciprocals());
       }
       for (int j = 0; j <= 2 && j <= p - n; ++j)
         for (int k = 0; k <= j; ++k)

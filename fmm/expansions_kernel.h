@@ -68,18 +68,42 @@ VH_HD inline void cmul_into(double ar, double ai, double& re, double& im) {
   im = i;
 }
 
+/// The regular recurrences' divisions by small positive integers d (2l + 2 and
+/// (l + m + 1)(l - m + 1)). Divide divides: the host's rounding, as it always was. Reciprocal
+/// multiplies by 1/d from a table of correctly rounded reciprocals: one rounding more (within an
+/// ulp of the quotient), no division sequence; the GPU kernels take it (in the P2M's column
+/// recurrence the two division sequences a step were most of its FP64 instructions).
+struct Divide {
+  VH_HD double operator()(double a, int d) const { return a / double(d); }
+};
+struct Reciprocal {
+  const double* inv;  ///< inv[d] = 1 / d, d up to (p + 1)^2
+  VH_HD double operator()(double a, int d) const { return a * inv[d]; }
+};
+/// The table Reciprocal reads: 1 / d for d = 1 .. N - 1 (entry 0 unused), each correctly rounded
+/// (constant-evaluated division).
+template <int N>
+struct ReciprocalTable {
+  double v[N];
+  constexpr ReciprocalTable() : v() {
+    for (int d = 1; d < N; ++d) v[d] = 1.0 / double(d);
+  }
+};
+
 /// R_{l+1,l+1} from R_ll, in place: -(x + i y) / (2l + 2) R_ll.
-VH_HD inline void regular_diagonal(int l, double x, double y, double& re, double& im) {
-  const double d = double(2 * l + 2);
-  cmul_into(-x / d, -y / d, re, im);
+template <class Div = Divide>
+VH_HD inline void regular_diagonal(int l, double x, double y, double& re, double& im, const Div& div = Div()) {
+  cmul_into(div(-x, 2 * l + 2), div(-y, 2 * l + 2), re, im);
 }
 
 /// R_{l+1,m} from R_lm = (cr, ci) and R_{l-1,m} = (pr, pi) (zero for m = l).
+template <class Div = Divide>
 VH_HD inline void regular_up(int l, int m, double z, double r2, double cr, double ci, double pr, double pi, double& nr,
-                             double& ni) {
-  const double s = double(2 * l + 1) * z, den = double((l + m + 1) * (l - m + 1));
-  nr = (s * cr - r2 * pr) / den;
-  ni = (s * ci - r2 * pi) / den;
+                             double& ni, const Div& div = Div()) {
+  const double s = double(2 * l + 1) * z;
+  const int den = (l + m + 1) * (l - m + 1);
+  nr = div(s * cr - r2 * pr, den);
+  ni = div(s * ci - r2 * pi, den);
 }
 
 /// I_{l+1,l+1} from I_ll, in place: -(2l + 1) (x + i y) / r^2 I_ll.
@@ -98,19 +122,25 @@ VH_HD inline void irregular_up(int l, int m, double z, double inv_r2, double cr,
 
 /// Row l + 1 (m = 0 .. l + 1) of the regular harmonics R, or of the irregular I when Irr, from
 /// rows l and l - 1 by the recurrences above: rows in m >= 0 storage, (re, im) at [2 m]; Xm1
-/// is not read for l = 0.  q is r^2 for R, 1 / r^2 for I.
-template <bool Irr>
+/// is not read for l = 0.  q is r^2 for R, 1 / r^2 for I.  div: R's divisions (Divide above).
+template <bool Irr, class Div = Divide>
 VH_HD inline void harmonic_row_up(int l, double x, double y, double z, double q, const double* X, const double* Xm1,
-                                  double* Xp1) {
+                                  double* Xp1, const Div& div = Div()) {
   double dr = X[2 * l], di = X[2 * l + 1];
-  if (Irr) irregular_diagonal(l, x, y, q, dr, di);
-  else regular_diagonal(l, x, y, dr, di);
+  if (Irr) {
+    irregular_diagonal(l, x, y, q, dr, di);
+  } else {
+    regular_diagonal(l, x, y, dr, di, div);
+  }
   Xp1[2 * (l + 1)] = dr;
   Xp1[2 * (l + 1) + 1] = di;
   for (int m = 0; m <= l; ++m) {
     const double pr = m <= l - 1 ? Xm1[2 * m] : 0.0, pi = m <= l - 1 ? Xm1[2 * m + 1] : 0.0;
-    if (Irr) irregular_up(l, m, z, q, X[2 * m], X[2 * m + 1], pr, pi, Xp1[2 * m], Xp1[2 * m + 1]);
-    else regular_up(l, m, z, q, X[2 * m], X[2 * m + 1], pr, pi, Xp1[2 * m], Xp1[2 * m + 1]);
+    if (Irr) {
+      irregular_up(l, m, z, q, X[2 * m], X[2 * m + 1], pr, pi, Xp1[2 * m], Xp1[2 * m + 1]);
+    } else {
+      regular_up(l, m, z, q, X[2 * m], X[2 * m + 1], pr, pi, Xp1[2 * m], Xp1[2 * m + 1], div);
+    }
   }
 }
 

@@ -29,6 +29,11 @@ namespace vh::fmm {
 // Largest order the kernels take: one thread per output coefficient, 3 ncoef(p) <= 1024.
 constexpr int kMaxGpuOrder = 20;
 
+// The reciprocals of the regular recurrences' denominators (expansions_kernel.h Reciprocal: up
+// to (p + 1)^2), one table per translation unit, read through L1.
+static __device__ const ReciprocalTable<(kMaxGpuOrder + 1) * (kMaxGpuOrder + 1) + 1> kReciprocals;
+__device__ inline Reciprocal reciprocals() { return Reciprocal{kReciprocals.v}; }
+
 /// What the far-field kernels read of a cell: the expansion centre, the particle range, the
 /// parent and the level.
 struct GCell {
@@ -49,23 +54,29 @@ __device__ inline V mk2(double x, double y) {
 }
 
 // Column m (degrees l = m..p) of the regular harmonics R_lm(x, y, z), or of the irregular
-// I_lm when Irr, by the recurrences of expansions_kernel.h (run in double): emit(l, re, im) for
-// l = m, m + 1, ..., p in turn.
+// I_lm when Irr, by the recurrences of expansions_kernel.h (run in double; R's divisions by the
+// reciprocals' table): emit(l, re, im) for l = m, m + 1, ..., p in turn.
 template <bool Irr, class Emit>
 __device__ inline void harmonic_column(double x, double y, double z, int p, int m, Emit&& emit) {
   const double r2 = x * x + y * y + z * z, q = Irr ? 1.0 / r2 : r2;  // q as harmonic_row_up's
   double cr = Irr ? sqrt(q) : 1.0, ci = 0.0;
   for (int l = 0; l < m; ++l) {
-    if (Irr) irregular_diagonal(l, x, y, q, cr, ci);
-    else regular_diagonal(l, x, y, cr, ci);
+    if (Irr) {
+      irregular_diagonal(l, x, y, q, cr, ci);
+    } else {
+      regular_diagonal(l, x, y, cr, ci, reciprocals());
+    }
   }
   double pr = 0, pi = 0;
   for (int l = m; l <= p; ++l) {
     emit(l, cr, ci);
     if (l == p) break;
     double nr, ni;
-    if (Irr) irregular_up(l, m, z, q, cr, ci, pr, pi, nr, ni);
-    else regular_up(l, m, z, q, cr, ci, pr, pi, nr, ni);
+    if (Irr) {
+      irregular_up(l, m, z, q, cr, ci, pr, pi, nr, ni);
+    } else {
+      regular_up(l, m, z, q, cr, ci, pr, pi, nr, ni, reciprocals());
+    }
     pr = cr;
     pi = ci;
     cr = nr;

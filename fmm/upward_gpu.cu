@@ -17,7 +17,9 @@ namespace {
 // thread per particle running the whole triangle (harmonic_row_up, the same values) left the
 // other warps waiting: on an H200 at 2^21 turbulent blobs 4.6 ms (p 10) and 14.0 ms (p 12),
 // latency-bound at 11-17 % of the SM's throughput (bench/RESULTS.md, 2026-11-29 "the P2M by
-// columns").  With `own` (the upward pass shared over ranks, FarPlan::own) only this rank's
+// columns").  The columns' recurrence multiplies by the reciprocals' table (Reciprocal) where
+// the host divides: at 2^24 24.6 -> 7.0 ms (2026-12-02 "the regular harmonics without
+// divisions").  With `own` (the upward pass shared over ranks, FarPlan::own) only this rank's
 // particles count: a leaf without any is skipped (its M stays zero), the others' strengths in
 // a mixed leaf are taken as zero.
 __global__ void p2m_kernel(const int* __restrict__ leaves, const GCell* __restrict__ cells,

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -149,6 +150,45 @@ TEST(SharedKernels, RecurrencesGiveTheOldBits) {
       }
     }
   }
+}
+
+// The GPU kernels' regular harmonics multiply by a table of reciprocals where the host divides
+// (expansions_kernel.h Reciprocal): the table holds the correctly rounded 1/d, and rows built
+// with it stay within a few ulps a degree of the host's (each step rounds once more than the
+// division; the recurrence's two terms may cancel, so the bound is on the row's largest value).
+TEST(SharedKernels, ReciprocalRecurrencesStayWithinUlpsOfTheDivisions) {
+  constexpr int kP = 20;
+  static constexpr ReciprocalTable<(kP + 1) * (kP + 1) + 1> table;
+  for (int d = 1; d <= (kP + 1) * (kP + 1); ++d) {
+    volatile double one = 1.0;  // a division at run time
+    ASSERT_EQ(table.v[d], one / double(d)) << "1/" << d;
+  }
+  std::mt19937_64 gen(3);
+  std::uniform_real_distribution<double> U(-3, 3);
+  double worst = 0;
+  for (int t = 0; t < 200; ++t) {
+    const double x = U(gen), y = U(gen), z = U(gen), r2 = x * x + y * y + z * z;
+    std::vector<double> a(2 * ncoef(kP)), b(2 * ncoef(kP));
+    a[0] = b[0] = 1;
+    for (int l = 0; l < kP; ++l) {
+      harmonic_row_up<false>(l, x, y, z, r2, &a[2 * idx(l, 0)], l > 0 ? &a[2 * idx(l - 1, 0)] : nullptr,
+                             &a[2 * idx(l + 1, 0)]);
+      harmonic_row_up<false>(l, x, y, z, r2, &b[2 * idx(l, 0)], l > 0 ? &b[2 * idx(l - 1, 0)] : nullptr,
+                             &b[2 * idx(l + 1, 0)], Reciprocal{table.v});
+    }
+    for (int l = 1; l <= kP; ++l) {
+      double row = 0, diff = 0;
+      for (int c = 2 * idx(l, 0); c < 2 * idx(l + 1, 0); ++c) {
+        row = std::max(row, std::abs(a[c]));
+        diff = std::max(diff, std::abs(a[c] - b[c]));
+      }
+      const double ulps = diff / (row * 0x1p-52 * l);
+      worst = std::max(worst, ulps);
+      ASSERT_LE(ulps, 4.0) << "degree " << l << " at (" << x << ", " << y << ", " << z << ")";
+    }
+  }
+  std::printf("worst difference: %.2f ulps of the row's largest value a degree\n", worst);
+  EXPECT_GT(worst, 0.0);  // the two do round differently
 }
 
 TEST(SharedKernels, TableTranslationsGiveTheOldBits) {
