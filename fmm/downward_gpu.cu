@@ -46,6 +46,10 @@ __global__ void l2l_kernel(const int* __restrict__ children, const GCell* __rest
 }
 
 // ------------------------------------------------------------------------------------ L2P
+// Doubles between two threads' rows of R in the L2P's shared memory: three rows of p + 1 pairs,
+// and one more to make it odd.
+__host__ __device__ inline int l2p_rows_stride(int p) { return 6 * (p + 1) + 1; }
+
 // Block per target leaf, thread per target: the local expansion shifted to degrees <= 2 at the
 // target (l2l_terms on the rows of R(d), made by harmonic_row_up three at a time), then the
 // derivatives of the three potentials and u, grad u (potential_derivatives,
@@ -59,8 +63,12 @@ __global__ void l2p_kernel(const int* __restrict__ leaves, const GCell* __restri
                            long long out_first, long long out_count, double* __restrict__ u_out,
                            double* __restrict__ grad_out) {
   extern __shared__ double2 sh[];
-  const int nc = cidx(p + 1, 0), nf = (p + 1) * (p + 1);
+  const int nc = cidx(p + 1, 0), nf = (p + 1) * (p + 1), w = 2 * (p + 1);
   double2* Lf = sh;  // [3][nf]
+  // This thread's rows n - 2, n - 1, n of R (m >= 0, pairs), cyclic: in shared memory, as an
+  // array indexed at run time would be in local memory (l2p_rows_stride: odd, so the lanes'
+  // rows fall in different banks).
+  double* rows = reinterpret_cast<double*>(sh + 3 * nf) + threadIdx.x * l2p_rows_stride(p);
   const int cell = leaves[blockIdx.x];
   const GCell C = cells[cell];
   stage_full(L + static_cast<long long>(cell) * 3 * nc, p, nc, Lf, false, threadIdx.x, blockDim.x);
@@ -73,14 +81,14 @@ __global__ void l2p_kernel(const int* __restrict__ leaves, const GCell* __restri
     double Lr[6][3], Li[6][3];  // the shifted expansion at degrees <= 2: [cidx(j, k)][component]
     for (int c = 0; c < 6; ++c)
       for (int a = 0; a < 3; ++a) Lr[c][a] = Li[c][a] = 0;
-    double rows[3][2 * (kMaxGpuOrder + 1)];  // rows n - 2, n - 1, n of R (m >= 0, pairs), cyclic
     for (int n = 0; n <= p; ++n) {
-      double* Rn = rows[n % 3];
+      double* Rn = rows + (n % 3) * w;
       if (n == 0) {
         Rn[0] = 1.0;
         Rn[1] = 0.0;
       } else {
-        harmonic_row_up<false>(n - 1, dx, dy, dz, r2, rows[(n - 1) % 3], rows[(n + 1) % 3], Rn, reciprocals());
+        harmonic_row_up<false>(n - 1, dx, dy, dz, r2, rows + ((n - 1) % 3) * w, rows + ((n + 1) % 3) * w, Rn,
+                               reciprocals());
       }
       for (int j = 0; j <= 2 && j <= p - n; ++j)
         for (int k = 0; k <= j; ++k)
@@ -132,15 +140,21 @@ void far_l2l(const FarPlan& f, FarWork& w, cudaStream_t s) {
 void far_l2p(const FarPlan& f, const FarWork& w, const void* near, bool near_double, const MeanTerms* mean,
              double* u_out, double* grad_out, cudaStream_t s) {
   if (f.n_tgt_leaves == 0) return;
-  const std::size_t shm = 3 * (f.p + 1) * (f.p + 1) * sizeof(double2);
+  constexpr int kThreads = 64;
+  const std::size_t shm =
+      3 * (f.p + 1) * (f.p + 1) * sizeof(double2) + kThreads * l2p_rows_stride(f.p) * sizeof(double);
+  // Above 48 KiB (p >= 12) a kernel must ask for its shared memory.
+  for (const void* k :
+       {reinterpret_cast<const void*>(&l2p_kernel<double>), reinterpret_cast<const void*>(&l2p_kernel<float>)})
+    VH_CHECK_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shm)));
   if (near && near_double)
-    l2p_kernel<double><<<f.n_tgt_leaves, 64, shm, s>>>(f.tgt_leaves, f.tcells, f.xt, f.p, w.L.data(),
-                                                        static_cast<const double*>(near), f.perm, mean, f.out_first,
-                                                        f.out_count, u_out, grad_out);
+    l2p_kernel<double><<<f.n_tgt_leaves, kThreads, shm, s>>>(f.tgt_leaves, f.tcells, f.xt, f.p, w.L.data(),
+                                                             static_cast<const double*>(near), f.perm, mean,
+                                                             f.out_first, f.out_count, u_out, grad_out);
   else
-    l2p_kernel<float><<<f.n_tgt_leaves, 64, shm, s>>>(f.tgt_leaves, f.tcells, f.xt, f.p, w.L.data(),
-                                                       static_cast<const float*>(near), f.perm, mean, f.out_first,
-                                                       f.out_count, u_out, grad_out);
+    l2p_kernel<float><<<f.n_tgt_leaves, kThreads, shm, s>>>(f.tgt_leaves, f.tcells, f.xt, f.p, w.L.data(),
+                                                            static_cast<const float*>(near), f.perm, mean, f.out_first,
+                                                            f.out_count, u_out, grad_out);
   VH_CHECK_LAUNCH();
 }
 
