@@ -17,7 +17,8 @@
 //        of the three potentials phi_a (potential_derivatives) and u = curl psi,
 //        du_m/dx_l = eps_{mjk} d_l d_j psi_k with psi = phi / (4 pi) (velocity_from_potentials).
 // Each function rounds operation by operation as written (host: ISO C++, no contraction); the
-// GPU kernels may contract multiply-adds, periodic_gpu.cu (-fmad=false) may not.
+// GPU kernels may contract multiply-adds and take R's divisions as multiplications by
+// reciprocals (Reciprocal), periodic_gpu.cu (-fmad=false) may not contract.
 #pragma once
 
 #include <math.h>
