@@ -105,7 +105,6 @@ void save_vortex_state(h5::Id grp, const vortex::State& st, RootErrors& err, con
 
 namespace {
 
-/// load_vortex_state on this rank alone (InputError for what it finds).
 /// The file's position boxes (empty where it has none: written before them): [n_boxes][6], each
 /// inside the box [0, 2π)³ as validate_particles has its positions, lowest ≤ highest; `rows`
 /// gets their attribute.
@@ -125,6 +124,8 @@ std::vector<double> read_boxes(h5::Id grp, std::size_t n, std::size_t& rows) {
   return box;
 }
 
+/// load_vortex_state on this rank alone (InputError for what it finds); `read` gets the positions
+/// it read.
 vortex::State load_own(h5::Id grp, const Grid& lattice, const vortex::Bounds& b, const KeepParticle& keep,
                        const KeepBox& may_keep, std::size_t expected, std::size_t chunk, std::size_t& read) {
   // The checks name the group: "<file>:/vortex: x[7][1] = nan is not finite".
