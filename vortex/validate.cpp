@@ -20,6 +20,9 @@ std::string num(double v, int digits = 17) {
 
 [[noreturn]] void refuse(const std::string& what) { throw InputError(what); }
 
+// Positions lie in [0, 2π) to 1e-12 relative (wrap() can leave −1 ulp).
+constexpr double kBox = 2.0 * kPi, kPositionSlack = 1e-12 * kBox;
+
 /// Every component finite and, with `lo < hi`, in [lo, hi); v[i] is the state's element first + i.
 void check_vectors(const std::vector<Vec3>& v, std::size_t first, const char* name, double lo = 0, double hi = 0) {
   for (std::size_t i = 0; i < v.size(); ++i)
@@ -65,15 +68,14 @@ Bounds bounds(const Grid& lattice, double sigma0, double speed) {
 
 void validate_particles(const State& s, std::size_t first, const Bounds& b) {
   const Particles& p = s.particles;
-  const double box = 2.0 * kPi, slack = 1e-12 * box;
-  check_vectors(p.x, first, "x", -slack, box + slack);
+  check_vectors(p.x, first, "x", -kPositionSlack, kBox + kPositionSlack);
   check_vectors(p.alpha, first, "alpha");
   check_vectors(p.gamma, first, "gamma");
   const char* field = "a field of the run's largest speed";
   check_magnitudes(p.alpha, first, "alpha", b.alpha, field);
   check_magnitudes(p.gamma, first, "gamma", b.gamma, field);
   for (std::size_t i = 0; i < p.sigma.size(); ++i)
-    if (!(p.sigma[i] > 0 && p.sigma[i] < box))
+    if (!(p.sigma[i] > 0 && p.sigma[i] < kBox))
       refuse("sigma[" + std::to_string(first + i) + "] = " + num(p.sigma[i]) +
              " is not a core radius (allowed: 0 < sigma < 2 pi)");
   check_vectors(s.u_prev, first, "u_prev");
@@ -82,6 +84,16 @@ void validate_particles(const State& s, std::size_t first, const Bounds& b) {
   check_magnitudes(s.u_prev, first, "u_prev", b.velocity, field);
   check_magnitudes(s.dalpha_prev, first, "dalpha_prev", b.alpha * b.vorticity, field);
   check_magnitudes(s.dgamma_prev, first, "dgamma_prev", b.gamma * b.vorticity, field);
+}
+
+void validate_position_boxes(const std::vector<double>& box) {
+  for (std::size_t b = 0; b + 6 <= box.size(); b += 6)
+    for (int c = 0; c < 3; ++c) {
+      const double lo = box[b + c], hi = box[b + 3 + c];
+      if (!(lo >= -kPositionSlack && lo <= hi && hi < kBox + kPositionSlack))
+        refuse("x_boxes[" + std::to_string(b / 6) + "][" + std::to_string(c) + "]: [" + num(lo) + ", " + num(hi) +
+               "] is not an interval inside [0, 2 pi)");
+    }
 }
 
 void validate_scalars(const State& s, bool history) {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <limits>
+#include <vector>
 
 #include "core/grid.h"
 #include "vortex/solver.h"
@@ -54,6 +55,11 @@ Bounds bounds(const Grid& lattice, double sigma0, double speed);
 /// (to 1e-12 relative: wrap() can leave −1 ulp); the magnitudes of alpha, gamma and the AB2
 /// history within `b`.
 void validate_particles(const State& s, std::size_t first, const Bounds& b);
+
+/// Boxes of positions, [n][6] (lowest x, y, z, then highest), as a checkpoint keeps them beside
+/// its positions (src/app/vortex_checkpoint.h "x_boxes"): each component's [lowest, highest] an
+/// interval inside the box validate_particles allows positions in. Message names x_boxes[b][c].
+void validate_position_boxes(const std::vector<double>& box);
 
 /// The state's scalars (`history`: it holds an AB2 history): t ≥ 0, steps ≥ 0, t = 0 exactly
 /// when steps = 0, 0 ≤ t_reinit ≤ t; 0 ≤ since_reinit ≤ steps, 0 ≤ reinits ≤ steps; with an AB2

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -105,22 +104,15 @@ void save_vortex_state(h5::Id grp, const vortex::State& st, RootErrors& err, con
 
 namespace {
 
-/// The file's position boxes (empty where it has none: written before them): [n_boxes][6], each
-/// inside the box [0, 2π)³ as validate_particles has its positions, lowest ≤ highest; `rows`
-/// gets their attribute.
+/// The file's position boxes (empty where it has none: written before them): [n_boxes][6],
+/// checked by validate_position_boxes; `rows` gets their attribute.
 std::vector<double> read_boxes(h5::Id grp, std::size_t n, std::size_t& rows) {
   if (!h5::exists(grp, kBoxes)) return {};
   const std::int64_t r = h5::read_int64_attribute(h5::open_dataset(grp, kBoxes), kBoxRows);
   if (r < 1) throw InputError("attribute x_boxes/rows = " + std::to_string(r) + ", expected >= 1");
   rows = std::size_t(r);
   std::vector<double> box = h5::read_doubles(grp, kBoxes, h5::Shape{(n + rows - 1) / rows, 6});
-  const double top = 2 * M_PI * (1 + 1e-12), bottom = -2 * M_PI * 1e-12;  // validate_particles' box
-  for (std::size_t b = 0; b < box.size(); b += 6)
-    for (int c = 0; c < 3; ++c)
-      if (!(box[b + c] >= bottom && box[b + c] <= box[b + 3 + c] && box[b + 3 + c] < top))
-        throw InputError("x_boxes[" + std::to_string(b / 6) + "][" + std::to_string(c) + "]: [" +
-                         std::to_string(box[b + c]) + ", " + std::to_string(box[b + 3 + c]) +
-                         "] is not an interval inside [0, 2 pi)");
+  vortex::validate_position_boxes(box);
   return box;
 }
 
