@@ -405,7 +405,7 @@ void evaluate_gpu(const Params& prm, const Tree& tgt, const Tree& src, const Sor
   StepTimer st("gpu host");
   const auto t0 = clock_type::now();
   const long long p2p_pairs = lists.p2p_pairs;
-  P2PGpu near(lists, prm.precision == "double" ? GpuPrecision::fp64 : GpuPrecision::fp32);
+  P2PGpu near(lists, prm.precision == "double" ? GpuPrecision::fp64 : GpuPrecision::fp32, prm.tolerance);
   st.mark("p2p set up");
   near.set_sources(sources);
   if (!self) near.set_targets(tgt.x);

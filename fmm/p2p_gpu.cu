@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -107,16 +108,18 @@ __device__ inline double val(double x) { return x; }
 // 2^24 turbulent lattice, fp32: 333 -> 415 G pairs/s (adding G' eps alpha into P directly, 12
 // accumulators instead of 15: 396); 415 -> 497 with erf from the shared exp, the MUFU's .ftz
 // forms, g = 1 tested first and P[2][2] from the trace (71 -> 57 instructions a pair by ncu,
-// issue slots 84-87 % busy: bench/RESULTS.md 2026-12-02).
+// issue slots 84-87 % busy: bench/RESULTS.md 2026-12-02).  g = 1 beyond rho^2 = singular_rho2
+// (p2p_singular_rho2): a warp takes the erf branch whenever one of its lanes needs it.
 template <class T>
-__device__ inline void pair_sums(const T r[3], const T a[3], T sigma, T inv2s2, T U[3], T S[3], T P[3][3]) {
+__device__ inline void pair_sums(const T r[3], const T a[3], T sigma, T inv2s2, T singular_rho2, T U[3], T S[3],
+                                 T P[3][3]) {
   const T r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
   const T rho2 = r2 * inv2s2;
-  // The branches in the order of their frequency: g = 1 (rho > 4.5 in float), erf and exp, then
-  // the series for the close pairs (rho < 0.5, r = 0 included, where ir is not used).
+  // The branches in the order of their frequency: g = 1 (rho^2 > singular_rho2), erf and exp,
+  // then the series for the close pairs (rho < 0.5, r = 0 included, where ir is not used).
   const T ir = vh_rsqrt(r2), ir2 = ir * ir, ir3 = ir2 * ir;
   T G, F5;
-  if (rho2 > far_rho2<T>()) {
+  if (rho2 > singular_rho2) {
     kernel_scale(T(1), T(3), ir3, ir2, G, F5);
   } else if (!(rho2 < T(kSeriesRho2))) {
     T g, F;
@@ -144,8 +147,8 @@ __device__ __forceinline__ void p2p_task(int task, int lane, const int4* __restr
                                          const int4* __restrict__ entries, const double4_32a* __restrict__ shifts,
                                          const double4_32a* __restrict__ xt, const double4_32a* __restrict__ xs,
                                          const typename Store<T>::S4* __restrict__ as,
-                                         typename Store<T>::S* __restrict__ out, typename Store<T>::S4* sx,
-                                         typename Store<T>::S4* sa) {
+                                         typename Store<T>::S* __restrict__ out, T singular_rho2,
+                                         typename Store<T>::S4* sx, typename Store<T>::S4* sa) {
   using S = typename Store<T>::S;
   using S4 = typename Store<T>::S4;
   const int4 tk = tasks[task];
@@ -181,7 +184,7 @@ __device__ __forceinline__ void p2p_task(int task, int lane, const int4* __restr
         const S4 a4 = sa[k];
         const T r[3] = {xl[0] - T(q.x), xl[1] - T(q.y), xl[2] - T(q.z)};
         const T a[3] = {T(a4.x), T(a4.y), T(a4.z)};
-        pair_sums(r, a, T(q.w), T(a4.w), U, Sa, P);
+        pair_sums(r, a, T(q.w), T(a4.w), singular_rho2, U, Sa, P);
       };
       if (ngrp == 1 && m == kTile && (skip < 0 || skip >= kTile)) {
         // Common case (full tile, one lane group, no self pair): unrolled for overlap of pairs.
@@ -222,7 +225,7 @@ __global__ void __launch_bounds__(kWarps * 32, Store<T>::kMinBlocks)
     p2p_kernel(const int4* __restrict__ tasks, int ntask, const int4* __restrict__ entries,
                const double4_32a* __restrict__ shifts, const double4_32a* __restrict__ xt,
                const double4_32a* __restrict__ xs, const typename Store<T>::S4* __restrict__ as,
-               typename Store<T>::S* __restrict__ out, int* __restrict__ queue) {
+               typename Store<T>::S* __restrict__ out, typename Store<T>::S singular_rho2, int* __restrict__ queue) {
   using S4 = typename Store<T>::S4;
   __shared__ S4 sx[kWarps][kTile];  // source position relative to the task reference, sigma
   __shared__ S4 sa[kWarps][kTile];  // source strength, 1 / (2 sigma^2)
@@ -230,14 +233,14 @@ __global__ void __launch_bounds__(kWarps * 32, Store<T>::kMinBlocks)
   if (!Queue) {
     const int task = blockIdx.x * kWarps + w;
     if (task >= ntask) return;  // whole warp; no block-wide barrier below
-    p2p_task<T>(task, lane, tasks, entries, shifts, xt, xs, as, out, sx[w], sa[w]);
+    p2p_task<T>(task, lane, tasks, entries, shifts, xt, xs, as, out, T(singular_rho2), sx[w], sa[w]);
   } else {
     for (;;) {
       int task = 0;
       if (lane == 0) task = atomicAdd(queue, 1);
       task = __shfl_sync(0xffffffffu, task, 0);
       if (task >= ntask) return;
-      p2p_task<T>(task, lane, tasks, entries, shifts, xt, xs, as, out, sx[w], sa[w]);
+      p2p_task<T>(task, lane, tasks, entries, shifts, xt, xs, as, out, T(singular_rho2), sx[w], sa[w]);
     }
   }
 }
@@ -249,6 +252,23 @@ int n_targets_of(const P2PLists& l) {
 }
 
 }  // namespace
+
+double p2p_singular_rho2(GpuPrecision prec, double tolerance) {
+  if (prec == GpuPrecision::fp64) return far_rho2<double>();
+  if (!(tolerance > 0)) return far_rho2<float>();
+  // 1 - F/3 = (1 - g) + (2/3) rho^2 ce >= 1 - g, both decreasing in rho: bisection on rho^2.
+  auto deviation = [](double rho2) {
+    const double rho = std::sqrt(rho2), ce = kTwoOverSqrtPi * rho * std::exp(-rho2);
+    return std::erfc(rho) + ce + 2.0 / 3.0 * rho2 * ce;
+  };
+  double lo = 0, hi = far_rho2<float>();
+  if (deviation(hi) > tolerance / 10) return hi;
+  for (int it = 0; it < 100; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    (deviation(mid) > tolerance / 10 ? lo : hi) = mid;
+  }
+  return hi;
+}
 
 int gpu_count() {
   int n = 0;
@@ -343,6 +363,7 @@ P2PLists direct_lists(int n_targets, int n_sources, bool self) {
 
 struct P2PGpu::Impl {
   GpuPrecision prec;
+  double singular_rho2 = 0;  // p2p_singular_rho2
   bool self;
   int nt = 0, ns = 0, ntask = 0, max_src = 0;
   // The sources the kernel reads: xs and as, or a SortedSourcesGpu's arrays.
@@ -422,9 +443,10 @@ void P2PGpu::Impl::finish(const std::vector<Vec3>& shift_list) {
   VH_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 }
 
-P2PGpu::P2PGpu(const P2PLists& l, GpuPrecision prec) : impl_(std::make_unique<Impl>()) {
+P2PGpu::P2PGpu(const P2PLists& l, GpuPrecision prec, double tolerance) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.prec = prec;
+  m.singular_rho2 = p2p_singular_rho2(prec, tolerance);
   m.self = l.self;
   check_sizes(l);
   m.nt = n_targets_of(l);
@@ -437,10 +459,11 @@ P2PGpu::P2PGpu(const P2PLists& l, GpuPrecision prec) : impl_(std::make_unique<Im
   m.finish(l.shifts);
 }
 
-P2PGpu::P2PGpu(GpuLists& l, GpuPrecision prec) : impl_(std::make_unique<Impl>()) {
+P2PGpu::P2PGpu(GpuLists& l, GpuPrecision prec, double tolerance) : impl_(std::make_unique<Impl>()) {
   if (!l.dev || l.dev->p2p_taken) throw std::invalid_argument("P2PGpu: the GpuLists' P2P arrays were taken");
   Impl& m = *impl_;
   m.prec = prec;
+  m.singular_rho2 = p2p_singular_rho2(prec, tolerance);
   m.self = l.self;
   m.nt = l.p2p_targets;
   m.max_src = l.p2p_max_source;
@@ -521,21 +544,26 @@ namespace {
 
 template <bool Queue>
 void launch_kernel(const P2PLaunch& a, int* queue, int blocks, cudaStream_t s) {
+  // The launch's bound, within the working type's (0 or beyond: that one).
+  auto singular = [&](auto far) {
+    using S = decltype(far);
+    return a.singular_rho2 > 0 && a.singular_rho2 < double(far) ? S(a.singular_rho2) : far;
+  };
   switch (a.prec) {
     case GpuPrecision::fp32:
-      p2p_kernel<fastf, Queue><<<blocks, kWarps * 32, 0, s>>>(a.tasks, a.ntask, a.entries, a.shifts, a.xt, a.xs,
-                                                               static_cast<const float4*>(a.as),
-                                                               static_cast<float*>(a.out), queue);
+      p2p_kernel<fastf, Queue><<<blocks, kWarps * 32, 0, s>>>(
+          a.tasks, a.ntask, a.entries, a.shifts, a.xt, a.xs, static_cast<const float4*>(a.as),
+          static_cast<float*>(a.out), singular(far_rho2<float>()), queue);
       break;
     case GpuPrecision::fp32_ieee:
-      p2p_kernel<float, Queue><<<blocks, kWarps * 32, 0, s>>>(a.tasks, a.ntask, a.entries, a.shifts, a.xt, a.xs,
-                                                               static_cast<const float4*>(a.as),
-                                                               static_cast<float*>(a.out), queue);
+      p2p_kernel<float, Queue><<<blocks, kWarps * 32, 0, s>>>(
+          a.tasks, a.ntask, a.entries, a.shifts, a.xt, a.xs, static_cast<const float4*>(a.as),
+          static_cast<float*>(a.out), singular(far_rho2<float>()), queue);
       break;
     case GpuPrecision::fp64:
-      p2p_kernel<double, Queue><<<blocks, kWarps * 32, 0, s>>>(a.tasks, a.ntask, a.entries, a.shifts, a.xt, a.xs,
-                                                                static_cast<const double4_32a*>(a.as),
-                                                                static_cast<double*>(a.out), queue);
+      p2p_kernel<double, Queue><<<blocks, kWarps * 32, 0, s>>>(
+          a.tasks, a.ntask, a.entries, a.shifts, a.xt, a.xs, static_cast<const double4_32a*>(a.as),
+          static_cast<double*>(a.out), singular(far_rho2<double>()), queue);
       break;
   }
   VH_CHECK_LAUNCH();
@@ -576,6 +604,7 @@ void P2PGpu::launch() {
   a.xs = m.src_x;
   a.as = m.src_a;
   a.out = m.out.data();
+  a.singular_rho2 = m.singular_rho2;
   p2p_launch(a, m.stream);
   VH_CHECK_CUDA(cudaEventRecord(m.e1, m.stream));
 }

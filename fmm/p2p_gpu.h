@@ -49,6 +49,17 @@ std::string gpu_name();
 /// fp64: double precision throughout.
 enum class GpuPrecision { fp32, fp32_ieee, fp64 };
 
+/// rho^2 beyond which the GPU P2P takes a pair with the singular kernel (g = 1, F = 3, no erf
+/// or exp) in precision `prec` for an evaluation of relative tolerance `tolerance`.  In double:
+/// far_rho2<double>() (p2p_kernel.h), where 1 - g is below the type's round-off, whatever the
+/// tolerance.  In single precision, which the tolerance chose (fmm.precision = auto): also where
+/// the pair's u and grad u differ from the singular kernel's by less than tolerance / 10
+/// relative (1 - g < tolerance / 10 and 1 - F/3 = 1 - g + (2/3) rho^2 ce < tolerance / 10;
+/// F's is the larger), a tenth of the error budget, as the far field's cut-off (the acceptance
+/// test's rcut, fmm/traverse.h) leaves the regularisation out where 1 - g < tolerance; never
+/// beyond far_rho2<float>().  tolerance <= 0: far_rho2 of the precision.
+double p2p_singular_rho2(GpuPrecision prec, double tolerance);
+
 /// P2P lists flattened for the GPU.  Particle indices refer to the sorted orders of the target
 /// and source trees (Tree::x order); the sums go to sorted target i.
 struct P2PLists {
@@ -93,11 +104,12 @@ P2PLists direct_lists(int n_targets, int n_sources, bool self);
 /// (the current one).
 class P2PGpu {
  public:
-  /// Uploads the lists; `prec` is the working precision of every later run().
-  explicit P2PGpu(const P2PLists& lists, GpuPrecision prec = GpuPrecision::fp32);
+  /// Uploads the lists; `prec` is the working precision of every later run(), `tolerance` the
+  /// evaluation's (p2p_singular_rho2; 0: the kernel regularised wherever the type can tell).
+  explicit P2PGpu(const P2PLists& lists, GpuPrecision prec = GpuPrecision::fp32, double tolerance = 0);
   /// The same with the lists built on the GPU (build_lists_gpu): takes over lists' P2P device
   /// arrays (no copy; lists.dev keeps its M2L part); self and shifts from `lists`.
-  explicit P2PGpu(GpuLists& lists, GpuPrecision prec = GpuPrecision::fp32);
+  explicit P2PGpu(GpuLists& lists, GpuPrecision prec = GpuPrecision::fp32, double tolerance = 0);
   ~P2PGpu();
   P2PGpu(const P2PGpu&) = delete;
   P2PGpu& operator=(const P2PGpu&) = delete;

@@ -8,10 +8,11 @@
 // from theta, the regularisation cut-off from the tolerance, p2p_max_pairs = (p+1)^4/55), once
 // per size and outside the timed region (serial on the CPU: the slow part at 2^24).
 //
-// Per size and precision: kernel time of the P2P (median of --repeat after one warm-up run),
-// pair-interactions per second (pairs summed, self pairs counted as fmm::Timings does), the
-// relative L2 difference of u and grad u from the CPU P2P (double, fmm::p2p) on --sample target
-// leaves; for N <= 2^--direct-max-log2n the O(N^2) GPU direct sum (median of --direct-repeat)
+// Per size and precision: kernel time of the P2P (median of --repeat after one warm-up run; in
+// single precision with the singular kernel beyond p2p_singular_rho2(--tolerance), as the FMM
+// sums it), pair-interactions per second (pairs summed, self pairs counted as fmm::Timings does),
+// the relative L2 difference of u and grad u from the CPU P2P (double, fmm::p2p) on --sample
+// target leaves; for N <= 2^--direct-max-log2n the O(N^2) GPU direct sum (median of --direct-repeat)
 // and its error against the CPU direct sum on 256 sampled targets.
 //
 //   p2p_gpu_bench [--device gpu] [--log2n 18,21,24] [--max-n N] [--precision fp32,fp32_ieee,fp64]
@@ -259,7 +260,7 @@ int main(int argc, char** argv) {
         r.list_s = list_s;
         r.leaves = nleaf;
         r.pairs_per_particle = double(fl.pairs()) / N;
-        P2PGpu gpu(fl, prec);
+        P2PGpu gpu(fl, prec, o.tolerance);
         gpu.set_sources(tree.x, as, ss);
         gpu.run();  // warm-up
         std::vector<double> ms;

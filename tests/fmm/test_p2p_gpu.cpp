@@ -4,6 +4,7 @@
 // sums; grad has more cancellation), <= 1e-10 for both in double (round-off only).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -12,6 +13,7 @@
 #include "common.h"
 #include "fmm/p2p.h"
 #include "fmm/p2p_gpu.h"
+#include "fmm/p2p_kernel.h"
 #include "fmm/particles_gpu.h"
 #include "fmm/periodic.h"
 #include "fmm/traverse.h"
@@ -182,6 +184,79 @@ TEST(GpuDirect, SeparateTargets) {
     EXPECT_LE(rel_l2(u, uc), tolerance(p).u) << name(p);
     EXPECT_LE(rel_l2(g, gc), tolerance(p).g) << name(p);
   }
+}
+
+// The single-precision near field's singular cut (p2p_singular_rho2): at its bound both radial
+// factors of a pair, g (u) and F/3 (grad u), are within a tenth of the tolerance of the singular
+// kernel's, and just inside it one of them is not (kernel_gF, erf - ce, against the bisection's
+// erfc + ce); beyond far_rho2 it is clamped; double and tolerance 0 keep the round-off bounds.
+TEST(GpuP2PSingular, BoundIsWhereTheKernelIsSingularToATenthOfTheTolerance) {
+  auto deviation = [](double rho2) {
+    double g, F;
+    kernel_gF(std::sqrt(rho2), rho2, g, F);
+    return std::max(1 - g, 1 - F / 3);
+  };
+  for (double tol : {1e-3, 1e-4, 1e-5}) {
+    const double rho2 = p2p_singular_rho2(GpuPrecision::fp32, tol);
+    EXPECT_EQ(p2p_singular_rho2(GpuPrecision::fp32_ieee, tol), rho2);
+    EXPECT_LT(rho2, far_rho2<float>()) << tol;
+    EXPECT_LE(deviation(rho2), tol / 10 * (1 + 1e-9)) << tol;
+    EXPECT_GT(deviation(rho2 * (1 - 1e-6)), tol / 10) << tol;
+  }
+  EXPECT_EQ(p2p_singular_rho2(GpuPrecision::fp32, 1e-6), far_rho2<float>());  // 1 - F/3 = 1.2e-7 there
+  EXPECT_EQ(p2p_singular_rho2(GpuPrecision::fp32, 0), far_rho2<float>());
+  EXPECT_EQ(p2p_singular_rho2(GpuPrecision::fp64, 1e-3), far_rho2<double>());
+}
+
+// The cut on the GPU: the single-precision direct sum with tolerance 1e-2 equals, to single
+// precision, a double sum on the host that takes g = 1, F = 3 beyond the bound and p2p_pair's
+// factors within it; that sum differs from the exact one by five times more (so the GPU takes
+// the cut: at tolerance 1e-3 the bias of u, 7.9e-7, was within single precision's 9.6e-7) and
+// by at most a tenth of the tolerance (each pair's factors are within it).
+TEST(GpuP2PSingular, PairsBeyondTheBoundTakeTheSingularKernel) {
+  VH_NEED_GPU();
+  const Blobs b = random_blobs(3000, 0.0, 1.0, 17, false);
+  const double tol = 1e-2, cut = p2p_singular_rho2(GpuPrecision::fp32, tol);
+  const int n = static_cast<int>(b.x.size());
+  std::vector<Vec3> uc, ux, ug;
+  std::vector<Mat3> gc(n), gx, gg;
+  uc.assign(n, Vec3{});
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      if (j == i) continue;
+      const double r[3] = {b.x[i][0] - b.x[j][0], b.x[i][1] - b.x[j][1], b.x[i][2] - b.x[j][2]};
+      const double r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2], s = b.sigma[j];
+      double G, F5;
+      if (r2 / (2 * s * s) > cut) {
+        G = 1 / (kFourPi * r2 * std::sqrt(r2));
+        F5 = 3 * G / r2;
+      } else {
+        kernel_radial(r2, s, G, F5);
+      }
+      const Vec3& a = b.alpha[j];
+      const double c[3] = {a[1] * r[2] - a[2] * r[1], a[2] * r[0] - a[0] * r[2], a[0] * r[1] - a[1] * r[0]};
+      for (int m = 0; m < 3; ++m) {
+        uc[i][m] += G * c[m];
+        for (int k = 0; k < 3; ++k) gc[i][m][k] -= F5 * r[k] * c[m];
+      }
+      gc[i][0][1] -= G * a[2], gc[i][0][2] += G * a[1], gc[i][1][0] += G * a[2];
+      gc[i][1][2] -= G * a[0], gc[i][2][0] -= G * a[1], gc[i][2][1] += G * a[0];
+    }
+  direct_sum(b.x, b.alpha, b.sigma, b.x, true, ux, gx);
+  P2PGpu gpu(direct_lists(n, n, true), GpuPrecision::fp32, tol);
+  gpu.set_sources(b.x, b.alpha, b.sigma);
+  gpu.run();
+  gpu.get(ug, gg);
+  const double eu = rel_l2(ug, uc), eg = rel_l2(gg, gc), bu = rel_l2(uc, ux), bg = rel_l2(gc, gx);
+  std::printf(
+      "[ singular beyond rho^2 = %.3f ] GPU - host with the cut: u %.3e grad %.3e; cut - exact: u %.3e grad %.3e\n",
+      cut, eu, eg, bu, bg);
+  EXPECT_LE(eu, tolerance(GpuPrecision::fp32).u);
+  EXPECT_LE(eg, tolerance(GpuPrecision::fp32).g);
+  EXPECT_GT(bu, 5 * eu);
+  EXPECT_GT(bg, 5 * eg);
+  EXPECT_LE(bu, tol / 10);
+  EXPECT_LE(bg, tol / 10);
 }
 
 TEST(GpuP2PResident, RejectsBadInput) {
