@@ -143,11 +143,14 @@ void far_l2p(const FarPlan& f, const FarWork& w, const void* near, bool near_dou
   constexpr int kThreads = 64;
   const std::size_t shm =
       3 * (f.p + 1) * (f.p + 1) * sizeof(double2) + kThreads * l2p_rows_stride(f.p) * sizeof(double);
-  // Above 48 KiB (p >= 12) a kernel must ask for its shared memory.
-  for (const void* k :
-       {reinterpret_cast<const void*>(&l2p_kernel<double>), reinterpret_cast<const void*>(&l2p_kernel<float>)})
+  // Above 48 KiB (p >= 12) a kernel must ask for its shared memory; the launch's kernel only.
+  const bool dbl = near && near_double;
+  if (shm > 48 * 1024) {
+    const void* k =
+        dbl ? reinterpret_cast<const void*>(&l2p_kernel<double>) : reinterpret_cast<const void*>(&l2p_kernel<float>);
     VH_CHECK_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shm)));
-  if (near && near_double)
+  }
+  if (dbl)
     l2p_kernel<double><<<f.n_tgt_leaves, kThreads, shm, s>>>(f.tgt_leaves, f.tcells, f.xt, f.p, w.L.data(),
                                                              static_cast<const double*>(near), f.perm, mean,
                                                              f.out_first, f.out_count, u_out, grad_out);
