@@ -6,7 +6,8 @@
 //   F = 3 g - r dg/dr = 3 g - (4/sqrt(pi)) rho^3 exp(-rho^2),   F5 = F / (4 pi r^5),
 //   u_m         += G (alpha_q x r)_m
 //   du_m/dx_k   += G eps_{mak} alpha_{q,a} - F5 r_k (alpha_q x r)_m.
-// For rho > 6.5 (float: 4.5) g = 1 to round-off and erf/exp are skipped.
+// For rho > 6.5 (float: 4.5) g = 1 to round-off and erf/exp are skipped (far_rho2); the GPU's
+// single-precision loop also where the tolerance allows (p2p_gpu.h p2p_singular_rho2).
 // For rho < 0.5 both G and F5 come from their Taylor series in rho^2 (no cancellation; exact
 // limits at r = 0: G = 1/(3 sqrt(pi) 2 sqrt(2) pi sigma^3), F5 = sqrt(2/pi) / (20 pi sigma^5)).
 // The radial factors live here alone: kernel_radial (with p2p_pair the reference), the CPU's
