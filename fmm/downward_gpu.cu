@@ -143,7 +143,7 @@ void far_l2p(const FarPlan& f, const FarWork& w, const void* near, bool near_dou
   constexpr int kThreads = 64;
   const std::size_t shm =
       3 * (f.p + 1) * (f.p + 1) * sizeof(double2) + kThreads * l2p_rows_stride(f.p) * sizeof(double);
-  // Above 48 KiB (p >= 12) a kernel must ask for its shared memory; the launch's kernel only.
+  // Above 48 KiB (p >= 13) a kernel must ask for its shared memory; the launch's kernel only.
   const bool dbl = near && near_double;
   if (shm > 48 * 1024) {
     const void* k =
