@@ -654,7 +654,7 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   a.xt = f.xt;
   a.xs = f.xs;
   a.as = prec == GpuPrecision::fp64 ? s.src.alpha_double() : s.src.alpha_float();
-  a.singular_rho2 = p2p_singular_rho2(prec, prm.tolerance);
+  a.tolerance = prm.tolerance;
 
   // Every buffer of the evaluation is allocated now, in stream order on the legacy stream,
   // before the two streams start from the event kStart.

@@ -363,7 +363,7 @@ P2PLists direct_lists(int n_targets, int n_sources, bool self) {
 
 struct P2PGpu::Impl {
   GpuPrecision prec;
-  double singular_rho2 = 0;  // p2p_singular_rho2
+  double tolerance = 0;  // the evaluation's (p2p_singular_rho2)
   bool self;
   int nt = 0, ns = 0, ntask = 0, max_src = 0;
   // The sources the kernel reads: xs and as, or a SortedSourcesGpu's arrays.
@@ -446,7 +446,7 @@ void P2PGpu::Impl::finish(const std::vector<Vec3>& shift_list) {
 P2PGpu::P2PGpu(const P2PLists& l, GpuPrecision prec, double tolerance) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.prec = prec;
-  m.singular_rho2 = p2p_singular_rho2(prec, tolerance);
+  m.tolerance = tolerance;
   m.self = l.self;
   check_sizes(l);
   m.nt = n_targets_of(l);
@@ -463,7 +463,7 @@ P2PGpu::P2PGpu(GpuLists& l, GpuPrecision prec, double tolerance) : impl_(std::ma
   if (!l.dev || l.dev->p2p_taken) throw std::invalid_argument("P2PGpu: the GpuLists' P2P arrays were taken");
   Impl& m = *impl_;
   m.prec = prec;
-  m.singular_rho2 = p2p_singular_rho2(prec, tolerance);
+  m.tolerance = tolerance;
   m.self = l.self;
   m.nt = l.p2p_targets;
   m.max_src = l.p2p_max_source;
@@ -544,26 +544,22 @@ namespace {
 
 template <bool Queue>
 void launch_kernel(const P2PLaunch& a, int* queue, int blocks, cudaStream_t s) {
-  // The launch's bound, within the working type's (0 or beyond: that one).
-  auto singular = [&](auto far) {
-    using S = decltype(far);
-    return a.singular_rho2 > 0 && a.singular_rho2 < double(far) ? S(a.singular_rho2) : far;
-  };
+  const double singular = p2p_singular_rho2(a.prec, a.tolerance);
   switch (a.prec) {
     case GpuPrecision::fp32:
-      p2p_kernel<fastf, Queue><<<blocks, kWarps * 32, 0, s>>>(
-          a.tasks, a.ntask, a.entries, a.shifts, a.xt, a.xs, static_cast<const float4*>(a.as),
-          static_cast<float*>(a.out), singular(far_rho2<float>()), queue);
+      p2p_kernel<fastf, Queue><<<blocks, kWarps * 32, 0, s>>>(a.tasks, a.ntask, a.entries, a.shifts, a.xt, a.xs,
+                                                              static_cast<const float4*>(a.as),
+                                                              static_cast<float*>(a.out), float(singular), queue);
       break;
     case GpuPrecision::fp32_ieee:
-      p2p_kernel<float, Queue><<<blocks, kWarps * 32, 0, s>>>(
-          a.tasks, a.ntask, a.entries, a.shifts, a.xt, a.xs, static_cast<const float4*>(a.as),
-          static_cast<float*>(a.out), singular(far_rho2<float>()), queue);
+      p2p_kernel<float, Queue><<<blocks, kWarps * 32, 0, s>>>(a.tasks, a.ntask, a.entries, a.shifts, a.xt, a.xs,
+                                                              static_cast<const float4*>(a.as),
+                                                              static_cast<float*>(a.out), float(singular), queue);
       break;
     case GpuPrecision::fp64:
-      p2p_kernel<double, Queue><<<blocks, kWarps * 32, 0, s>>>(
-          a.tasks, a.ntask, a.entries, a.shifts, a.xt, a.xs, static_cast<const double4_32a*>(a.as),
-          static_cast<double*>(a.out), singular(far_rho2<double>()), queue);
+      p2p_kernel<double, Queue><<<blocks, kWarps * 32, 0, s>>>(a.tasks, a.ntask, a.entries, a.shifts, a.xt, a.xs,
+                                                               static_cast<const double4_32a*>(a.as),
+                                                               static_cast<double*>(a.out), singular, queue);
       break;
   }
   VH_CHECK_LAUNCH();
@@ -604,7 +600,7 @@ void P2PGpu::launch() {
   a.xs = m.src_x;
   a.as = m.src_a;
   a.out = m.out.data();
-  a.singular_rho2 = m.singular_rho2;
+  a.tolerance = m.tolerance;
   p2p_launch(a, m.stream);
   VH_CHECK_CUDA(cudaEventRecord(m.e1, m.stream));
 }

@@ -20,9 +20,9 @@ struct P2PLaunch {
   const double4_32a* xs = nullptr;
   const void* as = nullptr;
   void* out = nullptr;
-  /// g = 1 beyond this rho^2 (p2p_singular_rho2); 0, or anything beyond far_rho2 of the working
-  /// type (p2p_kernel.h): that bound.
-  double singular_rho2 = 0;
+  /// The evaluation's tolerance: g = 1 beyond p2p_singular_rho2(prec, tolerance) (0: where g is 1
+  /// to the working type's round-off).
+  double tolerance = 0;
 };
 
 /// One warp per task, the grid covering the tasks.
