@@ -80,7 +80,7 @@ struct Sets {
 };
 
 // The particles in cell order with what the tiles need of each: kF doubles (x, y, z and the
-// blob::Core σ, R, (2πσ²)^{-1/2}) at f[k np + s] and, per direction d, the run of
+// blob::Core R, (2πσ²)^{-1/2}, 1/2σ²) at f[k np + s] and, per direction d, the run of
 // lattice points where the stencil is nonzero, (ilo + k) mod n for k < len, as ilo, ilo mod n
 // and len at g[(3 d + j) np + s]; the strengths read where the caller holds them, through the
 // sort's permutation perm (sorted position → particle), so that one sort serves several sets.
@@ -141,7 +141,7 @@ __global__ void prepare(int np, Source src, const int* __restrict__ perm, int n,
   const long long q = perm[s];
   const double p[3] = {src.x[src.xs * q], src.x[src.xs * q + 1], src.x[src.xs * q + 2]};
   const blob::Core bc = blob::core(src.sigma[src.gs * q], cutoff);
-  const double c[kF] = {p[0], p[1], p[2], bc.sigma, bc.R, bc.norm};
+  const double c[kF] = {p[0], p[1], p[2], bc.R, bc.norm, bc.a};
   for (int k = 0; k < kF; ++k) f[static_cast<long long>(k) * np + s] = c[k];
   for (int d = 0; d < 3; ++d) {
     const int i0 = blob::stencil_start(p[d], bc.R, h);

@@ -15,12 +15,13 @@
 
 namespace vh::vortex::blob {
 
-/// One particle's constants: core σ, cut-off radius R = cutoff σ, normalisation (2πσ²)^{-1/2}.
+/// What the weights of a particle of core σ need: the cut-off radius R = cutoff σ, the
+/// normalisation (2πσ²)^{-1/2} and the exponent's factor a = 1/2σ² (so that no point divides).
 struct Core {
-  double sigma, R, norm;
+  double R, norm, a;
 };
 VH_HD inline Core core(double sigma, double cutoff) {
-  return {sigma, cutoff * sigma, 1.0 / sqrt(2.0 * kPi * sigma * sigma)};
+  return {cutoff * sigma, 1.0 / sqrt(2.0 * kPi * sigma * sigma), 0.5 / (sigma * sigma)};
 }
 
 /// The first lattice index of the stencil along an axis: ceil((x − R)/h) (unwrapped).
@@ -33,12 +34,10 @@ VH_HD inline double offset(int i, double h, double x) { return sub_rn(mul_rn(sta
 VH_HD inline bool inside(double delta, const Core& c) { return fabs(delta) <= c.R; }
 
 /// The Gaussian (2πσ²)^{-1/2} exp(−δ²/2σ²) at offset δ, without the cut-off.
-VH_HD inline double gaussian(double delta, const Core& c) {
-  return c.norm * exp(-delta * delta / (2.0 * c.sigma * c.sigma));
-}
+VH_HD inline double gaussian(double delta, const Core& c) { return c.norm * exp(-delta * delta * c.a); }
 
 /// dw = ∂w/∂x_i = −δ/σ² w from the weight w at offset δ.
-VH_HD inline double slope(double delta, const Core& c, double w) { return -delta / (c.sigma * c.sigma) * w; }
+VH_HD inline double slope(double delta, const Core& c, double w) { return -2.0 * c.a * delta * w; }
 
 /// w(δ) and dw = ∂w/∂x_i = −δ/σ² w at offset δ; w = 0 outside the cut-off.
 VH_HD inline void weight(double delta, const Core& c, double& w, double& dw) {
@@ -58,7 +57,7 @@ struct WeightRun {
   /// At offset δ: the weight there by the closed form, and its ratio to the next.
   VH_HD WeightRun(double delta, const Core& c, double h, double q_) : q(q_) {
     w = gaussian(delta, c);
-    r = exp(-(2.0 * delta * h + h * h) / (2.0 * c.sigma * c.sigma));
+    r = exp(-(2.0 * delta * h + h * h) * c.a);
   }
   /// To the next index: its weight, and the ratio after it.
   VH_HD void next() {
@@ -66,7 +65,7 @@ struct WeightRun {
     r *= q;
   }
 };
-VH_HD inline double weight_run_q(const Core& c, double h) { return exp(-h * h / (c.sigma * c.sigma)); }
+VH_HD inline double weight_run_q(const Core& c, double h) { return exp(-2.0 * h * h * c.a); }
 
 /// Whether a particle whose z lies in lattice cell `cell` (floor(z/h)) may have weights at the
 /// planes z0 … z0 + nz − 1 of an n-point lattice: its cell within `reach` cells of them,

@@ -62,7 +62,7 @@ TEST(BlobKernel, SlopeIsTheDerivativeOfTheWeight) {
     weight(delta + e, c, wp, unused);
     weight(delta - e, c, wm, unused);
     // ∂w/∂x_i with δ = x_i − x_p: the centred difference in δ, O(e²) ≈ 1e-12 relative
-    EXPECT_NEAR(dw, (wp - wm) / (2 * e), 1e-8 * std::abs(c.norm / c.sigma)) << delta;
+    EXPECT_NEAR(dw, (wp - wm) / (2 * e), 1e-8 * c.norm / (1.3 * h)) << delta;
     EXPECT_EQ(slope(delta, c, w), dw);
   }
 }
