@@ -26,37 +26,35 @@ struct Event {
 
 double last_seconds = 0;
 
-// The tiling.  A block sums the kT³ lattice points of one tile; warp w owns its z-points
-// kZ w … kZ w + kZ − 1 and all 8 x 8 x-y points of those.  Each round every warp stages up to 32
-// particles (slots 32 w …), so kThreads particles a round, and every warp adds them all.
-// - The blob sums (Div false): four warps, two z-points each; the multiply-adds run on the
-//   tensor cores in FP64 (accumulate_sums), lane (g, t) = (lane/4, lane%4) holding the points
-//   x g, y 2t and 2t + 1 of both z-points.  On an H200 at 256³ the three sets' nine components
-//   took 119 ms this way against 219 ms on the FP64 units (the shapes and warp counts tried:
-//   bench/RESULTS.md, 2026-11-28 "the blob sums on the tensor cores").
-// - The divergence (Div true): two warps, four z-points each, on the FP64 units; lane (ig, j)
-//   the x-points 2 ig, 2 ig + 1 and the y-point j: 2 kZ points a thread, so that each value read
-//   from shared memory feeds several multiply-adds.
+// The tiling.  A block of four warps sums the kT³ lattice points of one tile; warp w owns the
+// z-points kZ w and kZ w + 1 and all 8 x 8 x-y points of those.  Each round every warp stages up
+// to 32 particles (slots 32 w …), so kThreads particles a round, and every warp adds them all on
+// the tensor cores in FP64 (accumulate), lane (g, t) = (lane/4, lane%4) holding the points x g,
+// y 2t and 2t + 1 of both z-points: the blob sums one product a component, the divergence three
+// (one a derivative's direction) into its one sum.  On an H200 at 256³ the three sets' nine
+// components took 119 ms this way against 219 ms on the FP64 units (the shapes and warp counts
+// tried: bench/RESULTS.md, 2026-11-28 "the blob sums on the tensor cores"); the divergence as
+// fast as on the FP64 units with a layout of its own (2026-12-02 "no division a point").
 constexpr int kT = 8;
-template <bool Div>
-constexpr int kWarps = Div ? 2 : 4;
-template <bool Div>
-constexpr int kZ = kT / kWarps<Div>;
-template <bool Div>
-constexpr int kThreads = 32 * kWarps<Div>;
-static_assert(kT == 8 && kZ<true> == 4 && kZ<false> == 2, "the lane layouts assume 8 x 8 x-y points a warp");
+constexpr int kWarps = 4;
+constexpr int kZ = kT / kWarps;
+constexpr int kThreads = 32 * kWarps;
+static_assert(kT == 8 && kZ == 2, "the lane layout assumes 8 x 8 x-y points and two z-points a warp");
 
 // Shared-memory doubles per staged particle, each row padded to an odd number of 16-byte units
-// so that the lanes storing different particles spread over the banks: along x, for the
-// divergence the weights times α (3 per point), for the sums of `NSets` strength sets (1 or 3:
-// the reinitialisation's three fields at once) the weights and then the sets' strengths; along
-// y and z the weights (w, or (w, dw) pairs for the divergence).
+// so that the lanes storing different particles spread over the banks: a point's weight w, or
+// for the divergence its (w, dw) pair, along each direction, and after the x row's the
+// strengths of the `Sets` strength sets (1 or 3: the reinitialisation's three fields at once).
 constexpr int odd_units(int doubles) { return (doubles + 1) / 2 % 2 ? (doubles + 1) / 2 * 2 : (doubles + 1) / 2 * 2 + 2; }
-template <bool Div, int Sets>
-constexpr int kXS = Div ? odd_units(3 * kT) : odd_units(kT + 3 * Sets);
 template <bool Div>
-constexpr int kYZS = Div ? odd_units(2 * kT) : odd_units(kT);
-static_assert(kXS<true, 1> == 26 && kYZS<true> == 18 && kYZS<false> == 10 && kXS<false, 1> == 14 && kXS<false, 3> == 18,
+constexpr int kPoint = Div ? 2 : 1;  // doubles a point
+template <bool Div, int Sets>
+constexpr int kXS = odd_units(kT* kPoint<Div> + 3 * Sets);
+template <bool Div>
+constexpr int kYZS = odd_units(kT* kPoint<Div>);
+template <bool Div, int Sets>
+constexpr std::size_t kSharedBytes = (kXS<Div, Sets> + 2 * kYZS<Div>)*sizeof(double) * kThreads;
+static_assert(kXS<true, 1> == 22 && kYZS<true> == 18 && kYZS<false> == 10 && kXS<false, 1> == 14 && kXS<false, 3> == 18,
               "rows of an odd number of 16-byte units");
 
 // Where the caller holds the particles: particle q's position, strength and core at
@@ -188,27 +186,21 @@ __device__ bool reaches(const Sorted& P, int s, const int (&o)[3], const unsigne
   return all;
 }
 
-// Writes particle s's weights at the tile's points into slot `slot`: along x for the divergence
-// times α, (α_x dw, α_y w, α_z w) per point, for the sums w and then the sets' strengths; along y
-// and z the (w, dw) pairs or w (blob::weight at the run's points k, k + n, … < len where the
-// stencil is wider than the box).  Returns the bits of the z-points with a nonzero weight.  The
-// loops with exponentials inside stay rolled: unrolled, such code overflowed the instruction
-// cache and the warps waited on instruction fetch.
+// Writes particle s's weights at the tile's points into slot `slot`, along each direction w, or
+// for the divergence the (w, dw) pairs (blob::weight at the run's points k, k + n, … < len where
+// the stencil is wider than the box), and after the x row's the sets' strengths.  Returns the
+// bits of the z-points with a nonzero weight.  The loops with exponentials inside stay rolled:
+// unrolled, such code overflowed the instruction cache and the warps waited on instruction fetch.
 template <bool Div, int NSets>
 __device__ unsigned stage(const Sorted& P, int s, int slot, const int (&o)[3], const unsigned (&valid)[3], int n,
                           double h, double* xs, double* ys, double* zs) {
-  double al[3] = {0, 0, 0};
-  if constexpr (Div) {
-    for (int c = 0; c < 3; ++c) al[c] = P.strength(0, c, s);
-  } else {
-    // Unrolled: the sets' pointers are then read from the parameters, not from a local copy,
-    // and the 3 NSets loads are in flight at once.
-    double* str = xs + slot * kXS<Div, NSets> + kT;
+  // Unrolled: the sets' pointers are then read from the parameters, not from a local copy, and
+  // the 3 NSets loads are in flight at once.
+  double* str = xs + slot * kXS<Div, NSets> + kPoint<Div> * kT;
 #pragma unroll
-    for (int j = 0; j < NSets; ++j)
+  for (int j = 0; j < NSets; ++j)
 #pragma unroll
-      for (int c = 0; c < 3; ++c) str[3 * j + c] = P.strength(j, c, s);
-  }
+    for (int c = 0; c < 3; ++c) str[3 * j + c] = P.strength(j, c, s);
   const blob::Core c = P.core(s);
   const double q = blob::weight_run_q(c, h);
   unsigned bits = 0;
@@ -219,17 +211,10 @@ __device__ unsigned stage(const Sorted& P, int s, int slot, const int (&o)[3], c
     const double x = P(d, s);
     double* dst = d == 0 ? xs + slot * kXS<Div, NSets> : (d == 1 ? ys : zs) + slot * kYZS<Div>;
     auto put = [&](int t, double w, double dw) {
-      if (d == 0 && Div) {
-        dst[3 * t] = al[0] * dw;
-        dst[3 * t + 1] = al[1] * w;
-        dst[3 * t + 2] = al[2] * w;
-      } else if (d == 0) {
-        dst[t] = w;
-      } else if (Div) {
+      if constexpr (Div)
         reinterpret_cast<double2*>(dst)[t] = make_double2(w, dw);
-      } else {
+      else
         dst[t] = w;
-      }
     };
     // The common case: the run narrower than the box (one image a point) and the tile's points
     // on it one block t0 … t1 − 1, at the run's indices k0 … k0 + t1 − t0 − 1: their weights by
@@ -297,61 +282,63 @@ __device__ void mma_16x8x8(double a0, double a1, double a2, double a3, double b0
 #endif
 }
 
-// Adds staged particle `slot` to this thread's points (x 2 ig + ii, y j, z kZ warp + kk): the
-// divergence, α·∇ζ, whose x factor differs by component.
-__device__ void accumulate_divergence(int slot, int ig, int j, int warp, const double2* xs, const double2* ys,
-                                      const double2* zs, double (&acc)[1][2][kZ<true>]) {
-  const double2* Z = zs + slot * (kYZS<true> / 2);
-  const double2* X = xs + slot * (kXS<true, 1> / 2) + 3 * ig;
-  const double2 p0 = X[0], p1 = X[1], p2 = X[2];
-  const double a[2][3] = {{p0.x, p0.y, p1.x}, {p1.y, p2.x, p2.y}};
-  // α·∇: w_z (α_x dw_x w_y + α_y w_x dw_y) + dw_z (α_z w_x w_y)
-  const double2 y = ys[slot * (kYZS<true> / 2) + j];
-  double u[2], v[2];
-#pragma unroll
-  for (int ii = 0; ii < 2; ++ii) {
-    u[ii] = fma(a[ii][1], y.y, a[ii][0] * y.x);
-    v[ii] = a[ii][2] * y.x;
-  }
-#pragma unroll
-  for (int kk = 0; kk < kZ<true>; ++kk) {
-    const double2 z = Z[kZ<true> * warp + kk];
-#pragma unroll
-    for (int ii = 0; ii < 2; ++ii) acc[0][ii][kk] = fma(z.y, v[ii], fma(z.x, u[ii], acc[0][ii][kk]));
-  }
-}
-
-// Adds the staged particles first … first + 7 below `last` to the sums, on the tensor cores: for
-// each component c the tile's 16 x 8 block of points (x, z) by y — x 8 times the warp's two
-// z-points, by the 8 y-points — takes D += Σ_k (w_x,k ⊗ w_z,k) ⊗ (w_y,k s_k,c) over the eight
-// particles k: A their x weights times their z weights, B their y weights times the strength.
-// Lane (g, t) gives particles t and t + 4 their weights at x-point g and y-point g (mma_16x8x8's
-// layout) and holds the points x g, y 2t + ii, z kk.  Particles past `last` give zeros (their
-// slots may still hold an earlier round's values).
-template <int NSets>
-__device__ void accumulate_sums(int first, int last, int lane, int warp, const double2* xs, const double2* ys,
-                                const double2* zs, double (&acc)[3 * NSets][2][kZ<false>]) {
-  constexpr int C = 3 * NSets;
+// Adds the staged particles first … first + 7 below `last` to this thread's sums, on the tensor
+// cores: the tile's 16 x 8 block of points (x, z) by y — x 8 times the warp's two z-points, by the
+// 8 y-points — takes D += A B over the eight particles k, A the products of their x and z weights
+// and B their y weights times a strength.  For the sums of `NSets` sets one product a component
+// c: A = w_x ⊗ w_z, B = w_y s_c.  For the divergence α·∇ζ, with ζ = w_x w_y w_z, three into its
+// one sum: (dw_x ⊗ w_z, α_x w_y), (w_x ⊗ w_z, α_y dw_y) and (w_x ⊗ dw_z, α_z w_y).  Lane (g, t)
+// gives particles t and t + 4 their weights at x-point g and y-point g (mma_16x8x8's layout) and
+// holds the points x g, y 2t + ii, z kk.  Particles past `last` give zeros, selected rather than
+// multiplied by zero: their slots hold an earlier round's values, or nothing yet.
+template <bool Div, int NSets>
+__device__ void accumulate(int first, int last, int lane, int warp, const double* xs, const double* ys,
+                           const double* zs, double (&acc)[Div ? 1 : 3 * NSets][2][kZ]) {
+  constexpr int P = kPoint<Div>;
   const int g = lane / 4;
-  double a[2][2], wy[2];  // [particle t, t + 4][z-point]
+  // [particle t, t + 4]: A's two z-points for each product, B's weight for each.
+  double a[Div ? 3 : 1][2][2], b[Div ? 3 : 1][2];
   const double* str[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int slot = first + lane % 4 + 4 * h;
     const bool on = slot < last;
-    const double* X = reinterpret_cast<const double*>(xs) + slot * kXS<false, NSets>;
-    const double* Y = reinterpret_cast<const double*>(ys) + slot * kYZS<false>;
-    const double2 z = zs[slot * (kYZS<false> / 2) + warp];  // the warp's two z-points
-    const double wx = on ? X[g] : 0.0;
-    wy[h] = on ? Y[g] : 0.0;
-    a[h][0] = on ? wx * z.x : 0.0;
-    a[h][1] = on ? wx * z.y : 0.0;
-    str[h] = reinterpret_cast<const double*>(xs) + (on ? slot : first) * kXS<false, NSets> + kT;
-  }
+    const double* X = xs + slot * kXS<Div, NSets>;
+    const double* Y = ys + slot * kYZS<Div>;
+    // the warp's two z-points, 16-byte aligned (kYZS even)
+    const double2* Z = reinterpret_cast<const double2*>(zs + slot * kYZS<Div>) + kZ * P / 2 * warp;
+    str[h] = xs + (on ? slot : first) * kXS<Div, NSets> + P * kT;
+    if constexpr (Div) {
+      const double2 x = reinterpret_cast<const double2*>(X)[g], y = reinterpret_cast<const double2*>(Y)[g];
 #pragma unroll
-  for (int c = 0; c < C; ++c)
-    mma_16x8x8(a[0][0], a[0][1], a[1][0], a[1][1], wy[0] * str[0][c], wy[1] * str[1][c], acc[c][0][0], acc[c][1][0],
-               acc[c][0][1], acc[c][1][1]);
+      for (int k = 0; k < kZ; ++k) {
+        const double2 z = Z[k];  // (w, dw)
+        a[0][h][k] = on ? x.y * z.x : 0.0;
+        a[1][h][k] = on ? x.x * z.x : 0.0;
+        a[2][h][k] = on ? x.x * z.y : 0.0;
+      }
+      b[0][h] = on ? y.x * str[h][0] : 0.0;
+      b[1][h] = on ? y.y * str[h][1] : 0.0;
+      b[2][h] = on ? y.x * str[h][2] : 0.0;
+    } else {
+      const double wx = on ? X[g] : 0.0;
+      const double2 z = Z[0];
+      a[0][h][0] = on ? wx * z.x : 0.0;
+      a[0][h][1] = on ? wx * z.y : 0.0;
+      b[0][h] = on ? Y[g] : 0.0;
+    }
+  }
+  if constexpr (Div) {
+#pragma unroll
+    for (int m = 0; m < 3; ++m)
+      mma_16x8x8(a[m][0][0], a[m][0][1], a[m][1][0], a[m][1][1], b[m][0], b[m][1], acc[0][0][0], acc[0][1][0],
+                 acc[0][0][1], acc[0][1][1]);
+  } else {
+#pragma unroll
+    for (int c = 0; c < 3 * NSets; ++c)
+      mma_16x8x8(a[0][0][0], a[0][0][1], a[0][1][0], a[0][1][1], b[0][0] * str[0][c], b[0][1] * str[1][c], acc[c][0][0],
+                 acc[c][1][0], acc[c][0][1], acc[c][1][1]);
+  }
 }
 
 // Cells along one direction whose particles may reach the tile's points o … o + kT − 1: those
@@ -372,15 +359,17 @@ __device__ Cells cells_near(int o, int reach, int n) {
 // z-points: a fixed order, so the sums have the same bits on every run.  Three sets hold 36
 // accumulators a thread: capped at 128 registers (4 blocks an SM) the kernel ran 9 % faster on an
 // H200 than at 102 (5) and 19 % faster than at 170 (3).
+// The staged rows (kSharedBytes) are the launch's dynamic shared memory.
 template <bool Div, int NSets>
-__global__ void __launch_bounds__(kThreads<Div>, NSets == 3 ? 4 : 1)
+__global__ void __launch_bounds__(kThreads, NSets == 3 ? 4 : 1)
     gather_kernel(Sorted P, const int* __restrict__ start, int n, int reach, double h, int z0, int z1) {
-  __shared__ double2 xs[kThreads<Div> * kXS<Div, NSets> / 2];
-  __shared__ double2 ys[kThreads<Div> * kYZS<Div> / 2];
-  __shared__ double2 zs[kThreads<Div> * kYZS<Div> / 2];
-  __shared__ int queue[kWarps<Div>][64];
-  __shared__ int count[kWarps<Div>];
-  __shared__ unsigned zmask[kWarps<Div>];
+  extern __shared__ double2 rows[];
+  double* const xs = reinterpret_cast<double*>(rows);
+  double* const ys = xs + kThreads * kXS<Div, NSets>;
+  double* const zs = ys + kThreads * kYZS<Div>;
+  __shared__ int queue[kWarps][64];
+  __shared__ int count[kWarps];
+  __shared__ unsigned zmask[kWarps];
 
   const int tiles = (n + kT - 1) / kT;
   const int o[3] = {static_cast<int>(blockIdx.x % tiles) * kT, static_cast<int>(blockIdx.x / tiles % tiles) * kT,
@@ -406,8 +395,7 @@ __global__ void __launch_bounds__(kThreads<Div>, NSets == 3 ? 4 : 1)
   };
   if (row < nrows) open();
 
-  const int ig = lane % 4, j = lane / 4;
-  double acc[Div ? 1 : 3 * NSets][2][kZ<Div>] = {};
+  double acc[Div ? 1 : 3 * NSets][2][kZ] = {};
   for (;;) {
     while (qlen < 32 && row < nrows) {
       const int s = pos + lane;
@@ -419,7 +407,7 @@ __global__ void __launch_bounds__(kThreads<Div>, NSets == 3 ? 4 : 1)
       if (pos >= end) {
         if (++seg == nseg) {
           seg = 0;
-          row += kWarps<Div>;
+          row += kWarps;
         }
         if (row < nrows) open();
       }
@@ -427,9 +415,7 @@ __global__ void __launch_bounds__(kThreads<Div>, NSets == 3 ? 4 : 1)
     __syncwarp();
     const int take = min(qlen, 32);
     unsigned zbits = 0;
-    if (lane < take)
-      zbits = stage<Div, NSets>(P, queue[warp][lane], 32 * warp + lane, o, valid, n, h, reinterpret_cast<double*>(xs),
-                         reinterpret_cast<double*>(ys), reinterpret_cast<double*>(zs));
+    if (lane < take) zbits = stage<Div, NSets>(P, queue[warp][lane], 32 * warp + lane, o, valid, n, h, xs, ys, zs);
     zbits = __reduce_or_sync(~0u, zbits);
     const int rest = lane + 32 < qlen ? queue[warp][lane + 32] : 0;
     __syncwarp();
@@ -441,27 +427,21 @@ __global__ void __launch_bounds__(kThreads<Div>, NSets == 3 ? 4 : 1)
     }
     __syncthreads();
     int total = 0;
-    for (int w = 0; w < kWarps<Div>; ++w) total += count[w];
+    for (int w = 0; w < kWarps; ++w) total += count[w];
     if (total == 0) break;
-    for (int w = 0; w < kWarps<Div>; ++w) {
-      if (!((zmask[w] >> (kZ<Div> * warp)) & ((1u << kZ<Div>) - 1))) continue;
+    for (int w = 0; w < kWarps; ++w) {
+      if (!((zmask[w] >> (kZ * warp)) & ((1u << kZ) - 1))) continue;
       const int c = count[w];
-      if constexpr (Div) {
-#pragma unroll 2
-        for (int p = 0; p < c; ++p) accumulate_divergence(32 * w + p, ig, j, warp, xs, ys, zs, acc);
-      } else {
 #pragma unroll 1
-        for (int p = 0; p < c; p += 8) accumulate_sums<NSets>(32 * w + p, 32 * w + c, lane, warp, xs, ys, zs, acc);
-      }
+      for (int p = 0; p < c; p += 8) accumulate<Div, NSets>(32 * w + p, 32 * w + c, lane, warp, xs, ys, zs, acc);
     }
     __syncthreads();
   }
 
   const long long npts = static_cast<long long>(z1 - z0) * n * n;  // of the window
-  for (int kk = 0; kk < kZ<Div>; ++kk)
+  for (int kk = 0; kk < kZ; ++kk)
     for (int ii = 0; ii < 2; ++ii) {
-      // the thread's points: the divergence's (x 2 ig + ii, y j), the sums' (x lane/4, y 2 (lane%4) + ii)
-      const int x = o[0] + (Div ? 2 * ig + ii : j), y = o[1] + (Div ? j : 2 * ig + ii), z = o[2] + kZ<Div> * warp + kk;
+      const int x = o[0] + lane / 4, y = o[1] + 2 * (lane % 4) + ii, z = o[2] + kZ * warp + kk;  // the thread's points
       if (x >= n || y >= n || z < z0 || z >= z1) continue;
       const long long i = (static_cast<long long>(z - z0) * n + y) * n + x;
       for (int c = 0; c < (Div ? 1 : 3 * NSets); ++c) P.sets.out[c / 3][c % 3 * npts + i] = acc[c][ii][kk];
@@ -546,15 +526,23 @@ struct DeviceBlobSums::Impl {
     const long long tiles = (n + kT - 1) / kT, ztiles = (z1 + kT - 1) / kT - z0 / kT;
     const Sorted P{f.as<double>(), runs.as<int>(), perm.as<int>(), sets, np};
     const unsigned nblocks = static_cast<unsigned>(tiles * tiles * ztiles);
-    constexpr int div_threads = kThreads<true>, sum_threads = kThreads<false>;
     if (divergence)
-      gather_kernel<true, 1><<<nblocks, div_threads>>>(P, start.as<int>(), n, reach, h, z0, z1);
+      launch<true, 1>(nblocks, P, n, reach, z0, z1);
     else if (nsets == 1)
-      gather_kernel<false, 1><<<nblocks, sum_threads>>>(P, start.as<int>(), n, reach, h, z0, z1);
+      launch<false, 1>(nblocks, P, n, reach, z0, z1);
     else if (nsets == 3)
-      gather_kernel<false, 3><<<nblocks, sum_threads>>>(P, start.as<int>(), n, reach, h, z0, z1);
+      launch<false, 3>(nblocks, P, n, reach, z0, z1);
     else
       throw std::invalid_argument("blob sums: 1 or 3 strength sets at once");
+  }
+
+  template <bool Div, int NSets>
+  void launch(unsigned nblocks, const Sorted& P, int n, int reach, int z0, int z1) const {
+    constexpr std::size_t bytes = kSharedBytes<Div, NSets>;
+    if (bytes > 48 * 1024)  // the divergence's rows, 58 KiB
+      VH_CHECK_CUDA(cudaFuncSetAttribute(gather_kernel<Div, NSets>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(bytes)));
+    gather_kernel<Div, NSets><<<nblocks, kThreads, bytes>>>(P, start.as<int>(), n, reach, h, z0, z1);
     VH_CHECK_LAUNCH();
   }
 };
