@@ -46,16 +46,15 @@ static_assert(kT == 8 && kZ == 2, "the lane layout assumes 8 x 8 x-y points and 
 // for the divergence its (w, dw) pair, along each direction, and after the x row's the
 // strengths of the `Sets` strength sets (1 or 3: the reinitialisation's three fields at once).
 constexpr int odd_units(int doubles) { return (doubles + 1) / 2 % 2 ? (doubles + 1) / 2 * 2 : (doubles + 1) / 2 * 2 + 2; }
-template <bool Div>
-constexpr int kPoint = Div ? 2 : 1;  // doubles a point
+VH_HD constexpr int point_doubles(bool div) { return div ? 2 : 1; }  // w, or (w, dw)
 template <bool Div, int Sets>
-constexpr int kXS = odd_units(kT* kPoint<Div> + 3 * Sets);
+constexpr int kXS = odd_units(point_doubles(Div) * kT + 3 * Sets);
 template <bool Div>
-constexpr int kYZS = odd_units(kT* kPoint<Div>);
-template <bool Div, int Sets>
-constexpr std::size_t kSharedBytes = (kXS<Div, Sets> + 2 * kYZS<Div>)*sizeof(double) * kThreads;
+constexpr int kYZS = odd_units(point_doubles(Div) * kT);
 static_assert(kXS<true, 1> == 22 && kYZS<true> == 18 && kYZS<false> == 10 && kXS<false, 1> == 14 && kXS<false, 3> == 18,
               "rows of an odd number of 16-byte units");
+// A block's staged rows: kThreads particles of x, y and z rows.
+constexpr std::size_t shared_bytes(int xs, int yzs) { return sizeof(double) * kThreads * (xs + 2 * yzs); }
 
 // Where the caller holds the particles: particle q's position, strength and core at
 // x[xs q + d], s[ss q + d] (times `scale`) and sigma[gs q]: the host entry's packed rows (stride
@@ -196,7 +195,7 @@ __device__ unsigned stage(const Sorted& P, int s, int slot, const int (&o)[3], c
                           double h, double* xs, double* ys, double* zs) {
   // Unrolled: the sets' pointers are then read from the parameters, not from a local copy, and
   // the 3 NSets loads are in flight at once.
-  double* str = xs + slot * kXS<Div, NSets> + kPoint<Div> * kT;
+  double* str = xs + slot * kXS<Div, NSets> + kT * point_doubles(Div);
 #pragma unroll
   for (int j = 0; j < NSets; ++j)
 #pragma unroll
@@ -294,7 +293,7 @@ __device__ void mma_16x8x8(double a0, double a1, double a2, double a3, double b0
 template <bool Div, int NSets>
 __device__ void accumulate(int first, int last, int lane, int warp, const double* xs, const double* ys,
                            const double* zs, double (&acc)[Div ? 1 : 3 * NSets][2][kZ]) {
-  constexpr int P = kPoint<Div>;
+  constexpr int P = point_doubles(Div);
   const int g = lane / 4;
   // [particle t, t + 4]: A's two z-points for each product, B's weight for each.
   double a[Div ? 3 : 1][2][2], b[Div ? 3 : 1][2];
@@ -359,7 +358,7 @@ __device__ Cells cells_near(int o, int reach, int n) {
 // z-points: a fixed order, so the sums have the same bits on every run.  Three sets hold 36
 // accumulators a thread: capped at 128 registers (4 blocks an SM) the kernel ran 9 % faster on an
 // H200 than at 102 (5) and 19 % faster than at 170 (3).
-// The staged rows (kSharedBytes) are the launch's dynamic shared memory.
+// The staged rows (shared_bytes) are the launch's dynamic shared memory.
 template <bool Div, int NSets>
 __global__ void __launch_bounds__(kThreads, NSets == 3 ? 4 : 1)
     gather_kernel(Sorted P, const int* __restrict__ start, int n, int reach, double h, int z0, int z1) {
@@ -527,18 +526,18 @@ struct DeviceBlobSums::Impl {
     const Sorted P{f.as<double>(), runs.as<int>(), perm.as<int>(), sets, np};
     const unsigned nblocks = static_cast<unsigned>(tiles * tiles * ztiles);
     if (divergence)
-      launch<true, 1>(nblocks, P, n, reach, z0, z1);
+      launch<true, 1>(nblocks, P, reach, z0, z1);
     else if (nsets == 1)
-      launch<false, 1>(nblocks, P, n, reach, z0, z1);
+      launch<false, 1>(nblocks, P, reach, z0, z1);
     else if (nsets == 3)
-      launch<false, 3>(nblocks, P, n, reach, z0, z1);
+      launch<false, 3>(nblocks, P, reach, z0, z1);
     else
       throw std::invalid_argument("blob sums: 1 or 3 strength sets at once");
   }
 
   template <bool Div, int NSets>
-  void launch(unsigned nblocks, const Sorted& P, int n, int reach, int z0, int z1) const {
-    constexpr std::size_t bytes = kSharedBytes<Div, NSets>;
+  void launch(unsigned nblocks, const Sorted& P, int reach, int z0, int z1) const {
+    constexpr std::size_t bytes = shared_bytes(kXS<Div, NSets>, kYZS<Div>);
     if (bytes > 48 * 1024)  // the divergence's rows, 58 KiB
       VH_CHECK_CUDA(cudaFuncSetAttribute(gather_kernel<Div, NSets>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(bytes)));

@@ -53,8 +53,8 @@ TEST(BlobKernel, WeightRunEqualsTheClosedForm) {
 }
 
 TEST(BlobKernel, SlopeIsTheDerivativeOfTheWeight) {
-  const double h = 0.1;
-  const Core c = core(1.3 * h, 6);
+  const double h = 0.1, sigma = 1.3 * h;
+  const Core c = core(sigma, 6);
   for (const double delta : {-0.5, -0.13, 0.0, 0.07, 0.6}) {
     double w, dw, wp, wm, unused;
     weight(delta, c, w, dw);
@@ -62,7 +62,7 @@ TEST(BlobKernel, SlopeIsTheDerivativeOfTheWeight) {
     weight(delta + e, c, wp, unused);
     weight(delta - e, c, wm, unused);
     // ∂w/∂x_i with δ = x_i − x_p: the centred difference in δ, O(e²) ≈ 1e-12 relative
-    EXPECT_NEAR(dw, (wp - wm) / (2 * e), 1e-8 * c.norm / (1.3 * h)) << delta;
+    EXPECT_NEAR(dw, (wp - wm) / (2 * e), 1e-8 * c.norm / sigma) << delta;
     EXPECT_EQ(slope(delta, c, w), dw);
   }
 }
