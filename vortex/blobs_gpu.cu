@@ -41,20 +41,25 @@ constexpr int kZ = kT / kWarps;
 constexpr int kThreads = 32 * kWarps;
 static_assert(kT == 8 && kZ == 2, "the lane layout assumes 8 x 8 x-y points and two z-points a warp");
 
-// Shared-memory doubles per staged particle, each row padded to an odd number of 16-byte units
-// so that the lanes storing different particles spread over the banks: a point's weight w, or
-// for the divergence its (w, dw) pair, along each direction, and after the x row's the
-// strengths of the `Sets` strength sets (1 or 3: the reinitialisation's three fields at once).
-constexpr int odd_units(int doubles) { return (doubles + 1) / 2 % 2 ? (doubles + 1) / 2 * 2 : (doubles + 1) / 2 * 2 + 2; }
+// A staged particle's row of shared memory: its weights at the tile's points along x — w, or for
+// the divergence the (w, dw) pairs — then the strengths of the `Sets` strength sets (1 or 3: the
+// reinitialisation's three fields at once), then its y and z weights, each part and the row
+// 16-byte aligned (the accumulate reads pairs).  One row a particle, as short as that allows: on
+// an H200 at 256³ the one-set sum took 34.4 ms and the divergence 46.4 ms this way against 40.9
+// and 59.1 with separate x, y and z rows padded to odd numbers of 16-byte units; the three sets
+// the same 63.9 ms.  Two sets of rows, the next round staged while the last is summed (one
+// barrier a round instead of two), were slower: fewer blocks fit an SM (bench/RESULTS.md,
+// 2026-12-02 "one row a staged particle").
+constexpr int even(int doubles) { return (doubles + 1) / 2 * 2; }
 VH_HD constexpr int point_doubles(bool div) { return div ? 2 : 1; }  // w, or (w, dw)
 template <bool Div, int Sets>
-constexpr int kXS = odd_units(point_doubles(Div) * kT + 3 * Sets);
-template <bool Div>
-constexpr int kYZS = odd_units(point_doubles(Div) * kT);
-static_assert(kXS<true, 1> == 22 && kYZS<true> == 18 && kYZS<false> == 10 && kXS<false, 1> == 14 && kXS<false, 3> == 18,
-              "rows of an odd number of 16-byte units");
-// A block's staged rows: kThreads particles of x, y and z rows.
-constexpr std::size_t shared_bytes(int xs, int yzs) { return sizeof(double) * kThreads * (xs + 2 * yzs); }
+struct Row {
+  static constexpr int x = 0, strengths = point_doubles(Div) * kT, y = even(strengths + 3 * Sets),
+                       z = y + point_doubles(Div) * kT, size = z + point_doubles(Div) * kT;
+  static constexpr std::size_t bytes = sizeof(double) * kThreads * size;  // a block's rows
+};
+static_assert(Row<false, 1>::size == 28 && Row<false, 3>::size == 34 && Row<true, 1>::size == 52,
+              "rows of whole 16-byte units");
 
 // Where the caller holds the particles: particle q's position, strength and core at
 // x[xs q + d], s[ss q + d] (times `scale`) and sigma[gs q]: the host entry's packed rows (stride
@@ -192,10 +197,12 @@ __device__ bool reaches(const Sorted& P, int s, const int (&o)[3], const unsigne
 // unrolled, such code overflowed the instruction cache and the warps waited on instruction fetch.
 template <bool Div, int NSets>
 __device__ unsigned stage(const Sorted& P, int s, int slot, const int (&o)[3], const unsigned (&valid)[3], int n,
-                          double h, double* xs, double* ys, double* zs) {
+                          double h, double* rows) {
+  using R = Row<Div, NSets>;
   // Unrolled: the sets' pointers are then read from the parameters, not from a local copy, and
   // the 3 NSets loads are in flight at once.
-  double* str = xs + slot * kXS<Div, NSets> + kT * point_doubles(Div);
+  double* const row = rows + slot * R::size;
+  double* str = row + R::strengths;
 #pragma unroll
   for (int j = 0; j < NSets; ++j)
 #pragma unroll
@@ -208,7 +215,7 @@ __device__ unsigned stage(const Sorted& P, int s, int slot, const int (&o)[3], c
     const Run r = run_at(P, d, s, d == 0 ? o[0] : d == 1 ? o[1] : o[2], n,
                          d == 0 ? valid[0] : d == 1 ? valid[1] : valid[2]);
     const double x = P(d, s);
-    double* dst = d == 0 ? xs + slot * kXS<Div, NSets> : (d == 1 ? ys : zs) + slot * kYZS<Div>;
+    double* dst = row + (d == 0 ? R::x : d == 1 ? R::y : R::z);
     auto put = [&](int t, double w, double dw) {
       if constexpr (Div)
         reinterpret_cast<double2*>(dst)[t] = make_double2(w, dw);
@@ -291,8 +298,9 @@ __device__ void mma_16x8x8(double a0, double a1, double a2, double a3, double b0
 // holds the points x g, y 2t + ii, z kk.  Particles past `last` give zeros, selected rather than
 // multiplied by zero: their slots hold an earlier round's values, or nothing yet.
 template <bool Div, int NSets>
-__device__ void accumulate(int first, int last, int lane, int warp, const double* xs, const double* ys,
-                           const double* zs, double (&acc)[Div ? 1 : 3 * NSets][2][kZ]) {
+__device__ void accumulate(int first, int last, int lane, int warp, const double* rows,
+                           double (&acc)[Div ? 1 : 3 * NSets][2][kZ]) {
+  using R = Row<Div, NSets>;
   constexpr int P = point_doubles(Div);
   const int g = lane / 4;
   // [particle t, t + 4]: A's two z-points for each product, B's weight for each.
@@ -302,11 +310,11 @@ __device__ void accumulate(int first, int last, int lane, int warp, const double
   for (int h = 0; h < 2; ++h) {
     const int slot = first + lane % 4 + 4 * h;
     const bool on = slot < last;
-    const double* X = xs + slot * kXS<Div, NSets>;
-    const double* Y = ys + slot * kYZS<Div>;
-    // the warp's two z-points, 16-byte aligned (kYZS even)
-    const double2* Z = reinterpret_cast<const double2*>(zs + slot * kYZS<Div>) + kZ * P / 2 * warp;
-    str[h] = xs + (on ? slot : first) * kXS<Div, NSets> + P * kT;
+    const double* X = rows + slot * R::size + R::x;
+    const double* Y = rows + slot * R::size + R::y;
+    // the warp's two z-points
+    const double2* Z = reinterpret_cast<const double2*>(rows + slot * R::size + R::z) + kZ * P / 2 * warp;
+    str[h] = rows + (on ? slot : first) * R::size + R::strengths;
     if constexpr (Div) {
       const double2 x = reinterpret_cast<const double2*>(X)[g], y = reinterpret_cast<const double2*>(Y)[g];
 #pragma unroll
@@ -358,14 +366,12 @@ __device__ Cells cells_near(int o, int reach, int n) {
 // z-points: a fixed order, so the sums have the same bits on every run.  Three sets hold 36
 // accumulators a thread: capped at 128 registers (4 blocks an SM) the kernel ran 9 % faster on an
 // H200 than at 102 (5) and 19 % faster than at 170 (3).
-// The staged rows (shared_bytes) are the launch's dynamic shared memory.
+// The staged rows (Row::bytes) are the launch's dynamic shared memory.
 template <bool Div, int NSets>
 __global__ void __launch_bounds__(kThreads, NSets == 3 ? 4 : 1)
     gather_kernel(Sorted P, const int* __restrict__ start, int n, int reach, double h, int z0, int z1) {
-  extern __shared__ double2 rows[];
-  double* const xs = reinterpret_cast<double*>(rows);
-  double* const ys = xs + kThreads * kXS<Div, NSets>;
-  double* const zs = ys + kThreads * kYZS<Div>;
+  extern __shared__ double2 shared[];  // Row<Div, NSets>::bytes
+  double* const rows = reinterpret_cast<double*>(shared);
   __shared__ int queue[kWarps][64];
   __shared__ int count[kWarps];
   __shared__ unsigned zmask[kWarps];
@@ -414,7 +420,7 @@ __global__ void __launch_bounds__(kThreads, NSets == 3 ? 4 : 1)
     __syncwarp();
     const int take = min(qlen, 32);
     unsigned zbits = 0;
-    if (lane < take) zbits = stage<Div, NSets>(P, queue[warp][lane], 32 * warp + lane, o, valid, n, h, xs, ys, zs);
+    if (lane < take) zbits = stage<Div, NSets>(P, queue[warp][lane], 32 * warp + lane, o, valid, n, h, rows);
     zbits = __reduce_or_sync(~0u, zbits);
     const int rest = lane + 32 < qlen ? queue[warp][lane + 32] : 0;
     __syncwarp();
@@ -432,7 +438,7 @@ __global__ void __launch_bounds__(kThreads, NSets == 3 ? 4 : 1)
       if (!((zmask[w] >> (kZ * warp)) & ((1u << kZ) - 1))) continue;
       const int c = count[w];
 #pragma unroll 1
-      for (int p = 0; p < c; p += 8) accumulate<Div, NSets>(32 * w + p, 32 * w + c, lane, warp, xs, ys, zs, acc);
+      for (int p = 0; p < c; p += 8) accumulate<Div, NSets>(32 * w + p, 32 * w + c, lane, warp, rows, acc);
     }
     __syncthreads();
   }
@@ -537,8 +543,8 @@ struct DeviceBlobSums::Impl {
 
   template <bool Div, int NSets>
   void launch(unsigned nblocks, const Sorted& P, int reach, int z0, int z1) const {
-    constexpr std::size_t bytes = shared_bytes(kXS<Div, NSets>, kYZS<Div>);
-    if (bytes > 48 * 1024)  // the divergence's rows, 58 KiB
+    constexpr std::size_t bytes = Row<Div, NSets>::bytes;
+    if (bytes > 48 * 1024)  // the divergence's rows, 52 KiB
       VH_CHECK_CUDA(cudaFuncSetAttribute(gather_kernel<Div, NSets>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(bytes)));
     gather_kernel<Div, NSets><<<nblocks, kThreads, bytes>>>(P, start.as<int>(), n, reach, h, z0, z1);
