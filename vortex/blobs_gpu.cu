@@ -341,9 +341,20 @@ __device__ void accumulate(int first, int last, int lane, int warp, const double
       mma_16x8x8(a[m][0][0], a[m][0][1], a[m][1][0], a[m][1][1], b[m][0], b[m][1], acc[0][0][0], acc[0][1][0],
                  acc[0][0][1], acc[0][1][1]);
   } else {
+    // the strengths by pairs (R::strengths even; the last pair's second is the row's padding)
+    constexpr int kPairs = (3 * NSets + 1) / 2;
+    double sv[2][2 * kPairs];
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int k = 0; k < kPairs; ++k) {
+        const double2 v = reinterpret_cast<const double2*>(str[h])[k];
+        sv[h][2 * k] = v.x;
+        sv[h][2 * k + 1] = v.y;
+      }
 #pragma unroll
     for (int c = 0; c < 3 * NSets; ++c)
-      mma_16x8x8(a[0][0][0], a[0][0][1], a[0][1][0], a[0][1][1], b[0][0] * str[0][c], b[0][1] * str[1][c], acc[c][0][0],
+      mma_16x8x8(a[0][0][0], a[0][0][1], a[0][1][0], a[0][1][1], b[0][0] * sv[0][c], b[0][1] * sv[1][c], acc[c][0][0],
                  acc[c][1][0], acc[c][0][1], acc[c][1][1]);
   }
 }
