@@ -45,11 +45,11 @@ static_assert(kT == 8 && kZ == 2, "the lane layout assumes 8 x 8 x-y points and 
 // the divergence the (w, dw) pairs — then the strengths of the `Sets` strength sets (1 or 3: the
 // reinitialisation's three fields at once), then its y and z weights, each part and the row
 // 16-byte aligned (the accumulate reads pairs).  One row a particle, as short as that allows: on
-// an H200 at 256³ the one-set sum took 34.4 ms and the divergence 46.4 ms this way against 40.9
+// an H200 at 256³ the one-set sum took 34.6 ms and the divergence 46.7 ms this way against 40.9
 // and 59.1 with separate x, y and z rows padded to odd numbers of 16-byte units; the three sets
-// the same 63.9 ms.  Two sets of rows, the next round staged while the last is summed (one
+// the same 64.0 ms.  Two sets of rows, the next round staged while the last is summed (one
 // barrier a round instead of two), were slower: fewer blocks fit an SM (bench/RESULTS.md,
-// 2026-12-02 "one row a staged particle").
+// 2026-12-02 "one shared-memory row a staged particle").
 constexpr int even(int doubles) { return (doubles + 1) / 2 * 2; }
 VH_HD constexpr int point_doubles(bool div) { return div ? 2 : 1; }  // w, or (w, dw)
 template <bool Div, int Sets>
@@ -310,10 +310,10 @@ __device__ void accumulate(int first, int last, int lane, int warp, const double
   for (int h = 0; h < 2; ++h) {
     const int slot = first + lane % 4 + 4 * h;
     const bool on = slot < last;
-    const double* X = rows + slot * R::size + R::x;
-    const double* Y = rows + slot * R::size + R::y;
-    // the warp's two z-points
-    const double2* Z = reinterpret_cast<const double2*>(rows + slot * R::size + R::z) + kZ * P / 2 * warp;
+    const double* row = rows + slot * R::size;
+    const double* X = row + R::x;
+    const double* Y = row + R::y;
+    const double2* Z = reinterpret_cast<const double2*>(row + R::z) + kZ * P / 2 * warp;  // the warp's two z-points
     str[h] = rows + (on ? slot : first) * R::size + R::strengths;
     if constexpr (Div) {
       const double2 x = reinterpret_cast<const double2*>(X)[g], y = reinterpret_cast<const double2*>(Y)[g];
