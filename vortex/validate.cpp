@@ -24,15 +24,16 @@ std::string num(double v, int digits = 17) {
 constexpr double kBox = 2.0 * kPi, kPositionSlack = 1e-12 * kBox;
 
 /// Every component finite and, with `lo < hi`, in [lo, hi); v[i] is the state's element first + i.
+/// The message is formed only for the value refused: formed for every value, it made a restart
+/// at 256³ spend 159 s here (bench/RESULTS.md 2026-12-03 "the GPU vortex runs' host memory").
 void check_vectors(const std::vector<Vec3>& v, std::size_t first, const char* name, double lo = 0, double hi = 0) {
   for (std::size_t i = 0; i < v.size(); ++i)
     for (int d = 0; d < 3; ++d) {
       const double x = v[i][d];
-      const std::string at =
-          std::string(name) + "[" + std::to_string(first + i) + "][" + std::to_string(d) + "] = " + num(x);
-      if (!std::isfinite(x)) refuse(at + " is not finite");
-      if (lo < hi && !(x >= lo && x < hi))
-        refuse(at + " is outside the box (allowed: 0 <= x < 2 pi)");
+      const bool finite = std::isfinite(x);
+      if (finite && !(lo < hi && !(x >= lo && x < hi))) continue;
+      refuse(std::string(name) + "[" + std::to_string(first + i) + "][" + std::to_string(d) + "] = " + num(x) +
+             (finite ? " is outside the box (allowed: 0 <= x < 2 pi)" : " is not finite"));
     }
 }
 
