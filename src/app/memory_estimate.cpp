@@ -67,6 +67,15 @@ constexpr double kFmmDeviceTables = 256 * kMiB;
 // over them 96 B, the blob sums' sorted particles 100 B and the history's two sets of sums kept
 // aside 48 B, cuFFT's work area (one component) ~16 B.
 constexpr double kVortexGpuPerParticle = 412;
+// Its host side: the state downloaded for a checkpoint (GpuSolver::state: x, α, γ, σ and the AB2
+// history, 152 B a particle) with room. On an NVIDIA H200, 2026-12-03 (sc09_256.ini, vortex
+// alone, two steps, fields and a checkpoint at the end, refine 1 at N = 128, 192, 256, refine
+// 1.5 at N = 128: 652 MiB, 1.64 GiB, 3.63 GiB, 1.38 GiB of peak RSS) the peaks fit 222 MB + 164 B
+// a particle + 56 B a grid point (the program and the grid's arrays the other items count).
+// On R > 1 GPU ranks a rank downloads its own particles' state, and a restart reads every
+// position to find its own (24 B a particle of the lattice): 2 ranks at 256³, 2.65 GiB.
+constexpr double kVortexGpuHostPerParticle = 192;
+constexpr double kVortexGpuHostAllPerParticle = 24;
 // On R > 1 ranks (each its z-slab's particles, the others gathered): per particle of the rank,
 // the state and the slab of the three sets' blob sums (224 B) and the three sets' strengths of
 // the particles near its planes (its own and a halo of m/2 + 1 planes each side: 56 B); per
@@ -239,7 +248,13 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
       e.host.push_back({"neighbours' particles (blob sums' ghosts, local essential tree)", kNearPerParticle * rp.near});
     }
     const FmmMemory f = fmm_memory(particles, c.vortex.fmm, gpu);
-    if (R == 1 || resident) e.host.push_back({"vortex solver and FMM", f.host});
+    if (resident) {
+      const double own = R == 1 ? particles : vortex_rank_particles(c, R).own;
+      e.host.push_back({"vortex state for checkpoints",
+                        kVortexGpuHostPerParticle * own + (R > 1 ? kVortexGpuHostAllPerParticle * particles : 0.0)});
+    } else if (R == 1) {
+      e.host.push_back({"vortex solver and FMM", f.host});
+    }
     if (gpu) e.device.push_back({"FMM and blob sums", f.device});
     if (gpu && c.vortex.reinit_from == vortex::ReinitFrom::points) {
       if (R == 1) {

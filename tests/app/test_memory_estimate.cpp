@@ -127,6 +127,39 @@ TEST(MemoryEstimate, VortexGpuCountsTheUniformLevelsFfts) {
   EXPECT_FALSE(has(estimate_memory(config(sc09), Backend::cpu, false)));
 }
 
+// The GPU-resident vortex solver keeps its particles on the GPU: the host holds their state only
+// when a checkpoint downloads it (152 B a particle), not the CPU solver's tree and lists (about
+// 800 B a particle, which refused runs that needed a fifth of it). Against the peak RSS of real
+// runs on an NVIDIA H200 (bench/RESULTS.md 2026-12-03 "the GPU vortex runs' host memory":
+// sc09_256.ini, vortex alone, two steps, fields and a checkpoint at the end): never below the
+// peak (the check would admit runs that then fail), at most twice it (the CUDA context and the
+// grid's arrays are counted with room).
+TEST(MemoryEstimate, VortexGpuHostHoldsTheStateItDownloads) {
+  struct Run {
+    int n;
+    double refine;
+    int ranks;
+    double peak_mib;
+  };
+  for (const Run& r : {Run{128, 1, 1, 652}, Run{192, 1, 1, 1.64 * 1024}, Run{256, 1, 1, 3.63 * 1024},
+                       Run{128, 1.5, 1, 1.38 * 1024}, Run{256, 1, 2, 2.65 * 1024}}) {
+    vh::app::RunConfig c = config({"--case.solver=vortex", "--domain.n=" + std::to_string(r.n),
+                                   "--vortex.refine=" + std::to_string(r.refine), "--fmm.tolerance=1e-4", "--fmm.p=10",
+                                   "--output.fields_at=0.004"});
+    c.ranks = r.ranks;
+    const MemoryEstimate e = estimate_memory(c, Backend::gpu, false);
+    const double particles = std::pow(r.refine * r.n, 3),
+                 own = std::ceil(r.refine * r.n / r.ranks) * std::pow(r.refine * r.n, 2);
+    EXPECT_DOUBLE_EQ(item(e.host, "vortex state for checkpoints"), 192 * own + (r.ranks > 1 ? 24 * particles : 0.0));
+    const double peak = r.peak_mib * 1024 * 1024;
+    EXPECT_GE(e.host_bytes(), peak) << "N " << r.n << " refine " << r.refine << " ranks " << r.ranks;
+    EXPECT_LE(e.host_bytes(), 2 * peak) << "N " << r.n << " refine " << r.refine << " ranks " << r.ranks;
+  }
+  // The CPU solver keeps its tree and lists on the host.
+  const vh::app::RunConfig c = config({"--case.solver=vortex", "--domain.n=128", "--vortex.refine=1"});
+  EXPECT_GT(item(estimate_memory(c, Backend::cpu, false).host, "vortex solver and FMM"), 500.0 * 128 * 128 * 128);
+}
+
 // On R > 1 CPU ranks a rank holds its share of the particles and copies of its neighbours', not
 // all of them (issue 25). 48³ at refine 1.5 on 3 ranks: 72 lattice planes of 72² particles, 24 a
 // rank; the neighbours' copies reach the blob stencil's planes (2·⌈6σ₀/h⌉ + 2 = 14 points at
