@@ -68,12 +68,13 @@ constexpr double kFmmDeviceTables = 256 * kMiB;
 // aside 48 B, cuFFT's work area (one component) ~16 B.
 constexpr double kVortexGpuPerParticle = 412;
 // Its host side: the state downloaded for a checkpoint (GpuSolver::state: x, α, γ, σ and the AB2
-// history, 152 B a particle) with room. On an NVIDIA H200, 2026-12-03 (sc09_256.ini, vortex
-// alone, two steps, fields and a checkpoint at the end, refine 1 at N = 128, 192, 256, refine
-// 1.5 at N = 128: 652 MiB, 1.64 GiB, 3.63 GiB, 1.38 GiB of peak RSS) the peaks fit 222 MB + 164 B
-// a particle + 56 B a grid point (the program and the grid's arrays the other items count).
+// history, 152 B a particle) with room. On an NVIDIA H200, 2026-12-03 (vortex alone, two steps,
+// fields and a checkpoint at the end: sc09_256.ini at N = 128, 192, 256, refine 1, and quick.ini
+// at N = 128, refine 1.5: 652 MiB, 1.64 GiB, 3.63 GiB, 1.38 GiB of peak RSS) the peaks fit 222 MB
+// + 164 B a particle + 56 B a grid point (the program and the grid's arrays the other items count).
 // On R > 1 GPU ranks a rank downloads its own particles' state, and a restart reads every
-// position to find its own (24 B a particle of the lattice): 2 ranks at 256³, 2.65 GiB.
+// position to find its own (24 B a particle of the lattice): 2 ranks at 256³ sharing the GPU,
+// rank 0's peak 2.65 GiB, restarted 2.66 GiB (bench/RESULTS.md 2026-12-03).
 constexpr double kVortexGpuHostPerParticle = 192;
 constexpr double kVortexGpuHostAllPerParticle = 24;
 // On R > 1 ranks (each its z-slab's particles, the others gathered): per particle of the rank,

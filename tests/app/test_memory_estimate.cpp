@@ -130,8 +130,8 @@ TEST(MemoryEstimate, VortexGpuCountsTheUniformLevelsFfts) {
 // The GPU-resident vortex solver keeps its particles on the GPU: the host holds their state only
 // when a checkpoint downloads it (152 B a particle), not the CPU solver's tree and lists (about
 // 800 B a particle, which refused runs that needed a fifth of it). Against the peak RSS of real
-// runs on an NVIDIA H200 (bench/RESULTS.md 2026-12-03 "the GPU vortex runs' host memory":
-// sc09_256.ini, vortex alone, two steps, fields and a checkpoint at the end): never below the
+// runs on an NVIDIA H200 (bench/RESULTS.md 2026-12-03 "the GPU vortex runs' host memory": vortex
+// alone, two steps, fields and a checkpoint at the end; 2 ranks: rank 0's): never below the
 // peak (the check would admit runs that then fail), at most twice it (the CUDA context and the
 // grid's arrays are counted with room).
 TEST(MemoryEstimate, VortexGpuHostHoldsTheStateItDownloads) {
