@@ -30,8 +30,8 @@ void check_vectors(const std::vector<Vec3>& v, std::size_t first, const char* na
   for (std::size_t i = 0; i < v.size(); ++i)
     for (int d = 0; d < 3; ++d) {
       const double x = v[i][d];
-      const bool finite = std::isfinite(x);
-      if (finite && !(lo < hi && !(x >= lo && x < hi))) continue;
+      const bool finite = std::isfinite(x), outside = lo < hi && !(x >= lo && x < hi);
+      if (finite && !outside) continue;
       refuse(std::string(name) + "[" + std::to_string(first + i) + "][" + std::to_string(d) + "] = " + num(x) +
              (finite ? " is outside the box (allowed: 0 <= x < 2 pi)" : " is not finite"));
     }

@@ -250,9 +250,8 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
     }
     const FmmMemory f = fmm_memory(particles, c.vortex.fmm, gpu);
     if (resident) {
-      const double own = R == 1 ? particles : vortex_rank_particles(c, R).own;
-      e.host.push_back({"vortex state for checkpoints",
-                        kVortexGpuHostPerParticle * own + (R > 1 ? kVortexGpuHostAllPerParticle * particles : 0.0)});
+      e.host.push_back({"vortex state for checkpoints", kVortexGpuHostPerParticle * vortex_rank_particles(c, R).own +
+                                                            (R > 1 ? kVortexGpuHostAllPerParticle * particles : 0.0)});
     } else if (R == 1) {
       e.host.push_back({"vortex solver and FMM", f.host});
     }
