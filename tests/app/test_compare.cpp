@@ -3,7 +3,8 @@
 // (K, ε and E(k), written back through RunFile) it reports K ratio 1.1 and fails a 5 %
 // tolerance (exit 1); runs on different grids compare on the shells both hold (not their Q
 // fields); a missing solver or an unreadable file is bad input (exit 2) named by file and
-// dataset. The PDFs of Q and of (Q, R): a run against
+// dataset; shells the reference holds empty (round-off) are left out of the bands and k_agree
+// and named. The PDFs of Q and of (Q, R): a run against
 // itself is at distance 0; against a second seed the Q-PDF distance equals one computed here
 // from the fields files, ⟨Q_W⟩ follows ε, and --q-pdf-max / --qr-pdf-max fail below it. The
 // shells beyond the solvers' k_max are named, and a run file without the series kmax (older
@@ -90,14 +91,17 @@ TEST_F(Compare, RunWithItselfHasNoDifferences) {
   EXPECT_TRUE(has(j, R"("correlation": 1, "jaccard": 1, "q_pdf_distance": 0, "qr_pdf_distance": 0)")) << j;
   EXPECT_TRUE(has(j, R"("q_pdf_bins": {"lo": -10, "hi": 10, "n": 200})")) << j;
   EXPECT_TRUE(has(j, R"("qr_pdf_bins": {"lo": -10, "hi": 10, "n": 80})")) << j;
-  EXPECT_TRUE(has(j, R"("k_agree": 14)")) << "identical spectra agree on every shell of 16³: " << j;
+  // Shells 13 and 14 hold no mode of the 3/2 rule's cube |k_i| <= 7 (its corner is at 12.1):
+  // empty in A, they neither extend nor break the agreement.
+  EXPECT_TRUE(has(j, R"("k_agree": 12)")) << "identical spectra agree on every shell of 16³ they fill: " << j;
+  EXPECT_TRUE(has(j, R"("empty_shells_a": [13, 14])")) << j;
   EXPECT_TRUE(has(j, R"("passed": true)")) << j;
-  // The 3/2 rule keeps |k_i| <= N/2 - 1 = 7: the agreement on shells 8-14 is that of modes
+  // The 3/2 rule keeps |k_i| <= N/2 - 1 = 7: the agreement on shells 8-12 is that of modes
   // the solver holds only in part (the cube's corners), and compare says so.
   EXPECT_TRUE(has(r.output, "k_max (largest wavenumber kept): shells 8-14 lie beyond run A's spectral and run B's "
                             "spectral k_max = 7\n"))
       << r.output;
-  EXPECT_TRUE(has(r.output, "14 of 14 (shells 8-14 beyond run A's spectral and run B's spectral k_max = 7)"))
+  EXPECT_TRUE(has(r.output, "12 of 14 (shells 8-12 beyond run A's spectral and run B's spectral k_max = 7)"))
       << r.output;
   EXPECT_TRUE(has(j, R"("solver_kmax_a": 7,)")) << j;
   EXPECT_TRUE(has(j, R"("first_shell_beyond_kmax": 8)")) << j;
@@ -126,7 +130,7 @@ TEST_F(Compare, RunFileWithoutKmaxStillCompares) {
   r = vortexhit("compare " + b.string() + " " + b.string());
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(has(r.output, "no k_max recorded for run A's spectral and run B's spectral")) << r.output;
-  EXPECT_TRUE(has(r.output, "  14 of 14\n")) << "nothing to say beyond k_agree: " << r.output;
+  EXPECT_TRUE(has(r.output, "  12 of 14\n")) << "nothing to say beyond k_agree: " << r.output;
 }
 
 TEST_F(Compare, EnergyScaledByTenPercentFailsFivePercentTolerance) {
@@ -158,6 +162,64 @@ TEST_F(Compare, EnergyScaledByTenPercentFailsFivePercentTolerance) {
 
   // A 15 % tolerance passes: the exit status follows the tolerance, not the mere difference.
   EXPECT_EQ(vortexhit("compare " + a.string() + " " + b.string() + " --K-tol 0.15").status, 0);
+}
+
+/// Writes E(k) of every solver and output of `dir`'s run file at `shells` as `share` of that
+/// spectrum's energy (the shells' own values left out of the sum).
+void set_shells(const fs::path& dir, const std::vector<int>& shells, double share) {
+  vh::RunData d = vh::RunFile::read((dir / "run.h5").string());
+  for (auto& [name, rec] : d.solvers)
+    for (auto& row : rec.E) {
+      double total = 0;
+      for (std::size_t k = 0; k < row.size(); ++k)
+        if (std::find(shells.begin(), shells.end(), int(k)) == shells.end()) total += row[k];
+      for (int k : shells) row[k] = share * total;
+    }
+  vh::RunFile((dir / "run.h5").string(), d).write();
+}
+
+TEST_F(Compare, ShellsTheReferenceHoldsEmptyAreLeftOut) {
+  // A holds shells 1 and 3 at round-off (1e-35 of its energy: a symmetry's zeros, as the
+  // Taylor–Green vortex's shell 1), B holds 1e-9 there (a solver's noise); every other shell is
+  // the same. A ratio to round-off would end the agreement at k = 0; those shells are left out,
+  // named, and B's share there reported.
+  const fs::path a = root / "empty_a", b = root / "noise_b", json = root / "empty.json";
+  for (const auto& [dir, share] : {std::make_pair(a, 1e-35), std::make_pair(b, 1e-9)}) {
+    fs::remove_all(dir);
+    fs::copy(root / "n16", dir);
+    set_shells(dir, {1, 3}, share);
+  }
+  Result r = vortexhit("compare " + a.string() + " " + b.string() + " --band-tol 1e-8 --k-agree-min 12 --json " +
+                       json.string());
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "shells 1, 3, 13-14 empty in run A's spectral (< 1e-28 of its energy)")) << r.output;
+  EXPECT_TRUE(has(r.output, "run B's spectral holds at most 1e-09 of its energy in one of them")) << r.output;
+  std::string j = slurp(json);
+  EXPECT_TRUE(has(j, R"("k_agree": 12)")) << "the shells A fills agree to the last: " << j;
+  EXPECT_TRUE(has(j, R"("empty_shells_a": [1, 3, 13, 14])")) << j;
+  EXPECT_NEAR(json_number(j, "b_in_empty_shells"), 1e-9, 1e-15) << j;
+  EXPECT_LT(json_number(j, "rel_diff"), 1e-12) << "the band without shells 1 and 3 is the same: " << j;
+
+  // A shell that B holds empty and A fills still disagrees: the rule is A's, the reference's.
+  r = vortexhit("compare " + b.string() + " " + a.string() + " --json " + json.string());
+  EXPECT_EQ(r.status, 0) << r.output;
+  j = slurp(json);
+  EXPECT_TRUE(has(j, R"("k_agree": 0)")) << j;
+  EXPECT_TRUE(has(j, R"("empty_shells_a": [13, 14])")) << j;
+
+  // A band of shells A holds empty prints "empty", and is not measured: at 8³ it is the one
+  // band (k = 1-2), so a band check has nothing to measure and fails as such.
+  const fs::path a8 = root / "empty_a8", b8 = root / "noise_b8";
+  for (const auto& [dir, share] : {std::make_pair(a8, 1e-35), std::make_pair(b8, 1e-9)}) {
+    fs::remove_all(dir);
+    fs::copy(root / "n8", dir);
+    set_shells(dir, {1, 2}, share);
+  }
+  r = vortexhit("compare " + a8.string() + " " + b8.string() + " --band-tol 0 --json " + json.string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "FAILED (not measured)")) << r.output;
+  EXPECT_TRUE(has(r.output, "      empty  ")) << r.output;
+  EXPECT_TRUE(has(slurp(json), R"("rel_diff": null)")) << slurp(json);
 }
 
 /// ½ Σ|p − q| of the PDFs of Q/⟨Q²⟩^½ of two fields on compare's bins (200 of 0.1 on [−10, 10),
