@@ -962,9 +962,12 @@ std::string Run::memory_used() const {
   std::string used = "memory   host peak RSS " + format_bytes(peak_rss_bytes()) + " (estimated " +
                      format_bytes(s_.mem.host_bytes()) + ")";
   std::size_t gpu_free = 0, gpu_total = 0;
+  // The in-use figure is the device's: where ranks share it, theirs together against one rank's estimate.
+  const bool shared = s_.cfg.share_gpus && world_.size() > 1;
   if (s_.backend == Backend::gpu && gpu_memory(gpu_free, gpu_total))
-    used += ", GPU in use at the end " + format_bytes(double(gpu_total - gpu_free)) + " (estimated " +
-            format_bytes(s_.mem.device_bytes()) + " and the CUDA context)";
+    used += ", GPU in use at the end " + format_bytes(double(gpu_total - gpu_free)) +
+            (shared ? " by every rank sharing this GPU" : "") + " (estimated " + format_bytes(s_.mem.device_bytes()) +
+            (shared ? " a rank" : "") + " and the CUDA context)";
   return used;
 }
 
