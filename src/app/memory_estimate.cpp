@@ -53,13 +53,17 @@ constexpr double kVortexHostPerParticle = 520;
 // 40³ (60³ particles) on 2 ranks 95.5 MiB (131).
 constexpr double kNearPerParticle = 128;
 constexpr double kFmmHostPerCell = 4000;
-// The GPU FMM per particle, from the allocations of fmm/*_gpu.cu (not yet measured on a GPU:
-// scripts/device-check.sh memory compares): sorted sources (keys, permutation, positions and
-// strengths in double and float: 100 B), the far and the near field's results (12 values each:
-// 192 B), the blob sums' packed particles and lattice sums (80 B); per cell the interaction
-// lists and the expansions (M, L and the folded single-precision M: 120 B per coefficient);
-// and the M2L translation tables.
-constexpr double kFmmDevicePerParticle = 400;
+// The GPU FMM per particle and per cell: the sorted sources, the results, the blob sums' packed
+// particles; per cell the interaction lists and the expansions (M, L and the folded
+// single-precision M: 120 B per coefficient); and the M2L translation tables. Measured on an
+// NVIDIA H200, 2026-12-03 (vortex_step_bench --tolerance 1e-4 --p 10 --m2l lists, the GPU memory
+// in use less the solver's own arrays): 1.02, 5.18 and 7.27 GiB at 128³, 192³ and 256³ (leaves of
+// 64, 27 and 64 particles): 230 B a particle and 12.2 KB a cell above the tables' 256 MiB, where
+// these constants had 400 B a particle from the allocations, never measured (at 2²⁷ particles on 4
+// GPUs the estimate asked 138 GiB a rank where 67 were in use, and refused the 512³ case on
+// 4 H200s once the viscous half step added its 1.5 GiB). With 280 B the whole device estimate of
+// those runs is 5-13 % above what they held (tests/app/test_memory_estimate.cpp).
+constexpr double kFmmDevicePerParticle = 280;
 constexpr double kFmmDevicePerCell = 4000;
 constexpr double kFmmDeviceTables = 256 * kMiB;
 // The GPU-resident vortex solver (vortex/solver_gpu.h, device = gpu with reinit_from = points)
@@ -78,13 +82,14 @@ constexpr double kVortexGpuPerParticle = 412;
 constexpr double kVortexGpuHostPerParticle = 192;
 constexpr double kVortexGpuHostAllPerParticle = 24;
 // On R > 1 ranks (each its z-slab's particles, the others gathered): per particle of the rank,
-// the state and the slab of the three sets' blob sums (224 B) and the three sets' strengths of
-// the particles near its planes (its own and a halo of m/2 + 1 planes each side: 56 B); per
-// particle of the lattice, on every rank, the gathered positions, strengths, cores and sums'
-// strengths (80 B), the blob sums' sorted particles (100 B) and the whole lattice's FFT work
-// space (88 B).
-constexpr double kVortexGpuOwnPerParticle = 280;
-constexpr double kVortexGpuAllPerParticle = 268;
+// the state and the slab of the three sets' blob sums (224 B), the three sets' strengths of the
+// particles near its planes (its own and a halo of m/2 + 1 planes each side: 56 B) and the blob
+// sums' sorted particles, which are those selected near its planes (100 B); per particle of the
+// lattice, on every rank, the gathered positions, strengths, cores and sums' strengths (80 B) and
+// the whole lattice's FFT work space (88 B). (The sorted particles were counted for the whole
+// lattice until 2026-12-03.)
+constexpr double kVortexGpuOwnPerParticle = 380;
+constexpr double kVortexGpuAllPerParticle = 168;
 
 struct Sizes {
   double R, C;  // one real grid array, one complex half spectrum (bytes)
