@@ -59,10 +59,10 @@ constexpr double kFmmHostPerCell = 4000;
 // NVIDIA H200, 2026-12-03 (vortex_step_bench --tolerance 1e-4 --p 10 --m2l lists, the GPU memory
 // in use less the solver's own arrays): 1.02, 5.18 and 7.27 GiB at 128³, 192³ and 256³ (leaves of
 // 64, 27 and 64 particles): 230 B a particle and 12.2 KB a cell above the tables' 256 MiB, where
-// these constants had 400 B a particle from the allocations, never measured (at 2²⁷ particles on 4
-// GPUs the estimate asked 138 GiB a rank where 67 were in use, and refused the 512³ case on
-// 4 H200s once the viscous half step added its 1.5 GiB). With 280 B the whole device estimate of
-// those runs is 5-13 % above what they held (tests/app/test_memory_estimate.cpp).
+// these constants had 400 B a particle from the allocations, never measured (at 2²⁷ particles on
+// 4 GPUs it asked 121 GiB of vortex memory a rank where 67 were in use, and with the spectral
+// solver 142 GiB: the 512³ case was refused on 4 H200s, where it had run). With 280 B the whole
+// device estimate of those runs is 5-13 % above what they held (tests/app/test_memory_estimate.cpp).
 constexpr double kFmmDevicePerParticle = 280;
 constexpr double kFmmDevicePerCell = 4000;
 constexpr double kFmmDeviceTables = 256 * kMiB;

@@ -168,7 +168,7 @@ TEST(MemoryEstimate, VortexGpuHostHoldsTheStateItDownloads) {
 // that then fail); within 1.2× with the lists, within 1.6× with the FFT tables, whose deepest
 // level is counted twice for the moment it is built, and within 1.5× on 4 ranks, where a rank
 // held less than the items count (which of its arrays is smaller was not measured). Before
-// 2026-12-03 the 512³ case on 4 GPUs was estimated at 127 GiB of vortex memory a rank (1.9× its
+// 2026-12-03 the 512³ case on 4 GPUs was estimated at 121 GiB of vortex memory a rank (1.8× its
 // 67) and, with the spectral solver, refused on 4 H200s.
 TEST(MemoryEstimate, VortexGpuDeviceBoundsWhatRunsHeld) {
   struct Run {
