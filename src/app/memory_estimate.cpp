@@ -66,6 +66,8 @@ constexpr double kFmmHostPerCell = 4000;
 constexpr double kFmmDevicePerParticle = 280;
 constexpr double kFmmDevicePerCell = 4000;
 constexpr double kFmmDeviceTables = 256 * kMiB;
+// The item of the FMM's uniform levels' FFT tables (fmm.m2l fft), which fit_fmm_m2l weighs.
+constexpr const char* kFftTablesItem = "FMM uniform levels' FFTs";
 // The GPU-resident vortex solver (vortex/solver_gpu.h, device = gpu with reinit_from = points)
 // per particle of its (refine·N)³ lattice: state 152 B, the FMM's results and the FFT work space
 // over them 96 B, the blob sums' sorted particles 100 B and the history's two sets of sums kept
@@ -272,18 +274,17 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
       // the FMM stays counted: an evaluation off the lattice (a restart) takes it.
       if (c.vortex.velocity == vortex::Velocity::lattice)
         e.device.push_back({"u and grad u of the lattice velocity", 96 * particles / R});
-      // fmm.m2l fft on one GPU: the uniform levels' FFT tables and transforms, the deepest
-      // level's tables twice while they are built (fmm/level_stencil.h m2l_fft_bytes). On R > 1
-      // GPUs every rank builds them for the whole set too (GpuEvaluator::evaluate_own), but only
-      // where its free memory holds them with a quarter and 1 GiB to spare, else it takes the
-      // lists: they are not counted there, so that a run the lists carry (512^3 on 4 GPUs: 67 GiB
-      // a rank, the tables 89 GiB more) is not refused for them.
-      if (R == 1 && c.vortex.velocity == vortex::Velocity::fmm && c.vortex.fmm.m2l == "fft") {
+      // fmm.m2l fft: the uniform levels' FFT tables and transforms, the deepest level's tables
+      // twice while they are built (fmm/level_stencil.h m2l_fft_bytes), for the whole set on any R
+      // (GpuEvaluator::evaluate_own builds the whole tree on every rank). A run takes them only
+      // where the whole estimate with them fits its GPU, else the lists (fit_fmm_m2l), so that a
+      // run the lists carry (512^3 on 4 GPUs: 67 GiB a rank, the tables 89 GiB more) is admitted.
+      if (c.vortex.velocity == vortex::Velocity::fmm && c.vortex.fmm.m2l == "fft") {
         const fmm::Params r = c.vortex.fmm.resolved();
         const int L = fmm::uniform_depth(particles, r.ncrit);
         double b = fmm::m2l_fft_bytes(L, r.p, true);
         for (int l = 2; l < L; ++l) b += fmm::m2l_fft_bytes(l, r.p, false);
-        e.device.push_back({"FMM uniform levels' FFTs", b});
+        e.device.push_back({kFftTablesItem, b});
       }
     }
     // The integrating factor's first half at the particles: γ of the step's start, then the
@@ -397,13 +398,29 @@ MemoryAvailable device_memory_available() {
 
 namespace {
 
-/// The largest N (≤ c.n, allowed by the deck's rules) whose estimate fits; 0 when none does.
-int largest_n_that_fits(RunConfig c, Backend b, bool fused, double host, double device) {
+/// fit_fmm_m2l against `device` bytes.
+std::string fit_fmm_m2l(RunConfig& c, Backend b, bool fused, double device) {
+  if (b != Backend::gpu || !runs_vortex(c) || c.vortex.fmm.m2l != "fft") return "";
+  const MemoryEstimate e = estimate_memory(c, b, fused);
+  double tables = 0;
+  for (const MemoryItem& i : e.device)
+    if (i.what == kFftTablesItem) tables = i.bytes;
+  if (tables == 0 || e.device_bytes() <= device) return "";
+  c.vortex.fmm.m2l = "lists";
+  return "the uniform levels' FFT tables, " + format_bytes(tables) + ", do not fit beside the run's " +
+         format_bytes(e.device_bytes() - tables) + " in " + format_bytes(device) + " of free GPU memory";
+}
+
+/// The largest N (≤ c.n, allowed by the deck's rules) whose estimate fits, the FMM's M2L fitted to
+/// the GPU as a run at that N would fit it; 0 when none does.
+int largest_n_that_fits(const RunConfig& c, Backend b, bool fused, double host, double device) {
   const int step = runs_spectral(c) && c.spectral.dealias == spectral::Dealias::three_halves ? 4 : 2;
   auto fits = [&](int n) {
-    c.n = n;
+    RunConfig d = c;
+    d.n = n;
     try {
-      const MemoryEstimate e = estimate_memory(c, b, fused);
+      fit_fmm_m2l(d, b, fused, device);
+      const MemoryEstimate e = estimate_memory(d, b, fused);
       return e.host_bytes() <= host && e.device_bytes() <= device;
     } catch (const InputError&) {  // an N another rule refuses (vortex.refine · N an even integer)
       return false;
@@ -424,6 +441,10 @@ std::string items(const std::vector<MemoryItem>& v) {
 }
 
 }  // namespace
+
+std::string fit_fmm_m2l(RunConfig& c, Backend b, bool fused, const MemoryAvailable& device) {
+  return fit_fmm_m2l(c, b, fused, device.bytes);
+}
 
 std::string memory_shortfall(const MemoryEstimate& e, Backend b, const MemoryAvailable& host,
                              const MemoryAvailable& device) {

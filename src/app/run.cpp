@@ -278,9 +278,9 @@ std::string decomposition_line(const Slab& s) {
          "), of kept ky" + ky + " (|ky| <= " + std::to_string(s.kmax) + "); MPI " + Comm::library();
 }
 
-
-/// "vortex   FMM on the CPU: tolerance 1e-05, p 12, ...": the FMM's resolved parameters.
-std::string fmm_line(const fmm::Params& f, Backend backend) {
+/// "vortex   FMM on the CPU: tolerance 1e-05, p 12, ...": the FMM's resolved parameters, and why
+/// the run took the lists where the deck asked for FFTs (`m2l_lists`, fit_fmm_m2l).
+std::string fmm_line(const fmm::Params& f, Backend backend, const std::string& m2l_lists) {
   std::ostringstream msg;
   msg << "vortex   FMM "
       << (backend == Backend::gpu ? "on the GPU" : "on the CPU")
@@ -288,8 +288,9 @@ std::string fmm_line(const fmm::Params& f, Backend backend) {
       << ", images " << f.images;
   if (backend == Backend::gpu)
     msg << ", near field " << f.precision << ", M2L "
-        << (f.m2l == "fft" ? "by FFTs on a complete tree's uniform levels (fmm.m2l fft), else by the lists"
-                           : "by the traversal's lists");
+        << (f.m2l == "fft"
+                ? "by FFTs on a complete tree's uniform levels (fmm.m2l fft), else by the lists"
+                : "by the traversal's lists" + (m2l_lists.empty() ? "" : " (fmm.m2l fft: " + m2l_lists + ")"));
   return msg.str();
 }
 
@@ -329,6 +330,7 @@ struct Setup {
   MemoryEstimate mem;  ///< that of one rank holding the whole grid
   MemoryAvailable host_mem, gpu_mem;
   std::string comm;  ///< how the ranks exchange (connect_ranks)
+  std::string m2l_lists;  ///< why fmm.m2l fft became lists (fit_fmm_m2l); "" where it did not
 };
 
 /// R > 1 ranks of a GPU run: one GPU each (parallel.share_gpus lets them share) and the transport
@@ -374,11 +376,18 @@ Setup configure(const std::string& deck_path, const std::vector<std::string>& ov
   if (ckpt) check_checkpoint_grid(*ckpt, cfg.n);
   const std::string comm = connect_ranks(cfg, backend, world);
   if (ckpt) cfg.out_dir = ckpt->dir;  // a restart continues in the checkpoint's folder
-  // Memory, estimated from the deck and checked before anything is written (memory_estimate.h).
-  const MemoryEstimate mem = estimate_memory(cfg, backend, spectral_fused_on_gpu(cfg, backend));
+  // Memory, estimated from the deck and checked before anything is written (memory_estimate.h);
+  // the FMM's M2L by FFTs only where its tables fit beside the rest, on every rank alike.
+  const bool fused = spectral_fused_on_gpu(cfg, backend);
   const MemoryAvailable host_mem = host_memory_available();
   const MemoryAvailable gpu_mem = backend == Backend::gpu ? device_memory_available() : MemoryAvailable{};
-  return {std::move(ckpt), std::move(opts), std::move(cfg), backend, mem, host_mem, gpu_mem, comm};
+  std::string m2l_lists = fit_fmm_m2l(cfg, backend, fused, gpu_mem);
+  if (world.any(!m2l_lists.empty()) && m2l_lists.empty()) {
+    cfg.vortex.fmm.m2l = "lists";
+    m2l_lists = "the uniform levels' FFT tables do not fit beside the run on another rank's GPU";
+  }
+  const MemoryEstimate mem = estimate_memory(cfg, backend, fused);
+  return {std::move(ckpt), std::move(opts), std::move(cfg), backend, mem, host_mem, gpu_mem, comm, m2l_lists};
 }
 
 /// The memory check, and --dry-run, which prints the estimate and ends there (true). On R > 1
@@ -388,7 +397,7 @@ bool dry_run_or_check_memory(const Setup& s, const Comm& world, bool dry_run) {
   if (dry_run && world.root())
     std::cout << dry_run_report(s.cfg, device_name(s.backend), s.mem, s.backend, s.host_mem, s.gpu_mem)
               << (world.size() > 1 ? "(memory per rank, " + std::to_string(world.size()) + " ranks)\n" : "")
-              << std::flush;
+              << (s.m2l_lists.empty() ? "" : "fmm      M2L by the lists: " + s.m2l_lists + "\n") << std::flush;
   if (dry_run && !s.ckpt) on_root(world, [&] { prepare_output_dir(s.cfg, false); });
   std::string why;
   try {
@@ -541,7 +550,7 @@ void Run::make_solvers() {
       con_.line("vortex   u and grad u by FFTs of the lattice strengths (vortex.velocity = lattice; the FMM only where "
                 "particles are off the lattice)");
     else
-      con_.line(fmm_line(c.vortex.fmm.resolved(), s_.backend));
+      con_.line(fmm_line(c.vortex.fmm.resolved(), s_.backend, s_.m2l_lists));
   }
 }
 

@@ -127,6 +127,70 @@ TEST(MemoryEstimate, VortexGpuCountsTheUniformLevelsFfts) {
   EXPECT_FALSE(has(estimate_memory(config(sc09), Backend::cpu, false)));
 }
 
+// fmm.m2l = fft takes the uniform levels' FFT tables only where the whole estimate with them fits the
+// GPU (fit_fmm_m2l); else the lists, and the estimate counts no tables. The SC09 deck (both solvers,
+// p 10, tolerance 1e-4) on an H200 (138 GiB free): at 256³ the tables (level 6, about 10 GiB) fit
+// and stay; at 384³ those of level 7 (85 GiB) do not, and the lists carry the run, which was
+// refused while the tables were counted whatever the room (the largest N offered was 320, where the
+// tables of level 6 fit). The same on 4 ranks at 512³ (the tables 89 GiB beside 118 GiB a rank).
+TEST(MemoryEstimate, TheFftTablesOnlyWhereTheyFitBesideTheRun) {
+  vh::app::MemoryAvailable h200;
+  h200.bytes = 138.0 * 1024 * 1024 * 1024;
+  h200.limited_by = "the GPU's free memory";
+  h200.limits.push_back({h200.limited_by, h200.bytes});
+  auto sc09 = [](int n, int ranks) {
+    vh::app::RunConfig c = config({"--case.solver=both", "--domain.n=" + std::to_string(n), "--vortex.refine=1",
+                                   "--fmm.tolerance=1e-4", "--fmm.p=10"});
+    c.ranks = ranks;
+    return c;
+  };
+  auto tables = [](const MemoryEstimate& e) {
+    for (const auto& i : e.device)
+      if (i.what == "FMM uniform levels' FFTs") return i.bytes;
+    return 0.0;
+  };
+  const double gib = 1024.0 * 1024 * 1024;
+
+  vh::app::RunConfig c = sc09(256, 1);
+  EXPECT_EQ(vh::app::fit_fmm_m2l(c, Backend::gpu, true, h200), "");
+  EXPECT_EQ(c.vortex.fmm.m2l, "fft");
+  EXPECT_GT(tables(estimate_memory(c, Backend::gpu, true)), 5 * gib);
+
+  for (const auto& [n, ranks] : {std::pair{384, 1}, std::pair{512, 4}}) {
+    c = sc09(n, ranks);
+    const MemoryEstimate with = estimate_memory(c, Backend::gpu, true);
+    EXPECT_GT(tables(with), 80 * gib) << n;
+    EXPECT_GT(with.device_bytes(), h200.bytes) << n;
+    const std::string why = vh::app::fit_fmm_m2l(c, Backend::gpu, true, h200);
+    EXPECT_EQ(c.vortex.fmm.m2l, "lists") << n;
+    EXPECT_NE(why.find("FFT tables"), std::string::npos) << why;
+    const MemoryEstimate lists = estimate_memory(c, Backend::gpu, true);
+    EXPECT_EQ(tables(lists), 0.0) << n;
+    EXPECT_DOUBLE_EQ(lists.device_bytes(), with.device_bytes() - tables(with)) << n;
+    EXPECT_LE(lists.device_bytes(), h200.bytes) << n;
+    EXPECT_EQ(vh::app::memory_shortfall(lists, Backend::gpu, vh::app::MemoryAvailable{}, h200), "") << n;
+    std::printf("N %d ranks %d: %.1f GiB with the tables (%.1f GiB), %.1f GiB with the lists\n", n, ranks,
+                with.device_bytes() / gib, tables(with) / gib, lists.device_bytes() / gib);
+  }
+
+  // The N offered when a run is short fits the M2L as the run would: past the level-7 tables.
+  c = sc09(1024, 1);
+  std::string msg;
+  try {
+    vh::app::check_memory(c, Backend::gpu, estimate_memory(c, Backend::gpu, true), vh::app::MemoryAvailable{}, h200);
+  } catch (const vh::InputError& err) {
+    msg = err.what();
+  }
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(msg, m, std::regex(R"(allowed here: domain\.n <= ([0-9]+))"))) << msg;
+  const int n = std::stoi(m[1]);
+  EXPECT_GE(n, 384) << msg;
+  c = sc09(n + 4, 1);
+  vh::app::fit_fmm_m2l(c, Backend::gpu, true, h200);
+  EXPECT_GT(estimate_memory(c, Backend::gpu, true).device_bytes(), h200.bytes) << msg;
+  std::printf("%s\n", msg.c_str());
+}
+
 // The GPU-resident vortex solver keeps its particles on the GPU: the host holds their state only
 // when a checkpoint downloads it (152 B a particle), not the CPU solver's tree and lists (about
 // 800 B a particle, which refused runs that needed a fifth of it). Against the peak RSS of real
@@ -182,12 +246,17 @@ TEST(MemoryEstimate, VortexGpuDeviceBoundsWhatRunsHeld) {
     vh::app::RunConfig c = config({"--case.solver=vortex", "--domain.n=" + std::to_string(r.n), "--vortex.refine=1",
                                    "--fmm.tolerance=1e-4", "--fmm.p=10", std::string("--fmm.m2l=") + r.m2l});
     c.ranks = r.ranks;
+    // As the run fits its M2L to the H200 (138 GiB free): the 4-rank case took the lists.
+    vh::app::MemoryAvailable h200;
+    h200.bytes = 138.0 * 1024 * 1024 * 1024;
+    vh::app::fit_fmm_m2l(c, Backend::gpu, false, h200);
+    EXPECT_EQ(c.vortex.fmm.m2l, r.ranks > 1 ? "lists" : r.m2l);
     const double est = estimate_memory(c, Backend::gpu, false).device_bytes() / std::pow(1024.0, 3);
     const double most = r.ranks > 1 ? 1.5 : r.m2l == std::string("fft") ? 1.6 : 1.2;
     EXPECT_GE(est, r.used_gib) << "N " << r.n << " ranks " << r.ranks << " " << r.m2l;
     EXPECT_LE(est, most * r.used_gib) << "N " << r.n << " ranks " << r.ranks << " " << r.m2l;
-    std::printf("N %d ranks %d %s: estimate %.2f GiB, in use %.2f GiB (%.2fx)\n", r.n, r.ranks, r.m2l, est, r.used_gib,
-                est / r.used_gib);
+    std::printf("N %d ranks %d %s: estimate %.2f GiB, in use %.2f GiB (%.2fx)\n", r.n, r.ranks,
+                c.vortex.fmm.m2l.c_str(), est, r.used_gib, est / r.used_gib);
   }
 }
 
