@@ -18,7 +18,7 @@
 // host (what field outputs add). The initial field is made on the host and not timed.
 //
 //   vortex_step_bench [--n 128,256] [--refine 1] [--steps 5] [--warmup 2] [--tolerance 1e-5]
-//                     [--p auto] [--theta auto] [--reinit-every 1] [--velocity fmm|lattice]
+//                     [--p auto] [--theta auto] [--ncrit auto] [--reinit-every 1] [--velocity fmm|lattice]
 //                     [--diffusion auto|integrating-factor|lattice] [--blob-cutoff C] [--csv]
 //   --diffusion:      vortex.diffusion (auto, the deck's default: integrating-factor with
 //                     --reinit-every 1, else lattice); the table's header and the CSV name it.
@@ -87,6 +87,7 @@ struct BenchOptions {
   double refine = 1, tolerance = 1e-5;
   std::string p = "auto";
   std::string theta = "auto";
+  std::string ncrit = "auto";
   bool lattice = false;  // --velocity lattice
   std::string diffusion = "auto";
   double blob_cutoff = vortex::Params{}.blob_cutoff;
@@ -112,6 +113,8 @@ BenchOptions parse(int argc, char** argv) {
     else if (a == "--tolerance") o.tolerance = std::stod(next());
     else if (a == "--p") o.p = next();
     else if (a == "--theta") o.theta = next();
+    else if (a == "--ncrit")
+      o.ncrit = next();
     else if (a == "--reinit-every") o.reinit_every = std::stoi(next());
     else if (a == "--velocity") {
       const std::string v = next();
@@ -125,9 +128,10 @@ BenchOptions parse(int argc, char** argv) {
     else if (a == "--m2l") o.m2l = next();
     else if (a == "--csv") o.csv = true;
     else if (a == "--help" || a == "-h") {
-      std::printf("usage: vortex_step_bench [--n 128,256] [--refine R] [--steps S] [--warmup W] [--tolerance T] "
-                  "[--p P|auto] [--theta T|auto] [--reinit-every K] [--velocity fmm|lattice] "
-                  "[--diffusion auto|integrating-factor|lattice] [--blob-cutoff C] [--m2l lists|fft] [--csv]\n");
+      std::printf(
+          "usage: vortex_step_bench [--n 128,256] [--refine R] [--steps S] [--warmup W] [--tolerance T] "
+          "[--p P|auto] [--theta T|auto] [--ncrit N|auto] [--reinit-every K] [--velocity fmm|lattice] "
+          "[--diffusion auto|integrating-factor|lattice] [--blob-cutoff C] [--m2l lists|fft] [--csv]\n");
       std::exit(0);
     } else {
       throw std::invalid_argument("unknown option " + a);
@@ -198,6 +202,7 @@ vortex::Params solver_params(const BenchOptions& o, double nu) {
   p.fmm.tolerance = o.tolerance;
   p.fmm.set("p", o.p);
   p.fmm.set("theta", o.theta);
+  p.fmm.set("ncrit", o.ncrit);
   p.fmm.set("m2l", o.m2l);
   p.fmm.periodic = true;
   p.use_gpu = true;
@@ -259,11 +264,14 @@ int main(int argc, char** argv) {
   cudaGetDeviceProperties(&prop, 0);
   const std::string dev = prop.name;
   const char* diffusion = vortex::diffusion_name(solver_params(o, 0.0).diffusion);  // what --diffusion picks
-  std::printf("vortex_step_bench: %s, commit %s, %d CPU threads; refine %g, fmm.tolerance %g, p %s, theta %s, reinit_every %d, "
-              "velocity %s, diffusion %s, blob cut-off %g sigma, fmm.m2l %s, median of %d steps after %d; %d rank%s, transport %s\n",
-              dev.c_str(), VH_GIT_HASH, omp_get_max_threads(), o.refine, o.tolerance, o.p.c_str(), o.theta.c_str(), o.reinit_every,
-              o.lattice ? "lattice" : "fmm", diffusion, o.blob_cutoff, o.m2l.c_str(),
-              o.steps, o.warmup, ranks, ranks > 1 ? "s (one GPU each)" : "", transport.c_str());
+  std::printf(
+      "vortex_step_bench: %s, commit %s, %d CPU threads; refine %g, fmm.tolerance %g, p %s, theta %s, ncrit %s, "
+      "reinit_every %d, "
+      "velocity %s, diffusion %s, blob cut-off %g sigma, fmm.m2l %s, median of %d steps after %d; %d rank%s, transport "
+      "%s\n",
+      dev.c_str(), VH_GIT_HASH, omp_get_max_threads(), o.refine, o.tolerance, o.p.c_str(), o.theta.c_str(),
+      o.ncrit.c_str(), o.reinit_every, o.lattice ? "lattice" : "fmm", diffusion, o.blob_cutoff, o.m2l.c_str(), o.steps,
+      o.warmup, ranks, ranks > 1 ? "s (one GPU each)" : "", transport.c_str());
 
   std::vector<Row> rows;
   try {
@@ -393,9 +401,11 @@ int main(int argc, char** argv) {
     for (const Row& r : rows) {
       char cs[256];
       std::snprintf(cs, sizeof cs,
-                    "N=%d refine=%g sc09 flow tol=%g p=%s theta=%s reinit_every=%d%s diffusion=%s blob_cutoff=%g m2l=%s median of %d ranks=%d comm=%s",
-                    r.n, o.refine, o.tolerance, o.p.c_str(), o.theta.c_str(), o.reinit_every, o.lattice ? " velocity=lattice" : "",
-                    diffusion, o.blob_cutoff, o.m2l.c_str(), o.steps, ranks, transport.c_str());
+                    "N=%d refine=%g sc09 flow tol=%g p=%s theta=%s ncrit=%s reinit_every=%d%s diffusion=%s "
+                    "blob_cutoff=%g m2l=%s median of %d ranks=%d comm=%s",
+                    r.n, o.refine, o.tolerance, o.p.c_str(), o.theta.c_str(), o.ncrit.c_str(), o.reinit_every,
+                    o.lattice ? " velocity=lattice" : "", diffusion, o.blob_cutoff, o.m2l.c_str(), o.steps, ranks,
+                    transport.c_str());
       for (int c = 0; c < kSteps; ++c)
         csv.row(cs, c == 1 && o.lattice ? "lattice_velocity" : kStepFigures[c], r.step[c], "s");
       const std::pair<const char*, double> m[] = {{"host", r.host},
