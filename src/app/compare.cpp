@@ -474,6 +474,8 @@ struct SpecResult {
   double kmax_a, kmax_b;  ///< each side's k_max at that output (NaN: not in its run.h5)
   std::vector<int> empty;  ///< shells 1 … k_max that A holds empty (empty_shells)
   double b_in_empty = 0;   ///< the largest share of B's energy in one of them
+  int apart = 0;           ///< the shell that ends k_agree (0: none, every shell A fills agrees)
+  double apart_ratio = std::nan(""), apart_share = std::nan("");  ///< its E_B/E_A and A's share there
 };
 
 /// Everything compare measures, for the text report, the checks and --json.
@@ -692,6 +694,11 @@ void print_spectra(const std::vector<SpecResult>& spec, const Side& a, const Sid
       const double k = by_a ? s.kmax_a : s.kmax_b;
       out << " (" << shell_range(f, s.k_agree) << " beyond " << who << " k_max = " << num(k, "%.4g") << ")";
     }
+    // Where the agreement ends, and how much of A's energy that shell holds (a shell at a
+    // symmetry's noise floor ends it as surely as one in the dissipation range).
+    if (s.apart > 0)
+      out << "; shell " << s.apart << ": E_B/E_A " << num(s.apart_ratio, "%.4g") << ", " << num(s.apart_share, "%.2g")
+          << " of A's energy";
     out << "\n";
   }
   if (marked) out << "* the band holds shells beyond a k_max\n";
@@ -738,8 +745,16 @@ void compare_spectra(const Side& a, const Side& b, const Options& o, double t_to
                  kmax_at(b, b.rec->spectrum_t[best.second]),
                  {},
                  0.0};
-    double total_b = 0;
+    double total_a = 0, total_b = 0;
+    for (double e : ea) total_a += e;
     for (double e : eb) total_b += e;
+    // The shell that ends the agreement: the first one past k_agree that A fills.
+    for (int k = s.k_agree + 1; k <= r.k_max && s.apart == 0; ++k)
+      if (!empty[k]) {
+        s.apart = k;
+        s.apart_ratio = eb[k] / ea[k];
+        s.apart_share = ea[k] / total_a;
+      }
     for (int k = 1; k <= r.k_max; ++k)
       if (empty[k]) {
         s.empty.push_back(k);
@@ -906,7 +921,10 @@ std::string json_spectra(const std::vector<SpecResult>& spec) {
               : std::to_string(first_beyond(spec[i].kmax_a, spec[i].kmax_b)))
       << ", \"empty_shells_a\": [";
     for (std::size_t k = 0; k < spec[i].empty.size(); ++k) j << (k ? ", " : "") << spec[i].empty[k];
-    j << "], \"b_in_empty_shells\": " << jnum(spec[i].b_in_empty) << ", \"bands\": [";
+    j << "], \"b_in_empty_shells\": " << jnum(spec[i].b_in_empty)
+      << ", \"shell_apart\": " << (spec[i].apart > 0 ? std::to_string(spec[i].apart) : "null")
+      << ", \"ratio_apart\": " << jnum(spec[i].apart_ratio) << ", \"a_share_apart\": " << jnum(spec[i].apart_share)
+      << ", \"bands\": [";
     for (std::size_t k = 0; k < spec[i].bands.size(); ++k)
       j << (k ? ", " : "") << "{\"k_lo\": " << spec[i].bands[k].lo << ", \"k_hi\": " << spec[i].bands[k].hi
         << ", \"rel_diff\": " << jnum(spec[i].bands[k].rel_diff) << "}";

@@ -196,6 +196,7 @@ TEST_F(Compare, ShellsTheReferenceHoldsEmptyAreLeftOut) {
   EXPECT_TRUE(has(r.output, "run B's spectral holds at most 1e-09 of its energy in one of them")) << r.output;
   std::string j = slurp(json);
   EXPECT_TRUE(has(j, R"("k_agree": 12)")) << "the shells A fills agree to the last: " << j;
+  EXPECT_TRUE(has(j, R"("shell_apart": null)")) << "nothing ends the agreement: " << j;
   EXPECT_TRUE(has(j, R"("empty_shells_a": [1, 3, 13, 14])")) << j;
   EXPECT_NEAR(json_number(j, "b_in_empty_shells"), 1e-9, 1e-15) << j;
   EXPECT_LT(json_number(j, "rel_diff"), 1e-12) << "the band without shells 1 and 3 is the same: " << j;
@@ -206,6 +207,11 @@ TEST_F(Compare, ShellsTheReferenceHoldsEmptyAreLeftOut) {
   j = slurp(json);
   EXPECT_TRUE(has(j, R"("k_agree": 0)")) << j;
   EXPECT_TRUE(has(j, R"("empty_shells_a": [13, 14])")) << j;
+  // The line says where the agreement ends and how little of A's energy that shell holds.
+  EXPECT_TRUE(has(r.output, "  0 of 14; shell 1: E_B/E_A 1e-26, 1e-09 of A's energy\n")) << r.output;
+  EXPECT_TRUE(has(j, R"("shell_apart": 1)")) << j;
+  EXPECT_NEAR(json_number(j, "ratio_apart"), 1e-26, 1e-36) << j;
+  EXPECT_NEAR(json_number(j, "a_share_apart"), 1e-9, 1e-17) << j;
 
   // A band of shells A holds empty prints "empty", and is not measured: at 8³ it is the one
   // band (k = 1-2), so a band check has nothing to measure and fails as such.
