@@ -657,7 +657,7 @@ std::string beyond_note(const Side& a, double ka, const Side& b, double kb, int 
 }
 
 void print_spectra(const std::vector<SpecResult>& spec, const Side& a, const Side& b, double spectrum_tol,
-                   const Report& r, std::ostream& out) {
+                   const Report& r, const std::string& note, std::ostream& out) {
   char line[256];
   out << "spectra: sum_band |E_B - E_A| / sum_band E_A; k_agree: largest k with |E_B/E_A - 1| <= " << num(spectrum_tol)
       << " on every shell 1..k\n  (shells A holds empty, < " << num(kEmptyShell)
@@ -704,14 +704,22 @@ void print_spectra(const std::vector<SpecResult>& spec, const Side& a, const Sid
   if (marked) out << "* the band holds shells beyond a k_max\n";
   // Shells A holds empty (a symmetry's zeros, round-off) where B holds something: named, with
   // B's share there (the ratio is left out of the bands and k_agree).
-  for (std::size_t i = 0; i < spec.size(); ++i) {
-    const SpecResult& s = spec[i];
-    if (s.b_in_empty > 0 && (i == 0 || s.t_over_T != spec[i - 1].t_over_T))
+  for (const SpecResult& s : spec) {
+    if (s.b_in_empty > 0)
       out << "t/T " << num(s.t_over_T, "%.4f") << ": " << shell_list(s.empty) << " empty in " << a.label << " (< "
           << num(kEmptyShell) << " of its energy), left out of the bands and k_agree; " << b.label << " holds at most "
           << num(s.b_in_empty, "%.2g") << " of its energy in one of them\n";
   }
-  out << "\n";
+  out << note << "\n";
+}
+
+/// "t/T 5, 10 requested: their nearest output is shown above for an earlier --at" (a run
+/// shorter than the defaults 1,5,10 would otherwise repeat its last row); "" when none.
+std::string repeated_note(const std::vector<double>& repeated) {
+  if (repeated.empty()) return "";
+  std::string list;
+  for (double t : repeated) list += (list.empty() ? "" : ", ") + num(t, "%.4g");
+  return "t/T " + list + " requested: the nearest output is the one shown for an earlier --at time\n";
 }
 
 /// The spectra at the common spectrum time nearest each requested t/T: band-wise differences
@@ -729,16 +737,22 @@ void compare_spectra(const Side& a, const Side& b, const Options& o, double t_to
         << "\n\n";
     return;
   }
+  std::vector<double> repeated;  // requests whose nearest output an earlier one took
   for (double want : o.at) {
     const auto best = *std::min_element(spairs.begin(), spairs.end(), [&](const auto& x, const auto& y) {
       return std::abs(a.rec->spectrum_t[x.first] / r.T0 - want) < std::abs(a.rec->spectrum_t[y.first] / r.T0 - want);
     });
+    const double t_over_T = a.rec->spectrum_t[best.first] / r.T0;
+    if (std::any_of(r.spectra.begin(), r.spectra.end(), [&](const SpecResult& x) { return x.t_over_T == t_over_T; })) {
+      repeated.push_back(want);
+      continue;
+    }
     const auto& fa = a.rec->E.at(best.first);
     const auto& fb = b.rec->E.at(best.second);
     const std::vector<double> ea(fa.begin(), fa.begin() + r.k_max + 1), eb(fb.begin(), fb.begin() + r.k_max + 1);
     const std::vector<bool> empty = empty_shells(ea);
     SpecResult s{want,
-                 a.rec->spectrum_t[best.first] / r.T0,
+                 t_over_T,
                  band_differences(ea, eb, empty, k_cut),
                  agreement_k(ea, eb, empty, o.spectrum_tol),
                  kmax_at(a, a.rec->spectrum_t[best.first]),
@@ -762,7 +776,7 @@ void compare_spectra(const Side& a, const Side& b, const Options& o, double t_to
       }
     r.spectra.push_back(s);
   }
-  print_spectra(r.spectra, a, b, o.spectrum_tol, r, out);
+  print_spectra(r.spectra, a, b, o.spectrum_tol, r, repeated_note(repeated), out);
 }
 
 /// The fields files of A's and of B's solver at a common time, in A's order.
@@ -796,7 +810,8 @@ QMeasures measure_q(const std::pair<FieldsAt, FieldsAt>& f, const Side& a, const
   return m;
 }
 
-void print_q_fields(const std::vector<QResult>& qres, double q_level, bool two_runs, std::ostream& out) {
+void print_q_fields(const std::vector<QResult>& qres, double q_level, bool two_runs, const std::string& note,
+                    std::ostream& out) {
   char line[256];
   out << "Q fields: correlation coefficient; Jaccard index of Q > " << num(q_level) << " <Q^2>^1/2\n";
   std::snprintf(line, sizeof line, "%8s %8s %12s %9s  %s\n", "t/T req", "t/T", "correlation", "Jaccard", "files");
@@ -819,7 +834,7 @@ void print_q_fields(const std::vector<QResult>& qres, double q_level, bool two_r
                   num(q.m.q_w_mean_a, "%.6g").c_str(), num(q.m.q_w_mean_b, "%.6g").c_str());
     out << line;
   }
-  out << "\n";
+  out << note << "\n";
 }
 
 /// The Q fields nearest each requested t/T that both sides hold at the same time, each pair
@@ -837,15 +852,20 @@ void compare_q_fields(const Side& a, const Side& b, const Options& o, double t_t
     return;
   }
   std::map<std::size_t, QMeasures> measured;
+  std::vector<double> repeated;  // requests whose nearest fields an earlier one took
   for (double want : o.at) {
     std::size_t best = 0;
     for (std::size_t p = 1; p < fpairs.size(); ++p)
       if (std::abs(fpairs[p].first.t / r.T0 - want) < std::abs(fpairs[best].first.t / r.T0 - want)) best = p;
-    if (!measured.count(best)) measured[best] = measure_q(fpairs[best], a, b, o.q_level);
+    if (measured.count(best)) {
+      repeated.push_back(want);
+      continue;
+    }
+    measured[best] = measure_q(fpairs[best], a, b, o.q_level);
     r.q.push_back({want, fpairs[best].first.t / r.T0, fpairs[best].first.path, fpairs[best].second.path,
                    measured[best]});
   }
-  print_q_fields(r.q, o.q_level, two_runs, out);
+  print_q_fields(r.q, o.q_level, two_runs, repeated_note(repeated), out);
 }
 
 /// The worst of `v`: the largest (or smallest); NaN when any is NaN or `v` is empty.

@@ -77,6 +77,25 @@ class Compare : public ::testing::Test {
 };
 fs::path Compare::root;
 
+// A run shorter than the requested times (16³ to t/T = 1 against --at 0,1,5,10): each output
+// is compared once, and the requests it would have repeated are named, in the text and JSON.
+TEST_F(Compare, EachOutputOnceWhateverTheRequests) {
+  const fs::path json = root / "once.json";
+  const std::string run = (root / "n16").string();
+  const Result r = vortexhit("compare " + run + " " + run + " --solver spectral --at 0,1,5,10 --json " + json.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string j = slurp(json);
+  auto count = [](const std::string& text, const std::string& word) {
+    int n = 0;
+    for (std::size_t p = text.find(word); p != std::string::npos; p = text.find(word, p + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(j, "\"k_agree\""), 2) << "spectra at t/T 0 and 1 only: " << j;
+  EXPECT_EQ(count(j, "\"correlation\""), 2) << "Q fields at t/T 0 and 1 only: " << j;
+  EXPECT_EQ(count(r.output, "t/T 5, 10 requested: the nearest output is the one shown for an earlier --at time\n"), 2)
+      << "once under the spectra, once under the Q statistics: " << r.output;
+}
+
 TEST_F(Compare, RunWithItselfHasNoDifferences) {
   const fs::path a = root / "n16", json = root / "self.json";
   const Result r = vortexhit("compare " + a.string() + " " + a.string() +
