@@ -96,8 +96,9 @@ int uniform_depth(double n, int ncrit) {
 double m2l_fft_bytes(int level, int p, bool building) {
   if (level < 2) return 0;
   const double nf = (p + 1.0) * (p + 1.0), nc = (p + 1.0) * (p + 2.0) / 2, V = std::pow(8.0, level - 1);
-  // tables 64 nf, folded multipoles 24 nf, local expansions 24 nc complex doubles a parent cell
-  return 16.0 * V * ((building ? 128 : 64) * nf + 24 * nf + 24 * nc);
+  // tables 27 nf (one a parity difference), folded multipoles 24 nf, local expansions 24 nc
+  // complex doubles a parent cell
+  return 16.0 * V * ((building ? 54 : 27) * nf + 24 * nf + 24 * nc);
 }
 
 std::vector<int> level_grid(const Tree& t, int level) {

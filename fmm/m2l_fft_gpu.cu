@@ -1,14 +1,15 @@
 // The M2L of a uniform level by FFTs on the GPU: see m2l_fft_gpu.h.  Layouts (n = 2^level,
 // m = n/2, V = m^3, nf = (p+1)^2 full-layout coefficients, nc = ncoef(p)):
 //   folded multipoles  Mh[((c_s 3 + a) nf + f) V + P]        (forward transforms in place)
-//   tables             Kh[((kappa 8 + c_s) 8 + c_t) nf + f]  (what one wavenumber reads)
+//   tables             Kh[(kappa 27 + d) nf + f]             (what one wavenumber reads)
 //   local expansions   Lh[((c_t 3 + a) nc + c) V + P]        (backward transforms in place)
-// with P = (pz m + py) m + px the parent and the child (ix, iy, iz) = 2 P + parity.
-#include "fmm/m2l_fft_gpu.h"
-
+// with P = (pz m + py) m + px the parent, the child (ix, iy, iz) = 2 P + parity, and d the index
+// of the parities' difference c_s - c_t in {-1, 0, 1}^3 (delta_index): a pair's table depends on
+// that difference alone (M2LFftGpu's constructor), so the 64 pairs share 27 tables.
 #include <cuda_runtime.h>
 #include <cufft.h>
 
+#include <array>
 #include <climits>
 #include <map>
 #include <stdexcept>
@@ -17,6 +18,7 @@
 #include "base/cuda_check.h"
 #include "base/device_buffer.h"
 #include "fmm/expansions.h"
+#include "fmm/m2l_fft_gpu.h"
 
 namespace vh::fmm {
 
@@ -64,8 +66,15 @@ __global__ void fold_kernel(int p, long long V, int m, const double2* __restrict
   Mh[i] = v;
 }
 
+// The index 0..26 of a parity difference c_s - c_t, (d_x + 1) + 3 (d_y + 1) + 9 (d_z + 1).
+__host__ __device__ inline int delta_index(int cs, int ct) {
+  int d = 0;
+  for (int q = 2; q >= 0; --q) d = 3 * d + ((cs >> q) & 1) - ((ct >> q) & 1) + 1;
+  return d;
+}
+
 // One block a wavenumber, one thread per (c_t, output c): for each c_s in turn the block stages
-// the folded multipoles and the 8 tables of c_s, then each thread adds m2l_table_sum.
+// the folded multipoles and the 8 tables of (c_s, c_t = 0..7), then each thread adds m2l_table_sum.
 __device__ __forceinline__ void contract(int p, long long V, const double2* __restrict__ Mh,
                                          const double2* __restrict__ Kh, double2* __restrict__ Lh) {
   extern __shared__ double sh[];
@@ -81,9 +90,10 @@ __device__ __forceinline__ void contract(int p, long long V, const double2* __re
   double ar[3] = {0, 0, 0}, ai[3] = {0, 0, 0};
   for (int cs = 0; cs < 8; ++cs) {
     __syncthreads();
-    const double2* K = Kh + (k * 8 + cs) * 8 * nf;
+    const double2* K = Kh + k * 27 * nf;
     for (int e = t; e < 8 * nf; e += blockDim.x) {
-      const double2 v = K[e];
+      const int et = e / nf;
+      const double2 v = K[delta_index(cs, et) * nf + e - et * nf];
       Ir[e] = v.x;
       Ii[e] = v.y;
     }
@@ -141,13 +151,13 @@ __global__ void place_kernel(long long ne, const long long* __restrict__ idx, co
   if (e < ne) D[idx[e]] = val[e];
 }
 
-// Kh from the transformed tables D[((c_t 8 + c_s) nf + f) V + kappa].
+// Kh from the transformed tables D[(d nf + f) V + kappa].
 __global__ void transpose_kernel(int nf, long long V, const double2* __restrict__ D, double2* __restrict__ Kh) {
   const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-  if (i >= 64LL * nf * V) return;
-  const int f = static_cast<int>(i % nf), ct = static_cast<int>(i / nf % 8), cs = static_cast<int>(i / nf / 8 % 8);
-  const long long k = i / nf / 64;
-  Kh[i] = D[((ct * 8LL + cs) * nf + f) * V + k];
+  if (i >= 27LL * nf * V) return;
+  const int f = static_cast<int>(i % nf), d = static_cast<int>(i / nf % 27);
+  const long long k = i / nf / 27;
+  Kh[i] = D[(d * static_cast<long long>(nf) + f) * V + k];
 }
 
 unsigned blocks(long long n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
@@ -179,26 +189,65 @@ M2LFftGpu::M2LFftGpu(int p, double side, const LevelStencil& st) : impl_(std::ma
   d.nc = (p + 1) * (p + 2) / 2;
   d.m = 1 << (st.level - 1);
   d.V = static_cast<long long>(d.m) * d.m * d.m;
-  if (64LL * d.nf * d.V > INT_MAX)
+  if (27LL * d.nf * d.V > INT_MAX)
     throw std::invalid_argument("M2LFftGpu: level " + std::to_string(st.level) + " at p = " + std::to_string(p) +
                                 " exceeds one transform batch");
   const int n = 2 * d.m, nf = d.nf;
   const double h = side / n;
 
-  // The tables in real space, images of one (c_t, c_s, T) summed (in stencil order).
+  // The tables in real space, images of one (c_s - c_t, T) summed (in stencil order). Parity c_t
+  // takes the source (P + T, c_s) where t = 2 T + c_s - c_t is far and T is not (level_stencil.h):
+  // a rule of T and the difference c_s - c_t alone, so the pairs of one difference (2^z of them,
+  // z its zero components) take the same offsets and the same table. Each table is summed from
+  // the pair whose c_t is 1 where the difference is -1 and 0 elsewhere, after checking that
+  // every pair of that difference lists the same offsets in the same order.
+  std::map<long long, std::vector<std::array<int, 3>>> taken;  // (c_t, difference, T) -> offsets
+  auto key_of = [&](int dd, const int T[3]) {
+    return dd * d.V + (static_cast<long long>(T[2]) * d.m + T[1]) * d.m + T[0];
+  };
+  auto source_of = [&](int ct, const std::array<int, 3>& t, int T[3]) {
+    int cs = 0;
+    for (int q = 0; q < 3; ++q) {
+      const int j = ((ct >> q) & 1) + t[q], b = mod(j, 2);
+      cs |= b << q;
+      T[q] = mod((j - b) / 2, d.m);
+    }
+    return cs;
+  };
+  for (int ct = 0; ct < 8; ++ct)
+    for (const auto& t : st.offsets[ct]) {
+      int T[3];
+      const int cs = source_of(ct, t, T);
+      taken[ct * 27 * d.V + key_of(delta_index(cs, ct), T)].push_back(t);
+    }
+  auto representative = [](int dd) {  // c_t of the difference dd's pair that builds its table
+    int ct = 0;
+    for (int q = 0, r = dd; q < 3; ++q, r /= 3) ct |= (r % 3 == 0 ? 1 : 0) << q;
+    return ct;
+  };
+  for (const auto& [key, ts] : taken) {  // both ways: every pair's entries are its representative's
+    const long long dk = key % (27 * d.V);
+    const int ct = static_cast<int>(key / (27 * d.V)), dd = static_cast<int>(dk / d.V);
+    for (int other = 0; other < 8; ++other) {
+      bool same_difference = true;  // (other, other + difference) a pair of parities
+      for (int q = 0, r = dd; q < 3; ++q, r /= 3) {
+        const int cs_q = ((other >> q) & 1) + r % 3 - 1;
+        same_difference = same_difference && cs_q >= 0 && cs_q <= 1;
+      }
+      const auto it = taken.find(other * 27 * d.V + dk);
+      if (same_difference && (it == taken.end() || it->second != ts))
+        throw std::logic_error("M2LFftGpu: parities " + std::to_string(ct) + " and " + std::to_string(other) +
+                               " take different offsets for one parity difference (level_stencil.h's rule)");
+    }
+  }
   std::map<long long, std::vector<cplx>> K;
   cplx I[kMaxCoef];
   for (int ct = 0; ct < 8; ++ct) {
-    const int cv[3] = {ct & 1, (ct >> 1) & 1, ct >> 2};
     for (const auto& t : st.offsets[ct]) {
-      int cs = 0, T[3];
-      for (int q = 0; q < 3; ++q) {
-        const int j = cv[q] + t[q], b = mod(j, 2);
-        cs |= b << q;
-        T[q] = mod((j - b) / 2, d.m);
-      }
-      const long long key = (ct * 8LL + cs) * d.V + (static_cast<long long>(T[2]) * d.m + T[1]) * d.m + T[0];
-      std::vector<cplx>& k = K[key];
+      int T[3];
+      const int cs = source_of(ct, t, T), dd = delta_index(cs, ct);
+      if (ct != representative(dd)) continue;
+      std::vector<cplx>& k = K[key_of(dd, T)];
       if (k.empty()) k.assign(nf, cplx(0));
       solid_harmonics({t[0] * h, t[1] * h, t[2] * h}, p, nullptr, I);
       for (int nn = 0; nn <= p; ++nn)
@@ -212,14 +261,14 @@ M2LFftGpu::M2LFftGpu(int p, double side, const LevelStencil& st) : impl_(std::ma
   std::vector<long long> idx;
   std::vector<double2> val;
   for (const auto& [key, k] : K) {
-    const long long pair = key / d.V, T = key % d.V;
+    const long long dd = key / d.V, T = key % d.V;
     for (int f = 0; f < nf; ++f) {
-      idx.push_back((pair * nf + f) * d.V + T);
+      idx.push_back((dd * nf + f) * d.V + T);
       val.push_back(make_double2(k[f].real(), k[f].imag()));
     }
   }
   {
-    DeviceArray<double2> D(64ULL * nf * d.V);
+    DeviceArray<double2> D(27ULL * nf * d.V);
     D.zero();
     DeviceArray<long long> didx(idx);
     DeviceArray<double2> dval(val);
@@ -227,11 +276,11 @@ M2LFftGpu::M2LFftGpu(int p, double side, const LevelStencil& st) : impl_(std::ma
                                                                             didx.data(), dval.data(), D.data());
     VH_CHECK_LAUNCH();
     Plan tp;
-    make_plan(tp, d.m, 64LL * nf);
+    make_plan(tp, d.m, 27LL * nf);
     VH_CHECK_CUFFT(cufftExecZ2Z(tp.h, reinterpret_cast<cufftDoubleComplex*>(D.data()),
                                 reinterpret_cast<cufftDoubleComplex*>(D.data()), CUFFT_INVERSE));
     d.Kh.resize(D.size());
-    transpose_kernel<<<blocks(64LL * nf * d.V, 256), 256>>>(nf, d.V, D.data(), d.Kh.data());
+    transpose_kernel<<<blocks(27LL * nf * d.V, 256), 256>>>(nf, d.V, D.data(), d.Kh.data());
     VH_CHECK_LAUNCH();
     VH_CHECK_CUDA(cudaDeviceSynchronize());
   }

@@ -17,7 +17,9 @@
 // per wavenumber 64 (target, source parity) pairs of 3 sum_l (l+1)(p-l+1)^2 complex
 // multiply-adds (5 148 at p = 10: one translation's), against (stencil entries / 8)
 // translations per cell directly.
-// Tables: 64 (p+1)^2 m^3 complex doubles (3.8 GiB at level 6, p = 10), built once per stencil.
+// Tables: 27 (p+1)^2 m^3 complex doubles (1.6 GiB at level 6, p = 10), built once per stencil:
+// by the stencil's rule a (target, source parity) pair's table depends only on their difference
+// c_s - c_t in {-1, 0, 1}^3, so the 64 pairs share 27 tables (64 were held before 2026-12-03).
 // Host API: no CUDA types; built only with VH_ENABLE_CUDA (VH_FMM_HAVE_CUDA).
 #pragma once
 

@@ -278,7 +278,7 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
       // twice while they are built (fmm/level_stencil.h m2l_fft_bytes), for the whole set on any R
       // (GpuEvaluator::evaluate_own builds the whole tree on every rank). A run takes them only
       // where the whole estimate with them fits its GPU, else the lists (fit_fmm_m2l), so that a
-      // run the lists carry (512^3 on 4 GPUs: 67 GiB a rank, the tables 89 GiB more) is admitted.
+      // run the lists carry (512^3 on 4 GPUs: 67 GiB a rank, the tables 47 GiB more) is admitted.
       if (c.vortex.velocity == vortex::Velocity::fmm && c.vortex.fmm.m2l == "fft") {
         const fmm::Params r = c.vortex.fmm.resolved();
         const int L = fmm::uniform_depth(particles, r.ncrit);

@@ -100,7 +100,7 @@ TEST(MemoryEstimate, VortexFollowsTheTreeAndTheOrder) {
 }
 
 // fmm.m2l = fft (the deck's default) on one GPU: the uniform levels' FFTs of a 256³ lattice (p 10,
-// ncrit 128: levels 2..6 of 8^(l-1) parent cells), per parent cell 64 (p+1)² table and 24 (p+1)²
+// ncrit 128: levels 2..6 of 8^(l-1) parent cells), per parent cell 27 (p+1)² table and 24 (p+1)²
 // + 24 ncoef(p) transform entries of 16 B, and the deepest level's tables a second time while
 // they are built; none with the lists, on the CPU or with the lattice velocity.
 TEST(MemoryEstimate, VortexGpuCountsTheUniformLevelsFfts) {
@@ -109,8 +109,8 @@ TEST(MemoryEstimate, VortexGpuCountsTheUniformLevelsFfts) {
   const auto e = estimate_memory(config(sc09), Backend::gpu, false);
   const double nf = 121, nc = 66;
   double want = 0;
-  for (int l = 2; l <= 6; ++l) want += 16 * std::pow(8.0, l - 1) * (64 * nf + 24 * nf + 24 * nc);
-  want += 16 * std::pow(8.0, 5) * 64 * nf;
+  for (int l = 2; l <= 6; ++l) want += 16 * std::pow(8.0, l - 1) * (27 * nf + 24 * nf + 24 * nc);
+  want += 16 * std::pow(8.0, 5) * 27 * nf;
   EXPECT_DOUBLE_EQ(item(e.device, "FMM uniform levels' FFTs"), want);
   auto has = [](const vh::app::MemoryEstimate& m) {
     for (const auto& i : m.device)
@@ -129,10 +129,10 @@ TEST(MemoryEstimate, VortexGpuCountsTheUniformLevelsFfts) {
 
 // fmm.m2l = fft takes the uniform levels' FFT tables only where the whole estimate with them fits the
 // GPU (fit_fmm_m2l); else the lists, and the estimate counts no tables. The SC09 deck (both solvers,
-// p 10, tolerance 1e-4) on an H200 (138 GiB free): at 256³ the tables (level 6, about 10 GiB) fit
-// and stay; at 384³ those of level 7 (85 GiB) do not, and the lists carry the run, which was
-// refused while the tables were counted whatever the room (the largest N offered was 320, where the
-// tables of level 6 fit). The same on 4 ranks at 512³ (the tables 89 GiB beside 118 GiB a rank).
+// p 10, tolerance 1e-4) on an H200 (138 GiB free): at 256³ the tables of level 6 (6 GiB) fit, at
+// 384³ those of level 7 (47.4 GiB) still fit beside the run, at 448³ they do not and the lists
+// carry the run; likewise on 4 ranks at 512³. Before 2026-12-03 the estimate counted the tables
+// whatever the room (and 64 of them a level, 84.9 GiB at level 7): the largest N offered was 320.
 TEST(MemoryEstimate, TheFftTablesOnlyWhereTheyFitBesideTheRun) {
   vh::app::MemoryAvailable h200;
   h200.bytes = 138.0 * 1024 * 1024 * 1024;
@@ -144,6 +144,9 @@ TEST(MemoryEstimate, TheFftTablesOnlyWhereTheyFitBesideTheRun) {
     c.ranks = ranks;
     return c;
   };
+  auto estimate = [](const vh::app::RunConfig& c) {
+    return estimate_memory(c, Backend::gpu, vh::app::spectral_fused_on_gpu(c, Backend::gpu));
+  };
   auto tables = [](const MemoryEstimate& e) {
     for (const auto& i : e.device)
       if (i.what == "FMM uniform levels' FFTs") return i.bytes;
@@ -151,43 +154,48 @@ TEST(MemoryEstimate, TheFftTablesOnlyWhereTheyFitBesideTheRun) {
   };
   const double gib = 1024.0 * 1024 * 1024;
 
-  vh::app::RunConfig c = sc09(256, 1);
-  EXPECT_EQ(vh::app::fit_fmm_m2l(c, Backend::gpu, true, h200), "");
-  EXPECT_EQ(c.vortex.fmm.m2l, "fft");
-  EXPECT_GT(tables(estimate_memory(c, Backend::gpu, true)), 5 * gib);
-
-  for (const auto& [n, ranks] : {std::pair{384, 1}, std::pair{512, 4}}) {
-    c = sc09(n, ranks);
-    const MemoryEstimate with = estimate_memory(c, Backend::gpu, true);
-    EXPECT_GT(tables(with), 80 * gib) << n;
-    EXPECT_GT(with.device_bytes(), h200.bytes) << n;
-    const std::string why = vh::app::fit_fmm_m2l(c, Backend::gpu, true, h200);
-    EXPECT_EQ(c.vortex.fmm.m2l, "lists") << n;
-    EXPECT_NE(why.find("FFT tables"), std::string::npos) << why;
-    const MemoryEstimate lists = estimate_memory(c, Backend::gpu, true);
-    EXPECT_EQ(tables(lists), 0.0) << n;
-    EXPECT_DOUBLE_EQ(lists.device_bytes(), with.device_bytes() - tables(with)) << n;
-    EXPECT_LE(lists.device_bytes(), h200.bytes) << n;
-    EXPECT_EQ(vh::app::memory_shortfall(lists, Backend::gpu, vh::app::MemoryAvailable{}, h200), "") << n;
-    std::printf("N %d ranks %d: %.1f GiB with the tables (%.1f GiB), %.1f GiB with the lists\n", n, ranks,
-                with.device_bytes() / gib, tables(with) / gib, lists.device_bytes() / gib);
+  struct Case {
+    int n, ranks;
+    bool fits;
+  };
+  for (const Case& k : {Case{256, 1, true}, Case{384, 1, true}, Case{448, 1, false}, Case{512, 4, false}}) {
+    vh::app::RunConfig c = sc09(k.n, k.ranks);
+    const MemoryEstimate with = estimate(c);
+    EXPECT_GT(tables(with), (k.n > 256 ? 40 : 5) * gib) << k.n;
+    const std::string why =
+        vh::app::fit_fmm_m2l(c, Backend::gpu, vh::app::spectral_fused_on_gpu(c, Backend::gpu), h200);
+    const MemoryEstimate fitted = estimate(c);
+    EXPECT_LE(fitted.device_bytes(), h200.bytes) << k.n;
+    if (k.fits) {
+      EXPECT_EQ(why, "") << k.n;
+      EXPECT_EQ(c.vortex.fmm.m2l, "fft") << k.n;
+      EXPECT_DOUBLE_EQ(fitted.device_bytes(), with.device_bytes()) << k.n;
+    } else {
+      EXPECT_GT(with.device_bytes(), h200.bytes) << k.n;
+      EXPECT_EQ(c.vortex.fmm.m2l, "lists") << k.n;
+      EXPECT_NE(why.find("FFT tables"), std::string::npos) << why;
+      EXPECT_EQ(tables(fitted), 0.0) << k.n;
+      EXPECT_DOUBLE_EQ(fitted.device_bytes(), with.device_bytes() - tables(with)) << k.n;
+    }
+    std::printf("N %d ranks %d: %.1f GiB with the tables (%.1f GiB), %.1f GiB as fitted (%s)\n", k.n, k.ranks,
+                with.device_bytes() / gib, tables(with) / gib, fitted.device_bytes() / gib, c.vortex.fmm.m2l.c_str());
   }
 
   // The N offered when a run is short fits the M2L as the run would: past the level-7 tables.
-  c = sc09(1024, 1);
+  vh::app::RunConfig c = sc09(1024, 1);
   std::string msg;
   try {
-    vh::app::check_memory(c, Backend::gpu, estimate_memory(c, Backend::gpu, true), vh::app::MemoryAvailable{}, h200);
+    vh::app::check_memory(c, Backend::gpu, estimate(c), vh::app::MemoryAvailable{}, h200);
   } catch (const vh::InputError& err) {
     msg = err.what();
   }
   std::smatch m;
   ASSERT_TRUE(std::regex_search(msg, m, std::regex(R"(allowed here: domain\.n <= ([0-9]+))"))) << msg;
   const int n = std::stoi(m[1]);
-  EXPECT_GE(n, 384) << msg;
+  EXPECT_GE(n, 448) << msg;
   c = sc09(n + 4, 1);
-  vh::app::fit_fmm_m2l(c, Backend::gpu, true, h200);
-  EXPECT_GT(estimate_memory(c, Backend::gpu, true).device_bytes(), h200.bytes) << msg;
+  vh::app::fit_fmm_m2l(c, Backend::gpu, vh::app::spectral_fused_on_gpu(c, Backend::gpu), h200);
+  EXPECT_GT(estimate(c).device_bytes(), h200.bytes) << msg;
   std::printf("%s\n", msg.c_str());
 }
 
@@ -230,7 +238,9 @@ TEST(MemoryEstimate, VortexGpuHostHoldsTheStateItDownloads) {
 // the lists and with the uniform levels' FFTs at 128³, 192³ and 256³, and 4 ranks at 512³, one a GPU
 // (the lists: the FFT tables do not fit). Never below what was in use (the check would admit runs
 // that then fail); within 1.2× with the lists, within 1.6× with the FFT tables, whose deepest
-// level is counted twice for the moment it is built, and within 1.5× on 4 ranks, where a rank
+// level is counted twice for the moment it is built (the FFT rows since the tables are one a
+// parity difference, 27 a level instead of 64: 2026-12-03 "27 FFT tables a level"), and within
+// 1.5× on 4 ranks, where a rank
 // held less than the items count (which of its arrays is smaller was not measured). Before
 // 2026-12-03 the 512³ case on 4 GPUs was estimated at 121 GiB of vortex memory a rank (1.8× its
 // 67) and, with the spectral solver, refused on 4 H200s.
@@ -241,8 +251,8 @@ TEST(MemoryEstimate, VortexGpuDeviceBoundsWhatRunsHeld) {
     double used_gib;
   };
   for (const Run& r :
-       {Run{128, 1, "lists", 1.87}, Run{192, 1, "lists", 8.05}, Run{256, 1, "lists", 14.08}, Run{128, 1, "fft", 2.46},
-        Run{192, 1, "fft", 13.92}, Run{256, 1, "fft", 18.99}, Run{512, 4, "fft", 66.98}}) {
+       {Run{128, 1, "lists", 1.87}, Run{192, 1, "lists", 8.05}, Run{256, 1, "lists", 14.08}, Run{128, 1, "fft", 2.12},
+        Run{192, 1, "fft", 11.39}, Run{256, 1, "fft", 16.46}, Run{512, 4, "fft", 66.98}}) {
     vh::app::RunConfig c = config({"--case.solver=vortex", "--domain.n=" + std::to_string(r.n), "--vortex.refine=1",
                                    "--fmm.tolerance=1e-4", "--fmm.p=10", std::string("--fmm.m2l=") + r.m2l});
     c.ranks = r.ranks;

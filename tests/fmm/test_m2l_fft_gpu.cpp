@@ -2,8 +2,11 @@
 // its stencil one by one on the CPU (m2l of fmm/expansions.h, the far field's reference).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
 
 #include "common.h"
 #include "fmm/level_stencil.h"
@@ -29,10 +32,13 @@ double worst_cell_error(const testing::LevelSetup& s, int p, int level, const st
   return worst;
 }
 
-void expect_fft_equals_direct(int N, int ncrit, double theta, int p) {
+// rcut_leaf: the regularisation cut-off in cells of the deepest level (0: none), as the
+// evaluator gives it to every level in that level's cells.
+void expect_fft_equals_direct(int N, int ncrit, double theta, int p, double rcut_leaf = 0) {
   const testing::LevelSetup s = testing::lattice_setup(N, ncrit, p, 7);
-  for (int level = 2; level < static_cast<int>(s.tree.levels.size()); ++level) {
-    const LevelStencil st = uniform_stencil(level, theta);
+  const int deepest = static_cast<int>(s.tree.levels.size()) - 1;
+  for (int level = 2; level <= deepest; ++level) {
+    const LevelStencil st = uniform_stencil(level, theta, rcut_leaf * std::ldexp(1.0, level - deepest));
     const std::vector<cplx> ref = testing::stencil_m2l_direct(s, p, st);
     std::vector<cplx> L(s.M.size(), cplx(0));
     M2LFftGpu fft(p, kBoxLength, st);
@@ -58,6 +64,27 @@ TEST(M2LFftGpu, EqualsTheStencilsTranslationsAtP10) {
 TEST(M2LFftGpu, EqualsTheStencilsTranslationsAtP4WithFourLevels) {
   VH_NEED_GPU();
   expect_fft_equals_direct(32, 8, 0.5, 4);
+}
+
+// With the cut-off of tolerance 1e-4 at σ = h on 4³-point leaves (1.15 leaf sides, the vortex
+// deck's): more offsets stay near on the deeper levels, and the parities still share 27 tables.
+TEST(M2LFftGpu, EqualsTheStencilsTranslationsWithTheCutOff) {
+  VH_NEED_GPU();
+  expect_fft_equals_direct(32, 64, 0.6, 8, 1.15);
+}
+
+// The 64 (target, source parity) pairs share one table a parity difference because the rule
+// makes their offsets the same (level_stencil.h); a stencil that breaks it is refused, not
+// summed into a wrong table. Parity 0 loses an offset that parity 1 keeps (the same x parity
+// difference, 0).
+TEST(M2LFftGpu, RefusesAStencilWhoseParitiesDisagree) {
+  VH_NEED_GPU();
+  LevelStencil st = uniform_stencil(3, 0.6);
+  auto& o = st.offsets[0];
+  const auto it = std::find_if(o.begin(), o.end(), [](const std::array<int, 3>& t) { return t[0] % 2 == 0; });
+  ASSERT_NE(it, o.end());
+  o.erase(it);
+  EXPECT_THROW(M2LFftGpu(4, kBoxLength, st), std::logic_error);
 }
 
 TEST(M2LFftGpu, RefusesLevelsAndOrdersItCannotHold) {
