@@ -713,7 +713,7 @@ void print_spectra(const std::vector<SpecResult>& spec, const Side& a, const Sid
   out << note << "\n";
 }
 
-/// "t/T 5, 10 requested: their nearest output is shown above for an earlier --at" (a run
+/// "t/T 5, 10 requested: the nearest output is the one shown for an earlier --at time" (a run
 /// shorter than the defaults 1,5,10 would otherwise repeat its last row); "" when none.
 std::string repeated_note(const std::vector<double>& repeated) {
   if (repeated.empty()) return "";
