@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <random>
 #include <string>
@@ -116,6 +117,32 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(i.param.periodic ? "periodic" : "free") + "_ncrit" + std::to_string(i.param.ncrit) + "_" +
              name(i.param.prec);
     });
+
+// Lattices whose leaves hold 27 or 125 particles (24 and 20 points a side: leaves of 3^3 and
+// 5^3, as the vortex solver's lattices of 3 2^k and 5 2^k points a side make): list entries
+// that end in partly filled tiles of 32 sources, tasks of 27 targets, the self pair at r = 0
+// in every leaf.  The vortex deck's acceptance (theta 0.6, tolerance 1e-4).
+TEST(GpuP2P, LatticesWithLeavesOf27And125) {
+  for (const auto& [side, ncrit, leaf] : {std::array<int, 3>{24, 32, 27}, std::array<int, 3>{20, 128, 125}}) {
+    const Blobs b = testing::lattice_blobs(side, 0.0, 7 + side);
+    const Case c = make_case(b, true, ncrit, 0.6, 1e-4);
+    const P2PLists fl = flatten_p2p_lists(c.tree, c.tree, c.lists, c.shifts, true);
+    for (std::size_t l = 0; l < fl.leaf_begin.size(); ++l) ASSERT_EQ(fl.leaf_end[l] - fl.leaf_begin[l], leaf) << l;
+    std::printf("[ lattice %d^3, leaves of %d ] pairs a particle %.1f, entries a leaf %.1f\n", side, leaf,
+                static_cast<double>(fl.pairs()) / b.x.size(),
+                static_cast<double>(fl.offset.back()) / fl.leaf_begin.size());
+    VH_NEED_GPU();
+    for (GpuPrecision p : {GpuPrecision::fp32, GpuPrecision::fp64}) {
+      std::vector<Vec3> u;
+      std::vector<Mat3> g;
+      p2p_gpu(fl, {}, c.tree.x, c.as, c.ss, u, g, p);
+      const double eu = rel_l2(u, c.u), eg = rel_l2(g, c.g);
+      std::printf("[ %s lattice %d^3 ] err u %.3e  err grad %.3e\n", name(p), side, eu, eg);
+      EXPECT_LE(eu, tolerance(p).u) << side << " " << name(p);
+      EXPECT_LE(eg, tolerance(p).g) << side << " " << name(p);
+    }
+  }
+}
 
 // The resident object: repeated runs give the same bits; new strengths replace the old ones
 // (alpha x 2 is exact in binary, and the sums are linear in alpha: u x 2 exactly).
