@@ -33,11 +33,18 @@ VH_HD inline double wrap(double v) {
   return w;
 }
 
+/// A point within kFaceNudge of a finest cell below a cell face counts as on the face: lattice
+/// points i h on the faces of cells of side m h (x scale = i 2^kBits / n, a whole number)
+/// round to either side by an ulp or two of (x - lo) scale (2^-30 at 2^21); nudged, each falls
+/// into the cell above, and every leaf of such a lattice holds m^3 points, with a margin of h
+/// below its top face (fmm/level_stencil.h's slack).  2^-20 of a finest cell is 1e-6 of it.
+constexpr double kFaceNudge = 0x1p-20;
+
 /// Key of point (x, y, z) in the cube with lower corner lo and scale = 2^kBits / side.
 VH_HD inline std::uint64_t key(const double x[3], const double lo[3], double scale) {
   std::uint64_t k = 0;
   for (int d = 0; d < 3; ++d) {
-    long long c = static_cast<long long>(floor(mul_rn(sub_rn(x[d], lo[d]), scale)));
+    long long c = static_cast<long long>(floor(add_rn(mul_rn(sub_rn(x[d], lo[d]), scale), kFaceNudge)));
     const long long top = (1LL << kBits) - 1;
     c = c < 0 ? 0 : (c > top ? top : c);
     k |= spread(static_cast<std::uint64_t>(c)) << d;

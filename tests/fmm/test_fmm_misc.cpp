@@ -3,14 +3,15 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <random>
 #include <stdexcept>
 
 #include "common.h"
 #include "fmm/fmm.h"
+#include "fmm/morton.h"
 #include "fmm/p2p_kernel.h"
 #include "fmm/periodic.h"
 #include "fmm/traverse.h"
@@ -156,6 +157,45 @@ TEST(FmmInvariance, OneAndTwoThreadsAgree) {
   omp_set_num_threads(saved);
   EXPECT_LE(testing::rel_l2(u2, u1), 1e-13);
   EXPECT_LE(testing::rel_l2(g2, g1), 1e-13);
+}
+
+// The vortex solver's lattice (points i h, h = 2 pi / n) on the faces of the octree's cells:
+// each face point falls into the cell above (morton::kFaceNudge), so that a lattice of m 2^k
+// points a side fills every leaf of side m h with m points a side, whatever m.  Without the
+// nudge, x scale rounded below the whole number i 2^21 / n put some face points of 3 2^k and
+// 5 2^k lattices into the cell below: at n = 192, 32 of the 64 leaf columns held 2 or 4 points.
+TEST(FmmTree, LatticePointsOnCellFacesFallIntoTheCellAbove) {
+  const double lo[3] = {0, 0, 0}, scale = std::ldexp(1.0, morton::kBits) / kBoxLength;
+  for (int m : {3, 4, 5})
+    for (int level = 1; level <= 8; ++level) {
+      const int n = m << level;
+      const double h = kBoxLength / n;
+      std::vector<int> count(1 << level, 0);
+      for (int i = 0; i < n; ++i) {
+        const double x[3] = {i * h, 0, 0};
+        const std::uint64_t k = morton::key(x, lo, scale);
+        long long c = 0;  // the x bits of the key
+        for (int b = 0; b < morton::kBits; ++b) c |= static_cast<long long>((k >> (3 * b)) & 1) << b;
+        ++count[c >> (morton::kBits - level)];
+      }
+      for (int leaf = 0; leaf < (1 << level); ++leaf) ASSERT_EQ(count[leaf], m) << "n " << n << " leaf " << leaf;
+    }
+  // A whole 3D tree of the 24^3 face lattice: 512 leaves of 27.
+  const int n = 24;
+  const double h = kBoxLength / n;
+  std::vector<Vec3> x;
+  for (int k = 0; k < n; ++k)
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) x.push_back({i * h, j * h, k * h});
+  const std::vector<double> sigma(x.size(), h);
+  const Tree t = build_tree(x, sigma, Vec3{kBoxLength / 2, kBoxLength / 2, kBoxLength / 2}, kBoxLength / 2, 32);
+  int leaves = 0;
+  for (const Cell& c : t.cells)
+    if (c.leaf()) {
+      ++leaves;
+      EXPECT_EQ(c.end - c.begin, 27);
+    }
+  EXPECT_EQ(leaves, 512);
 }
 
 TEST(FmmParams, BadParametersThrow) {
