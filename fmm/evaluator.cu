@@ -490,9 +490,9 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
     // its tables fit; otherwise, and for every other tree, the traversal's lists.
     s.use_uniform = prm.m2l == "fft" && self && prm.periodic &&
                     UniformFar::complete(stree.cells(), stree.levels(), stree.n_leaves()) &&
-                    s.uniform.build(static_cast<const GCell*>(stree.gcells()), stree.cells(), stree.levels(), prm.p,
-                                    s.mac, c.sigma_max, s.r0, s.shifts, 2 * half,
-                                    {center[0] - half, center[1] - half, center[2] - half});
+                    s.uniform.build(static_cast<const GCell*>(stree.gcells()), stree.cells(), stree.levels(),
+                                    static_cast<const double4_32a*>(s.src.positions_sigma()), prm.p, s.mac, c.sigma_max,
+                                    s.r0, s.shifts, 2 * half, {center[0] - half, center[1] - half, center[2] - half});
   }
   // (The counts of the tree it looked at, before the re-split below.)
   if (profile_enabled() && !reuse && prm.m2l == "fft" && !s.use_uniform)

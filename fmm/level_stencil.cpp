@@ -28,11 +28,11 @@ long long LevelStencil::translations() const {
   return e * n * n * n / 8;
 }
 
-bool uniform_far(const std::array<int, 3>& t, double theta, double rcut_cells) {
+bool uniform_far(const std::array<int, 3>& t, double theta, double rcut_cells, double slack_cells) {
   double r2 = 0, g2 = 0;
   for (int d = 0; d < 3; ++d) {
     r2 += double(t[d]) * t[d];
-    const double g = std::max(0, std::abs(t[d]) - 1);
+    const double g = t[d] == 0 ? 0.0 : std::abs(t[d]) - 1 + slack_cells;
     g2 += g * g;
   }
   // sqrt(3) < theta |t|  and  gap >= rcut
@@ -47,16 +47,18 @@ int near_reach(double theta, double rcut_cells) {
   return static_cast<int>(std::ceil(std::max(std::sqrt(3.0) / theta, rcut_cells + 1))) + 1;
 }
 
-void check(double theta, double rcut_cells) {
+void check(double theta, double rcut_cells, double slack_cells) {
   if (!(theta > 0 && theta < 1)) throw std::invalid_argument("uniform_stencil: theta outside (0, 1)");
   if (!(rcut_cells >= 0 && rcut_cells < 1e3)) throw std::invalid_argument("uniform_stencil: rcut outside [0, 1000) cells");
+  if (!(slack_cells >= 0 && slack_cells <= 1))
+    throw std::invalid_argument("uniform_stencil: slack outside [0, 1] cells");
 }
 
 }  // namespace
 
-LevelStencil uniform_stencil(int level, double theta, double rcut_cells) {
+LevelStencil uniform_stencil(int level, double theta, double rcut_cells, double slack_cells) {
   if (level < 1 || level > 20) throw std::invalid_argument("uniform_stencil: level " + std::to_string(level));
-  check(theta, rcut_cells);
+  check(theta, rcut_cells, slack_cells);
   // The parents (side 2 s) are not far within their near reach, so |t| <= 2 reach + 1.
   const int R = 2 * near_reach(theta, rcut_cells / 2) + 1;
   LevelStencil st;
@@ -66,23 +68,23 @@ LevelStencil uniform_stencil(int level, double theta, double rcut_cells) {
     for (int x = -R; x <= R; ++x)
       for (int y = -R; y <= R; ++y)
         for (int z = -R; z <= R; ++z)
-          if (uniform_far({x, y, z}, theta, rcut_cells) &&
-              !uniform_far({floor_half(cv[0] + x), floor_half(cv[1] + y), floor_half(cv[2] + z)}, theta,
-                           rcut_cells / 2))
+          if (uniform_far({x, y, z}, theta, rcut_cells, slack_cells) &&
+              !uniform_far({floor_half(cv[0] + x), floor_half(cv[1] + y), floor_half(cv[2] + z)}, theta, rcut_cells / 2,
+                           slack_cells / 2))
             st.offsets[c].push_back({x, y, z});
     std::sort(st.offsets[c].begin(), st.offsets[c].end());
   }
   return st;
 }
 
-std::vector<std::array<int, 3>> near_stencil(double theta, double rcut_cells) {
-  check(theta, rcut_cells);
+std::vector<std::array<int, 3>> near_stencil(double theta, double rcut_cells, double slack_cells) {
+  check(theta, rcut_cells, slack_cells);
   const int R = near_reach(theta, rcut_cells);
   std::vector<std::array<int, 3>> t;
   for (int x = -R; x <= R; ++x)
     for (int y = -R; y <= R; ++y)
       for (int z = -R; z <= R; ++z)
-        if (!uniform_far({x, y, z}, theta, rcut_cells)) t.push_back({x, y, z});
+        if (!uniform_far({x, y, z}, theta, rcut_cells, slack_cells)) t.push_back({x, y, z});
   std::sort(t.begin(), t.end());
   return t;
 }

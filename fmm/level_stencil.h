@@ -20,6 +20,15 @@
 // (fmm/traverse.h); target parity c takes t when t is far and the parents' offset
 // T = floor((c + t) / 2) is not (in parent cells), which bounds t.  A far pair's children are
 // far, so each pair of leaves is near (the P2P: near_stencil) or taken on exactly one level.
+//
+// The slack: where every particle lies inside its leaf by margins whose sum across any face
+// (the smallest low-side margin plus the smallest high-side margin) is known, the particles'
+// boxes of cells at offset t are apart by (|t_d| - 1) s + slack along each axis d with t_d != 0,
+// not by the whole cells' (|t_d| - 1) s.  The lattice of 3 points a side in a leaf of side 3h
+// (the vortex solver's 3 2^k points a side) fills 2h of it: slack h, a third of a leaf, and the
+// cut-off's near leaves fall from 117 to 93 (bench/RESULTS.md, 2026-12-03 "the near field of
+// lattices whose leaves hold 27 particles").  The slack in cells halves with each coarser level;
+// far pairs' children stay far.
 #pragma once
 
 #include <array>
@@ -40,14 +49,15 @@ struct LevelStencil {
 };
 
 /// The stencil of the header's rule for `level` (>= 1), the acceptance parameter theta in
-/// (0, 1) and the cut-off rcut in cells of the level (0: none).
-LevelStencil uniform_stencil(int level, double theta, double rcut_cells = 0);
+/// (0, 1), the cut-off rcut in cells of the level (0: none) and the particles' slack in cells
+/// of the level, in [0, 1] (0: whole cells).
+LevelStencil uniform_stencil(int level, double theta, double rcut_cells = 0, double slack_cells = 0);
 
-/// The pair test of the header's rule: offset t (cells) far at theta and rcut_cells.
-bool uniform_far(const std::array<int, 3>& t, double theta, double rcut_cells);
+/// The pair test of the header's rule: offset t (cells) far at theta, rcut_cells and slack_cells.
+bool uniform_far(const std::array<int, 3>& t, double theta, double rcut_cells, double slack_cells = 0);
 
 /// The offsets (cells, sorted) that are not far: the leaves a leaf takes by P2P, itself included.
-std::vector<std::array<int, 3>> near_stencil(double theta, double rcut_cells);
+std::vector<std::array<int, 3>> near_stencil(double theta, double rcut_cells, double slack_cells = 0);
 
 /// The level whose cells hold ncrit or fewer of n evenly spread points on average, at most 7:
 /// the depth of the uniform levels (fmm/uniform_gpu.h).

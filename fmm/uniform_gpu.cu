@@ -1,13 +1,12 @@
 // The uniform levels' far field on the device: see uniform_gpu.h.
-#include "fmm/uniform_gpu.h"
-
-#include <cub/device/device_scan.cuh>
-
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <cub/device/device_scan.cuh>
 #include <stdexcept>
 
 #include "base/cuda_check.h"
+#include "fmm/uniform_gpu.h"
 
 namespace vh::fmm {
 
@@ -27,6 +26,39 @@ __global__ void grid_kernel(const GCell* __restrict__ cells, int ncells, double 
   const int iy = min(max(static_cast<int>(floor((C.cy - loy) / side)), 0), n - 1);
   const int iz = min(max(static_cast<int>(floor((C.cz - loz) / side)), 0), n - 1);
   grid[((1LL << (3 * C.level)) - 1) / 7 + (static_cast<long long>(iz) * n + iy) * n + ix] = c;
+}
+
+// The particles' smallest margins inside their cells of level L (side s, the cell (ix, iy, iz)
+// spanning lo + side [i, i + 1)): out[0] the smallest low-side margin over the three axes,
+// out[1] the high-side one, as the bits of non-negative doubles (ordered as the integers are),
+// to be set to those of s before the launch.
+__global__ void margin_kernel(const GCell* __restrict__ cells, int ncells, int L, double side, double lox, double loy,
+                              double loz, const double4_32a* __restrict__ x, unsigned long long* __restrict__ out) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  double mlo = side, mhi = side;
+  if (c < ncells && cells[c].level == L) {
+    const GCell C = cells[c];
+    const double lo[3] = {lox + side * floor((C.cx - lox) / side), loy + side * floor((C.cy - loy) / side),
+                          loz + side * floor((C.cz - loz) / side)};
+    for (int i = C.begin; i < C.end; ++i) {
+      const double4_32a q = x[i];
+      const double v[3] = {q.x - lo[0], q.y - lo[1], q.z - lo[2]};
+      for (int d = 0; d < 3; ++d) {
+        mlo = fmin(mlo, v[d]);
+        mhi = fmin(mhi, side - v[d]);
+      }
+    }
+  }
+  mlo = fmax(mlo, 0.0);
+  mhi = fmax(mhi, 0.0);
+  for (int off = 16; off > 0; off >>= 1) {
+    mlo = fmin(mlo, __shfl_down_sync(0xffffffffu, mlo, off));
+    mhi = fmin(mhi, __shfl_down_sync(0xffffffffu, mhi, off));
+  }
+  if ((threadIdx.x & 31) == 0) {
+    atomicMin(&out[0], static_cast<unsigned long long>(__double_as_longlong(mlo)));
+    atomicMin(&out[1], static_cast<unsigned long long>(__double_as_longlong(mhi)));
+  }
 }
 
 __device__ inline int wrapi(int a, int n) { return ((a % n) + n) % n; }
@@ -84,8 +116,8 @@ bool UniformFar::complete(int cells, int levels, int leaves) {
   return cells == level_offset(L + 1) && leaves == (1LL << (3 * L));
 }
 
-bool UniformFar::build(const GCell* cells, int ncells, int levels, int p, const Acceptance& mac, double sigma_max,
-                       int r0, const std::vector<Vec3>& shifts, double side0, const Vec3& lo) {
+bool UniformFar::build(const GCell* cells, int ncells, int levels, const double4_32a* x, int p, const Acceptance& mac,
+                       double sigma_max, int r0, const std::vector<Vec3>& shifts, double side0, const Vec3& lo) {
   const int L = levels - 1;
   refused_.clear();
   if (p > 14 || !complete(ncells, levels, static_cast<int>(1LL << (3 * L)))) {
@@ -94,9 +126,27 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, int p, const 
   }
   const double rcut = mac.rcut_per_sigma * sigma_max;
   const auto rcut_cells = [&](int l) { return rcut / (side0 / (1 << l)); };
+  // The slack of level_stencil.h: the particles' boxes lie inside their leaves by margins
+  // measured here, at every build (particles off the lattice shrink it, and the stencils follow).
+  {
+    const double leaf = side0 / (1 << L);
+    unsigned long long m[2];
+    std::memcpy(&m[0], &leaf, sizeof leaf);
+    m[1] = m[0];
+    margins_.resize(2);
+    VH_CHECK_CUDA(cudaMemcpy(margins_.data(), m, sizeof m, cudaMemcpyHostToDevice));
+    margin_kernel<<<blocks(ncells, 256), 256>>>(cells, ncells, L, leaf, lo[0], lo[1], lo[2], x, margins_.data());
+    VH_CHECK_LAUNCH();
+    VH_CHECK_CUDA(cudaMemcpy(m, margins_.data(), sizeof m, cudaMemcpyDeviceToHost));
+    double mlo, mhi;
+    std::memcpy(&mlo, &m[0], sizeof mlo);
+    std::memcpy(&mhi, &m[1], sizeof mhi);
+    slack_ = std::min(mlo + mhi, leaf);
+  }
+  const auto slack_cells = [&](int l) { return slack_ / (side0 / (1 << l)); };
 
   // The leaves' near leaves, each image of them within the near images.
-  const std::vector<std::array<int, 3>> near = near_stencil(mac.theta, rcut_cells(L));
+  const std::vector<std::array<int, 3>> near = near_stencil(mac.theta, rcut_cells(L), slack_cells(L));
   for (const auto& t : near)
     for (int d = 0; d < 3; ++d)
       if (std::abs(t[d]) >= r0 * (1 << L)) {
@@ -109,7 +159,7 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, int p, const 
   std::map<int, LevelStencil> want;
   std::size_t need = 0;
   for (int l = 2; l <= L; ++l) {
-    LevelStencil st = uniform_stencil(l, mac.theta, rcut_cells(l));
+    LevelStencil st = uniform_stencil(l, mac.theta, rcut_cells(l), slack_cells(l));
     const auto it = fft_.find(l);
     if (it != fft_.end() && it->second.p == p && it->second.side0 == side0 && it->second.st.offsets == st.offsets)
       continue;
@@ -163,7 +213,7 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, int p, const 
   {
     std::vector<int2> root;
     for (std::size_t k = 1; k < shifts.size(); ++k)
-      if (uniform_far(image[k], mac.theta, rcut_cells(0))) root.push_back({0, static_cast<int>(k)});
+      if (uniform_far(image[k], mac.theta, rcut_cells(0), slack_cells(0))) root.push_back({0, static_cast<int>(k)});
     std::sort(root.begin(), root.end(), [](int2 a, int2 b) { return a.y < b.y; });
     if (!root.empty()) {
       targets.push_back(top[0]);
@@ -171,7 +221,7 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, int p, const 
       groups.push_back(static_cast<int>(entries.size()));
       goffset.push_back(static_cast<int>(groups.size()) - 1);
     }
-    const LevelStencil s1 = uniform_stencil(1, mac.theta, rcut_cells(1));
+    const LevelStencil s1 = uniform_stencil(1, mac.theta, rcut_cells(1), slack_cells(1));
     std::vector<std::pair<int, int>> order;  // (cell, grid index) of level 1, by cell
     for (int g = 0; g < 8; ++g) order.push_back({top[1 + g], g});
     std::sort(order.begin(), order.end());

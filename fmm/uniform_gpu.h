@@ -2,7 +2,8 @@
 // sources only).  Where every level of the tree is full and every leaf sits on the last level L
 // (the vortex solver's particle lattice), the traversal's lists are replaced by the uniform-level
 // rule of fmm/level_stencil.h, with the acceptance test on full cells (radius and box of the
-// cube: valid wherever the particles lie in their cells, which they always do):
+// cube: valid wherever the particles lie in their cells, which they always do), the cut-off's
+// gaps widened by the particles' margins inside their leaves, measured at every build:
 //   level 0    the root takes the images of the box that are far (the near images; the far
 //              lattice beyond them is fmm/periodic.h's, as before),
 //   level 1    the eight cells take their stencil by the per-pair M2L (FarPlan's M2L arrays),
@@ -37,11 +38,15 @@ class UniformFar {
   /// Builds the level grids, the lists of levels 0 and 1, the P2P tasks and the FFT operators
   /// (kept while their stencils stay the same) for the device cells of a complete tree (tree
   /// order, the root cube of side side0 with lower corner lo), order p, the acceptance `mac`
-  /// with the largest core radius sigma_max, and the near images `shifts` of half width r0.
+  /// with the largest core radius sigma_max, and the near images `shifts` of half width r0;
+  /// x: the sorted source positions (device), whose margins inside their leaves give the slack.
   /// Returns false, building nothing the caller uses, when p > 14 or the FFTs' tables would not
   /// fit in the device's free memory; the caller then takes the traversal's lists.
-  bool build(const GCell* cells, int ncells, int levels, int p, const Acceptance& mac, double sigma_max, int r0,
-             const std::vector<Vec3>& shifts, double side0, const Vec3& lo);
+  bool build(const GCell* cells, int ncells, int levels, const double4_32a* x, int p, const Acceptance& mac,
+             double sigma_max, int r0, const std::vector<Vec3>& shifts, double side0, const Vec3& lo);
+  /// The slack of the last build (level_stencil.h): the smallest low-side plus the smallest
+  /// high-side margin of the particles inside their leaves.
+  double slack() const { return slack_; }
   /// Why the last build() returned false ("" after a true).
   const std::string& refused() const { return refused_; }
 
@@ -64,6 +69,8 @@ class UniformFar {
 
  private:
   std::string refused_;
+  double slack_ = 0;
+  DeviceArray<unsigned long long> margins_;
   DeviceArray<int> grid_;  // level l's cells in grid order at offset (8^l - 1) / 7
   DeviceArray<int> targets_, goffset_, groups_;
   DeviceArray<int2> entries_;

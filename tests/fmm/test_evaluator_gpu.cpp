@@ -402,10 +402,13 @@ Params uniform_params(const std::string& m2l) {
   return prm;
 }
 
-// The translations of the FFT levels 2 .. L at theta 0.6, rcut in cells of level L.
-long long uniform_translations(int L, double rcut) {
+// The translations of the FFT levels 2 .. L at theta 0.6, rcut and slack in cells of level L.
+long long uniform_translations(int L, double rcut, double slack = 0) {
   long long m2l = 0;
-  for (int level = 2; level <= L; ++level) m2l += uniform_stencil(level, 0.6, rcut / (1 << (L - level))).translations();
+  for (int level = 2; level <= L; ++level) {
+    const double f = 1.0 / (1 << (L - level));
+    m2l += uniform_stencil(level, 0.6, rcut * f, slack * f).translations();
+  }
   return m2l;
 }
 
@@ -436,13 +439,15 @@ void expect_uniform_lattice(int n) {
   EXPECT_LE(testing::rel_l2(gf, gl), 1e-3);
   // The path taken: the stencils' translations (and a few of levels 0, 1 by the lists).
   const double rcut = std::sqrt(2.0) * rho_tolerance(1e-4) * h / (kBoxLength / 8);  // leaf sides
-  EXPECT_GT(tf.n_m2l, uniform_translations(3, rcut));
-  EXPECT_LT(tf.n_m2l, uniform_translations(3, rcut) + 8 * 1000);
-  // Each leaf with its near leaves whole: with 64 blobs in every leaf, the count.
-  if (n == 32) {
-    EXPECT_EQ(tf.n_p2p_pairs,
-              static_cast<long long>(b.x.size()) * 64 * static_cast<long long>(near_stencil(0.6, rcut).size()));
-  }
+  const int m = n / 8;
+  EXPECT_GT(tf.n_m2l, uniform_translations(3, rcut, 1.0 / m));
+  EXPECT_LT(tf.n_m2l, uniform_translations(3, rcut, 1.0 / m) + 8 * 1000);
+  // Each leaf with its near leaves whole, the cut-off's gaps widened by the lattice's slack
+  // (level_stencil.h: points 0 .. (m - 1) h of a leaf of side m h, slack h, 1/m of a leaf).  With
+  // m^3 blobs in every leaf, the count: at n = 24 (m = 3) 93 near leaves where whole cells take 117.
+  const long long near = static_cast<long long>(near_stencil(0.6, rcut, 1.0 / m).size());
+  EXPECT_EQ(near, 93);
+  EXPECT_EQ(tf.n_p2p_pairs, static_cast<long long>(b.x.size()) * m * m * m * near);
 }
 
 TEST(EvaluatorGpuUniform, ALatticeMatchesTheExactSumAndTheLists) {
