@@ -1,12 +1,14 @@
 // The uniform levels' far field on the device: see uniform_gpu.h.
+#include "fmm/uniform_gpu.h"
+
+#include <cub/device/device_scan.cuh>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <cub/device/device_scan.cuh>
 #include <stdexcept>
 
 #include "base/cuda_check.h"
-#include "fmm/uniform_gpu.h"
 
 namespace vh::fmm {
 
@@ -15,6 +17,12 @@ namespace {
 long long level_offset(int l) { return ((1LL << (3 * l)) - 1) / 7; }
 
 // grid[offset(level) + (iz n + iy) n + ix] = c for every cell c of levels 0 .. L.
+// The place along one axis, 0 .. n - 1, of a cell of side `side` whose centre is at c, the
+// level's cells starting at lo.
+__device__ inline int grid_coordinate(double c, double lo, double side, int n) {
+  return min(max(static_cast<int>(floor((c - lo) / side)), 0), n - 1);
+}
+
 __global__ void grid_kernel(const GCell* __restrict__ cells, int ncells, double side0, double lox, double loy,
                             double loz, int* __restrict__ grid) {
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
@@ -22,9 +30,8 @@ __global__ void grid_kernel(const GCell* __restrict__ cells, int ncells, double 
   const GCell C = cells[c];
   const int n = 1 << C.level;
   const double side = side0 / n;
-  const int ix = min(max(static_cast<int>(floor((C.cx - lox) / side)), 0), n - 1);
-  const int iy = min(max(static_cast<int>(floor((C.cy - loy) / side)), 0), n - 1);
-  const int iz = min(max(static_cast<int>(floor((C.cz - loz) / side)), 0), n - 1);
+  const int ix = grid_coordinate(C.cx, lox, side, n), iy = grid_coordinate(C.cy, loy, side, n),
+            iz = grid_coordinate(C.cz, loz, side, n);
   grid[((1LL << (3 * C.level)) - 1) / 7 + (static_cast<long long>(iz) * n + iy) * n + ix] = c;
 }
 
@@ -38,8 +45,10 @@ __global__ void margin_kernel(const GCell* __restrict__ cells, int ncells, int L
   double mlo = side, mhi = side;
   if (c < ncells && cells[c].level == L) {
     const GCell C = cells[c];
-    const double lo[3] = {lox + side * floor((C.cx - lox) / side), loy + side * floor((C.cy - loy) / side),
-                          loz + side * floor((C.cz - loz) / side)};
+    const int n = 1 << L;
+    const double lo[3] = {lox + side * grid_coordinate(C.cx, lox, side, n),
+                          loy + side * grid_coordinate(C.cy, loy, side, n),
+                          loz + side * grid_coordinate(C.cz, loz, side, n)};
     for (int i = C.begin; i < C.end; ++i) {
       const double4_32a q = x[i];
       const double v[3] = {q.x - lo[0], q.y - lo[1], q.z - lo[2]};
@@ -128,6 +137,7 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, const double4
   const auto rcut_cells = [&](int l) { return rcut / (side0 / (1 << l)); };
   // The slack of level_stencil.h: the particles' boxes lie inside their leaves by margins
   // measured here, at every build (particles off the lattice shrink it, and the stencils follow).
+  double slack = 0;
   {
     const double leaf = side0 / (1 << L);
     unsigned long long m[2];
@@ -141,9 +151,9 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, const double4
     double mlo, mhi;
     std::memcpy(&mlo, &m[0], sizeof mlo);
     std::memcpy(&mhi, &m[1], sizeof mhi);
-    slack_ = std::min(mlo + mhi, leaf);
+    slack = std::min(mlo + mhi, leaf);
   }
-  const auto slack_cells = [&](int l) { return slack_ / (side0 / (1 << l)); };
+  const auto slack_cells = [&](int l) { return slack / (side0 / (1 << l)); };
 
   // The leaves' near leaves, each image of them within the near images.
   const std::vector<std::array<int, 3>> near = near_stencil(mac.theta, rcut_cells(L), slack_cells(L));

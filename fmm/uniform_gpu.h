@@ -44,9 +44,6 @@ class UniformFar {
   /// fit in the device's free memory; the caller then takes the traversal's lists.
   bool build(const GCell* cells, int ncells, int levels, const double4_32a* x, int p, const Acceptance& mac,
              double sigma_max, int r0, const std::vector<Vec3>& shifts, double side0, const Vec3& lo);
-  /// The slack of the last build (level_stencil.h): the smallest low-side plus the smallest
-  /// high-side margin of the particles inside their leaves.
-  double slack() const { return slack_; }
   /// Why the last build() returned false ("" after a true).
   const std::string& refused() const { return refused_; }
 
@@ -69,8 +66,7 @@ class UniformFar {
 
  private:
   std::string refused_;
-  double slack_ = 0;
-  DeviceArray<unsigned long long> margins_;
+  DeviceArray<unsigned long long> margins_;  // margin_kernel's two minima
   DeviceArray<int> grid_;  // level l's cells in grid order at offset (8^l - 1) / 7
   DeviceArray<int> targets_, goffset_, groups_;
   DeviceArray<int2> entries_;
