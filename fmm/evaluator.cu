@@ -716,6 +716,7 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   tm.gpu_wall = serial ? ms(kNear0, kEnd) : ms(kStart, kEnd);
   tm.n_m2l = s.use_uniform ? U.n_m2l() : s.lists.n_m2l;
   tm.n_p2p_pairs = own ? s.own_sel.pairs : s.use_uniform ? U.p2p_pairs() : s.lists.p2p_pairs;
+  tm.n_p2p_entries = s.use_uniform ? U.p2p_entry_count() : s.lists.n_p2p_entries;
   tm.total = seconds(t_start, clock_type::now());
   return tm;
 }

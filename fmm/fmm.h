@@ -115,6 +115,9 @@ struct Timings {
   double gpu_wall = 0;
   double total = 0;
   long long n_m2l = 0, n_p2p_pairs = 0;  ///< work counters
+  /// GpuEvaluator: the P2P's list entries summed over its target leaves, after merging source
+  /// ranges that follow one another (the lists' or the uniform levels').
+  long long n_p2p_entries = 0;
   long long n_m2p = 0;                   ///< the LET's multipoles evaluated at single targets (CPU, Comm)
   LetStats let_sent, let_received;       ///< the CPU overloads with a Comm: this rank's LETs
 };

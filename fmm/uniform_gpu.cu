@@ -1,6 +1,7 @@
 // The uniform levels' far field on the device: see uniform_gpu.h.
 #include "fmm/uniform_gpu.h"
 
+#include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
@@ -103,16 +104,68 @@ __global__ void near_kernel(int L, int E, const int* __restrict__ near, const in
   if ((threadIdx.x & 31) == 0 && np > 0) atomicAdd(pairs, np);
 }
 
-// Leaf g's tasks: targets begin + 32 k .. (at most 32), entries [g E, (g + 1) E).
+// Leaf g's E entries sorted by (shift, source begin), and each run of them whose source ranges
+// follow one another (the leaves of a Morton run hold consecutive particles) under one shift
+// merged into one entry, as the traversal's lists merge theirs: written over the first
+// count[g] of the leaf's E slots.  A warp a leaf, its entries in shared memory twice (as read,
+// then sorted); the sort by ranks (E^2 / 32 comparisons a lane, E <= kMergeMaxE).
+constexpr int kMergeMaxE = 512;
+__global__ void merge_kernel(long long nl, int E, int4* __restrict__ entries, int* __restrict__ count) {
+  extern __shared__ int4 smem[];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+  const long long g = blockIdx.x * static_cast<long long>(blockDim.x / 32) + warp;
+  if (g >= nl) return;  // the whole warp: no block-wide barrier below
+  int4* in = smem + 2 * E * warp;
+  int4* sorted = in + E;
+  int4* e = entries + g * E;
+  for (int k = lane; k < E; k += 32) in[k] = e[k];
+  __syncwarp();
+  const auto before = [](int4 a, int4 b) { return a.z != b.z ? a.z < b.z : a.x < b.x; };
+  for (int k = lane; k < E; k += 32) {
+    const int4 a = in[k];
+    int rank = 0;
+    for (int q = 0; q < E; ++q) rank += before(in[q], a) ? 1 : 0;
+    sorted[rank] = a;
+  }
+  __syncwarp();
+  // Run starts, their places by a running count over the warp's rounds, then each run's end.
+  int runs = 0;
+  for (int k0 = 0; k0 < E; k0 += 32) {
+    const int k = k0 + lane;
+    bool start = false;
+    int4 a = make_int4(0, 0, 0, 0);
+    if (k < E) {
+      a = sorted[k];
+      start = k == 0 || sorted[k - 1].z != a.z || sorted[k - 1].y != a.x;
+    }
+    const unsigned starts = __ballot_sync(0xffffffffu, start);
+    const int r = runs + __popc(starts & ((1u << lane) - 1u)) + (start ? 0 : -1);
+    if (start) in[r] = a;  // `in` is free once sorted
+    runs += __popc(starts);
+    __syncwarp();
+    if (k < E && (k + 1 == E || sorted[k + 1].z != a.z || sorted[k + 1].x != a.y)) in[r].y = a.y;
+    __syncwarp();
+  }
+  for (int k = lane; k < runs; k += 32) e[k] = in[k];
+  if (lane == 0) count[g] = runs;
+}
+
+// Every leaf's E entries as they are (E > kMergeMaxE).
+__global__ void fill_kernel(long long nl, int E, int* __restrict__ count) {
+  const long long g = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (g < nl) count[g] = E;
+}
+
+// Leaf g's tasks: targets begin + 32 k .. (at most 32), entries [g E, g E + count[g]).
 __global__ void task_kernel(int L, int E, const int* __restrict__ grid, const GCell* __restrict__ cells,
-                            const int* __restrict__ first, int4* __restrict__ tasks) {
+                            const int* __restrict__ first, const int* __restrict__ count, int4* __restrict__ tasks) {
   const long long n = 1LL << L, nl = n * n * n;
   const long long g = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
   if (g >= nl) return;
   const GCell A = cells[grid[g]];
   int t = first[g];
   for (int b = A.begin; b < A.end; b += 32)
-    tasks[t++] = make_int4(b, min(32, A.end - b), static_cast<int>(g * E), static_cast<int>((g + 1) * E));
+    tasks[t++] = make_int4(b, min(32, A.end - b), static_cast<int>(g * E), static_cast<int>(g * E + count[g]));
 }
 
 unsigned blocks(long long n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
@@ -276,7 +329,7 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, const double4
   ntask_.resize(static_cast<std::size_t>(nl) + 1);
   VH_CHECK_CUDA(cudaMemset(ntask_.data() + nl, 0, sizeof(int)));
   task_first_.resize(static_cast<std::size_t>(nl) + 1);
-  pairs_dev_.resize(1);
+  pairs_dev_.resize(2);  // the pairs, the entries
   pairs_dev_.zero();
   const int* gl = grid_.data() + level_offset(L);
   near_kernel<<<blocks(nl * E, 256), 256>>>(L, E, near_.data(), gl, cells, shift_of_.data(), r0, p2p_entries_.data(),
@@ -287,12 +340,30 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, const double4
   scan_temp_.reserve(std::max<std::size_t>(bytes, 1));
   VH_CHECK_CUDA(cub::DeviceScan::ExclusiveSum(scan_temp_.data(), bytes, ntask_.data(), task_first_.data(), nl + 1));
   VH_CHECK_CUDA(cudaMemcpy(&n_tasks_, task_first_.data() + nl, sizeof(int), cudaMemcpyDeviceToHost));
+  entry_count_.resize(static_cast<std::size_t>(nl));
+  if (E <= kMergeMaxE) {
+    const int warps = std::max(1, std::min(8, static_cast<int>((48 << 10) / (2 * E * sizeof(int4)))));
+    merge_kernel<<<blocks(nl, warps), 32 * warps, 2 * E * warps * sizeof(int4)>>>(nl, E, p2p_entries_.data(),
+                                                                                  entry_count_.data());
+    VH_CHECK_LAUNCH();
+  } else {
+    fill_kernel<<<blocks(nl, 256), 256>>>(nl, E, entry_count_.data());
+    VH_CHECK_LAUNCH();
+  }
   tasks_.resize(static_cast<std::size_t>(n_tasks_));
-  task_kernel<<<blocks(nl, 256), 256>>>(L, E, gl, cells, task_first_.data(), tasks_.data());
+  task_kernel<<<blocks(nl, 256), 256>>>(L, E, gl, cells, task_first_.data(), entry_count_.data(), tasks_.data());
   VH_CHECK_LAUNCH();
-  unsigned long long pr = 0;
-  pairs_dev_.download(&pr, 1);
-  pairs_ = static_cast<long long>(pr);
+  {
+    unsigned long long* total = pairs_dev_.data() + 1;
+    std::size_t bytes = 0;
+    VH_CHECK_CUDA(cub::DeviceReduce::Sum(nullptr, bytes, entry_count_.data(), total, nl));
+    scan_temp_.reserve(std::max<std::size_t>(bytes, 1));
+    VH_CHECK_CUDA(cub::DeviceReduce::Sum(scan_temp_.data(), bytes, entry_count_.data(), total, nl));
+  }
+  unsigned long long pr[2] = {0, 0};
+  pairs_dev_.download(pr, 2);
+  pairs_ = static_cast<long long>(pr[0]);
+  n_entries_ = static_cast<long long>(pr[1]);
   return true;
 }
 

@@ -8,7 +8,8 @@
 //              lattice beyond them is fmm/periodic.h's, as before),
 //   level 1    the eight cells take their stencil by the per-pair M2L (FarPlan's M2L arrays),
 //   2 .. L     each level's stencil by FFTs (fmm/m2l_fft_gpu.h, double precision),
-//   leaves     each leaf takes the leaves that are not far from it by P2P (near_stencil).
+//   leaves     each leaf takes the leaves that are not far from it by P2P (near_stencil), the
+//              source ranges of leaves that follow one another in Morton order as one entry.
 // Every pair of leaves is near or taken on exactly one level (level_stencil.h), so each target
 // takes each source once per near image, as with the lists.
 #pragma once
@@ -60,6 +61,8 @@ class UniformFar {
   int n_p2p_tasks() const { return n_tasks_; }
   const int4* p2p_entries() const { return p2p_entries_.data(); }
   long long p2p_pairs() const { return pairs_; }
+  /// The tasks' list entries a leaf summed over the leaves, after merging (build()).
+  long long p2p_entry_count() const { return n_entries_; }
 
   /// The M2L of levels 2 .. L from the multipoles M into the locals L (FarWork's arrays), on s.
   void m2l(const double2* M, double2* L, cudaStream_t s) const;
@@ -74,10 +77,11 @@ class UniformFar {
   long long n_m2l_ = 0;
   DeviceArray<int4> tasks_, p2p_entries_;
   DeviceArray<int> near_, shift_of_, ntask_, task_first_;  // ntask_: nl + 1 (the scan's zero last)
+  DeviceArray<int> entry_count_;                           // a leaf's entries after merging
   DeviceBytes scan_temp_;
   DeviceArray<unsigned long long> pairs_dev_;
   int n_tasks_ = 0;
-  long long pairs_ = 0;
+  long long pairs_ = 0, n_entries_ = 0;
   struct Fft {
     int p = -1;
     double side0 = 0;

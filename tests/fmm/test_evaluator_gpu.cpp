@@ -8,8 +8,11 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <complex>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -24,6 +27,7 @@
 #include "fmm/expansions.h"
 #include "fmm/far_gpu.h"
 #include "fmm/level_stencil.h"
+#include "fmm/morton.h"
 #include "fmm/fmm.h"
 #include "fmm/p2p_gpu.h"
 #include "fmm/particles_gpu.h"
@@ -412,6 +416,32 @@ long long uniform_translations(int L, double rcut, double slack = 0) {
   return m2l;
 }
 
+// The near stencil's list entries summed over the 8^L leaves of level L once the source ranges
+// that follow one another are merged: the near leaves of one image whose Morton indices follow
+// one another (their particles are consecutive) make one entry.
+long long merged_entries(int L, const std::vector<std::array<int, 3>>& near) {
+  const int n = 1 << L;
+  long long entries = 0;
+  for (int i = 0; i < n * n * n; ++i) {
+    const int c[3] = {i % n, i / n % n, i / n / n};
+    std::vector<std::pair<int, std::uint64_t>> keys;  // (image, Morton index of the source leaf)
+    for (const auto& t : near) {
+      int image = 0;
+      std::uint64_t m = 0;
+      for (int d = 0; d < 3; ++d) {
+        const int q = c[d] + t[d], j = ((q % n) + n) % n;
+        image = 9 * image + (q - j) / n + 4;
+        m |= morton::spread(static_cast<std::uint64_t>(j)) << d;
+      }
+      keys.push_back({image, m});
+    }
+    std::sort(keys.begin(), keys.end());
+    for (std::size_t k = 0; k < keys.size(); ++k)
+      if (k == 0 || keys[k].first != keys[k - 1].first || keys[k].second != keys[k - 1].second + 1) ++entries;
+  }
+  return entries;
+}
+
 // n^3 blobs on the lattice h (i, j, k) (on the cells' faces): 64 a leaf at n = 32, 27 at n = 24
 // (the vortex solver's refine 1.5, where face points would leave some level-2 cells at 125 of
 // 216 without the uniform levels' min_level split).  Levels 0..3 either way.
@@ -429,9 +459,11 @@ void expect_uniform_lattice(int n) {
   const Timings tf = resident(fft, b, nullptr, uf, gf);
   const Timings tl = resident(lists, b, nullptr, ul, gl);
   const double ef = testing::rel_l2(uf, u_ref), el = testing::rel_l2(ul, u_ref);
-  std::printf("[ uniform %d^3 ] err u %.3e (lists %.3e), grad against the lists' %.3e; M2L %lld (lists %lld), "
-              "pairs %lld (lists %lld)\n",
-              n, ef, el, testing::rel_l2(gf, gl), tf.n_m2l, tl.n_m2l, tf.n_p2p_pairs, tl.n_p2p_pairs);
+  std::printf(
+      "[ uniform %d^3 ] err u %.3e (lists %.3e), grad against the lists' %.3e; M2L %lld (lists %lld), "
+      "pairs %lld (lists %lld), P2P entries a leaf %.2f (lists %.2f)\n",
+      n, ef, el, testing::rel_l2(gf, gl), tf.n_m2l, tl.n_m2l, tf.n_p2p_pairs, tl.n_p2p_pairs, tf.n_p2p_entries / 512.0,
+      tl.n_p2p_entries / 512.0);
   // (The reference's gradient holds each blob's own term, which the FMM leaves out: u only.)
   EXPECT_LE(ef, 1e-4);    // the tolerance
   EXPECT_LE(ef, 2 * el);  // the full-cell test is the stricter one: no worse than the lists
@@ -448,6 +480,9 @@ void expect_uniform_lattice(int n) {
   const long long near = static_cast<long long>(near_stencil(0.6, rcut, 1.0 / m).size());
   EXPECT_EQ(near, 93);
   EXPECT_EQ(tf.n_p2p_pairs, static_cast<long long>(b.x.size()) * m * m * m * near);
+  // Those of a Morton run under one image as one entry (a third of the 93, as in the lists).
+  EXPECT_EQ(tf.n_p2p_entries, merged_entries(3, near_stencil(0.6, rcut, 1.0 / m)));
+  EXPECT_LT(tf.n_p2p_entries, 512 * near / 2);
 }
 
 TEST(EvaluatorGpuUniform, ALatticeMatchesTheExactSumAndTheLists) {
