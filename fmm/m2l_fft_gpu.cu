@@ -24,7 +24,7 @@ namespace vh::fmm {
 
 namespace {
 
-// At most 1024 threads in contract_kernel (contract_threads): 8 ncoef(p) at p 14.
+// At most 1024 threads in contract_kernel (m2l_fft_contract_threads): 8 ncoef(p) at p 14.
 constexpr int kMaxFftOrder = 14;
 
 struct Plan {
@@ -73,48 +73,8 @@ __host__ __device__ inline int delta_index(int cs, int ct) {
   return d;
 }
 
-// The threads of the contraction a block.  An output (l, m) sums (p - l + 1)^2 products, so a
-// warp takes as long as its lowest degree: the outputs go to the warps by degree, the 8 (l + 1)
-// of degree l (all c_t) filling whole warps of their own, where that fits a block; otherwise (p
-// 14) one thread per (c_t, output) in order.
-__host__ __device__ inline int degree_threads(int p) {
-  int n = 0;
-  for (int l = 0; l <= p; ++l) n += (8 * (l + 1) + 31) / 32 * 32;
-  return n;
-}
-__host__ __device__ inline bool by_degree(int p) { return degree_threads(p) <= 1024; }
-__host__ __device__ inline int contract_threads(int p) {
-  return by_degree(p) ? degree_threads(p) : (8 * (p + 1) * (p + 2) / 2 + 31) / 32 * 32;
-}
-
-// Thread t's target parity ct and output (l, m); ct = 8 for a thread without one.
-__device__ inline void contract_slot(int p, int t, int& ct, int& l, int& m) {
-  ct = 8;
-  l = m = 0;
-  if (by_degree(p)) {
-    for (int d = 0, base = 0; d <= p; ++d) {
-      const int n = 8 * (d + 1), span = (n + 31) / 32 * 32;
-      if (t < base + span) {
-        if (t - base < n) {
-          ct = (t - base) / (d + 1);
-          l = d;
-          m = (t - base) - ct * (d + 1);
-        }
-        return;
-      }
-      base += span;
-    }
-    return;
-  }
-  const int nc = (p + 1) * (p + 2) / 2;
-  if (t < 8 * nc) {
-    ct = t / nc;
-    lm_of(t - ct * nc, l, m);
-  }
-}
-
-// One block a wavenumber, one thread per (c_t, output c) (contract_slot): for each c_s in turn the
-// block stages the folded multipoles and the 8 tables of (c_s, c_t = 0..7), then each thread adds
+// One block a wavenumber, one thread per (c_t, output c) (m2l_fft_contract_slot): for each c_s in
+// turn the block stages the folded multipoles and the 8 tables of (c_s, c_t = 0..7), then each thread adds
 // m2l_table_sum.
 __device__ __forceinline__ void contract(int p, long long V, const double2* __restrict__ Mh,
                                          const double2* __restrict__ Kh, double2* __restrict__ Lh) {
@@ -127,7 +87,7 @@ __device__ __forceinline__ void contract(int p, long long V, const double2* __re
   const long long k = blockIdx.x;
   const int t = threadIdx.x;
   int ct, l, mo;
-  contract_slot(p, t, ct, l, mo);
+  m2l_fft_contract_slot(p, t, ct, l, mo);
   const int c = cidx(l, mo);
   double ar[3] = {0, 0, 0}, ai[3] = {0, 0, 0};
   for (int cs = 0; cs < 8; ++cs) {
@@ -345,7 +305,7 @@ void M2LFftGpu::apply_device(const void* M, void* L, const int* grid, CUstream_s
   auto* mh = reinterpret_cast<cufftDoubleComplex*>(d.Mh.data());
   VH_CHECK_CUFFT(cufftSetStream(d.fwd.h, s));
   VH_CHECK_CUFFT(cufftExecZ2Z(d.fwd.h, mh, mh, CUFFT_FORWARD));
-  const int threads = contract_threads(d.p);
+  const int threads = m2l_fft_contract_threads(d.p);
   const std::size_t shmem = sizeof(double) * 22 * d.nf;
   if (threads > 768)
     contract_kernel_wide<<<static_cast<unsigned>(d.V), threads, shmem, s>>>(d.p, d.V, d.Mh.data(), d.Kh.data(),

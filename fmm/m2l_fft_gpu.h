@@ -28,11 +28,54 @@
 #include <memory>
 #include <vector>
 
+#include "base/hd.h"
+#include "fmm/expansions_kernel.h"
 #include "fmm/level_stencil.h"
 
 struct CUstream_st;  // cudaStream_t
 
 namespace vh::fmm {
+
+/// The contraction's threads a block at order p (one block a wavenumber).  An output (l, m) sums
+/// (p - l + 1)^2 products, so a warp takes as long as its lowest degree: the 8 (l + 1) outputs of
+/// degree l (all target parities) fill warps of their own where that fits 1 024 threads (p <= 13);
+/// otherwise (p 14) one thread per (target parity, output) in order.
+VH_HD inline bool m2l_fft_by_degree(int p, int* threads = nullptr) {
+  int n = 0;
+  for (int l = 0; l <= p; ++l) n += (8 * (l + 1) + 31) / 32 * 32;
+  if (threads) *threads = n <= 1024 ? n : (8 * (p + 1) * (p + 2) / 2 + 31) / 32 * 32;
+  return n <= 1024;
+}
+VH_HD inline int m2l_fft_contract_threads(int p) {
+  int n = 0;
+  m2l_fft_by_degree(p, &n);
+  return n;
+}
+/// Thread t's target parity ct and output (l, m) in the contraction; ct = 8 for a thread without one.
+VH_HD inline void m2l_fft_contract_slot(int p, int t, int& ct, int& l, int& m) {
+  ct = 8;
+  l = m = 0;
+  if (m2l_fft_by_degree(p)) {
+    for (int d = 0, base = 0; d <= p; ++d) {
+      const int n = 8 * (d + 1), span = (n + 31) / 32 * 32;
+      if (t < base + span) {
+        if (t - base < n) {
+          ct = (t - base) / (d + 1);
+          l = d;
+          m = (t - base) - ct * (d + 1);
+        }
+        return;
+      }
+      base += span;
+    }
+    return;
+  }
+  const int nc = (p + 1) * (p + 2) / 2;
+  if (t < 8 * nc) {
+    ct = t / nc;
+    lm_of(t - ct * nc, l, m);
+  }
+}
 
 class M2LFftGpu {
  public:

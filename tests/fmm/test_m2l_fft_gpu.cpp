@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
+#include <vector>
 
 #include "common.h"
 #include "fmm/level_stencil.h"
@@ -85,6 +86,34 @@ TEST(M2LFftGpu, RefusesAStencilWhoseParitiesDisagree) {
   ASSERT_NE(it, o.end());
   o.erase(it);
   EXPECT_THROW(M2LFftGpu(4, kBoxLength, st), std::logic_error);
+}
+
+// The contraction's threads (no GPU needed): every (target parity, output) of every order taken by
+// exactly one thread of a block of at most 1 024, and, where the outputs go by degree (p <= 13),
+// every warp's outputs of one degree (a warp runs as long as its lowest degree's sums).
+TEST(M2LFftGpu, ContractionThreadsTakeEveryOutputOnceAWarpOneDegree) {
+  for (int p = 1; p <= 14; ++p) {
+    const int threads = m2l_fft_contract_threads(p);
+    ASSERT_LE(threads, 1024) << "p " << p;
+    ASSERT_EQ(threads % 32, 0) << "p " << p;
+    EXPECT_EQ(m2l_fft_by_degree(p), p <= 13) << "p " << p;
+    std::vector<int> taken(8 * ncoef(p), 0);
+    for (int w = 0; w < threads / 32; ++w) {
+      int degree = -1;
+      bool one_degree = true;
+      for (int t = 32 * w; t < 32 * w + 32; ++t) {
+        int ct, l, m;
+        m2l_fft_contract_slot(p, t, ct, l, m);
+        if (ct == 8) continue;
+        ASSERT_TRUE(ct >= 0 && ct < 8 && l >= 0 && l <= p && m >= 0 && m <= l) << "p " << p << " thread " << t;
+        ++taken[ct * ncoef(p) + cidx(l, m)];
+        one_degree = one_degree && (degree < 0 || degree == l);
+        degree = l;
+      }
+      if (m2l_fft_by_degree(p)) EXPECT_TRUE(one_degree) << "p " << p << " warp " << w;
+    }
+    for (std::size_t k = 0; k < taken.size(); ++k) EXPECT_EQ(taken[k], 1) << "p " << p << " output " << k;
+  }
 }
 
 TEST(M2LFftGpu, RefusesLevelsAndOrdersItCannotHold) {
