@@ -110,7 +110,9 @@ TEST(M2LFftGpu, ContractionThreadsTakeEveryOutputOnceAWarpOneDegree) {
         one_degree = one_degree && (degree < 0 || degree == l);
         degree = l;
       }
-      if (m2l_fft_by_degree(p)) EXPECT_TRUE(one_degree) << "p " << p << " warp " << w;
+      if (m2l_fft_by_degree(p)) {
+        EXPECT_TRUE(one_degree) << "p " << p << " warp " << w;
+      }
     }
     for (std::size_t k = 0; k < taken.size(); ++k) EXPECT_EQ(taken[k], 1) << "p " << p << " output " << k;
   }
