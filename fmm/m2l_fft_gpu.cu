@@ -73,9 +73,9 @@ __host__ __device__ inline int delta_index(int cs, int ct) {
   return d;
 }
 
-// One block a wavenumber, one thread per (c_t, output c) (m2l_fft_contract_slot): for each c_s in
-// turn the block stages the folded multipoles and the 8 tables of (c_s, c_t = 0..7), then each thread adds
-// m2l_table_sum.
+// One block a wavenumber, one thread per (c_t, output c) (m2l_fft_contract_slot): for each c_s
+// in turn the block stages the folded multipoles and the 8 tables of (c_s, c_t = 0..7), then
+// each thread adds m2l_table_sum.
 __device__ __forceinline__ void contract(int p, long long V, const double2* __restrict__ Mh,
                                          const double2* __restrict__ Kh, double2* __restrict__ Lh) {
   extern __shared__ double sh[];

@@ -40,16 +40,14 @@ namespace vh::fmm {
 /// (p - l + 1)^2 products, so a warp takes as long as its lowest degree: the 8 (l + 1) outputs of
 /// degree l (all target parities) fill warps of their own where that fits 1 024 threads (p <= 13);
 /// otherwise (p 14) one thread per (target parity, output) in order.
-VH_HD inline bool m2l_fft_by_degree(int p, int* threads = nullptr) {
+VH_HD inline int m2l_fft_degree_threads(int p) {
   int n = 0;
   for (int l = 0; l <= p; ++l) n += (8 * (l + 1) + 31) / 32 * 32;
-  if (threads) *threads = n <= 1024 ? n : (8 * (p + 1) * (p + 2) / 2 + 31) / 32 * 32;
-  return n <= 1024;
-}
-VH_HD inline int m2l_fft_contract_threads(int p) {
-  int n = 0;
-  m2l_fft_by_degree(p, &n);
   return n;
+}
+VH_HD inline bool m2l_fft_by_degree(int p) { return m2l_fft_degree_threads(p) <= 1024; }
+VH_HD inline int m2l_fft_contract_threads(int p) {
+  return m2l_fft_by_degree(p) ? m2l_fft_degree_threads(p) : (8 * (p + 1) * (p + 2) / 2 + 31) / 32 * 32;
 }
 /// Thread t's target parity ct and output (l, m) in the contraction; ct = 8 for a thread without one.
 VH_HD inline void m2l_fft_contract_slot(int p, int t, int& ct, int& l, int& m) {
