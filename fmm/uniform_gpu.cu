@@ -329,11 +329,11 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, const double4
   ntask_.resize(static_cast<std::size_t>(nl) + 1);
   VH_CHECK_CUDA(cudaMemset(ntask_.data() + nl, 0, sizeof(int)));
   task_first_.resize(static_cast<std::size_t>(nl) + 1);
-  pairs_dev_.resize(2);  // the pairs, the entries
-  pairs_dev_.zero();
+  counts_dev_.resize(2);
+  counts_dev_.zero();
   const int* gl = grid_.data() + level_offset(L);
   near_kernel<<<blocks(nl * E, 256), 256>>>(L, E, near_.data(), gl, cells, shift_of_.data(), r0, p2p_entries_.data(),
-                                           ntask_.data(), pairs_dev_.data());
+                                            ntask_.data(), counts_dev_.data());
   VH_CHECK_LAUNCH();
   std::size_t bytes = 0;
   VH_CHECK_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, bytes, ntask_.data(), task_first_.data(), nl + 1));
@@ -354,14 +354,14 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, const double4
   task_kernel<<<blocks(nl, 256), 256>>>(L, E, gl, cells, task_first_.data(), entry_count_.data(), tasks_.data());
   VH_CHECK_LAUNCH();
   {
-    unsigned long long* total = pairs_dev_.data() + 1;
+    unsigned long long* total = counts_dev_.data() + 1;
     std::size_t bytes = 0;
     VH_CHECK_CUDA(cub::DeviceReduce::Sum(nullptr, bytes, entry_count_.data(), total, nl));
     scan_temp_.reserve(std::max<std::size_t>(bytes, 1));
     VH_CHECK_CUDA(cub::DeviceReduce::Sum(scan_temp_.data(), bytes, entry_count_.data(), total, nl));
   }
   unsigned long long pr[2] = {0, 0};
-  pairs_dev_.download(pr, 2);
+  counts_dev_.download(pr, 2);
   pairs_ = static_cast<long long>(pr[0]);
   n_entries_ = static_cast<long long>(pr[1]);
   return true;

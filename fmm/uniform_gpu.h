@@ -79,7 +79,7 @@ class UniformFar {
   DeviceArray<int> near_, shift_of_, ntask_, task_first_;  // ntask_: nl + 1 (the scan's zero last)
   DeviceArray<int> entry_count_;                           // a leaf's entries after merging
   DeviceBytes scan_temp_;
-  DeviceArray<unsigned long long> pairs_dev_;
+  DeviceArray<unsigned long long> counts_dev_;  // the P2P pairs, the merged entries
   int n_tasks_ = 0;
   long long pairs_ = 0, n_entries_ = 0;
   struct Fft {
