@@ -97,6 +97,37 @@ TEST(LevelStencil, TheSlackOfALatticeKeepsEveryFarPairBeyondTheCutOff) {
       }
 }
 
+// The lattice of 4 points a leaf side (N = 2^k at refine 1: points at 0 .. 3h of a leaf [0, 4h),
+// slack h, a quarter of a leaf): with the deck's cut-off the near leaves are those of theta alone,
+// 93, 81, 57 and 33 at theta 0.6, 0.7, 0.75 and 0.8 (sc09_256.ini takes 0.8: bench/RESULTS.md,
+// 2026-12-03 "theta 0.8 and p 13 on the lattice"), and at 0.8 every far pair's closest points are
+// at least the cut-off apart (point by point). Without the slack the cut-off keeps 81 from 0.7 up.
+TEST(LevelStencil, TheSlackOfLeavesOfFourPointsLetsThetaSetTheNearField) {
+  const double rcut = 4.59 / 4, slack = 0.25;  // in leaves
+  const double thetas[] = {0.6, 0.7, 0.75, 0.8};
+  const std::size_t expect[] = {93, 81, 57, 33};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(near_stencil(thetas[i], rcut, slack).size(), expect[i]) << "theta " << thetas[i];
+    EXPECT_EQ(near_stencil(thetas[i], rcut, slack), near_stencil(thetas[i], 0)) << "theta " << thetas[i];
+  }
+  EXPECT_EQ(near_stencil(0.8, rcut).size(), 81u);
+  for (int x = -3; x <= 3; ++x)
+    for (int y = -3; y <= 3; ++y)
+      for (int z = -3; z <= 3; ++z) {
+        const std::array<int, 3> t{x, y, z};
+        if (!uniform_far(t, 0.8, rcut, slack)) continue;
+        double d2 = 1e300;  // the closest points of leaf 0 and leaf t, in leaves
+        for (int a = 0; a < 64; ++a)
+          for (int b = 0; b < 64; ++b) {
+            const int pa[3] = {a % 4, a / 4 % 4, a / 16}, pb[3] = {b % 4, b / 4 % 4, b / 16};
+            double e2 = 0;
+            for (int d = 0; d < 3; ++d) e2 += std::pow((4 * t[d] + pb[d] - pa[d]) / 4.0, 2);
+            d2 = std::min(d2, e2);
+          }
+        EXPECT_GE(std::sqrt(d2), rcut * (1 - 1e-12)) << x << " " << y << " " << z;
+      }
+}
+
 TEST(LevelStencil, TheGridNamesEveryCellOnce) {
   const testing::LevelSetup s = testing::lattice_setup(16, 8, 4, 2);
   const std::vector<int> g = level_grid(s.tree, 3);
