@@ -251,22 +251,42 @@ VH_HD inline void m2l_operands(int f, int nc, int nf, const double* Ih, const do
 }
 
 /// One output (l, m) of the M2L with a table (expansions.h m2l_table) for the three components:
-/// sum_{j <= p - l} sum_k M'_jk I_{l+j, m+k}, on the full-layout real and imaginary parts Ir, Ii
-/// of the table and Mr[a], Mi[a] of the folded multipole (-1)^j conj(M_jk), stride nf between
-/// components.
-VH_HD inline void m2l_table_sum(int p, int l, int m, const double* Ir, const double* Ii, const double* Mr,
-                                const double* Mi, int nf, double sr[3], double si[3]) {
+/// sum_{j <= p - l} sum_k M'_jk I_{l+j, m+k} in this order, where I(f, re, im) reads the table
+/// and M(a, f, re, im) component a of the folded multipole (-1)^j conj(M_jk), both at the full
+/// index f (any layout: the GPU's FFT contraction reads (re, im) pairs, m2l_table_sum split arrays).
+template <class IAt, class MAt>
+VH_HD inline void m2l_table_terms(int p, int l, int m, const IAt& I, const MAt& M, double sr[3], double si[3]) {
   for (int a = 0; a < 3; ++a) sr[a] = si[a] = 0;
   for (int j = 0; j <= p - l; ++j) {
     const int bi = (l + j) * (l + j) + (l + j) + m, bm = j * j + j;
     for (int k = -j; k <= j; ++k) {
-      const double ir = Ir[bi + k], ii = Ii[bi + k];
+      double ir, ii;
+      I(bi + k, ir, ii);
       for (int a = 0; a < 3; ++a) {
-        sr[a] += Mr[a * nf + bm + k] * ir - Mi[a * nf + bm + k] * ii;
-        si[a] += Mr[a * nf + bm + k] * ii + Mi[a * nf + bm + k] * ir;
+        double mr, mi;
+        M(a, bm + k, mr, mi);
+        sr[a] += mr * ir - mi * ii;
+        si[a] += mr * ii + mi * ir;
       }
     }
   }
+}
+
+/// m2l_table_terms on the full-layout real and imaginary parts Ir, Ii of the table and Mr[a],
+/// Mi[a] of the folded multipole, stride nf between components.
+VH_HD inline void m2l_table_sum(int p, int l, int m, const double* Ir, const double* Ii, const double* Mr,
+                                const double* Mi, int nf, double sr[3], double si[3]) {
+  m2l_table_terms(
+      p, l, m,
+      [&](int f, double& re, double& im) {
+        re = Ir[f];
+        im = Ii[f];
+      },
+      [&](int a, int f, double& re, double& im) {
+        re = Mr[a * nf + f];
+        im = Mi[a * nf + f];
+      },
+      sr, si);
 }
 
 /// The L2L shift (expansions.h l2l), the terms of degree n of output (j, k) of C components:

@@ -74,40 +74,46 @@ __host__ __device__ inline int delta_index(int cs, int ct) {
 }
 
 // One block a wavenumber, one thread per (c_t, output c) (m2l_fft_contract_slot): for each c_s
-// in turn the block stages the folded multipoles and the 8 tables of (c_s, c_t = 0..7), then
-// each thread adds m2l_table_sum.
+// in turn the block stages the folded multipoles and the 8 tables of (c_s, c_t = 0..7) as
+// (re, im) pairs, then each thread adds m2l_table_terms.  A pair is one 16-byte load; the
+// multipole's, the same address in every lane, is one broadcast.
 __device__ __forceinline__ void contract(int p, long long V, const double2* __restrict__ Mh,
                                          const double2* __restrict__ Kh, double2* __restrict__ Lh) {
-  extern __shared__ double sh[];
+  extern __shared__ double2 sh2[];
   const int nf = (p + 1) * (p + 1), nc = (p + 1) * (p + 2) / 2;
-  double* Ir = sh;
-  double* Ii = Ir + 8 * nf;
-  double* Mr = Ii + 8 * nf;
-  double* Mi = Mr + 3 * nf;
+  double2* I = sh2;          // [8][nf]
+  double2* Ms = I + 8 * nf;  // [3][nf]
   const long long k = blockIdx.x;
   const int t = threadIdx.x;
   int ct, l, mo;
   m2l_fft_contract_slot(p, t, ct, l, mo);
   const int c = cidx(l, mo);
+  const double2* It = I + (ct < 8 ? ct : 0) * nf;
   double ar[3] = {0, 0, 0}, ai[3] = {0, 0, 0};
   for (int cs = 0; cs < 8; ++cs) {
     __syncthreads();
     const double2* K = Kh + k * 27 * nf;
     for (int e = t; e < 8 * nf; e += blockDim.x) {
       const int et = e / nf;
-      const double2 v = K[delta_index(cs, et) * nf + e - et * nf];
-      Ir[e] = v.x;
-      Ii[e] = v.y;
+      I[e] = K[delta_index(cs, et) * nf + e - et * nf];
     }
-    for (int e = t; e < 3 * nf; e += blockDim.x) {
-      const double2 v = Mh[(cs * 3LL * nf + e) * V + k];
-      Mr[e] = v.x;
-      Mi[e] = v.y;
-    }
+    for (int e = t; e < 3 * nf; e += blockDim.x) Ms[e] = Mh[(cs * 3LL * nf + e) * V + k];
     __syncthreads();
     if (ct < 8) {
       double sr[3], si[3];
-      m2l_table_sum(p, l, mo, Ir + ct * nf, Ii + ct * nf, Mr, Mi, nf, sr, si);
+      m2l_table_terms(
+          p, l, mo,
+          [&](int f, double& re, double& im) {
+            const double2 v = It[f];
+            re = v.x;
+            im = v.y;
+          },
+          [&](int a, int f, double& re, double& im) {
+            const double2 v = Ms[a * nf + f];
+            re = v.x;
+            im = v.y;
+          },
+          sr, si);
       for (int a = 0; a < 3; ++a) {
         ar[a] += sr[a];
         ai[a] += si[a];
@@ -306,7 +312,7 @@ void M2LFftGpu::apply_device(const void* M, void* L, const int* grid, CUstream_s
   VH_CHECK_CUFFT(cufftSetStream(d.fwd.h, s));
   VH_CHECK_CUFFT(cufftExecZ2Z(d.fwd.h, mh, mh, CUFFT_FORWARD));
   const int threads = m2l_fft_contract_threads(d.p);
-  const std::size_t shmem = sizeof(double) * 22 * d.nf;
+  const std::size_t shmem = sizeof(double2) * 11 * d.nf;
   if (threads > 768)
     contract_kernel_wide<<<static_cast<unsigned>(d.V), threads, shmem, s>>>(d.p, d.V, d.Mh.data(), d.Kh.data(),
                                                                          d.Lh.data());

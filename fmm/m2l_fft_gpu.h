@@ -11,7 +11,7 @@
 // folded in.  Each (j k, l+j m+k) product is a periodic correlation over the parent grid, so
 //   L^_{c_t,lm}(kappa) = sum_{c_s} sum_jk M'^_{c_s,jk}(kappa) K~^{c_t c_s}_{l+j,m+k}(kappa)
 // with M'^ the forward transform (e^{-i}), K~ the backward one (e^{+i}) and L the backward
-// transform of L^ over m^3: m2l_table_sum (fmm/expansions_kernel.h) per wavenumber, on complex
+// transform of L^ over m^3: m2l_table_terms (fmm/expansions_kernel.h) per wavenumber, on complex
 // values.  Only m >= 0 of L is formed; the others follow from the symmetry in real space.
 // Work per level: 24 (p+1)^2 forward and 24 ncoef(p) backward transforms of m^3 points and
 // per wavenumber 64 (target, source parity) pairs of 3 sum_l (l+1)(p-l+1)^2 complex
