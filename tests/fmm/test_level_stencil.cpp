@@ -20,6 +20,28 @@ bool far_cells(const std::array<int, 3>& t, double theta, double rcut, double sl
   return std::sqrt(3.0) < theta * r && std::sqrt(gap2) >= rcut;
 }
 
+// Every pair of leaves that the rule makes far at theta, rcut and the slack of a lattice of q
+// points a leaf side (points at 0 .. q - 1 of q, in leaves / q) has its closest points at least
+// rcut apart, counted point by point over the offsets |t_d| <= reach.
+void expect_far_pairs_beyond_the_cut_off(int q, double theta, double rcut, int reach) {
+  const double slack = 1.0 / q;
+  for (int x = -reach; x <= reach; ++x)
+    for (int y = -reach; y <= reach; ++y)
+      for (int z = -reach; z <= reach; ++z) {
+        const std::array<int, 3> t{x, y, z};
+        if (!uniform_far(t, theta, rcut, slack)) continue;
+        double d2 = 1e300;  // the closest points of leaf 0 and leaf t, in leaves
+        for (int a = 0; a < q * q * q; ++a)
+          for (int b = 0; b < q * q * q; ++b) {
+            const int pa[3] = {a % q, a / q % q, a / (q * q)}, pb[3] = {b % q, b / q % q, b / (q * q)};
+            double e2 = 0;
+            for (int d = 0; d < 3; ++d) e2 += std::pow(double(q * t[d] + pb[d] - pa[d]) / q, 2);
+            d2 = std::min(d2, e2);
+          }
+        EXPECT_GE(std::sqrt(d2), rcut * (1 - 1e-12)) << "q " << q << " t " << x << " " << y << " " << z;
+      }
+}
+
 TEST(LevelStencil, EverySourceCellIsNearTakenHereOrTakenAbove) {
   // A target of parity c and a source at offset t (cells of the level): either the pair is
   // near (not far: the next level down or the P2P), or this level's stencil takes it, or its
@@ -80,21 +102,7 @@ TEST(LevelStencil, TheSlackOfALatticeKeepsEveryFarPairBeyondTheCutOff) {
   EXPECT_EQ(near0.size(), 117u);
   EXPECT_EQ(near1.size(), 93u);
   EXPECT_EQ(near1, near_stencil(0.6, 0));
-  for (int x = -4; x <= 4; ++x)
-    for (int y = -4; y <= 4; ++y)
-      for (int z = -4; z <= 4; ++z) {
-        const std::array<int, 3> t{x, y, z};
-        if (!uniform_far(t, 0.6, rcut, 1.0 / 3)) continue;
-        double d2 = 1e300;  // the closest points of leaf 0 and leaf t, in leaves
-        for (int a = 0; a < 27; ++a)
-          for (int b = 0; b < 27; ++b) {
-            const int pa[3] = {a % 3, a / 3 % 3, a / 9}, pb[3] = {b % 3, b / 3 % 3, b / 9};
-            double e2 = 0;
-            for (int d = 0; d < 3; ++d) e2 += std::pow((3 * t[d] + pb[d] - pa[d]) / 3.0, 2);
-            d2 = std::min(d2, e2);
-          }
-        EXPECT_GE(std::sqrt(d2), rcut * (1 - 1e-12)) << x << " " << y << " " << z;
-      }
+  expect_far_pairs_beyond_the_cut_off(3, 0.6, rcut, 4);
 }
 
 // The lattice of 4 points a leaf side (N = 2^k at refine 1: points at 0 .. 3h of a leaf [0, 4h),
@@ -111,21 +119,7 @@ TEST(LevelStencil, TheSlackOfLeavesOfFourPointsLetsThetaSetTheNearField) {
     EXPECT_EQ(near_stencil(thetas[i], rcut, slack), near_stencil(thetas[i], 0)) << "theta " << thetas[i];
   }
   EXPECT_EQ(near_stencil(0.8, rcut).size(), 81u);
-  for (int x = -3; x <= 3; ++x)
-    for (int y = -3; y <= 3; ++y)
-      for (int z = -3; z <= 3; ++z) {
-        const std::array<int, 3> t{x, y, z};
-        if (!uniform_far(t, 0.8, rcut, slack)) continue;
-        double d2 = 1e300;  // the closest points of leaf 0 and leaf t, in leaves
-        for (int a = 0; a < 64; ++a)
-          for (int b = 0; b < 64; ++b) {
-            const int pa[3] = {a % 4, a / 4 % 4, a / 16}, pb[3] = {b % 4, b / 4 % 4, b / 16};
-            double e2 = 0;
-            for (int d = 0; d < 3; ++d) e2 += std::pow((4 * t[d] + pb[d] - pa[d]) / 4.0, 2);
-            d2 = std::min(d2, e2);
-          }
-        EXPECT_GE(std::sqrt(d2), rcut * (1 - 1e-12)) << x << " " << y << " " << z;
-      }
+  expect_far_pairs_beyond_the_cut_off(4, 0.8, rcut, 3);
 }
 
 TEST(LevelStencil, TheGridNamesEveryCellOnce) {
