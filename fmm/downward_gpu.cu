@@ -46,15 +46,8 @@ __global__ void l2l_kernel(const int* __restrict__ children, const GCell* __rest
 }
 
 // ------------------------------------------------------------------------------------ L2P
-// Doubles between two threads' rows of R in the L2P's shared memory: three rows of p + 1 pairs,
-// and one more to make it odd.
-__host__ __device__ inline int l2p_rows_stride(int p) { return 6 * (p + 1) + 1; }
-
-// Block per target leaf, thread per target: the local expansion shifted to degrees <= 2 at the
-// target (l2l_terms on the rows of R(d), made by harmonic_row_up three at a time), then the
-// derivatives of the three potentials and u, grad u (potential_derivatives,
-// velocity_from_potentials: the CPU's own functions).  near (float or double, 12 per target)
-// is added when given, then the mean correction when mc is.  Targets outside the output window
+// Block per target leaf, thread per target: l2p_at (far_gpu_device.h) on the leaf's local
+// expansion staged in the full layout, then l2p_store.  Targets outside the output window
 // (FarPlan::out_first, out_count) are skipped.
 template <class N>
 __global__ void l2p_kernel(const int* __restrict__ leaves, const GCell* __restrict__ cells,
@@ -63,11 +56,8 @@ __global__ void l2p_kernel(const int* __restrict__ leaves, const GCell* __restri
                            long long out_first, long long out_count, double* __restrict__ u_out,
                            double* __restrict__ grad_out) {
   extern __shared__ double2 sh[];
-  const int nc = cidx(p + 1, 0), nf = (p + 1) * (p + 1), w = 2 * (p + 1);
+  const int nc = cidx(p + 1, 0), nf = (p + 1) * (p + 1);
   double2* Lf = sh;  // [3][nf]
-  // This thread's rows n - 2, n - 1, n of R (m >= 0, pairs), cyclic: in shared memory, as an
-  // array indexed at run time would be in local memory (l2p_rows_stride: odd, so the lanes'
-  // rows fall in different banks).
   double* rows = reinterpret_cast<double*>(sh + 3 * nf) + threadIdx.x * l2p_rows_stride(p);
   const int cell = leaves[blockIdx.x];
   const GCell C = cells[cell];
@@ -77,53 +67,9 @@ __global__ void l2p_kernel(const int* __restrict__ leaves, const GCell* __restri
     const long long o = perm[i] - out_first;
     if (o < 0 || o >= out_count) continue;  // another rank's target (FarPlan::out_first)
     const double4_32a xi = x[i];
-    const double dx = xi.x - C.cx, dy = xi.y - C.cy, dz = xi.z - C.cz, r2 = dx * dx + dy * dy + dz * dz;
-    double Lr[6][3], Li[6][3];  // the shifted expansion at degrees <= 2: [cidx(j, k)][component]
-    for (int c = 0; c < 6; ++c)
-      for (int a = 0; a < 3; ++a) Lr[c][a] = Li[c][a] = 0;
-    for (int n = 0; n <= p; ++n) {
-      double* Rn = rows + (n % 3) * w;
-      if (n == 0) {
-        Rn[0] = 1.0;
-        Rn[1] = 0.0;
-      } else {
-        harmonic_row_up<false>(n - 1, dx, dy, dz, r2, rows + ((n - 1) % 3) * w, rows + ((n + 1) % 3) * w, Rn,
-                               reciprocals());
-      }
-      for (int j = 0; j <= 2 && j <= p - n; ++j)
-        for (int k = 0; k <= j; ++k)
-          l2l_terms<3>(
-              n, j, k,
-              [&](int a, int f, double& re, double& im) {
-                re = Lf[a * nf + f].x;
-                im = Lf[a * nf + f].y;
-              },
-              [&](int q, double& re, double& im) {
-                re = Rn[2 * abs(q)];
-                im = Rn[2 * abs(q) + 1];
-                if (q < 0) negm(-q, re, im);
-              },
-              Lr[cidx(j, k)], Li[cidx(j, k)]);
-    }
-    double Lt[3][12];  // potential_derivatives' layout: (re, im) of component a at [a][2 cidx]
-    for (int a = 0; a < 3; ++a)
-      for (int c = 0; c < 6; ++c) {
-        Lt[a][2 * c] = Lr[c][a];
-        Lt[a][2 * c + 1] = Li[c][a];
-      }
-    double dphi[3][3], h[3][3][3], r[12];
-    potential_derivatives(&Lt[0][0], dphi, h);
-    velocity_from_potentials(dphi, h, r);
-    if (near) {
-      const N* ni = near + 12 * static_cast<long long>(i);
-      for (int c = 0; c < 12; ++c) r[c] += double(ni[c]);
-    }
-    if (mc) {
-      const double xd[3] = {xi.x, xi.y, xi.z};
-      mean_correction(*mc, xd, r, r + 3);
-    }
-    for (int c = 0; c < 3; ++c) u_out[3 * o + c] = r[c];
-    for (int c = 0; c < 9; ++c) grad_out[9 * o + c] = r[3 + c];
+    double r[12];
+    l2p_at(Lf, p, xi.x - C.cx, xi.y - C.cy, xi.z - C.cz, rows, r);
+    l2p_store(r, i, o, xi, near, mc, u_out, grad_out);
   }
 }
 
@@ -141,8 +87,7 @@ void far_l2p(const FarPlan& f, const FarWork& w, const void* near, bool near_dou
              double* u_out, double* grad_out, cudaStream_t s) {
   if (f.n_tgt_leaves == 0) return;
   constexpr int kThreads = 64;
-  const std::size_t shm =
-      3 * (f.p + 1) * (f.p + 1) * sizeof(double2) + kThreads * l2p_rows_stride(f.p) * sizeof(double);
+  const std::size_t shm = l2p_shared_bytes(f.p, kThreads);
   // Above 48 KiB (p >= 13) a kernel must ask for its shared memory; the launch's kernel only.
   const bool dbl = near && near_double;
   if (shm > 48 * 1024) {

@@ -356,6 +356,8 @@ void GpuEvaluator::set_overlap(Overlap mode, int p2p_blocks_per_sm) {
   impl_->split_blocks = p2p_blocks_per_sm;
 }
 
+void GpuEvaluator::set_lattice_leaves(bool on) { impl_->far.set_lattice_leaves(on); }
+
 void GpuEvaluator::share_upward(DeviceComm* comm, std::size_t first, std::size_t count) {
   impl_->share = comm && comm->comm().size() > 1 ? comm : nullptr;
   impl_->share_first = static_cast<long long>(first);
@@ -712,6 +714,7 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   tm.p2m_m2m = 1e-3 * ft.p2m_m2m;
   tm.m2l = 1e-3 * ft.m2l;
   tm.l2l_l2p = 1e-3 * ft.l2l_l2p;
+  tm.lattice_leaves = ft.lattice_leaves;
   tm.p2p = ms(kNear0, kNear1) + (split ? ms(kDrain0, kDrain1) : 0.0);
   tm.gpu_wall = serial ? ms(kNear0, kEnd) : ms(kStart, kEnd);
   tm.n_m2l = s.use_uniform ? U.n_m2l() : s.lists.n_m2l;

@@ -101,6 +101,12 @@ class GpuEvaluator {
   enum class Overlap { serial, streams, split };
   void set_overlap(Overlap mode, int p2p_blocks_per_sm = 4);
 
+  /// Where every leaf holds the same points (a lattice in a uniform tree: the vortex solver's
+  /// particles just reinitialised; fmm/lattice_leaves.h), the P2M and the L2P as matrix products
+  /// (on, the default), or the per-leaf kernels (off, for comparisons): the same results up to
+  /// the order of the sums.  Timings::lattice_leaves says which ran.
+  void set_lattice_leaves(bool on);
+
   const Params& params() const;
 
  private:

@@ -43,14 +43,24 @@ void FarStages::reserve(const FarPlan& f, const FarPeriodic& per) {
     work_.tables.reserve(static_cast<std::size_t>(f.table_levels) * kTablesPerLevel * nf * sizeof(double2));
   }
   if (per.on && per.images > 0) lattice_.set(f.p, per.r0, per.images);
+  leaves_.prepare(f);
+  leaves_prepared_ = true;
   lattice_work_.reserve(lattice_work_doubles(f.p));
   mean_.reserve(1);
   mean_part_.reserve(std::max(1, (f.ns + kMeanChunk - 1) / kMeanChunk));
 }
 
 void FarStages::upward(const FarPlan& f, cudaStream_t s) {
+  if (!leaves_prepared_) leaves_.prepare(f);
+  leaves_prepared_ = false;
   record(kUp0, s);
-  far_upward(f, work_, s);
+  far_clear_multipoles(f, work_, s);
+  if (leaves_.sources()) {
+    leaves_.p2m(f, work_, s);
+  } else {
+    far_p2m(f, work_, s);
+  }
+  far_m2m(f, work_, s);
   record(kUp1, s);
 }
 
@@ -75,7 +85,8 @@ FarGpuTimes FarStages::times() const {
     VH_CHECK_CUDA(cudaEventElapsedTime(&v, ev_[a], ev_[b]));
     return double(v);
   };
-  return {ms(kUp0, kUp1), ms(kM2L0, kM2L1), ms(kM2L1, kL2L1) + ms(kL2P0, kL2P1)};
+  return {ms(kUp0, kUp1), ms(kM2L0, kM2L1), ms(kM2L1, kL2L1) + ms(kL2P0, kL2P1),
+          leaves_.sources() || leaves_.targets()};
 }
 
 struct FarGpu::Impl {

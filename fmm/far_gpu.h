@@ -19,6 +19,9 @@
 //        shifted to degree 2 at the target, which gives the gradient and Hessian of the three
 //        potentials, hence u and grad u; the near-field sums of P2PGpu and the periodic mean
 //        correction are added in the same pass, which writes the targets in their input order.
+// Where every leaf holds the same points (a lattice in a uniform tree: fmm/lattice_leaves.h) the
+// P2M and the L2P are instead one matrix each applied to every leaf: matrix products on the FP64
+// tensor cores (lattice_leaves_gpu.cu, dgemm_gpu.h).
 // Every output coefficient has one owner and a fixed summation order: no atomics, repeatable.
 // The periodic far lattice (M2L of the root multipole into the root's local expansion) and the
 // sums of the mean correction run on the device too (periodic_gpu.cu, the host's bits).
@@ -57,6 +60,8 @@ M2LArrays m2l_arrays(const Tree& tgt, const Lists& lists);
 /// Time of each GPU stage of the last evaluation, milliseconds (CUDA events).
 struct FarGpuTimes {
   double p2m_m2m = 0, m2l = 0, l2l_l2p = 0;
+  /// The P2M or the L2P as matrix products: every leaf held the same points (fmm/lattice_leaves.h).
+  bool lattice_leaves = false;
 };
 
 /// Resident GPU far field for one pair of trees and one set of M2L lists.

@@ -2,9 +2,10 @@
 // the column walker of the solid-harmonic recurrences (fmm/expansions_kernel.h), the M2L
 // table geometry, and the stages as launches over a FarPlan, the device addresses of one pair of
 // trees with their M2L lists:
-//   upward_gpu.cu    P2M, M2M                 far_upward
+//   upward_gpu.cu    P2M, M2M                 far_clear_multipoles, far_p2m, far_m2m
 //   m2l_gpu.cu       M2L (tables, kernels)    far_m2l
 //   downward_gpu.cu  L2L, L2P                 far_l2l, far_l2p
+//   lattice_leaves_gpu.cu  P2M, L2P as matrix products where every leaf holds the same points
 //   periodic_gpu.cu  far lattice, mean terms  lattice_m2l_device, mean_terms_device
 // and their one sequence, FarStages (far_gpu.cu), which runs them with the near field beside.
 // FarGpu (far_gpu.cu) fills a FarPlan from host-built trees; GpuEvaluator (evaluator.cu) from
@@ -131,6 +132,83 @@ __device__ inline void stage_full(const double2* X, int p, int nc, double2* S, b
   }
 }
 
+// ------------------------------------------------------------------------- L2P at one target
+// Doubles between two threads' rows of R in the L2P's shared memory: three rows of p + 1 pairs,
+// and one more to make it odd.
+__host__ __device__ inline int l2p_rows_stride(int p) { return 6 * (p + 1) + 1; }
+/// Shared memory of an L2P block of `threads` threads: the local expansion in the full layout
+/// and each thread's rows of R.
+inline std::size_t l2p_shared_bytes(int p, int threads) {
+  return 3 * (p + 1) * (p + 1) * sizeof(double2) + threads * l2p_rows_stride(p) * sizeof(double);
+}
+
+// u and grad u (r[0..2], r[3..11]) at offset (dx, dy, dz) from the centre of the local
+// expansion Lf (three components, full layout, [3][(p + 1)^2]): the expansion shifted to degrees
+// <= 2 at the target (l2l_terms on the rows of R(d), made by harmonic_row_up three at a time),
+// then the derivatives of the three potentials and u, grad u (potential_derivatives,
+// velocity_from_potentials: the CPU's own functions).  rows: this thread's rows n - 2, n - 1, n
+// of R (m >= 0, pairs), cyclic, l2p_rows_stride(p) doubles in shared memory, as an array
+// indexed at run time would be in local memory (the stride is odd, so that the lanes' rows fall
+// in different banks).
+__device__ inline void l2p_at(const double2* Lf, int p, double dx, double dy, double dz, double* rows, double r[12]) {
+  const int nf = (p + 1) * (p + 1), w = 2 * (p + 1);
+  const double r2 = dx * dx + dy * dy + dz * dz;
+  double Lr[6][3], Li[6][3];  // the shifted expansion at degrees <= 2: [cidx(j, k)][component]
+  for (int c = 0; c < 6; ++c)
+    for (int a = 0; a < 3; ++a) Lr[c][a] = Li[c][a] = 0;
+  for (int n = 0; n <= p; ++n) {
+    double* Rn = rows + (n % 3) * w;
+    if (n == 0) {
+      Rn[0] = 1.0;
+      Rn[1] = 0.0;
+    } else {
+      harmonic_row_up<false>(n - 1, dx, dy, dz, r2, rows + ((n - 1) % 3) * w, rows + ((n + 1) % 3) * w, Rn,
+                             reciprocals());
+    }
+    for (int j = 0; j <= 2 && j <= p - n; ++j)
+      for (int k = 0; k <= j; ++k)
+        l2l_terms<3>(
+            n, j, k,
+            [&](int a, int f, double& re, double& im) {
+              re = Lf[a * nf + f].x;
+              im = Lf[a * nf + f].y;
+            },
+            [&](int q, double& re, double& im) {
+              re = Rn[2 * abs(q)];
+              im = Rn[2 * abs(q) + 1];
+              if (q < 0) negm(-q, re, im);
+            },
+            Lr[cidx(j, k)], Li[cidx(j, k)]);
+  }
+  double Lt[3][12];  // potential_derivatives' layout: (re, im) of component a at [a][2 cidx]
+  for (int a = 0; a < 3; ++a)
+    for (int c = 0; c < 6; ++c) {
+      Lt[a][2 * c] = Lr[c][a];
+      Lt[a][2 * c + 1] = Li[c][a];
+    }
+  double dphi[3][3], h[3][3][3];
+  potential_derivatives(&Lt[0][0], dphi, h);
+  velocity_from_potentials(dphi, h, r);
+}
+
+// The L2P's last step for sorted target i at output index o (its input index less
+// FarPlan::out_first), position xi: the near-field sums (12 a sorted target, float or double)
+// added when given, then the mean correction when mc is; u and grad written.
+template <class N>
+__device__ inline void l2p_store(double r[12], long long i, long long o, double4_32a xi, const N* near,
+                                 const MeanTerms* mc, double* u_out, double* grad_out) {
+  if (near) {
+    const N* ni = near + 12 * i;
+    for (int c = 0; c < 12; ++c) r[c] += double(ni[c]);
+  }
+  if (mc) {
+    const double xd[3] = {xi.x, xi.y, xi.z};
+    mean_correction(*mc, xd, r, r + 3);
+  }
+  for (int c = 0; c < 3; ++c) u_out[3 * o + c] = r[c];
+  for (int c = 0; c < 9; ++c) grad_out[9 * o + c] = r[3 + c];
+}
+
 inline int round_up32(int n) { return (n + 31) / 32 * 32; }
 /// Threads of the blocks that own one output coefficient each (P2M, M2M, L2L).
 inline int coef_threads(int p) { return round_up32(3 * cidx(p + 1, 0)); }
@@ -215,8 +293,12 @@ struct FarWork {
   TableGeometry tg{};
 };
 
-/// P2M and M2M into w.M (zeroed first).
-void far_upward(const FarPlan& f, FarWork& w, cudaStream_t s);
+/// w.M sized and zeroed (the P2M writes the leaves' multipoles, the M2M adds into the parents').
+void far_clear_multipoles(const FarPlan& f, FarWork& w, cudaStream_t s);
+/// P2M at the source leaves into w.M, a block per leaf.
+void far_p2m(const FarPlan& f, FarWork& w, cudaStream_t s);
+/// M2M, bottom-up.
+void far_m2m(const FarPlan& f, FarWork& w, cudaStream_t s);
 /// w.L sized and zeroed (the lattice, then the M2L add into it).
 void far_clear_locals(const FarPlan& f, FarWork& w, cudaStream_t s);
 /// M2L into w.L (tables built when needed).
@@ -225,11 +307,51 @@ void far_m2l(const FarPlan& f, FarWork& w, cudaStream_t s);
 void uniform_m2l(const UniformFar* u, FarWork& w, cudaStream_t s);
 /// L2L, top-down.
 void far_l2l(const FarPlan& f, FarWork& w, cudaStream_t s);
-/// L2P at every target: u and grad (12 values per target) in the targets' input order,
+/// L2P at every target, a block per leaf: u and grad (12 values per target) in the targets' input order,
 /// u_out[3 i + m], grad_out[9 i + 3 m + k]; near (12 per sorted target, double or float) and
 /// the mean correction (mean: device address, or null) are added.
 void far_l2p(const FarPlan& f, const FarWork& w, const void* near, bool near_double, const MeanTerms* mean,
              double* u_out, double* grad_out, cudaStream_t s);
+
+/// P2M and L2P as matrix products where every leaf holds the same points (fmm/lattice_leaves.h:
+/// the vortex solver's particles just reinitialised, a lattice in the leaves of a uniform tree).
+/// Then a leaf's L2P is one matrix A (u and grad at its K points, 12 K doubles, from the 6
+/// ncoef(p) doubles of its local expansion) for every leaf, and its P2M one matrix R (each
+/// component's 2 ncoef(p) doubles of its multipole from that component of the K strengths, the
+/// regular harmonics at the K points): matrix products over
+/// all leaves (fmm/dgemm_gpu.h) in place of a thread per point running the recurrences.  A and P are made at each
+/// evaluation by the per-leaf kernels' own device code (l2p_at on unit expansions,
+/// harmonic_column at the first leaf's points); the L2P's near-field sums, mean correction and
+/// output window are l2p_store's.  The results are the per-leaf kernels' up to the order of the
+/// sums (round-off).  lattice_leaves_gpu.cu.
+class LatticeLeaves {
+ public:
+  /// Off: prepare() finds nothing alike (the per-leaf kernels, for comparisons); on by default.
+  void enable(bool on) { enabled_ = on; }
+  /// Looks at f's target leaves and, without FarPlan::own, its source leaves, and allocates the
+  /// matrices for those alike: on the legacy stream, which it synchronises (a kernel and a
+  /// 32-byte download).
+  void prepare(const FarPlan& f);
+  bool targets() const { return t_.k > 0; }
+  bool sources() const { return s_.k > 0; }
+  /// P2M of every source leaf into w.M (sources() only).
+  void p2m(const FarPlan& f, FarWork& w, cudaStream_t s);
+  /// far_l2p's results (targets() only).
+  void l2p(const FarPlan& f, const FarWork& w, const void* near, bool near_double, const MeanTerms* mean, double* u_out,
+           double* grad_out, cudaStream_t s);
+
+  /// What prepare() found of one side: K points a leaf (0: not alike), the first leaf's cell
+  /// and its first point.
+  struct Side {
+    int k = 0, leaf0 = 0, begin0 = 0, leaves = 0;
+  };
+
+ private:
+  bool enabled_ = true;
+  Side t_, s_;
+  DeviceArray<int> found_;
+  DeviceArray<double> a_, p_, out_;  // A, R, and the L2P's results for a run of leaves
+};
 
 /// The periodic far lattice's summed tables on the device (fmm/periodic.h lattice_tables),
 /// uploaded once per (p, r0, images).
@@ -276,11 +398,15 @@ class FarStages {
   FarStages& operator=(const FarStages&) = delete;
 
   /// Every buffer of an evaluation of plan f allocated now, in order on the legacy default
-  /// stream (for callers whose streams start after it: stream-ordered pool memory); without it
-  /// each stage allocates what it lacks.
+  /// stream (for callers whose streams start after it: stream-ordered pool memory), and the
+  /// leaves looked at (LatticeLeaves::prepare); without it each stage allocates what it lacks
+  /// and upward() looks at the leaves on the legacy stream.
   void reserve(const FarPlan& f, const FarPeriodic& per);
   /// P2M and M2M.
   void upward(const FarPlan& f, cudaStream_t s);
+  /// P2M and L2P as matrix products where the leaves are alike (on, the default), or always the
+  /// per-leaf kernels (off: for comparisons).
+  void set_lattice_leaves(bool on) { leaves_.enable(on); }
   /// The multipoles of the last upward(): count() double2 (n_scells x 3 x ncoef(p)), for the
   /// ranks to sum where they share the upward pass.
   double2* multipoles() { return work_.M.data(); }
@@ -301,7 +427,11 @@ class FarStages {
     record(kL2L1, s);
     join();
     record(kL2P0, s);
-    far_l2p(f, work_, near, near_double, mean, u_out, grad_out, s);
+    if (leaves_.targets()) {
+      leaves_.l2p(f, work_, near, near_double, mean, u_out, grad_out, s);
+    } else {
+      far_l2p(f, work_, near, near_double, mean, u_out, grad_out, s);
+    }
     record(kL2P1, s);
   }
   /// Stage times of the last upward() and downward(), milliseconds: P2M + M2M, M2L, L2L + L2P
@@ -315,6 +445,8 @@ class FarStages {
   /// (null in free space).
   const MeanTerms* before_m2l(const FarPlan& f, const FarPeriodic& per, cudaStream_t s);
   FarWork work_;
+  LatticeLeaves leaves_;
+  bool leaves_prepared_ = false;  // by reserve(), for the next upward()
   LatticeDevice lattice_;
   DeviceArray<double> lattice_work_;
   DeviceArray<MeanTerms> mean_, mean_part_;

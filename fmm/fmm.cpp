@@ -429,6 +429,7 @@ void evaluate_gpu(const Params& prm, const Tree& tgt, const Tree& src, const Sor
   tm.l2l_l2p = ft.l2l_l2p * 1e-3;
   tm.n_m2l = far.n_m2l();
   tm.n_p2p_pairs = p2p_pairs;
+  tm.lattice_leaves = ft.lattice_leaves;
 }
 #endif
 

@@ -109,21 +109,26 @@ __global__ void m2m_kernel(const int* __restrict__ parents, const int* __restric
 
 }  // namespace
 
-void far_upward(const FarPlan& f, FarWork& w, cudaStream_t s) {
-  const int nc = cidx(f.p + 1, 0), nf = (f.p + 1) * (f.p + 1);
-  const std::size_t count = static_cast<std::size_t>(f.n_scells) * 3 * nc;
+void far_clear_multipoles(const FarPlan& f, FarWork& w, cudaStream_t s) {
+  const std::size_t count = static_cast<std::size_t>(f.n_scells) * 3 * cidx(f.p + 1, 0);
   w.M.reserve(count);
   if (count) VH_CHECK_CUDA(cudaMemsetAsync(w.M.data(), 0, count * sizeof(double2), s));
-  // P2M chunks of particles: as many as fit 40 KB of shared memory, at most 32.
+}
+
+void far_p2m(const FarPlan& f, FarWork& w, cudaStream_t s) {
+  if (f.n_src_leaves == 0) return;
+  const int nc = cidx(f.p + 1, 0);
+  // Chunks of particles: as many as fit 40 KB of shared memory, at most 32.
   const int chunk =
       std::max(1, std::min(32, static_cast<int>((40 * 1024) / (nc * sizeof(double2) + 3 * sizeof(double)))));
-  if (f.n_src_leaves > 0) {
-    const std::size_t shm = chunk * (nc * sizeof(double2) + 3 * sizeof(double));
-    p2m_kernel<<<f.n_src_leaves, coef_threads(f.p), shm, s>>>(f.src_leaves, f.scells, f.xs, f.alpha, f.own, f.p, chunk,
-                                                              w.M.data());
-    VH_CHECK_LAUNCH();
-  }
-  const std::size_t shm = 4 * nf * sizeof(double2);
+  const std::size_t shm = chunk * (nc * sizeof(double2) + 3 * sizeof(double));
+  p2m_kernel<<<f.n_src_leaves, coef_threads(f.p), shm, s>>>(f.src_leaves, f.scells, f.xs, f.alpha, f.own, f.p, chunk,
+                                                            w.M.data());
+  VH_CHECK_LAUNCH();
+}
+
+void far_m2m(const FarPlan& f, FarWork& w, cudaStream_t s) {
+  const std::size_t shm = 4 * (f.p + 1) * (f.p + 1) * sizeof(double2);
   for (const auto& lv : f.m2m_levels) {
     m2m_kernel<<<lv.second, coef_threads(f.p), shm, s>>>(f.parents + lv.first, f.first_child, f.nchild, f.scells, f.own, f.p,
                                                          w.M.data());

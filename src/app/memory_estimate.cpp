@@ -66,6 +66,9 @@ constexpr double kFmmHostPerCell = 4000;
 constexpr double kFmmDevicePerParticle = 280;
 constexpr double kFmmDevicePerCell = 4000;
 constexpr double kFmmDeviceTables = 256 * kMiB;
+// The P2M and L2P as matrix products on lattice leaves (fmm/far_gpu_device.h LatticeLeaves): the
+// L2P's results of a run of leaves.
+constexpr double kFmmDeviceLatticeLeaves = 64 * kMiB;
 // The item of the FMM's uniform levels' FFT tables (fmm.m2l fft), which fit_fmm_m2l weighs.
 constexpr const char* kFftTablesItem = "FMM uniform levels' FFTs";
 // The GPU-resident vortex solver (vortex/solver_gpu.h, device = gpu with reinit_from = points)
@@ -193,7 +196,9 @@ FmmMemory fmm_memory(double particles, const fmm::Params& f, bool gpu, double tr
   FmmMemory m;
   // With the GPU back end the results come back through pinned staging memory (12 doubles).
   m.host = (kVortexHostPerParticle + (gpu ? 96 : 0)) * particles + (kFmmHostPerCell + 96 * nc) * cells;
-  if (gpu) m.device = kFmmDevicePerParticle * particles + (kFmmDevicePerCell + 120 * nc) * cells + kFmmDeviceTables;
+  if (gpu)
+    m.device = kFmmDevicePerParticle * particles + (kFmmDevicePerCell + 120 * nc) * cells + kFmmDeviceTables +
+               kFmmDeviceLatticeLeaves;
   return m;
 }
 

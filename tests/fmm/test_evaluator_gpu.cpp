@@ -26,6 +26,7 @@
 #include "fmm/evaluator.h"
 #include "fmm/expansions.h"
 #include "fmm/far_gpu.h"
+#include "fmm/lattice_leaves.h"
 #include "fmm/level_stencil.h"
 #include "fmm/morton.h"
 #include "fmm/fmm.h"
@@ -532,6 +533,61 @@ TEST(EvaluatorGpuUniform, OtherTreesTakeTheLists) {
   resident(lists, b, nullptr, ul, gl);
   VH_EXPECT_BITS(uf, ul, "u");
   VH_EXPECT_BITS(gf, gl, "grad");
+}
+
+// ------------------------------------------------------------------------- lattice leaves
+// The leaves of the tree of x at ncrit (periodic box) that hold points, in cell order (as the
+// device tree lists them), and lattice_leaf_points of them: the host's check.
+int host_lattice_leaf_points(const std::vector<Vec3>& x, const std::vector<double>& sigma, int ncrit) {
+  const double half = 0.5 * kBoxLength;
+  const Tree t = build_tree(x, sigma, {half, half, half}, half, ncrit, TreeBuild{true, false});
+  std::vector<int> leaves;
+  for (std::size_t c = 0; c < t.cells.size(); ++c)
+    if (t.cells[c].leaf() && t.cells[c].end > t.cells[c].begin) leaves.push_back(static_cast<int>(c));
+  return lattice_leaf_points(t.cells, leaves, t.x);
+}
+
+// Leaves that hold the same points (a lattice, 64 a leaf): the P2M and the L2P as matrix products
+// give the per-leaf kernels' results to round-off (rel. 1e-13: sums of ~600 terms in another
+// order), through the lists and the uniform levels, at a low and a high order; the device finds
+// the leaves alike where the host's check does, and not once one point has moved by 1e-9 h.
+TEST(EvaluatorGpuLatticeLeaves, MatrixProductsEqualThePerLeafKernels) {
+  VH_NEED_GPU();
+  const int n = 32;
+  Blobs b = lattice(n, 0, 21);
+  EXPECT_EQ(host_lattice_leaf_points(b.x, b.sigma, 64), 64);
+  for (const char* m2l : {"lists", "fft"})
+    for (int p : {4, 13}) {
+      Params prm = uniform_params(m2l);
+      prm.p = p;
+      prm.ncrit = 64;
+      prm.precision = "double";
+      GpuEvaluator on(prm), off(prm);
+      off.set_lattice_leaves(false);
+      std::vector<Vec3> u1, u0;
+      std::vector<Mat3> g1, g0;
+      const Timings t1 = resident(on, b, nullptr, u1, g1), t0 = resident(off, b, nullptr, u0, g0);
+      const double eu = testing::rel_l2(u1, u0), eg = testing::rel_l2(g1, g0);
+      std::printf(
+          "[ lattice leaves %s p %d ] u %.2e grad %.2e; p2m/m2m %.3f ms (per leaf %.3f), l2l/l2p %.3f ms (%.3f)\n", m2l,
+          p, eu, eg, 1e3 * t1.p2m_m2m, 1e3 * t0.p2m_m2m, 1e3 * t1.l2l_l2p, 1e3 * t0.l2l_l2p);
+      EXPECT_TRUE(t1.lattice_leaves) << m2l << " p " << p;
+      EXPECT_FALSE(t0.lattice_leaves) << m2l << " p " << p;
+      EXPECT_LE(eu, 1e-13) << m2l << " p " << p;
+      EXPECT_LE(eg, 1e-13) << m2l << " p " << p;
+      // Repeatable: the same bits again.
+      std::vector<Vec3> u2;
+      std::vector<Mat3> g2;
+      resident(on, b, nullptr, u2, g2);
+      VH_EXPECT_BITS(u2, u1, "again u");
+      VH_EXPECT_BITS(g2, g1, "again grad");
+    }
+  b.x[1000][1] += 1e-9 * kBoxLength / n;
+  EXPECT_EQ(host_lattice_leaf_points(b.x, b.sigma, 64), 0);
+  GpuEvaluator ev(uniform_params("fft"));
+  std::vector<Vec3> u;
+  std::vector<Mat3> g;
+  EXPECT_FALSE(resident(ev, b, nullptr, u, g).lattice_leaves);
 }
 
 }  // namespace

@@ -4,8 +4,11 @@
 // grad u <= 1e-4 in single precision, <= 1e-10 in double; and the GPU periodic field against the
 // exact spectral sum of tests/fmm/spectral_reference.h at 64^3 lattice particles (u <= 3e-5,
 // grad u <= 3e-4).  Skipped without a GPU, except the list-merging check, which runs on the host.
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -15,8 +18,11 @@
 #include <tuple>
 #include <vector>
 
+#include "base/cuda_check.h"
+#include "base/device_buffer.h"
 #include "common.h"
 #include "spectral_reference.h"
+#include "fmm/dgemm_gpu.h"
 #include "fmm/fmm.h"
 #include "fmm/p2p_gpu.h"
 #include "fmm/periodic.h"
@@ -40,7 +46,7 @@ struct Case {
   const char* precision;
 };
 
-void compare(const Blobs& b, const Case& c, bool at_targets, Params cpu = Params{}) {
+Timings compare(const Blobs& b, const Case& c, bool at_targets, Params cpu = Params{}) {
   cpu.periodic = c.periodic;
   Params gpu = cpu;
   gpu.use_gpu = true;
@@ -58,8 +64,9 @@ void compare(const Blobs& b, const Case& c, bool at_targets, Params cpu = Params
     tc = evaluate_self(cpu, b.x, b.alpha, b.sigma, uc, gc);
     tg = evaluate_self(gpu, b.x, b.alpha, b.sigma, ug, gg);
   }
-  ASSERT_EQ(ug.size(), uc.size());
-  ASSERT_EQ(gg.size(), gc.size());
+  EXPECT_EQ(ug.size(), uc.size());
+  EXPECT_EQ(gg.size(), gc.size());
+  if (ug.size() != uc.size() || gg.size() != gc.size()) return tg;
   EXPECT_EQ(tg.n_p2p_pairs, tc.n_p2p_pairs);  // same lists, same pairs
   EXPECT_EQ(tg.n_m2l, tc.n_m2l);
   const double eu = rel_l2(ug, uc), eg = rel_l2(gg, gc);
@@ -69,6 +76,7 @@ void compare(const Blobs& b, const Case& c, bool at_targets, Params cpu = Params
               tc.p2p, tg.total, tg.p2p);
   EXPECT_LE(eu, dbl ? 1e-10 : 1e-5);
   EXPECT_LE(eg, dbl ? 1e-10 : 1e-4);
+  return tg;
 }
 
 // Every far-field stage over orders and tree depths: in double the GPU must equal the CPU to
@@ -189,6 +197,63 @@ TEST(FmmGpu, PeriodicAgainstSpectral64) {
               eu, eg, t.total, t.tree, t.traverse, t.upload, t.p2m_m2m, t.m2l, t.l2l_l2p, t.p2p);
   EXPECT_LE(eu, 3e-5);
   EXPECT_LE(eg, 3e-4);
+}
+
+// dgemm_gpu against the host's sums, at sizes that are not multiples of its tiles (64 x 64, inner
+// slices of 32), with leading dimensions beyond the rows, B's rows 1 or 4 doubles apart (the
+// P2M's strengths), a C column 8 bytes off 32-byte alignment (the P2M's multipoles at 6 ncoef(p)
+// doubles a leaf), and one inner term.  Entries in [-1, 1): each result a sum of k terms within
+// a few ulp of k of the host's.
+TEST(FmmGpu, MatrixProductEqualsTheHostSums) {
+  VH_NEED_GPU();
+  std::mt19937_64 gen(77);
+  std::uniform_real_distribution<double> U(-1.0, 1.0);
+  for (const std::array<int, 4>& mnk :
+       {std::array<int, 4>{768, 300, 630, 1}, {210, 131, 64, 4}, {70, 65, 37, 1}, {70, 65, 37, 4}, {9, 1, 1, 1}}) {
+    const int m = mnk[0], n = mnk[1], k = mnk[2], incb = mnk[3], lda = m + 3, ldb = incb * k + 5, ldc = m + 1;
+    std::vector<double> A(static_cast<std::size_t>(lda) * k), B(static_cast<std::size_t>(ldb) * n),
+        C(static_cast<std::size_t>(ldc) * n, -7.0);
+    for (double& v : A) v = U(gen);
+    for (double& v : B) v = U(gen);
+    const DeviceArray<double> dA(A), dB(B);
+    DeviceArray<double> dC(C);
+    dgemm_gpu(m, n, k, dA.data(), lda, dB.data(), incb, ldb, dC.data() + 1, ldc);
+    std::vector<double> got(C.size());
+    VH_CHECK_CUDA(cudaMemcpy(got.data(), dC.data(), got.size() * sizeof(double), cudaMemcpyDeviceToHost));
+    double worst = 0;
+    for (int c = 0; c < n; ++c)
+      for (int r = 0; r < ldc; ++r) {
+        const std::size_t at = 1 + r + static_cast<std::size_t>(c) * ldc;
+        if (at >= got.size()) continue;
+        if (r >= m) {
+          EXPECT_EQ(got[at], -7.0) << "beyond the rows, (" << r << ", " << c << ")";  // untouched
+          continue;
+        }
+        double want = 0;
+        for (int q = 0; q < k; ++q)
+          want += A[r + static_cast<std::size_t>(q) * lda] * B[q * incb + static_cast<std::size_t>(c) * ldb];
+        worst = std::max(worst, std::abs(got[at] - want));
+      }
+    EXPECT_EQ(got[0], -7.0);
+    std::printf("[ dgemm %d x %d x %d, incb %d ] worst |GPU - host| %.2e\n", m, n, k, incb, worst);
+    EXPECT_LE(worst, 4 * k * 2.2e-16) << m << " x " << n << " x " << k;
+  }
+}
+
+// Points exactly on a lattice, 64 to a leaf: the GPU's P2M and L2P as matrix products
+// (fmm/lattice_leaves.h) against the CPU's per-point P2M and L2P, in double to round-off, at
+// several orders, at the points and at targets that are the lattice moved by a quarter spacing.
+TEST(FmmGpu, LatticeLeavesEqualTheCpu) {
+  VH_NEED_GPU();
+  for (int p : {2, 8, 13}) {
+    Params prm;
+    prm.p = p;
+    prm.ncrit = 64;
+    const std::string name = "lattice leaves p = " + std::to_string(p);
+    const Blobs b = testing::lattice_blobs(16, 0, 50 + p);
+    EXPECT_TRUE(compare(b, {name.c_str(), true, "double"}, false, prm).lattice_leaves) << name;
+    EXPECT_TRUE(compare(b, {name.c_str(), true, "double"}, true, prm).lattice_leaves) << name << " at targets";
+  }
 }
 
 TEST(FmmGpu, PeriodicLatticeSingle) {
