@@ -307,9 +307,9 @@ void far_m2l(const FarPlan& f, FarWork& w, cudaStream_t s);
 void uniform_m2l(const UniformFar* u, FarWork& w, cudaStream_t s);
 /// L2L, top-down.
 void far_l2l(const FarPlan& f, FarWork& w, cudaStream_t s);
-/// L2P at every target, a block per leaf: u and grad (12 values per target) in the targets' input order,
-/// u_out[3 i + m], grad_out[9 i + 3 m + k]; near (12 per sorted target, double or float) and
-/// the mean correction (mean: device address, or null) are added.
+/// L2P at every target, a block per leaf: u and grad (12 values per target) in the targets'
+/// input order, u_out[3 i + m], grad_out[9 i + 3 m + k]; near (12 per sorted target, double or
+/// float) and the mean correction (mean: device address, or null) are added.
 void far_l2p(const FarPlan& f, const FarWork& w, const void* near, bool near_double, const MeanTerms* mean,
              double* u_out, double* grad_out, cudaStream_t s);
 
@@ -318,12 +318,12 @@ void far_l2p(const FarPlan& f, const FarWork& w, const void* near, bool near_dou
 /// Then a leaf's L2P is one matrix A (u and grad at its K points, 12 K doubles, from the 6
 /// ncoef(p) doubles of its local expansion) for every leaf, and its P2M one matrix R (each
 /// component's 2 ncoef(p) doubles of its multipole from that component of the K strengths, the
-/// regular harmonics at the K points): matrix products over
-/// all leaves (fmm/dgemm_gpu.h) in place of a thread per point running the recurrences.  A and P are made at each
-/// evaluation by the per-leaf kernels' own device code (l2p_at on unit expansions,
-/// harmonic_column at the first leaf's points); the L2P's near-field sums, mean correction and
-/// output window are l2p_store's.  The results are the per-leaf kernels' up to the order of the
-/// sums (round-off).  lattice_leaves_gpu.cu.
+/// regular harmonics at the K points): matrix products over all leaves (fmm/dgemm_gpu.h) in
+/// place of a thread per point running the recurrences.  A and R are made at each evaluation by
+/// the per-leaf kernels' own device code (l2p_at on unit expansions, harmonic_column at the first
+/// leaf's points); the L2P's near-field sums, mean correction and output window are l2p_store's.
+/// The results are the per-leaf kernels' up to the order of the sums (round-off).
+/// lattice_leaves_gpu.cu.
 class LatticeLeaves {
  public:
   /// Off: prepare() finds nothing alike (the per-leaf kernels, for comparisons); on by default.
