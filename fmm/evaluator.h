@@ -85,9 +85,11 @@ class GpuEvaluator {
   /// the lists' M2L run for the leaves and cells that hold this rank's sources only (the FFTs of
   /// the uniform levels stay whole). The results are evaluate_self's rows [first, first + count)
   /// up to the order of the multipoles' sums when the upward pass is shared (round-off), and bit
-  /// for bit when it is not. Timings: n_p2p_pairs counts this rank's P2P tasks' pairs, n_m2l the
-  /// whole set's translations (the FFTs' levels are whole). std::invalid_argument when [first,
-  /// first + count) is not within n.
+  /// for bit when it is not, except where the leaves are alike (set_lattice_leaves) and this
+  /// rank's are not one consecutive run of them: its L2P then takes the per-leaf kernel where
+  /// evaluate_self takes the matrix product (round-off). Timings: n_p2p_pairs counts this rank's
+  /// P2P tasks' pairs, n_m2l the whole set's translations (the FFTs' levels are whole).
+  /// std::invalid_argument when [first, first + count) is not within n.
   Timings evaluate_own(const double* d_x, const double* d_alpha, const double* d_sigma, std::size_t n,
                        double* d_u, double* d_grad, bool same_positions = false);
 
