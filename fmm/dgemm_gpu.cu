@@ -33,7 +33,7 @@ static_assert(kBK * kBN / kThreads == kPer && kThreads % kBM == 0 && kThreads % 
 
 __global__ void __launch_bounds__(kThreads)
     dgemm_kernel(int m, int n, int k, const double* __restrict__ A, int lda, const double* __restrict__ B, int incb,
-                 int ldb, double* __restrict__ C, int ldc) {
+                 int ldb, double* __restrict__ C, int ldc, bool add) {
   __shared__ __align__(32) Shared sh;
   const int rt = (m + kBM - 1) / kBM;  // row tiles
   const int r0 = static_cast<int>(blockIdx.x % rt) * kBM, c0 = static_cast<int>(blockIdx.x / rt) * kBN;
@@ -100,17 +100,20 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   for (int e = t; e < kBM * kBN; e += kThreads) {
     const int r = e % kBM, c = e / kBM;
-    if (r0 + r < m && c0 + c < n) C[(r0 + r) + static_cast<long long>(c0 + c) * ldc] = sh.c[r + c * kLdC];
+    if (r0 + r < m && c0 + c < n) {
+      double& out = C[(r0 + r) + static_cast<long long>(c0 + c) * ldc];
+      out = add ? out + sh.c[r + c * kLdC] : sh.c[r + c * kLdC];
+    }
   }
 }
 
 }  // namespace
 
 void dgemm_gpu(int m, int n, int k, const double* A, int lda, const double* B, int incb, int ldb, double* C, int ldc,
-               cudaStream_t s) {
+               cudaStream_t s, bool add) {
   if (m <= 0 || n <= 0) return;
   const long long blocks = static_cast<long long>((m + kBM - 1) / kBM) * ((n + kBN - 1) / kBN);
-  dgemm_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(m, n, k, A, lda, B, incb, ldb, C, ldc);
+  dgemm_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(m, n, k, A, lda, B, incb, ldb, C, ldc, add);
   VH_CHECK_LAUNCH();
 }
 

@@ -75,9 +75,11 @@ __global__ void l2p_kernel(const int* __restrict__ leaves, const GCell* __restri
 
 }  // namespace
 
-void far_l2l(const FarPlan& f, FarWork& w, cudaStream_t s) {
+void far_l2l(const FarPlan& f, FarWork& w, cudaStream_t s, const LatticeLevels* levels) {
   const std::size_t shm = 4 * (f.p + 1) * (f.p + 1) * sizeof(double2);
-  for (const auto& lv : f.l2l_levels) {
+  for (std::size_t i = 0; i < f.l2l_levels.size(); ++i) {
+    if (levels && levels->l2l(f, w, static_cast<int>(i), s)) continue;
+    const auto& lv = f.l2l_levels[i];
     l2l_kernel<<<lv.second, coef_threads(f.p), shm, s>>>(f.children + lv.first, f.tcells, f.p, w.L.data());
     VH_CHECK_LAUNCH();
   }

@@ -715,6 +715,7 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   tm.m2l = 1e-3 * ft.m2l;
   tm.l2l_l2p = 1e-3 * ft.l2l_l2p;
   tm.lattice_leaves = ft.lattice_leaves;
+  tm.lattice_levels = ft.lattice_levels;
   tm.p2p = ms(kNear0, kNear1) + (split ? ms(kDrain0, kDrain1) : 0.0);
   tm.gpu_wall = serial ? ms(kNear0, kEnd) : ms(kStart, kEnd);
   tm.n_m2l = s.use_uniform ? U.n_m2l() : s.lists.n_m2l;

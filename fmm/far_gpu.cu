@@ -44,6 +44,7 @@ void FarStages::reserve(const FarPlan& f, const FarPeriodic& per) {
   }
   if (per.on && per.images > 0) lattice_.set(f.p, per.r0, per.images);
   leaves_.prepare(f);
+  levels_.prepare(f);
   leaves_prepared_ = true;
   lattice_work_.reserve(lattice_work_doubles(f.p));
   mean_.reserve(1);
@@ -51,7 +52,10 @@ void FarStages::reserve(const FarPlan& f, const FarPeriodic& per) {
 }
 
 void FarStages::upward(const FarPlan& f, cudaStream_t s) {
-  if (!leaves_prepared_) leaves_.prepare(f);
+  if (!leaves_prepared_) {
+    leaves_.prepare(f);
+    levels_.prepare(f);
+  }
   leaves_prepared_ = false;
   record(kUp0, s);
   far_clear_multipoles(f, work_, s);
@@ -60,7 +64,7 @@ void FarStages::upward(const FarPlan& f, cudaStream_t s) {
   } else {
     far_p2m(f, work_, s);
   }
-  far_m2m(f, work_, s);
+  far_m2m(f, work_, s, &levels_);
   record(kUp1, s);
 }
 
@@ -86,7 +90,7 @@ FarGpuTimes FarStages::times() const {
     return double(v);
   };
   return {ms(kUp0, kUp1), ms(kM2L0, kM2L1), ms(kM2L1, kL2L1) + ms(kL2P0, kL2P1),
-          leaves_.sources() || leaves_.targets()};
+          leaves_.sources() || leaves_.targets(), levels_.count()};
 }
 
 struct FarGpu::Impl {

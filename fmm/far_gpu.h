@@ -62,6 +62,8 @@ struct FarGpuTimes {
   double p2m_m2m = 0, m2l = 0, l2l_l2p = 0;
   /// The P2M or the L2P as matrix products: every leaf held the same points (fmm/lattice_leaves.h).
   bool lattice_leaves = false;
+  /// Levels whose M2M or L2L ran as matrix products (full levels: far_gpu_device.h LatticeLevels).
+  int lattice_levels = 0;
 };
 
 /// Resident GPU far field for one pair of trees and one set of M2L lists.

@@ -6,6 +6,7 @@
 //   m2l_gpu.cu       M2L (tables, kernels)    far_m2l
 //   downward_gpu.cu  L2L, L2P                 far_l2l, far_l2p
 //   lattice_leaves_gpu.cu  P2M, L2P as matrix products where every leaf holds the same points
+//   lattice_levels_gpu.cu  M2M, L2L as matrix products on the full levels of a uniform tree
 //   periodic_gpu.cu  far lattice, mean terms  lattice_m2l_device, mean_terms_device
 // and their one sequence, FarStages (far_gpu.cu), which runs them with the near field beside.
 // FarGpu (far_gpu.cu) fills a FarPlan from host-built trees; GpuEvaluator (evaluator.cu) from
@@ -297,16 +298,17 @@ struct FarWork {
 void far_clear_multipoles(const FarPlan& f, FarWork& w, cudaStream_t s);
 /// P2M at the source leaves into w.M, a block per leaf.
 void far_p2m(const FarPlan& f, FarWork& w, cudaStream_t s);
-/// M2M, bottom-up.
-void far_m2m(const FarPlan& f, FarWork& w, cudaStream_t s);
+class LatticeLevels;
+/// M2M, bottom-up; the levels `levels` finds full by matrix products (null: none).
+void far_m2m(const FarPlan& f, FarWork& w, cudaStream_t s, const LatticeLevels* levels = nullptr);
 /// w.L sized and zeroed (the lattice, then the M2L add into it).
 void far_clear_locals(const FarPlan& f, FarWork& w, cudaStream_t s);
 /// M2L into w.L (tables built when needed).
 void far_m2l(const FarPlan& f, FarWork& w, cudaStream_t s);
 /// The uniform levels' M2L by FFTs into w.L (u null: nothing; fmm/uniform_gpu.cu).
 void uniform_m2l(const UniformFar* u, FarWork& w, cudaStream_t s);
-/// L2L, top-down.
-void far_l2l(const FarPlan& f, FarWork& w, cudaStream_t s);
+/// L2L, top-down; the levels `levels` finds full by matrix products (null: none).
+void far_l2l(const FarPlan& f, FarWork& w, cudaStream_t s, const LatticeLevels* levels = nullptr);
 /// L2P at every target, a block per leaf: u and grad (12 values per target) in the targets'
 /// input order, u_out[3 i + m], grad_out[9 i + 3 m + k]; near (12 per sorted target, double or
 /// float) and the mean correction (mean: device address, or null) are added.
@@ -351,6 +353,45 @@ class LatticeLeaves {
   Side t_, s_;
   DeviceArray<int> found_;
   DeviceArray<double> a_, p_, out_;  // A, R, and the L2P's results for a run of leaves
+};
+
+/// M2M and L2L as matrix products on the full levels of a uniform tree: where every parent of a
+/// level has its eight children at the same offsets from it, in the same order, the parents
+/// consecutive cells and their children too (the uniform levels of fmm.m2l fft: any particles,
+/// not only a lattice), the translation from a child's octant o is one real matrix T_o of 2
+/// ncoef(p) x 2 ncoef(p) (an expansion component's doubles, re and im, from the other's) for
+/// every parent; a level's M2M is then 24 matrix products (8 octants x 3 components, each over
+/// all parents: P += T_o C_o, fmm/dgemm_gpu.h), its L2L the same with the children's locals as
+/// outputs.  T_o is made at each level's turn by the per-cell kernels' own device code
+/// (m2m_terms, l2l_terms on unit expansions, regular_column at the first parent's children); the
+/// results are the per-cell kernels' up to the order of the sums (round-off).  Levels with fewer
+/// than kMinParents parents keep the per-cell kernels (24 products' launches cost more there),
+/// and so does the M2M shared over ranks (FarPlan::own).  lattice_levels_gpu.cu.
+class LatticeLevels {
+ public:
+  static constexpr int kMinParents = 512;
+  /// Off: prepare() finds no level full (the per-cell kernels, for comparisons); on by default.
+  void enable(bool on) { enabled_ = on; }
+  /// Looks at f's M2M and L2L levels: on the legacy stream, which it synchronises (a kernel a
+  /// level and a download for each pass).
+  void prepare(const FarPlan& f);
+  /// The M2M of f.m2m_levels[i], or the L2L of f.l2l_levels[i], when that level is full (true),
+  /// else nothing (false).
+  bool m2m(const FarPlan& f, FarWork& w, int i, cudaStream_t s) const;
+  bool l2l(const FarPlan& f, FarWork& w, int i, cudaStream_t s) const;
+  /// Levels prepare() found full, M2M and L2L together.
+  int count() const;
+
+  /// A full level: its parents, the first of them and its first child (0 parents: not full).
+  struct Level {
+    int parents = 0, parent0 = 0, child0 = 0;
+  };
+
+ private:
+  bool enabled_ = true;
+  std::vector<Level> up_, down_;
+  DeviceArray<int> found_;
+  mutable DeviceArray<double> t_;  // a level's T_0 ... T_7, made at its turn on the stream
 };
 
 /// The periodic far lattice's summed tables on the device (fmm/periodic.h lattice_tables),
@@ -404,9 +445,12 @@ class FarStages {
   void reserve(const FarPlan& f, const FarPeriodic& per);
   /// P2M and M2M.
   void upward(const FarPlan& f, cudaStream_t s);
-  /// P2M and L2P as matrix products where the leaves are alike (on, the default), or always the
-  /// per-leaf kernels (off: for comparisons).
-  void set_lattice_leaves(bool on) { leaves_.enable(on); }
+  /// P2M and L2P as matrix products where the leaves are alike and M2M and L2L where the levels
+  /// are full (on, the default), or always the per-cell kernels (off: for comparisons).
+  void set_lattice_leaves(bool on) {
+    leaves_.enable(on);
+    levels_.enable(on);
+  }
   /// The multipoles of the last upward(): count() double2 (n_scells x 3 x ncoef(p)), for the
   /// ranks to sum where they share the upward pass.
   double2* multipoles() { return work_.M.data(); }
@@ -423,7 +467,7 @@ class FarStages {
     far_m2l(f, work_, s);
     uniform_m2l(f.uniform, work_, s);
     record(kM2L1, s);
-    far_l2l(f, work_, s);
+    far_l2l(f, work_, s, &levels_);
     record(kL2L1, s);
     join();
     record(kL2P0, s);
@@ -446,7 +490,8 @@ class FarStages {
   const MeanTerms* before_m2l(const FarPlan& f, const FarPeriodic& per, cudaStream_t s);
   FarWork work_;
   LatticeLeaves leaves_;
-  bool leaves_prepared_ = false;  // by reserve(), for the next upward()
+  LatticeLevels levels_;
+  bool leaves_prepared_ = false;  // leaves_ and levels_ by reserve(), for the next upward()
   LatticeDevice lattice_;
   DeviceArray<double> lattice_work_;
   DeviceArray<MeanTerms> mean_, mean_part_;

@@ -430,6 +430,7 @@ void evaluate_gpu(const Params& prm, const Tree& tgt, const Tree& src, const Sor
   tm.n_m2l = far.n_m2l();
   tm.n_p2p_pairs = p2p_pairs;
   tm.lattice_leaves = ft.lattice_leaves;
+  tm.lattice_levels = ft.lattice_levels;
 }
 #endif
 

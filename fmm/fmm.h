@@ -122,6 +122,8 @@ struct Timings {
   /// GPU: the P2M or the L2P as matrix products, every leaf holding the same points (a lattice:
   /// fmm/lattice_leaves.h).
   bool lattice_leaves = false;
+  /// GPU: levels whose M2M or L2L ran as matrix products (the full levels of a uniform tree).
+  int lattice_levels = 0;
   LetStats let_sent, let_received;       ///< the CPU overloads with a Comm: this rank's LETs
 };
 

@@ -127,9 +127,11 @@ void far_p2m(const FarPlan& f, FarWork& w, cudaStream_t s) {
   VH_CHECK_LAUNCH();
 }
 
-void far_m2m(const FarPlan& f, FarWork& w, cudaStream_t s) {
+void far_m2m(const FarPlan& f, FarWork& w, cudaStream_t s, const LatticeLevels* levels) {
   const std::size_t shm = 4 * (f.p + 1) * (f.p + 1) * sizeof(double2);
-  for (const auto& lv : f.m2m_levels) {
+  for (std::size_t i = 0; i < f.m2m_levels.size(); ++i) {
+    if (levels && levels->m2m(f, w, static_cast<int>(i), s)) continue;
+    const auto& lv = f.m2m_levels[i];
     m2m_kernel<<<lv.second, coef_threads(f.p), shm, s>>>(f.parents + lv.first, f.first_child, f.nchild, f.scells, f.own, f.p,
                                                          w.M.data());
     VH_CHECK_LAUNCH();

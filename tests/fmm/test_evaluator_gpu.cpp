@@ -590,5 +590,47 @@ TEST(EvaluatorGpuLatticeLeaves, MatrixProductsEqualThePerLeafKernels) {
   EXPECT_FALSE(resident(ev, b, nullptr, u, g).lattice_leaves);
 }
 
+// ------------------------------------------------------------------------- lattice levels
+// The full levels of a uniform tree (far_gpu_device.h LatticeLevels), on any particles: a 64^3
+// lattice jittered by 0.3 h (its leaves not alike: the per-leaf P2M and L2P), 64 a leaf, the
+// M2M from level 4 to 3 and the L2L into level 4 (512 parents each) as matrix products give the
+// per-cell kernels' results to round-off (rel. 1e-13: sums of ~200 terms a product, eight
+// octants added one after the other, where the kernels sum the children's terms in one loop),
+// at a low and a high order, the same bits when repeated; levels of fewer parents keep the
+// kernels (a 32^3 lattice: none by products).
+TEST(EvaluatorGpuLatticeLevels, MatrixProductsEqualThePerCellKernels) {
+  VH_NEED_GPU();
+  const Blobs b = lattice(64, 0.3, 5);
+  for (int p : {4, 13}) {
+    Params prm = uniform_params("fft");
+    prm.p = p;
+    prm.ncrit = 64;
+    prm.precision = "double";
+    GpuEvaluator on(prm), off(prm);
+    off.set_lattice_leaves(false);
+    std::vector<Vec3> u1, u0, u2;
+    std::vector<Mat3> g1, g0, g2;
+    const Timings t1 = resident(on, b, nullptr, u1, g1), t0 = resident(off, b, nullptr, u0, g0);
+    const double eu = testing::rel_l2(u1, u0), eg = testing::rel_l2(g1, g0);
+    std::printf("[ lattice levels p %d ] %d levels; u %.2e grad %.2e; p2m/m2m %.3f ms (per cell %.3f), l2l/l2p %.3f ms "
+                "(%.3f)\n",
+                p, t1.lattice_levels, eu, eg, 1e3 * t1.p2m_m2m, 1e3 * t0.p2m_m2m, 1e3 * t1.l2l_l2p, 1e3 * t0.l2l_l2p);
+    EXPECT_FALSE(t1.lattice_leaves) << "p " << p;
+    EXPECT_EQ(t1.lattice_levels, 2) << "p " << p;
+    EXPECT_EQ(t0.lattice_levels, 0) << "p " << p;
+    EXPECT_LE(eu, 1e-13) << "p " << p;
+    EXPECT_LE(eg, 1e-13) << "p " << p;
+    resident(on, b, nullptr, u2, g2);
+    VH_EXPECT_BITS(u2, u1, "again u");
+    VH_EXPECT_BITS(g2, g1, "again grad");
+  }
+  Params prm = uniform_params("fft");
+  prm.ncrit = 64;
+  GpuEvaluator small(prm);
+  std::vector<Vec3> u;
+  std::vector<Mat3> g;
+  EXPECT_EQ(resident(small, lattice(32, 0.3, 5), nullptr, u, g).lattice_levels, 0);
+}
+
 }  // namespace
 }  // namespace vh::fmm

@@ -202,22 +202,26 @@ TEST(FmmGpu, PeriodicAgainstSpectral64) {
 // dgemm_gpu against the host's sums, at sizes that are not multiples of its tiles (64 x 64, inner
 // slices of 32), with leading dimensions beyond the rows, B's rows 1 or 4 doubles apart (the
 // P2M's strengths), a C column 8 bytes off 32-byte alignment (the P2M's multipoles at 6 ncoef(p)
-// doubles a leaf), and one inner term.  Entries in [-1, 1): each result a sum of k terms within
-// a few ulp of k of the host's.
+// doubles a leaf), and one inner term; written, and added to C (the M2M's and L2L's C += A B,
+// C's columns 8 cells apart).  Entries in [-1, 1): each result a sum of k terms within a few ulp
+// of k of the host's.
 TEST(FmmGpu, MatrixProductEqualsTheHostSums) {
   VH_NEED_GPU();
   std::mt19937_64 gen(77);
   std::uniform_real_distribution<double> U(-1.0, 1.0);
   for (const std::array<int, 4>& mnk :
-       {std::array<int, 4>{768, 300, 630, 1}, {210, 131, 64, 4}, {70, 65, 37, 1}, {70, 65, 37, 4}, {9, 1, 1, 1}}) {
-    const int m = mnk[0], n = mnk[1], k = mnk[2], incb = mnk[3], lda = m + 3, ldb = incb * k + 5, ldc = m + 1;
+       {std::array<int, 4>{768, 300, 630, 1}, {210, 131, 64, 4}, {70, 65, 37, 1}, {70, 65, 37, 4}, {9, 1, 1, 1},
+        {210, 77, 210, 0}}) {
+    const bool add = mnk[3] == 0;  // C += A B with C's columns 8 x 630 doubles apart
+    const int m = mnk[0], n = mnk[1], k = mnk[2], incb = add ? 1 : mnk[3], lda = m + 3, ldb = incb * k + 5,
+              ldc = add ? 8 * 630 : m + 1;
     std::vector<double> A(static_cast<std::size_t>(lda) * k), B(static_cast<std::size_t>(ldb) * n),
         C(static_cast<std::size_t>(ldc) * n, -7.0);
     for (double& v : A) v = U(gen);
     for (double& v : B) v = U(gen);
     const DeviceArray<double> dA(A), dB(B);
     DeviceArray<double> dC(C);
-    dgemm_gpu(m, n, k, dA.data(), lda, dB.data(), incb, ldb, dC.data() + 1, ldc);
+    dgemm_gpu(m, n, k, dA.data(), lda, dB.data(), incb, ldb, dC.data() + 1, ldc, 0, add);
     std::vector<double> got(C.size());
     VH_CHECK_CUDA(cudaMemcpy(got.data(), dC.data(), got.size() * sizeof(double), cudaMemcpyDeviceToHost));
     double worst = 0;
@@ -229,13 +233,14 @@ TEST(FmmGpu, MatrixProductEqualsTheHostSums) {
           EXPECT_EQ(got[at], -7.0) << "beyond the rows, (" << r << ", " << c << ")";  // untouched
           continue;
         }
-        double want = 0;
+        double want = add ? -7.0 : 0.0;
         for (int q = 0; q < k; ++q)
           want += A[r + static_cast<std::size_t>(q) * lda] * B[q * incb + static_cast<std::size_t>(c) * ldb];
         worst = std::max(worst, std::abs(got[at] - want));
       }
     EXPECT_EQ(got[0], -7.0);
-    std::printf("[ dgemm %d x %d x %d, incb %d ] worst |GPU - host| %.2e\n", m, n, k, incb, worst);
+    std::printf("[ dgemm %d x %d x %d, incb %d%s ] worst |GPU - host| %.2e\n", m, n, k, incb, add ? ", added" : "",
+                worst);
     EXPECT_LE(worst, 4 * k * 2.2e-16) << m << " x " << n << " x " << k;
   }
 }
