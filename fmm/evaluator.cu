@@ -358,6 +358,8 @@ void GpuEvaluator::set_overlap(Overlap mode, int p2p_blocks_per_sm) {
 
 void GpuEvaluator::set_lattice_leaves(bool on) { impl_->far.set_lattice_leaves(on); }
 
+void GpuEvaluator::set_lattice_levels_from(int parents) { impl_->far.set_lattice_levels_from(parents); }
+
 void GpuEvaluator::share_upward(DeviceComm* comm, std::size_t first, std::size_t count) {
   impl_->share = comm && comm->comm().size() > 1 ? comm : nullptr;
   impl_->share_first = static_cast<long long>(first);

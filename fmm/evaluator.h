@@ -104,10 +104,14 @@ class GpuEvaluator {
   void set_overlap(Overlap mode, int p2p_blocks_per_sm = 4);
 
   /// Where every leaf holds the same points (a lattice in a uniform tree: the vortex solver's
-  /// particles just reinitialised; fmm/lattice_leaves.h), the P2M and the L2P as matrix products
-  /// (on, the default), or the per-leaf kernels (off, for comparisons): the same results up to
-  /// the order of the sums.  Timings::lattice_leaves says which ran.
+  /// particles just reinitialised; fmm/lattice_leaves.h), the P2M and the L2P as matrix products,
+  /// and on the full levels of a uniform tree the M2M and the L2L (on, the default), or the
+  /// per-cell kernels (off, for comparisons): the same results up to the order of the sums.
+  /// Timings::lattice_leaves and lattice_levels say which ran.
   void set_lattice_leaves(bool on);
+  /// The full levels' M2M and L2L as matrix products from `parents` parents a level up (the
+  /// default, LatticeLevels::kMinParents, where they paid on an H200; lower for tests).
+  void set_lattice_levels_from(int parents);
 
   const Params& params() const;
 

@@ -365,13 +365,17 @@ class LatticeLeaves {
 /// outputs.  T_o is made at each level's turn by the per-cell kernels' own device code
 /// (m2m_terms, l2l_terms on unit expansions, regular_column at the first parent's children); the
 /// results are the per-cell kernels' up to the order of the sums (round-off).  Levels with fewer
-/// than kMinParents parents keep the per-cell kernels (24 products' launches cost more there),
-/// and so does the M2M shared over ranks (FarPlan::own).  lattice_levels_gpu.cu.
+/// than kMinParents parents keep the per-cell kernels (on an H200 at p 13 the products of levels
+/// of 512 and 4 096 parents took 1.3 ms more than the kernels over a 128^3 lattice's FMM, those of
+/// 32 768 parents 6.5 ms less at 256^3), and so does the M2M shared over ranks (FarPlan::own).
+/// lattice_levels_gpu.cu.
 class LatticeLevels {
  public:
-  static constexpr int kMinParents = 512;
+  static constexpr int kMinParents = 32768;
   /// Off: prepare() finds no level full (the per-cell kernels, for comparisons); on by default.
   void enable(bool on) { enabled_ = on; }
+  /// Levels of at least `parents` parents by products (kMinParents by default; lower for tests).
+  void set_min_parents(int parents) { min_parents_ = parents; }
   /// Looks at f's M2M and L2L levels: on the legacy stream, which it synchronises (a kernel a
   /// level and a download for each pass).
   void prepare(const FarPlan& f);
@@ -389,6 +393,7 @@ class LatticeLevels {
 
  private:
   bool enabled_ = true;
+  int min_parents_ = kMinParents;
   std::vector<Level> up_, down_;
   DeviceArray<int> found_;
   mutable DeviceArray<double> t_;  // a level's T_0 ... T_7, made at its turn on the stream
@@ -451,6 +456,8 @@ class FarStages {
     leaves_.enable(on);
     levels_.enable(on);
   }
+  /// The full levels by products from `parents` parents up (LatticeLevels::set_min_parents).
+  void set_lattice_levels_from(int parents) { levels_.set_min_parents(parents); }
   /// The multipoles of the last upward(): count() double2 (n_scells x 3 x ncoef(p)), for the
   /// ranks to sum where they share the upward pass.
   double2* multipoles() { return work_.M.data(); }

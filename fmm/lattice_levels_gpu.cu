@@ -120,16 +120,16 @@ __global__ void level_matrix_kernel(const GCell* __restrict__ cells, int parent0
 }
 
 // Looks at the levels (offset, count) of `lists` with launch(first, count, found), a found triple
-// a level, and returns those found full with at least kMinParents parents.
+// a level, and returns those found full with at least min_parents parents.
 template <class Launch>
 std::vector<LatticeLevels::Level> full_levels(const std::vector<std::pair<int, int>>& lists, int per_parent,
-                                              DeviceArray<int>& found, const Launch& launch) {
+                                              int min_parents, DeviceArray<int>& found, const Launch& launch) {
   const std::size_t nl = lists.size();
   std::vector<LatticeLevels::Level> out(nl);
   std::vector<int> h(3 * nl, 0);
   bool any = false;
   for (std::size_t i = 0; i < nl; ++i)
-    if (lists[i].second / per_parent >= LatticeLevels::kMinParents && lists[i].second % per_parent == 0) {
+    if (lists[i].second / per_parent >= min_parents && lists[i].second % per_parent == 0) {
       h[3 * i] = 1;
       any = true;
     }
@@ -153,12 +153,12 @@ void LatticeLevels::prepare(const FarPlan& f) {
   const double tol = kLatticeLeafTolerance * f.side0;
   constexpr int kThreads = 128;
   if (!f.own)
-    up_ = full_levels(f.m2m_levels, 1, found_, [&](int first, int n, int* found) {
+    up_ = full_levels(f.m2m_levels, 1, min_parents_, found_, [&](int first, int n, int* found) {
       full_up_kernel<<<(n + kThreads - 1) / kThreads, kThreads>>>(f.parents + first, n, f.first_child, f.nchild,
                                                                   f.scells, tol, found);
       VH_CHECK_LAUNCH();
     });
-  down_ = full_levels(f.l2l_levels, 8, found_, [&](int first, int n, int* found) {
+  down_ = full_levels(f.l2l_levels, 8, min_parents_, found_, [&](int first, int n, int* found) {
     full_down_kernel<<<(n + kThreads - 1) / kThreads, kThreads>>>(f.children + first, n, f.tcells, tol, found);
     VH_CHECK_LAUNCH();
   });

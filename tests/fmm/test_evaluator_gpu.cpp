@@ -593,11 +593,11 @@ TEST(EvaluatorGpuLatticeLeaves, MatrixProductsEqualThePerLeafKernels) {
 // ------------------------------------------------------------------------- lattice levels
 // The full levels of a uniform tree (far_gpu_device.h LatticeLevels), on any particles: a 64^3
 // lattice jittered by 0.3 h (its leaves not alike: the per-leaf P2M and L2P), 64 a leaf, the
-// M2M from level 4 to 3 and the L2L into level 4 (512 parents each) as matrix products give the
-// per-cell kernels' results to round-off (rel. 1e-13: sums of ~200 terms a product, eight
-// octants added one after the other, where the kernels sum the children's terms in one loop),
-// at a low and a high order, the same bits when repeated; levels of fewer parents keep the
-// kernels (a 32^3 lattice: none by products).
+// M2M from level 4 to 3 and the L2L into level 4 (512 parents each; products from 512 parents
+// up, below the default's 32 768 where they pay) as matrix products give the per-cell kernels'
+// results to round-off (rel. 1e-13: sums of ~200 terms a product, eight octants added one after
+// the other, where the kernels sum the children's terms in one loop), at a low and a high order,
+// the same bits when repeated; levels of fewer parents keep the kernels (the default: none).
 TEST(EvaluatorGpuLatticeLevels, MatrixProductsEqualThePerCellKernels) {
   VH_NEED_GPU();
   const Blobs b = lattice(64, 0.3, 5);
@@ -607,6 +607,7 @@ TEST(EvaluatorGpuLatticeLevels, MatrixProductsEqualThePerCellKernels) {
     prm.ncrit = 64;
     prm.precision = "double";
     GpuEvaluator on(prm), off(prm);
+    on.set_lattice_levels_from(512);
     off.set_lattice_leaves(false);
     std::vector<Vec3> u1, u0, u2;
     std::vector<Mat3> g1, g0, g2;
@@ -626,10 +627,10 @@ TEST(EvaluatorGpuLatticeLevels, MatrixProductsEqualThePerCellKernels) {
   }
   Params prm = uniform_params("fft");
   prm.ncrit = 64;
-  GpuEvaluator small(prm);
+  GpuEvaluator by_default(prm);
   std::vector<Vec3> u;
   std::vector<Mat3> g;
-  EXPECT_EQ(resident(small, lattice(32, 0.3, 5), nullptr, u, g).lattice_levels, 0);
+  EXPECT_EQ(resident(by_default, b, nullptr, u, g).lattice_levels, 0);
 }
 
 }  // namespace
