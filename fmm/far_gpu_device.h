@@ -367,8 +367,8 @@ class LatticeLeaves {
 /// results are the per-cell kernels' up to the order of the sums (round-off).  Levels with fewer
 /// than kMinParents parents keep the per-cell kernels (on an H200 at p 13 the products of levels
 /// of 512 and 4 096 parents took 1.3 ms more than the kernels over a 128^3 lattice's FMM, those of
-/// 32 768 parents 6.5 ms less at 256^3), and so does the M2M shared over ranks (FarPlan::own).
-/// lattice_levels_gpu.cu.
+/// 32 768 parents 7.8 ms less over the sc09 step at 256^3: bench/RESULTS.md, 2026-12-04), and so
+/// does the M2M shared over ranks (FarPlan::own).  lattice_levels_gpu.cu.
 class LatticeLevels {
  public:
   static constexpr int kMinParents = 32768;
