@@ -27,20 +27,8 @@ __global__ void l2l_kernel(const int* __restrict__ children, const GCell* __rest
   if (a >= 3) return;
   int j = 0, k = 0;
   lm_of(o - a * nc, j, k);
-  const double2* La = Lf + a * nf;
   double2 acc = make_double2(0, 0);
-  for (int n = 0; n <= p - j; ++n)
-    l2l_terms<1>(
-        n, j, k,
-        [&](int, int f, double& re, double& im) {
-          re = La[f].x;
-          im = La[f].y;
-        },
-        [&](int q, double& re, double& im) {
-          re = Rf[fidx(n, q)].x;
-          im = Rf[fidx(n, q)].y;
-        },
-        &acc.x, &acc.y);
+  l2l_output(p, j, k, Lf + a * nf, Rf, acc.x, acc.y);
   double2& out = L[static_cast<long long>(c) * 3 * nc + o];
   out = make_double2(out.x + acc.x, out.y + acc.y);
 }

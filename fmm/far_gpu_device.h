@@ -133,6 +133,41 @@ __device__ inline void stage_full(const double2* X, int p, int nc, double2* S, b
   }
 }
 
+// One output (l, m) of one component's M2M, added to (re, im): m2m_terms with the child's
+// R_jk(d) and multipole in the full layout (Rf, Mf).  The per-cell kernel and the full levels'
+// matrices (lattice_levels_gpu.cu) both take it.
+__device__ inline void m2m_output(int l, int m, const double2* Rf, const double2* Mf, double& re, double& im) {
+  m2m_terms(
+      l, m,
+      [&](int j, int k, double& r, double& i) {
+        r = Rf[fidx(j, k)].x;
+        i = Rf[fidx(j, k)].y;
+      },
+      [&](int n, int mm, double& r, double& i) {
+        r = Mf[fidx(n, mm)].x;
+        i = Mf[fidx(n, mm)].y;
+      },
+      re, im);
+}
+
+// One output (j, k) of one component's L2L, added to (re, im): l2l_terms over n = 0 .. p - j with
+// the parent's local expansion and R(d) in the full layout (Lf, Rf).  The per-cell kernel and the
+// full levels' matrices both take it.
+__device__ inline void l2l_output(int p, int j, int k, const double2* Lf, const double2* Rf, double& re, double& im) {
+  for (int n = 0; n <= p - j; ++n)
+    l2l_terms<1>(
+        n, j, k,
+        [&](int, int f, double& r, double& i) {
+          r = Lf[f].x;
+          i = Lf[f].y;
+        },
+        [&](int q, double& r, double& i) {
+          r = Rf[fidx(n, q)].x;
+          i = Rf[fidx(n, q)].y;
+        },
+        &re, &im);
+}
+
 // ------------------------------------------------------------------------- L2P at one target
 // Doubles between two threads' rows of R in the L2P's shared memory: three rows of p + 1 pairs,
 // and one more to make it odd.
@@ -392,6 +427,7 @@ class LatticeLevels {
   };
 
  private:
+  void products(const Level& v, int p, double* X, bool up, cudaStream_t s) const;
   bool enabled_ = true;
   int min_parents_ = kMinParents;
   std::vector<Level> up_, down_;

@@ -88,32 +88,10 @@ __global__ void level_matrix_kernel(const GCell* __restrict__ cells, int parent0
   int l = 0, m = 0;
   lm_of(c, l, m);
   double re = 0, im = 0;
-  if constexpr (Up) {
-    m2m_terms(
-        l, m,
-        [&](int j, int k, double& r, double& i) {
-          r = Rf[fidx(j, k)].x;
-          i = Rf[fidx(j, k)].y;
-        },
-        [&](int n, int mm, double& r, double& i) {
-          r = Xf[fidx(n, mm)].x;
-          i = Xf[fidx(n, mm)].y;
-        },
-        re, im);
-  } else {
-    for (int n = 0; n <= p - l; ++n)
-      l2l_terms<1>(
-          n, l, m,
-          [&](int, int f, double& r, double& i) {
-            r = Xf[f].x;
-            i = Xf[f].y;
-          },
-          [&](int q, double& r, double& i) {
-            r = Rf[fidx(n, q)].x;
-            i = Rf[fidx(n, q)].y;
-          },
-          &re, &im);
-  }
+  if constexpr (Up)
+    m2m_output(l, m, Rf, Xf, re, im);
+  else
+    l2l_output(p, l, m, Xf, Rf, re, im);
   double* col = T + (static_cast<long long>(o) * 2 * nc + e) * 2 * nc;
   col[2 * c] = re;
   col[2 * c + 1] = im;
@@ -193,30 +171,32 @@ void level_matrices(const GCell* cells, const LatticeLevels::Level& v, int p, do
 
 bool LatticeLevels::m2m(const FarPlan& f, FarWork& w, int i, cudaStream_t s) const {
   if (i >= static_cast<int>(up_.size()) || up_[i].parents == 0) return false;
-  const Level& v = up_[i];
-  const int nc = cidx(f.p + 1, 0), n2 = 2 * nc, ld = 6 * nc;
-  level_matrices<true>(f.scells, v, f.p, t_.data(), s);
-  double* M = reinterpret_cast<double*>(w.M.data());
-  for (int o = 0; o < 8; ++o)
-    for (int a = 0; a < 3; ++a)
-      dgemm_gpu(n2, v.parents, n2, t_.data() + static_cast<long long>(o) * n2 * n2, n2,
-                M + static_cast<long long>(v.child0 + o) * ld + n2 * a, 1, 8 * ld,
-                M + static_cast<long long>(v.parent0) * ld + n2 * a, ld, s, true);
+  level_matrices<true>(f.scells, up_[i], f.p, t_.data(), s);
+  products(up_[i], f.p, reinterpret_cast<double*>(w.M.data()), true, s);
   return true;
 }
 
 bool LatticeLevels::l2l(const FarPlan& f, FarWork& w, int i, cudaStream_t s) const {
   if (i >= static_cast<int>(down_.size()) || down_[i].parents == 0) return false;
-  const Level& v = down_[i];
-  const int nc = cidx(f.p + 1, 0), n2 = 2 * nc, ld = 6 * nc;
-  level_matrices<false>(f.tcells, v, f.p, t_.data(), s);
-  double* L = reinterpret_cast<double*>(w.L.data());
-  for (int o = 0; o < 8; ++o)
-    for (int a = 0; a < 3; ++a)
-      dgemm_gpu(n2, v.parents, n2, t_.data() + static_cast<long long>(o) * n2 * n2, n2,
-                L + static_cast<long long>(v.parent0) * ld + n2 * a, 1, ld,
-                L + static_cast<long long>(v.child0 + o) * ld + n2 * a, 8 * ld, s, true);
+  level_matrices<false>(f.tcells, down_[i], f.p, t_.data(), s);
+  products(down_[i], f.p, reinterpret_cast<double*>(w.L.data()), false, s);
   return true;
+}
+
+// The 24 products of level v on the expansions X (w.M or w.L): up, parents += T_o children;
+// down, children += T_o parents.
+void LatticeLevels::products(const Level& v, int p, double* X, bool up, cudaStream_t s) const {
+  const int nc = cidx(p + 1, 0), n2 = 2 * nc, ld = 6 * nc;
+  for (int o = 0; o < 8; ++o)
+    for (int a = 0; a < 3; ++a) {
+      const double* T = t_.data() + static_cast<long long>(o) * n2 * n2;
+      double* parents = X + static_cast<long long>(v.parent0) * ld + n2 * a;
+      double* children = X + static_cast<long long>(v.child0 + o) * ld + n2 * a;
+      if (up)
+        dgemm_gpu(n2, v.parents, n2, T, n2, children, 1, 8 * ld, parents, ld, s, true);
+      else
+        dgemm_gpu(n2, v.parents, n2, T, n2, parents, 1, ld, children, 8 * ld, s, true);
+    }
 }
 
 }  // namespace vh::fmm

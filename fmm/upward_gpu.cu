@@ -85,20 +85,7 @@ __global__ void m2m_kernel(const int* __restrict__ parents, const int* __restric
     if (threadIdx.x <= p) regular_column(H.cx - C.cx, H.cy - C.cy, H.cz - C.cz, p, threadIdx.x, Rf);
     stage_full(M + static_cast<long long>(ch) * 3 * nc, p, nc, Mf, false, threadIdx.x, blockDim.x);
     __syncthreads();
-    if (a < 3) {
-      const double2* Ma = Mf + a * nf;
-      m2m_terms(
-          l, m,
-          [&](int j, int k, double& re, double& im) {
-            re = Rf[fidx(j, k)].x;
-            im = Rf[fidx(j, k)].y;
-          },
-          [&](int n, int mm, double& re, double& im) {
-            re = Ma[fidx(n, mm)].x;
-            im = Ma[fidx(n, mm)].y;
-          },
-          acc.x, acc.y);
-    }
+    if (a < 3) m2m_output(l, m, Rf, Mf + a * nf, acc.x, acc.y);
     __syncthreads();
   }
   if (a < 3) {
