@@ -81,12 +81,13 @@ struct Sets {
   double* out[3];
 };
 
-// The particles in cell order with what the tiles need of each: kF doubles (x, y, z and the
-// blob::Core R, (2πσ²)^{-1/2}, 1/2σ²) at f[k np + s] and, per direction d, the run of
+// The particles in cell order with what the tiles need of each: kF doubles (x, y, z, the
+// blob::Core R, (2πσ²)^{-1/2}, 1/2σ², and blob::weight_run_q, an exponential each tile that
+// stages the particle would repeat) at f[k np + s] and, per direction d, the run of
 // lattice points where the stencil is nonzero, (ilo + k) mod n for k < len, as ilo, ilo mod n
 // and len at g[(3 d + j) np + s]; the strengths read where the caller holds them, through the
 // sort's permutation perm (sorted position → particle), so that one sort serves several sets.
-constexpr int kF = 6;
+constexpr int kF = 7;
 struct Sorted {
   const double* f;
   const int* g;
@@ -95,6 +96,7 @@ struct Sorted {
   int np;
   __device__ double operator()(int k, int s) const { return f[static_cast<long long>(k) * np + s]; }
   __device__ blob::Core core(int s) const { return {(*this)(3, s), (*this)(4, s), (*this)(5, s)}; }
+  __device__ double run_q(int s) const { return (*this)(6, s); }
   __device__ int run(int d, int j, int s) const { return g[static_cast<long long>(3 * d + j) * np + s]; }
   __device__ double strength(int set, int c, int s) const {
     return sets.s[set][static_cast<long long>(sets.ss) * perm[s] + c] * sets.scale[set];
@@ -143,7 +145,7 @@ __global__ void prepare(int np, Source src, const int* __restrict__ perm, int n,
   const long long q = perm[s];
   const double p[3] = {src.x[src.xs * q], src.x[src.xs * q + 1], src.x[src.xs * q + 2]};
   const blob::Core bc = blob::core(src.sigma[src.gs * q], cutoff);
-  const double c[kF] = {p[0], p[1], p[2], bc.R, bc.norm, bc.a};
+  const double c[kF] = {p[0], p[1], p[2], bc.R, bc.norm, bc.a, blob::weight_run_q(bc, h)};
   for (int k = 0; k < kF; ++k) f[static_cast<long long>(k) * np + s] = c[k];
   for (int d = 0; d < 3; ++d) {
     const int i0 = blob::stencil_start(p[d], bc.R, h);
@@ -208,7 +210,7 @@ __device__ unsigned stage(const Sorted& P, int s, int slot, const int (&o)[3], c
 #pragma unroll
     for (int c = 0; c < 3; ++c) str[3 * j + c] = P.strength(j, c, s);
   const blob::Core c = P.core(s);
-  const double q = blob::weight_run_q(c, h);
+  const double q = P.run_q(s);
   unsigned bits = 0;
 #pragma unroll 1
   for (int d = 0; d < 3; ++d) {
@@ -227,7 +229,7 @@ __device__ unsigned stage(const Sorted& P, int s, int slot, const int (&o)[3], c
     // blob::WeightRun from the first (two exponentials), unrolled and predicated.
     const int t0 = __ffs(r.bits) - 1, t1 = 32 - __clz(r.bits);
     if (r.len < n && r.bits && r.bits == span(t0, t1)) {
-      const int k0 = wrap(t0 - r.sh, n);
+      const int k0 = t0 - r.sh + (t0 < r.sh ? n : 0);  // (t0 − sh) mod n: sh and t0 in [0, n)
       blob::WeightRun wr(blob::offset(r.ilo + k0, h, x), c, h, q);
 #pragma unroll
       for (int t = 0; t < kT; ++t) {

@@ -37,7 +37,7 @@ void gather_gpu(std::size_t np, const Grid& g, double cutoff, int m, bool diverg
 /// pointers are device pointers; arrays of vectors are n × 3, xyz interleaved (std::vector<Vec3>'s
 /// layout); sums are written as gather_gpu's, component c at out[c·g.points() …].  The calls are
 /// asynchronous on the default stream.  Device memory, grown as needed and kept: per particle
-/// 6 doubles and 10 ints (88 B), per lattice point 1 int; the sort's keys and scratch live in
+/// 7 doubles and 10 ints (96 B), per lattice point 1 int; the sort's keys and scratch live in
 /// those.  Needs np and g.points() below 2^31 (std::runtime_error otherwise; vh::LibraryError on
 /// CUDA errors).
 class DeviceBlobSums {

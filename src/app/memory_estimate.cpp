@@ -73,9 +73,9 @@ constexpr double kFmmDeviceLatticeLeaves = 64 * kMiB;
 constexpr const char* kFftTablesItem = "FMM uniform levels' FFTs";
 // The GPU-resident vortex solver (vortex/solver_gpu.h, device = gpu with reinit_from = points)
 // per particle of its (refine·N)³ lattice: state 152 B, the FMM's results and the FFT work space
-// over them 96 B, the blob sums' sorted particles 100 B and the history's two sets of sums kept
+// over them 96 B, the blob sums' sorted particles 108 B and the history's two sets of sums kept
 // aside 48 B, cuFFT's work area (one component) ~16 B.
-constexpr double kVortexGpuPerParticle = 412;
+constexpr double kVortexGpuPerParticle = 420;
 // Its host side: the state downloaded for a checkpoint (GpuSolver::state: x, α, γ, σ and the AB2
 // history, 152 B a particle) with room. On an NVIDIA H200, 2026-12-03 (vortex alone, two steps,
 // fields and a checkpoint at the end: sc09_256.ini at N = 128, 192, 256, refine 1, and quick.ini
@@ -89,11 +89,11 @@ constexpr double kVortexGpuHostAllPerParticle = 24;
 // On R > 1 ranks (each its z-slab's particles, the others gathered): per particle of the rank,
 // the state and the slab of the three sets' blob sums (224 B), the three sets' strengths of the
 // particles near its planes (its own and a halo of m/2 + 1 planes each side: 56 B) and the blob
-// sums' sorted particles, which are those selected near its planes (100 B); per particle of the
+// sums' sorted particles, which are those selected near its planes (108 B); per particle of the
 // lattice, on every rank, the gathered positions, strengths, cores and sums' strengths (80 B) and
 // the whole lattice's FFT work space (88 B). (The sorted particles were counted for the whole
 // lattice until 2026-12-03.)
-constexpr double kVortexGpuOwnPerParticle = 380;
+constexpr double kVortexGpuOwnPerParticle = 388;
 constexpr double kVortexGpuAllPerParticle = 168;
 
 struct Sizes {
