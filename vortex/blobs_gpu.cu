@@ -182,13 +182,40 @@ __device__ Run run_at(const Sorted& P, int d, int s, int o, int n, unsigned vali
   return r;
 }
 
-// Whether particle s has a nonzero weight at some point of the tile at o.  The three directions
-// are read before any is tested (no early return): one wait for the nine loads instead of three
-// (the scan is bound by their latency).
-__device__ bool reaches(const Sorted& P, int s, const int (&o)[3], const unsigned (&valid)[3], int n) {
+// A particle that reaches the tile, as the scan found it, with what its staging needs of the
+// runs in one word: per direction d the tile's points on the run (bits 8d … 8d + 7) and, where
+// those are one block t0 … t1 − 1 of a run narrower than the box (one image a point: the common
+// case), where the run's (unwrapped) lattice index at t0 lies: o + t0 + j n with j in {−1, 0, 1}
+// (the index is ilo + (t0 − sh) mod n with ilo in (−n, n)), as j + 1 in bits 24 + 2d and 25 + 2d;
+// 3 there (kMixed) where the points are not one block (the staging then reads the run again and
+// goes point by point). Eight bytes a hit: the divergence's 52 KiB of rows and the queues fit
+// four blocks an SM.
+constexpr unsigned kMixed = 3;
+struct Hit {
+  int s;
+  unsigned code;
+  __device__ unsigned bits(int d) const { return (code >> (8 * d)) & 0xffu; }
+  __device__ unsigned image(int d) const { return (code >> (24 + 2 * d)) & 3u; }
+};
+
+// Whether particle s has a nonzero weight at some point of the tile at o, and if so its Hit.
+// The three directions are read before any is tested (no early return): one wait for the nine
+// loads instead of three (the scan is bound by their latency).
+__device__ bool reaches(const Sorted& P, int s, const int (&o)[3], const unsigned (&valid)[3], int n, Hit& hit) {
   bool all = true;
+  hit.s = s;
+  hit.code = 0;
 #pragma unroll
-  for (int d = 0; d < 3; ++d) all &= run_at(P, d, s, o[d], n, valid[d]).bits != 0u;
+  for (int d = 0; d < 3; ++d) {
+    const Run r = run_at(P, d, s, o[d], n, valid[d]);
+    all &= r.bits != 0u;
+    const int t0 = __ffs(r.bits) - 1, t1 = 32 - __clz(r.bits);
+    // The index at t0: ilo + (t0 − sh) mod n, sh and t0 in [0, n); o + t0 + j n.
+    const int v = r.ilo - r.sh + (t0 < r.sh ? n : 0) - o[d];  // j n
+    const int j = (v > 0) - (v < 0);
+    const unsigned image = r.bits && r.len < n && r.bits == span(t0, t1) ? static_cast<unsigned>(j + 1) : kMixed;
+    hit.code |= r.bits << (8 * d) | image << (24 + 2 * d);
+  }
   return all;
 }
 
@@ -198,8 +225,9 @@ __device__ bool reaches(const Sorted& P, int s, const int (&o)[3], const unsigne
 // bits of the z-points with a nonzero weight.  The loops with exponentials inside stay rolled:
 // unrolled, such code overflowed the instruction cache and the warps waited on instruction fetch.
 template <bool Div, int NSets>
-__device__ unsigned stage(const Sorted& P, int s, int slot, const int (&o)[3], const unsigned (&valid)[3], int n,
-                          double h, double* rows) {
+__device__ unsigned stage(const Sorted& P, const Hit& hit, int slot, const int (&o)[3], const unsigned (&valid)[3],
+                          int n, double h, double* rows) {
+  const int s = hit.s;
   using R = Row<Div, NSets>;
   // Unrolled: the sets' pointers are then read from the parameters, not from a local copy, and
   // the 3 NSets loads are in flight at once.
@@ -214,8 +242,8 @@ __device__ unsigned stage(const Sorted& P, int s, int slot, const int (&o)[3], c
   unsigned bits = 0;
 #pragma unroll 1
   for (int d = 0; d < 3; ++d) {
-    const Run r = run_at(P, d, s, d == 0 ? o[0] : d == 1 ? o[1] : o[2], n,
-                         d == 0 ? valid[0] : d == 1 ? valid[1] : valid[2]);
+    bits = hit.bits(d);
+    const unsigned image = hit.image(d);
     const double x = P(d, s);
     double* dst = row + (d == 0 ? R::x : d == 1 ? R::y : R::z);
     auto put = [&](int t, double w, double dw) {
@@ -224,23 +252,25 @@ __device__ unsigned stage(const Sorted& P, int s, int slot, const int (&o)[3], c
       else
         dst[t] = w;
     };
-    // The common case: the run narrower than the box (one image a point) and the tile's points
-    // on it one block t0 … t1 − 1, at the run's indices k0 … k0 + t1 − t0 − 1: their weights by
-    // blob::WeightRun from the first (two exponentials), unrolled and predicated.
-    const int t0 = __ffs(r.bits) - 1, t1 = 32 - __clz(r.bits);
-    if (r.len < n && r.bits && r.bits == span(t0, t1)) {
-      const int k0 = t0 - r.sh + (t0 < r.sh ? n : 0);  // (t0 − sh) mod n: sh and t0 in [0, n)
-      blob::WeightRun wr(blob::offset(r.ilo + k0, h, x), c, h, q);
+    // The common case (Hit::image): the tile's points on the run one block t0 … t1 − 1, at the
+    // lattice indices first … first + t1 − t0 − 1: their weights by blob::WeightRun from the first (two
+    // exponentials), unrolled and predicated.
+    if (image != kMixed) {
+      const int t0 = __ffs(bits) - 1, t1 = 32 - __clz(bits);
+      const int first = (d == 0 ? o[0] : d == 1 ? o[1] : o[2]) + t0 + (static_cast<int>(image) - 1) * n;
+      blob::WeightRun wr(blob::offset(first, h, x), c, h, q);
 #pragma unroll
       for (int t = 0; t < kT; ++t) {
         const bool on = t >= t0 && t < t1;
         const double w = on ? wr.w : 0.0;
-        put(t, w, Div && on ? blob::slope(blob::offset(r.ilo + k0 + t - t0, h, x), c, w) : 0.0);
+        put(t, w, Div && on ? blob::slope(blob::offset(first + t - t0, h, x), c, w) : 0.0);
         if (on) wr.next();
       }
     } else {
       // Otherwise (stencils wider than the box, or a run that wraps around it inside the tile)
       // point by point, summing the images k, k + n, … < len.
+      const Run r = run_at(P, d, s, d == 0 ? o[0] : d == 1 ? o[1] : o[2], n,
+                           d == 0 ? valid[0] : d == 1 ? valid[1] : valid[2]);
 #pragma unroll 1
       for (int t = 0; t < kT; ++t) {
         double w = 0, dw = 0;
@@ -257,7 +287,6 @@ __device__ unsigned stage(const Sorted& P, int s, int slot, const int (&o)[3], c
         put(t, w, dw);
       }
     }
-    bits = r.bits;
   }
   return bits;  // along z
 }
@@ -382,7 +411,8 @@ __device__ Cells cells_near(int o, int reach, int n) {
 // One tile a block.  The candidates are the particles of the tile's window of cells, taken by
 // rows of cells along x (one or two runs of sorted particles each, two where the window wraps);
 // warp w walks rows w, w + kWarps, … 32 candidates at a time, keeps those that reach the tile in
-// a queue and stages 32 of them a round.  Then every thread adds the round's particles, warp 0's
+// a queue, with the runs as the test found them (Hit: the staging does not read them again), and
+// stages 32 of them a round.  Then every thread adds the round's particles, warp 0's
 // slots before warp 1's and so on, skipping a warp's slots where their z weights miss its
 // z-points: a fixed order, so the sums have the same bits on every run.  Three sets hold 36
 // accumulators a thread: capped at 128 registers (4 blocks an SM) the kernel ran 9 % faster on an
@@ -393,7 +423,7 @@ __global__ void __launch_bounds__(kThreads, NSets == 3 ? 4 : 1)
     gather_kernel(Sorted P, const int* __restrict__ start, int n, int reach, double h, int z0, int z1) {
   extern __shared__ double2 shared[];  // Row<Div, NSets>::bytes
   double* const rows = reinterpret_cast<double*>(shared);
-  __shared__ int queue[kWarps][64];
+  __shared__ Hit queue[kWarps][64];
   __shared__ int count[kWarps];
   __shared__ unsigned zmask[kWarps];
 
@@ -425,9 +455,10 @@ __global__ void __launch_bounds__(kThreads, NSets == 3 ? 4 : 1)
   for (;;) {
     while (qlen < 32 && row < nrows) {
       const int s = pos + lane;
-      const bool hit = s < end && reaches(P, s, o, valid, n);
+      Hit found;
+      const bool hit = s < end && reaches(P, s, o, valid, n, found);
       const unsigned ballot = __ballot_sync(~0u, hit);
-      if (hit) queue[warp][qlen + __popc(ballot & ((1u << lane) - 1))] = s;
+      if (hit) queue[warp][qlen + __popc(ballot & ((1u << lane) - 1))] = found;
       qlen += __popc(ballot);
       pos += 32;
       if (pos >= end) {
@@ -444,7 +475,7 @@ __global__ void __launch_bounds__(kThreads, NSets == 3 ? 4 : 1)
     if (lane < take) zbits = stage<Div, NSets>(P, queue[warp][lane], 32 * warp + lane, o, valid, n, h, rows);
     else if (lane < (take + 7) / 8 * 8) clear<Div, NSets>(32 * warp + lane, rows);
     zbits = __reduce_or_sync(~0u, zbits);
-    const int rest = lane + 32 < qlen ? queue[warp][lane + 32] : 0;
+    const Hit rest = lane + 32 < qlen ? queue[warp][lane + 32] : Hit{};
     __syncwarp();
     if (lane + 32 < qlen) queue[warp][lane] = rest;
     qlen -= take;
