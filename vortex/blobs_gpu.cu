@@ -253,8 +253,8 @@ __device__ unsigned stage(const Sorted& P, const Hit& hit, int slot, const int (
         dst[t] = w;
     };
     // The common case (Hit::image): the tile's points on the run one block t0 … t1 − 1, at the
-    // lattice indices first … first + t1 − t0 − 1: their weights by blob::WeightRun from the first (two
-    // exponentials), unrolled and predicated.
+    // lattice indices first … first + t1 − t0 − 1: their weights by blob::WeightRun from the
+    // first (two exponentials), unrolled and predicated.
     if (image != kMixed) {
       const int t0 = __ffs(bits) - 1, t1 = 32 - __clz(bits);
       const int first = (d == 0 ? o[0] : d == 1 ? o[1] : o[2]) + t0 + (static_cast<int>(image) - 1) * n;
