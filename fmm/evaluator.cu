@@ -475,9 +475,14 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
     s.kept.valid = false;
     s.src.sort(d_x, d_sigma, d_alpha, n, center, half, prm.periodic);
     // fmm.m2l fft: every cell split down to the level where the mean count first falls to
-    // ncrit, so that a near-uniform set has all its leaves there (uniform_gpu.h).
-    if (prm.m2l == "fft" && self && prm.periodic) min_level = uniform_depth(n, prm.ncrit);
-    s.src_tree.build(s.src, prm.ncrit, min_level);
+    // ncrit, and no further unless it holds more than uniform_leaf_limit, so that a near-uniform
+    // set has all its leaves there (uniform_gpu.h).
+    int ncrit = prm.ncrit;
+    if (prm.m2l == "fft" && self && prm.periodic) {
+      min_level = uniform_depth(n, prm.ncrit);
+      ncrit = uniform_leaf_limit(n, prm.ncrit);
+    }
+    s.src_tree.build(s.src, ncrit, min_level);
     if (kind == Kind::at) {
       s.tgt.sort(d_t, nullptr, nullptr, nt, center, half, prm.periodic);
       s.tgt_tree.build(s.tgt, prm.ncrit);

@@ -95,6 +95,11 @@ int uniform_depth(double n, int ncrit) {
   return l;
 }
 
+int uniform_leaf_limit(double n, int ncrit) {
+  const double mean = n / std::pow(8.0, uniform_depth(n, ncrit));
+  return static_cast<int>(std::min(std::max(static_cast<double>(ncrit), std::floor(8 * mean)), 2e9));
+}
+
 double m2l_fft_bytes(int level, int p, bool building) {
   if (level < 2) return 0;
   const double nf = (p + 1.0) * (p + 1.0), nc = (p + 1.0) * (p + 2.0) / 2, V = std::pow(8.0, level - 1);

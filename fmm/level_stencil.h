@@ -63,6 +63,14 @@ std::vector<std::array<int, 3>> near_stencil(double theta, double rcut_cells, do
 /// the depth of the uniform levels (fmm/uniform_gpu.h).
 int uniform_depth(double n, int ncrit);
 
+/// The most points a cell of the uniform depth L = uniform_depth(n, ncrit) may hold and stay a
+/// leaf: ncrit, or 8 times the level's mean n / 8^L where that is more.  An evenly spread set
+/// holds its mean give or take the rounding of a lattice to the cells, up to (⌈a⌉ + 1)³ points
+/// of a mean a³ with a ≥ (ncrit/8)^(1/3) (322³ points at ncrit 128: 125 to 216, mean 127),
+/// which ncrit alone would split into a tree that is not complete; a cell denser than 8 times
+/// the mean (clusters) is split, and the tree then takes the lists.
+int uniform_leaf_limit(double n, int ncrit);
+
 /// Device bytes of the FFT M2L of one level at order p (fmm/m2l_fft_gpu.h): its tables and
 /// transforms, and with `building` the tables' transient copy too.
 double m2l_fft_bytes(int level, int p, bool building);

@@ -492,6 +492,64 @@ TEST(EvaluatorGpuUniform, ALatticeMatchesTheExactSumAndTheLists) {
   expect_uniform_lattice(24);
 }
 
+// A lattice whose points do not fall evenly into the leaves (the weak-scaling lattices 322³ and
+// 406³ at ncrit 128, here 42³ at ncrit 150): level 3's cells hold 5 or 6 blobs a side, 125 to 216
+// (mean 144.7), some more than ncrit. They stay leaves (fmm::uniform_leaf_limit), so the tree is
+// complete and the uniform levels take it: within the tolerance of the exact sum and of the lists,
+// each leaf with the blobs of its near leaves (the stencil at the lattice's slack) counted exactly.
+TEST(EvaluatorGpuUniform, ALatticeUnevenInItsLeavesTakesTheUniformLevels) {
+  VH_NEED_GPU();
+  const int n = 42, leaves = 8;
+  const double h = kBoxLength / n, side = kBoxLength / leaves;
+  Blobs b;
+  testing::lattice_blobs(n, testing::random_solenoidal(n, 5), b.x, b.alpha);
+  b.sigma.assign(b.x.size(), h);
+  std::vector<Vec3> u_ref;
+  std::vector<Mat3> g_ref;
+  testing::spectral_velocity(n, h, b.alpha, u_ref, g_ref);
+  Params pf = uniform_params("fft"), pl = uniform_params("lists");
+  pf.ncrit = pl.ncrit = 150;
+  GpuEvaluator fft(pf), lists(pl);
+  std::vector<Vec3> uf, ul;
+  std::vector<Mat3> gf, gl;
+  const Timings tf = resident(fft, b, nullptr, uf, gf);
+  const Timings tl = resident(lists, b, nullptr, ul, gl);
+  const double ef = testing::rel_l2(uf, u_ref), el = testing::rel_l2(ul, u_ref);
+  std::printf("[ uniform uneven %d^3 ] err u %.3e (lists %.3e), grad against the lists' %.3e; M2L %lld (lists %lld), "
+              "pairs %lld (lists %lld)\n",
+              n, ef, el, testing::rel_l2(gf, gl), tf.n_m2l, tl.n_m2l, tf.n_p2p_pairs, tl.n_p2p_pairs);
+  EXPECT_LE(ef, 1e-4);
+  EXPECT_LE(ef, 2 * el);
+  EXPECT_LE(testing::rel_l2(uf, ul), 1e-4);
+  EXPECT_LE(testing::rel_l2(gf, gl), 1e-3);
+  // The lattice along one axis, in integers: point i lies i·leaves/n leaves from the box's
+  // face, in leaf ⌊i·leaves/n⌋ (a point on a face in the leaf above). Each leaf's blobs, and the
+  // slack: the smallest low-side margin plus the smallest high-side margin, in leaves.
+  std::vector<long long> count(leaves, 0);
+  int lo = n, hi = n;  // margins in units of 1/n leaf
+  for (int i = 0; i < n; ++i) {
+    const int c = i * leaves / n;
+    ++count[c];
+    lo = std::min(lo, i * leaves - c * n);
+    hi = std::min(hi, (c + 1) * n - i * leaves);
+  }
+  const double slack = static_cast<double>(lo + hi) / n;
+  const double rcut = std::sqrt(2.0) * rho_tolerance(1e-4) * h / side;  // leaf sides
+  const std::vector<std::array<int, 3>> near = near_stencil(0.6, rcut, slack);
+  long long pairs = 0;
+  for (int c = 0; c < leaves * leaves * leaves; ++c) {
+    const int cx = c % leaves, cy = c / leaves % leaves, cz = c / (leaves * leaves);
+    long long sources = 0;
+    for (const auto& t : near)
+      sources += count[(cx + t[0] + leaves) % leaves] * count[(cy + t[1] + leaves) % leaves] *
+                 count[(cz + t[2] + leaves) % leaves];
+    pairs += count[cx] * count[cy] * count[cz] * sources;
+  }
+  EXPECT_EQ(tf.n_p2p_pairs, pairs);
+  EXPECT_GT(tf.n_m2l, uniform_translations(3, rcut, slack));
+  EXPECT_LT(tf.n_m2l, uniform_translations(3, rcut, slack) + 8 * 1000);
+}
+
 TEST(EvaluatorGpuUniform, JitteredBlobsMatchATightReference) {
   VH_NEED_GPU();
   // Moved by up to 0.3 h: every leaf keeps about 64 blobs, the tree stays complete, the cells'

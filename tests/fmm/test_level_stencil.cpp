@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "fmm/level_stencil.h"
 #include "level_setup.h"
@@ -137,6 +138,29 @@ TEST(LevelStencil, TheGridNamesEveryCellOnce) {
         EXPECT_NEAR(C.center[2], (iz + 0.5) * side, 1e-12);
       }
   EXPECT_TRUE(level_grid(s.tree, 4).empty());  // no such level
+}
+
+// A lattice of N points a side keeps every cell of the uniform depth a leaf: the most points a
+// cell of that level holds, counted axis by axis (points i h, h = 2π/N, in cell floor(i h / s)),
+// one more a side for points moved across a face, stays within uniform_leaf_limit, for every N
+// from 16 to 420 (the weak-scaling lattices 322 and 406 among them) and ncrit 64 to 256; and all
+// the points in one cell exceed it.
+TEST(LevelStencil, TheUniformDepthsLeavesHoldALatticeOfAnySize) {
+  EXPECT_EQ(uniform_depth(322.0 * 322 * 322, 128), 6);
+  EXPECT_EQ(uniform_leaf_limit(322.0 * 322 * 322, 128), 1018);  // 8 x 322^3 / 8^6 = 1018.9
+  EXPECT_EQ(uniform_leaf_limit(256.0 * 256 * 256, 128), 512);
+  EXPECT_EQ(uniform_leaf_limit(10, 128), 128);  // level 0 with fewer than ncrit / 8 points: ncrit
+  for (int ncrit : {64, 128, 256})
+    for (int N = 16; N <= 420; ++N) {
+      const double n = double(N) * N * N;
+      const int cells = 1 << uniform_depth(n, ncrit);
+      const double h = kBoxLength / N, s = kBoxLength / cells;
+      std::vector<int> count(cells, 0);
+      for (int i = 0; i < N; ++i) ++count[std::min(cells - 1, static_cast<int>(std::floor(i * h / s)))];
+      const int most = *std::max_element(count.begin(), count.end()) + 1;
+      EXPECT_LE(most * most * most, uniform_leaf_limit(n, ncrit)) << "N " << N << ", ncrit " << ncrit;
+      EXPECT_GT(n, uniform_leaf_limit(n, ncrit)) << "N " << N << ", ncrit " << ncrit;
+    }
 }
 
 }  // namespace
