@@ -495,8 +495,10 @@ TEST(EvaluatorGpuUniform, ALatticeMatchesTheExactSumAndTheLists) {
 // A lattice whose points do not fall evenly into the leaves (the weak-scaling lattices 322³ and
 // 406³ at ncrit 128, here 42³ at ncrit 150): level 3's cells hold 5 or 6 blobs a side, 125 to 216
 // (mean 144.7), some more than ncrit. They stay leaves (fmm::uniform_leaf_limit), so the tree is
-// complete and the uniform levels take it: within the tolerance of the exact sum and of the lists,
-// each leaf with the blobs of its near leaves (the stencil at the lattice's slack) counted exactly.
+// complete and the uniform levels take it: within the tolerance of the exact sum (where the
+// lists, at these explicit p, theta and ncrit, missed it: 1.7e-4 before this lattice took the
+// uniform levels), each leaf with the blobs of its near leaves (the stencil at the lattice's
+// slack) counted exactly.
 TEST(EvaluatorGpuUniform, ALatticeUnevenInItsLeavesTakesTheUniformLevels) {
   VH_NEED_GPU();
   const int n = 42, leaves = 8;
@@ -519,8 +521,7 @@ TEST(EvaluatorGpuUniform, ALatticeUnevenInItsLeavesTakesTheUniformLevels) {
               "pairs %lld (lists %lld)\n",
               n, ef, el, testing::rel_l2(gf, gl), tf.n_m2l, tl.n_m2l, tf.n_p2p_pairs, tl.n_p2p_pairs);
   EXPECT_LE(ef, 1e-4);
-  EXPECT_LE(ef, 2 * el);
-  EXPECT_LE(testing::rel_l2(uf, ul), 1e-4);
+  EXPECT_LE(ef, el);
   EXPECT_LE(testing::rel_l2(gf, gl), 1e-3);
   // The lattice along one axis, in integers: point i lies i·leaves/n leaves from the box's
   // face, in leaf ⌊i·leaves/n⌋ (a point on a face in the leaf above). Each leaf's blobs, and the
