@@ -446,26 +446,48 @@ long long merged_entries(int L, const std::vector<std::array<int, 3>>& near) {
 // n^3 blobs on the lattice h (i, j, k) (on the cells' faces): 64 a leaf at n = 32, 27 at n = 24
 // (the vortex solver's refine 1.5, where face points would leave some level-2 cells at 125 of
 // 216 without the uniform levels' min_level split).  Levels 0..3 either way.
-void expect_uniform_lattice(int n) {
-  const double h = kBoxLength / n;
+// n^3 blobs of a random solenoidal field on the lattice (σ = h), evaluated by the uniform levels
+// and by the lists at ncrit: both results, their counters and their errors against the exact
+// periodic sum (u only: the reference's gradient holds each blob's own term, which the FMM
+// leaves out).
+struct TwoPaths {
   Blobs b;
-  testing::lattice_blobs(n, testing::random_solenoidal(n, 5), b.x, b.alpha);
-  b.sigma.assign(b.x.size(), h);
-  std::vector<Vec3> u_ref;
-  std::vector<Mat3> g_ref;
-  testing::spectral_velocity(n, h, b.alpha, u_ref, g_ref);
-  GpuEvaluator fft(uniform_params("fft")), lists(uniform_params("lists"));
+  Timings tf, tl;
   std::vector<Vec3> uf, ul;
   std::vector<Mat3> gf, gl;
-  const Timings tf = resident(fft, b, nullptr, uf, gf);
-  const Timings tl = resident(lists, b, nullptr, ul, gl);
-  const double ef = testing::rel_l2(uf, u_ref), el = testing::rel_l2(ul, u_ref);
+  double ef = 0, el = 0;
+};
+TwoPaths lattice_both_paths(int n, int ncrit) {
+  TwoPaths r;
+  const double h = kBoxLength / n;
+  testing::lattice_blobs(n, testing::random_solenoidal(n, 5), r.b.x, r.b.alpha);
+  r.b.sigma.assign(r.b.x.size(), h);
+  std::vector<Vec3> u_ref;
+  std::vector<Mat3> g_ref;
+  testing::spectral_velocity(n, h, r.b.alpha, u_ref, g_ref);
+  Params pf = uniform_params("fft"), pl = uniform_params("lists");
+  pf.ncrit = pl.ncrit = ncrit;
+  GpuEvaluator fft(pf), lists(pl);
+  r.tf = resident(fft, r.b, nullptr, r.uf, r.gf);
+  r.tl = resident(lists, r.b, nullptr, r.ul, r.gl);
+  r.ef = testing::rel_l2(r.uf, u_ref);
+  r.el = testing::rel_l2(r.ul, u_ref);
+  return r;
+}
+
+void expect_uniform_lattice(int n) {
+  const double h = kBoxLength / n;
+  const TwoPaths r = lattice_both_paths(n, 128);
+  const Timings& tf = r.tf, &tl = r.tl;
+  const double ef = r.ef, el = r.el;
+  const std::vector<Vec3>& uf = r.uf, &ul = r.ul;
+  const std::vector<Mat3>& gf = r.gf, &gl = r.gl;
+  const Blobs& b = r.b;
   std::printf(
       "[ uniform %d^3 ] err u %.3e (lists %.3e), grad against the lists' %.3e; M2L %lld (lists %lld), "
       "pairs %lld (lists %lld), P2P entries a leaf %.2f (lists %.2f)\n",
       n, ef, el, testing::rel_l2(gf, gl), tf.n_m2l, tl.n_m2l, tf.n_p2p_pairs, tl.n_p2p_pairs, tf.n_p2p_entries / 512.0,
       tl.n_p2p_entries / 512.0);
-  // (The reference's gradient holds each blob's own term, which the FMM leaves out: u only.)
   EXPECT_LE(ef, 1e-4);    // the tolerance
   EXPECT_LE(ef, 2 * el);  // the full-cell test is the stricter one: no worse than the lists
   EXPECT_LE(testing::rel_l2(uf, ul), 1e-4);
@@ -503,26 +525,13 @@ TEST(EvaluatorGpuUniform, ALatticeUnevenInItsLeavesTakesTheUniformLevels) {
   VH_NEED_GPU();
   const int n = 42, leaves = 8;
   const double h = kBoxLength / n, side = kBoxLength / leaves;
-  Blobs b;
-  testing::lattice_blobs(n, testing::random_solenoidal(n, 5), b.x, b.alpha);
-  b.sigma.assign(b.x.size(), h);
-  std::vector<Vec3> u_ref;
-  std::vector<Mat3> g_ref;
-  testing::spectral_velocity(n, h, b.alpha, u_ref, g_ref);
-  Params pf = uniform_params("fft"), pl = uniform_params("lists");
-  pf.ncrit = pl.ncrit = 150;
-  GpuEvaluator fft(pf), lists(pl);
-  std::vector<Vec3> uf, ul;
-  std::vector<Mat3> gf, gl;
-  const Timings tf = resident(fft, b, nullptr, uf, gf);
-  const Timings tl = resident(lists, b, nullptr, ul, gl);
-  const double ef = testing::rel_l2(uf, u_ref), el = testing::rel_l2(ul, u_ref);
+  const TwoPaths r = lattice_both_paths(n, 150);
   std::printf("[ uniform uneven %d^3 ] err u %.3e (lists %.3e), grad against the lists' %.3e; M2L %lld (lists %lld), "
               "pairs %lld (lists %lld)\n",
-              n, ef, el, testing::rel_l2(gf, gl), tf.n_m2l, tl.n_m2l, tf.n_p2p_pairs, tl.n_p2p_pairs);
-  EXPECT_LE(ef, 1e-4);
-  EXPECT_LE(ef, el);
-  EXPECT_LE(testing::rel_l2(gf, gl), 1e-3);
+              n, r.ef, r.el, testing::rel_l2(r.gf, r.gl), r.tf.n_m2l, r.tl.n_m2l, r.tf.n_p2p_pairs, r.tl.n_p2p_pairs);
+  EXPECT_LE(r.ef, 1e-4);
+  EXPECT_LE(r.ef, r.el);
+  EXPECT_LE(testing::rel_l2(r.gf, r.gl), 1e-3);
   // The lattice along one axis, in integers: point i lies i·leaves/n leaves from the box's
   // face, in leaf ⌊i·leaves/n⌋ (a point on a face in the leaf above). Each leaf's blobs, and the
   // slack: the smallest low-side margin plus the smallest high-side margin, in leaves.
@@ -546,9 +555,9 @@ TEST(EvaluatorGpuUniform, ALatticeUnevenInItsLeavesTakesTheUniformLevels) {
                  count[(cz + t[2] + leaves) % leaves];
     pairs += count[cx] * count[cy] * count[cz] * sources;
   }
-  EXPECT_EQ(tf.n_p2p_pairs, pairs);
-  EXPECT_GT(tf.n_m2l, uniform_translations(3, rcut, slack));
-  EXPECT_LT(tf.n_m2l, uniform_translations(3, rcut, slack) + 8 * 1000);
+  EXPECT_EQ(r.tf.n_p2p_pairs, pairs);
+  EXPECT_GT(r.tf.n_m2l, uniform_translations(3, rcut, slack));
+  EXPECT_LT(r.tf.n_m2l, uniform_translations(3, rcut, slack) + 8 * 1000);
 }
 
 TEST(EvaluatorGpuUniform, JitteredBlobsMatchATightReference) {
