@@ -91,7 +91,8 @@ def main():
     k = np.abs(np.fft.fftfreq(n, d=1.0 / n))
     band, edge = k <= n / 3, (k > n / 6) & (k <= n / 3)
     print(f"n = {n}, sigma = h, particles moved by up to {args.dmax} h, {args.trials} trials, seed {args.seed}")
-    print(f"{'kernel':>16} {'pairs':>6} {'in 3-D':>7} {'drain':>10} {'band err':>10} {'edge err':>10} {'min S/S(0)':>10}")
+    print(f"{'kernel':>16} {'pairs':>6} {'in 3-D':>7} {'drain':>10} {'band err':>10} {'edge err':>10} "
+          f"{'min S/S(0)':>10}")
     for kind, R, m in kinds:
         K = make_kernel(kind, R, m, sigma)
         S = S_full if kind == "cut" else lattice_symbol(K, n, h)
