@@ -239,11 +239,9 @@ __device__ unsigned stage(const Sorted& P, const Hit& hit, int slot, const int (
     for (int c = 0; c < 3; ++c) str[3 * j + c] = P.strength(j, c, s);
   const blob::Core c = P.core(s);
   const double q = P.run_q(s);
-  unsigned bits = 0;
 #pragma unroll 1
   for (int d = 0; d < 3; ++d) {
-    bits = hit.bits(d);
-    const unsigned image = hit.image(d);
+    const unsigned bits = hit.bits(d), image = hit.image(d);
     const double x = P(d, s);
     double* dst = row + (d == 0 ? R::x : d == 1 ? R::y : R::z);
     auto put = [&](int t, double w, double dw) {
@@ -288,7 +286,7 @@ __device__ unsigned stage(const Sorted& P, const Hit& hit, int slot, const int (
       }
     }
   }
-  return bits;  // along z
+  return hit.bits(2);
 }
 
 // Zeros in slot `slot`'s row: a slot of the last group of eight that no particle was staged into.

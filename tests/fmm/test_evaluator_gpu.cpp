@@ -478,34 +478,29 @@ TwoPaths lattice_both_paths(int n, int ncrit) {
 void expect_uniform_lattice(int n) {
   const double h = kBoxLength / n;
   const TwoPaths r = lattice_both_paths(n, 128);
-  const Timings& tf = r.tf, &tl = r.tl;
-  const double ef = r.ef, el = r.el;
-  const std::vector<Vec3>& uf = r.uf, &ul = r.ul;
-  const std::vector<Mat3>& gf = r.gf, &gl = r.gl;
-  const Blobs& b = r.b;
   std::printf(
       "[ uniform %d^3 ] err u %.3e (lists %.3e), grad against the lists' %.3e; M2L %lld (lists %lld), "
       "pairs %lld (lists %lld), P2P entries a leaf %.2f (lists %.2f)\n",
-      n, ef, el, testing::rel_l2(gf, gl), tf.n_m2l, tl.n_m2l, tf.n_p2p_pairs, tl.n_p2p_pairs, tf.n_p2p_entries / 512.0,
-      tl.n_p2p_entries / 512.0);
-  EXPECT_LE(ef, 1e-4);    // the tolerance
-  EXPECT_LE(ef, 2 * el);  // the full-cell test is the stricter one: no worse than the lists
-  EXPECT_LE(testing::rel_l2(uf, ul), 1e-4);
-  EXPECT_LE(testing::rel_l2(gf, gl), 1e-3);
+      n, r.ef, r.el, testing::rel_l2(r.gf, r.gl), r.tf.n_m2l, r.tl.n_m2l, r.tf.n_p2p_pairs, r.tl.n_p2p_pairs,
+      r.tf.n_p2p_entries / 512.0, r.tl.n_p2p_entries / 512.0);
+  EXPECT_LE(r.ef, 1e-4);      // the tolerance
+  EXPECT_LE(r.ef, 2 * r.el);  // the full-cell test is the stricter one: no worse than the lists
+  EXPECT_LE(testing::rel_l2(r.uf, r.ul), 1e-4);
+  EXPECT_LE(testing::rel_l2(r.gf, r.gl), 1e-3);
   // The path taken: the stencils' translations (and a few of levels 0, 1 by the lists).
   const double rcut = std::sqrt(2.0) * rho_tolerance(1e-4) * h / (kBoxLength / 8);  // leaf sides
   const int m = n / 8;
-  EXPECT_GT(tf.n_m2l, uniform_translations(3, rcut, 1.0 / m));
-  EXPECT_LT(tf.n_m2l, uniform_translations(3, rcut, 1.0 / m) + 8 * 1000);
+  EXPECT_GT(r.tf.n_m2l, uniform_translations(3, rcut, 1.0 / m));
+  EXPECT_LT(r.tf.n_m2l, uniform_translations(3, rcut, 1.0 / m) + 8 * 1000);
   // Each leaf with its near leaves whole, the cut-off's gaps widened by the lattice's slack
   // (level_stencil.h: points 0 .. (m - 1) h of a leaf of side m h, slack h, 1/m of a leaf).  With
   // m^3 blobs in every leaf, the count: at n = 24 (m = 3) 93 near leaves where whole cells take 117.
   const long long near = static_cast<long long>(near_stencil(0.6, rcut, 1.0 / m).size());
   EXPECT_EQ(near, 93);
-  EXPECT_EQ(tf.n_p2p_pairs, static_cast<long long>(b.x.size()) * m * m * m * near);
+  EXPECT_EQ(r.tf.n_p2p_pairs, static_cast<long long>(r.b.x.size()) * m * m * m * near);
   // Those of a Morton run under one image as one entry (a third of the 93, as in the lists).
-  EXPECT_EQ(tf.n_p2p_entries, merged_entries(3, near_stencil(0.6, rcut, 1.0 / m)));
-  EXPECT_LT(tf.n_p2p_entries, 512 * near / 2);
+  EXPECT_EQ(r.tf.n_p2p_entries, merged_entries(3, near_stencil(0.6, rcut, 1.0 / m)));
+  EXPECT_LT(r.tf.n_p2p_entries, 512 * near / 2);
 }
 
 TEST(EvaluatorGpuUniform, ALatticeMatchesTheExactSumAndTheLists) {
