@@ -100,12 +100,54 @@ int uniform_leaf_limit(double n, int ncrit) {
   return static_cast<int>(std::min(std::max(static_cast<double>(ncrit), std::floor(8 * mean)), 2e9));
 }
 
-double m2l_fft_bytes(int level, int p, bool building) {
+ParentReach parent_z_reach(const LevelStencil& st) {
+  ParentReach r;
+  bool any = false;
+  for (int c = 0; c < 8; ++c)
+    for (const auto& t : st.offsets[c]) {
+      const int T = floor_half((c >> 2) + t[2]);
+      r.lo = any ? std::min(r.lo, T) : T;
+      r.hi = any ? std::max(r.hi, T) : T;
+      any = true;
+    }
+  return r;
+}
+
+int m2l_fft_window_extent(int level, const ParentReach& r, int planes) {
+  const int m = 1 << (level - 1);
+  const auto smooth = [](int v) {
+    for (int f : {2, 3, 5, 7})
+      while (v % f == 0) v /= f;
+    return v == 1;
+  };
+  int e = std::max(planes, 1) + r.hi - r.lo;
+  while (e < m && !smooth(e)) ++e;
+  return std::min(e, m);
+}
+
+double m2l_fft_bytes(int level, int p, bool building, int extent) {
   if (level < 2) return 0;
-  const double nf = (p + 1.0) * (p + 1.0), nc = (p + 1.0) * (p + 2.0) / 2, V = std::pow(8.0, level - 1);
+  const double m = std::ldexp(1.0, level - 1);
+  const double nf = (p + 1.0) * (p + 1.0), nc = (p + 1.0) * (p + 2.0) / 2, V = m * m * (extent > 0 ? extent : m);
   // tables 27 nf (one a parity difference), folded multipoles 24 nf, local expansions 24 nc
   // complex doubles a parent cell
   return 16.0 * V * ((building ? 54 : 27) * nf + 24 * nf + 24 * nc);
+}
+
+double m2l_fft_set_bytes(int L, int p, double theta, double rcut_cells_L, int n, int R) {
+  double b = 0;
+  for (int l = 2; l <= L; ++l) {
+    int extent = 0;
+    if (R > 1) {
+      const double per_parent = n / std::ldexp(1.0, l - 1);  // lattice planes a parent plane
+      const int share = (n + R - 1) / R + 2;                   // with a plane of drift either way
+      const int planes = static_cast<int>(std::ceil(share / per_parent)) + 1;
+      const LevelStencil st = uniform_stencil(l, theta, rcut_cells_L * std::ldexp(1.0, l - L));
+      extent = m2l_fft_window_extent(l, parent_z_reach(st), planes);
+    }
+    b += m2l_fft_bytes(l, p, l == L, extent);
+  }
+  return b;
 }
 
 std::vector<int> level_grid(const Tree& t, int level) {

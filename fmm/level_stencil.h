@@ -71,9 +71,31 @@ int uniform_depth(double n, int ncrit);
 /// the mean (clusters) is split, and the tree then takes the lists.
 int uniform_leaf_limit(double n, int ncrit);
 
+/// The parents' z offsets that a stencil's entries take, T_z = floor((c_z + t_z) / 2) over every
+/// parity c and offset t (images not folded): the target parents of planes [z0, z0 + nz) take
+/// their sources from the parent planes [z0 + lo, z0 + nz + hi) (mod the level's n / 2).
+struct ParentReach {
+  int lo = 0, hi = 0;
+};
+ParentReach parent_z_reach(const LevelStencil& st);
+
+/// The z extent of the FFT M2L (fmm/m2l_fft_gpu.h) for a window of `planes` target parent
+/// planes of `level` whose stencil reaches `r`: planes + r.hi - r.lo rounded up to a length
+/// of factors 2, 3, 5 and 7, or the whole level's n / 2 planes where that is not less.
+int m2l_fft_window_extent(int level, const ParentReach& r, int planes);
+
 /// Device bytes of the FFT M2L of one level at order p (fmm/m2l_fft_gpu.h): its tables and
-/// transforms, and with `building` the tables' transient copy too.
-double m2l_fft_bytes(int level, int p, bool building);
+/// transforms over `extent` parent planes in z (0: the whole level's n / 2), and with
+/// `building` the tables' transient copy too.
+double m2l_fft_bytes(int level, int p, bool building, int extent = 0);
+
+/// Device bytes of the FFT M2L of the uniform levels 2 .. L, the deepest level's tables counted
+/// twice (they are built while the others are held), at order p and acceptance theta with the
+/// cut-off rcut_cells_L in cells of level L, for a lattice of n points a side split into R
+/// z-slabs: a rank's windows (m2l_fft_window_extent) over the parent planes its share of
+/// ceil(n / R) lattice planes, with a plane of drift either way, reaches; the whole levels at
+/// R = 1. The stencils without the lattice's slack, whose reach is the largest.
+double m2l_fft_set_bytes(int L, int p, double theta, double rcut_cells_L, int n, int R);
 
 /// The cells of `level` in grid order: grid[(iz n + iy) n + ix] is the index in t.cells of the
 /// cell (ix, iy, iz); empty when the level misses a cell.

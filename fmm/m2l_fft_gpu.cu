@@ -1,9 +1,11 @@
 // The M2L of a uniform level by FFTs on the GPU: see m2l_fft_gpu.h.  Layouts (n = 2^level,
-// m = n/2, V = m^3, nf = (p+1)^2 full-layout coefficients, nc = ncoef(p)):
+// m = n/2, e the z extent (m, or a window's), V = m^2 e, nf = (p+1)^2 full-layout
+// coefficients, nc = ncoef(p)):
 //   folded multipoles  Mh[((c_s 3 + a) nf + f) V + P]        (forward transforms in place)
 //   tables             Kh[(kappa 27 + d) nf + f]             (what one wavenumber reads)
 //   local expansions   Lh[((c_t 3 + a) nc + c) V + P]        (backward transforms in place)
-// with P = (pz m + py) m + px the parent, the child (ix, iy, iz) = 2 P + parity, and d the index
+// with P = (zl m + py) m + px the parent of the transforms' grid, the level's parent (px, py,
+// (zbase + zl) mod m), its child (ix, iy, iz) = 2 (px, py, pz) + parity, and d the index
 // of the parities' difference c_s - c_t in {-1, 0, 1}^3 (delta_index): a pair's table depends on
 // that difference alone (M2LFftGpu's constructor), so the 64 pairs share 27 tables.
 #include <cuda_runtime.h>
@@ -35,31 +37,32 @@ struct Plan {
   }
 };
 
-// A batch of `batch` complex transforms of m^3 contiguous points, in place.
-void make_plan(Plan& pl, int m, long long batch) {
-  int dims[3] = {m, m, m};
-  const int v = m * m * m;
+// A batch of `batch` complex transforms of e x m x m contiguous points (z slowest), in place.
+void make_plan(Plan& pl, int m, int e, long long batch) {
+  int dims[3] = {e, m, m};
+  const int v = e * m * m;
   VH_CHECK_CUFFT(cufftPlanMany(&pl.h, 3, dims, nullptr, 1, v, nullptr, 1, v, CUFFT_Z2Z, static_cast<int>(batch)));
   pl.made = true;
 }
 
-// The child cell (grid index) of parent P with parity c.
-__device__ inline long long child_of(long long P, int c, int m) {
+// The child cell (grid index) of the transforms' parent P (plane zl of the window that starts
+// at the level's parent plane zbase) with parity c.
+__device__ inline long long child_of(long long P, int c, int m, int zbase) {
   const int n = 2 * m;
-  const long long px = P % m, py = P / m % m, pz = P / m / m;
+  const long long px = P % m, py = P / m % m, pz = (P / m / m + zbase) % m;
   return ((2 * pz + (c >> 2)) * n + (2 * py + ((c >> 1) & 1))) * n + 2 * px + (c & 1);
 }
 
 // Mh from the cells' multipoles: (-1)^n conj(M_nm) at every order (stage_full's fold).
-__global__ void fold_kernel(int p, long long V, int m, const double2* __restrict__ M, const int* __restrict__ grid,
-                            double2* __restrict__ Mh) {
+__global__ void fold_kernel(int p, long long V, int m, int zbase, const double2* __restrict__ M,
+                            const int* __restrict__ grid, double2* __restrict__ Mh) {
   const int nf = (p + 1) * (p + 1), nc = (p + 1) * (p + 2) / 2;
   const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
   if (i >= 24LL * nf * V) return;
   const long long P = i % V, r = i / V;
   const int f = static_cast<int>(r % nf), a = static_cast<int>(r / nf % 3), cs = static_cast<int>(r / nf / 3);
   const int n = degree_of(f), mo = f - n * n - n;
-  const long long cell = grid[child_of(P, cs, m)];
+  const long long cell = grid[child_of(P, cs, m, zbase)];
   double2 v = M[cell * 3 * nc + a * nc + cidx(n, mo < 0 ? -mo : mo)];
   if (mo < 0) negm(-mo, v.x, v.y);
   m2l_fold(n, v.x, v.y);
@@ -136,18 +139,21 @@ __global__ void __launch_bounds__(1024) contract_kernel_wide(int p, long long V,
   contract(p, V, Mh, Kh, Lh);
 }
 
-// L += Lh / V at the cells.
-__global__ void scatter_kernel(int p, long long V, int m, const double2* __restrict__ Lh, const int* __restrict__ grid,
-                               double2* __restrict__ L) {
+// L += Lh / V at the cells of the target parent planes z0, z0 + 1, ..., z0 + nz - 1 (mod m),
+// plane zl = (pz - zbase) mod m of the transforms.
+__global__ void scatter_kernel(int p, long long V, int m, int zbase, int z0, int nz, const double2* __restrict__ Lh,
+                               const int* __restrict__ grid, double2* __restrict__ L) {
   const int nc = (p + 1) * (p + 2) / 2;
+  const long long W = static_cast<long long>(m) * m * nz;
   const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-  if (i >= 24LL * nc * V) return;
-  const long long P = i % V, r = i / V;
+  if (i >= 24LL * nc * W) return;
+  const long long Q = i % W, r = i / W;
   const int c = static_cast<int>(r % nc), a = static_cast<int>(r / nc % 3), ct = static_cast<int>(r / nc / 3);
-  const long long cell = grid[child_of(P, ct, m)];
+  const long long zl = ((z0 + Q / m / m - zbase) % m + m) % m, P = zl * m * m + Q % (static_cast<long long>(m) * m);
+  const long long cell = grid[child_of(P, ct, m, zbase)];
   double2& o = L[cell * 3 * nc + a * nc + c];
   const double s = 1.0 / static_cast<double>(V);
-  const double2 v = Lh[i];
+  const double2 v = Lh[r * V + P];
   o.x += v.x * s;
   o.y += v.y * s;
 }
@@ -175,7 +181,8 @@ int mod(int a, int b) { return ((a % b) + b) % b; }
 }  // namespace
 
 struct M2LFftGpu::Impl {
-  int p = 0, nf = 0, nc = 0, m = 0;
+  int p = 0, nf = 0, nc = 0, m = 0, e = 0;  // e: the z extent of the transforms
+  ParentReach reach;
   long long V = 0;
   DeviceArray<double2> Kh, Mh, Lh;
   Plan fwd, inv;
@@ -187,7 +194,7 @@ struct M2LFftGpu::Impl {
   }
 };
 
-M2LFftGpu::M2LFftGpu(int p, double side, const LevelStencil& st) : impl_(std::make_unique<Impl>()) {
+M2LFftGpu::M2LFftGpu(int p, double side, const LevelStencil& st, int extent) : impl_(std::make_unique<Impl>()) {
   if (p < 1 || p > kMaxFftOrder) throw std::invalid_argument("M2LFftGpu: p = " + std::to_string(p) + " outside 1..14");
   if (st.level < 2 || st.level > 8)
     throw std::invalid_argument("M2LFftGpu: level " + std::to_string(st.level) + " outside 2..8");
@@ -196,14 +203,21 @@ M2LFftGpu::M2LFftGpu(int p, double side, const LevelStencil& st) : impl_(std::ma
   d.nf = (p + 1) * (p + 1);
   d.nc = (p + 1) * (p + 2) / 2;
   d.m = 1 << (st.level - 1);
-  d.V = static_cast<long long>(d.m) * d.m * d.m;
+  d.reach = parent_z_reach(st);
+  d.e = extent > 0 ? extent : d.m;
+  if (d.e > d.m || (d.e < d.m && d.e <= d.reach.hi - d.reach.lo))
+    throw std::invalid_argument("M2LFftGpu: a z extent of " + std::to_string(extent) + " parent planes at level " +
+                                std::to_string(st.level) + "; allowed: " + std::to_string(d.reach.hi - d.reach.lo + 1) +
+                                " to " + std::to_string(d.m));
+  d.V = static_cast<long long>(d.m) * d.m * d.e;
   if (27LL * d.nf * d.V > INT_MAX)
     throw std::invalid_argument("M2LFftGpu: level " + std::to_string(st.level) + " at p = " + std::to_string(p) +
                                 " exceeds one transform batch");
   const int n = 2 * d.m, nf = d.nf;
   const double h = side / n;
 
-  // The tables in real space, images of one (c_s - c_t, T) summed (in stencil order). Parity c_t
+  // The tables in real space, images of one (c_s - c_t, T) summed (in stencil order; T folded
+  // mod m in x and y, mod e in z, where a window's offsets stay apart: e > hi - lo). Parity c_t
   // takes the source (P + T, c_s) where t = 2 T + c_s - c_t is far and T is not (level_stencil.h):
   // a rule of T and the difference c_s - c_t alone, so the pairs of one difference (2^z of them,
   // z its zero components) take the same offsets and the same table. Each table is summed from
@@ -218,7 +232,7 @@ M2LFftGpu::M2LFftGpu(int p, double side, const LevelStencil& st) : impl_(std::ma
     for (int q = 0; q < 3; ++q) {
       const int j = ((ct >> q) & 1) + t[q], b = mod(j, 2);
       cs |= b << q;
-      T[q] = mod((j - b) / 2, d.m);
+      T[q] = mod((j - b) / 2, q == 2 ? d.e : d.m);
     }
     return cs;
   };
@@ -284,7 +298,7 @@ M2LFftGpu::M2LFftGpu(int p, double side, const LevelStencil& st) : impl_(std::ma
                                                                             didx.data(), dval.data(), D.data());
     VH_CHECK_LAUNCH();
     Plan tp;
-    make_plan(tp, d.m, 27LL * nf);
+    make_plan(tp, d.m, d.e, 27LL * nf);
     VH_CHECK_CUFFT(cufftExecZ2Z(tp.h, reinterpret_cast<cufftDoubleComplex*>(D.data()),
                                 reinterpret_cast<cufftDoubleComplex*>(D.data()), CUFFT_INVERSE));
     d.Kh.resize(D.size());
@@ -294,19 +308,29 @@ M2LFftGpu::M2LFftGpu(int p, double side, const LevelStencil& st) : impl_(std::ma
   }
   d.Mh.resize(24ULL * nf * d.V);
   d.Lh.resize(24ULL * d.nc * d.V);
-  make_plan(d.fwd, d.m, 24LL * nf);
-  make_plan(d.inv, d.m, 24LL * d.nc);
+  make_plan(d.fwd, d.m, d.e, 24LL * nf);
+  make_plan(d.inv, d.m, d.e, 24LL * d.nc);
   VH_CHECK_CUDA(cudaEventCreate(&d.e0));
   VH_CHECK_CUDA(cudaEventCreate(&d.e1));
 }
 
 M2LFftGpu::~M2LFftGpu() = default;
 
-void M2LFftGpu::apply_device(const void* M, void* L, const int* grid, CUstream_st* stream) {
+int M2LFftGpu::planes() const { return impl_->e == impl_->m ? impl_->m : impl_->e - (impl_->reach.hi - impl_->reach.lo); }
+
+void M2LFftGpu::apply_device(const void* M, void* L, const int* grid, CUstream_st* stream, int z0, int nz) {
   Impl& d = *impl_;
+  if (nz == 0) nz = planes();
+  if (z0 < 0 || z0 >= d.m || nz < 1 || nz > planes())
+    throw std::invalid_argument("M2LFftGpu: target parent planes " + std::to_string(z0) + " + " + std::to_string(nz) +
+                                "; allowed: a first plane in 0.." + std::to_string(d.m - 1) + " and 1.." +
+                                std::to_string(planes()) + " planes");
+  // The transforms' plane 0: the level's plane 0 for the whole level, else the window's lowest
+  // source plane.
+  const int zbase = d.e == d.m ? 0 : ((z0 + d.reach.lo) % d.m + d.m) % d.m;
   cudaStream_t s = stream;
-  fold_kernel<<<blocks(24LL * d.nf * d.V, 256), 256, 0, s>>>(d.p, d.V, d.m, static_cast<const double2*>(M), grid,
-                                                              d.Mh.data());
+  fold_kernel<<<blocks(24LL * d.nf * d.V, 256), 256, 0, s>>>(d.p, d.V, d.m, zbase, static_cast<const double2*>(M),
+                                                              grid, d.Mh.data());
   VH_CHECK_LAUNCH();
   auto* mh = reinterpret_cast<cufftDoubleComplex*>(d.Mh.data());
   VH_CHECK_CUFFT(cufftSetStream(d.fwd.h, s));
@@ -323,12 +347,13 @@ void M2LFftGpu::apply_device(const void* M, void* L, const int* grid, CUstream_s
   auto* lh = reinterpret_cast<cufftDoubleComplex*>(d.Lh.data());
   VH_CHECK_CUFFT(cufftSetStream(d.inv.h, s));
   VH_CHECK_CUFFT(cufftExecZ2Z(d.inv.h, lh, lh, CUFFT_INVERSE));
-  scatter_kernel<<<blocks(24LL * d.nc * d.V, 256), 256, 0, s>>>(d.p, d.V, d.m, d.Lh.data(), grid,
-                                                                 static_cast<double2*>(L));
+  scatter_kernel<<<blocks(24LL * d.nc * d.m * d.m * nz, 256), 256, 0, s>>>(d.p, d.V, d.m, zbase, z0, nz, d.Lh.data(),
+                                                                            grid, static_cast<double2*>(L));
   VH_CHECK_LAUNCH();
 }
 
-void M2LFftGpu::apply(const std::vector<cplx>& M, std::vector<cplx>& L, const std::vector<int>& grid) {
+void M2LFftGpu::apply(const std::vector<cplx>& M, std::vector<cplx>& L, const std::vector<int>& grid, int z0,
+                      int nz) {
   static_assert(sizeof(cplx) == sizeof(double2), "std::complex<double> is a double pair");
   DeviceArray<double2> dM(M.size()), dL(L.size());
   dM.upload(reinterpret_cast<const double2*>(M.data()), M.size());
@@ -336,7 +361,7 @@ void M2LFftGpu::apply(const std::vector<cplx>& M, std::vector<cplx>& L, const st
   DeviceArray<int> dg(grid);
   Impl& d = *impl_;
   VH_CHECK_CUDA(cudaEventRecord(d.e0, 0));
-  apply_device(dM.data(), dL.data(), dg.data(), nullptr);
+  apply_device(dM.data(), dL.data(), dg.data(), nullptr, z0, nz);
   VH_CHECK_CUDA(cudaEventRecord(d.e1, 0));
   VH_CHECK_CUDA(cudaEventSynchronize(d.e1));
   VH_CHECK_CUDA(cudaEventElapsedTime(&d.ms, d.e0, d.e1));

@@ -17,7 +17,11 @@
 // per wavenumber 64 (target, source parity) pairs of 3 sum_l (l+1)(p-l+1)^2 complex
 // multiply-adds (5 148 at p = 10: one translation's), against (stencil entries / 8)
 // translations per cell directly.
-// Tables: 27 (p+1)^2 m^3 complex doubles (1.6 GiB at level 6, p = 10), built once per stencil:
+// A window (issue 25): where a rank needs the local expansions of a few parent planes only,
+// [z0, z0 + nz), their sources lie in the planes [z0 + lo, z0 + nz + hi) (parent_z_reach), and
+// the correlation in z over e >= nz + hi - lo planes, not periodic, gives the same sums: the
+// transforms, tables and contraction then cost e / m of the whole level's.
+// Tables: 27 (p+1)^2 m^2 e complex doubles (1.6 GiB at level 6, p = 10, e = m), built once per stencil:
 // by the stencil's rule a (target, source parity) pair's table depends only on their difference
 // c_s - c_t in {-1, 0, 1}^3, so the 64 pairs share 27 tables (64 were held before 2026-12-03).
 // Host API: no CUDA types; built only with VH_ENABLE_CUDA (VH_FMM_HAVE_CUDA).
@@ -78,21 +82,26 @@ VH_HD inline void m2l_fft_contract_slot(int p, int t, int& ct, int& l, int& m) {
 class M2LFftGpu {
  public:
   /// The tables of order p for the stencil `st` of the cube of side `side` (the root cell's):
-  /// level 2..8, p 1..14.  Throws std::invalid_argument otherwise, std::runtime_error when the
-  /// device lacks the memory.
-  M2LFftGpu(int p, double side, const LevelStencil& st);
+  /// level 2..8, p 1..14, transforms over `extent` parent planes in z (0 or the level's m = n / 2:
+  /// the whole level, periodic; fewer, more than the stencil's hi - lo: windows of
+  /// extent - (hi - lo) target planes).  Throws std::invalid_argument otherwise,
+  /// std::runtime_error when the device lacks the memory.
+  M2LFftGpu(int p, double side, const LevelStencil& st, int extent = 0);
   ~M2LFftGpu();
   M2LFftGpu(const M2LFftGpu&) = delete;
   M2LFftGpu& operator=(const M2LFftGpu&) = delete;
 
   /// Adds the level's M2L into the local expansions: M and L device arrays of double2, one
   /// expansion of 3 ncoef(p) coefficients per tree cell (the far field's layout), and grid the
-  /// device array of level_grid() (n^3 cell indices).  Issued on `stream` (null: the legacy
-  /// stream), not waited for.
-  void apply_device(const void* M, void* L, const int* grid, CUstream_st* stream);
+  /// device array of level_grid() (n^3 cell indices); only the children of the parent planes
+  /// z0 .. z0 + nz - 1 (mod m; nz 0: planes()) take theirs.  Issued on `stream` (null: the
+  /// legacy stream), not waited for.
+  void apply_device(const void* M, void* L, const int* grid, CUstream_st* stream, int z0 = 0, int nz = 0);
   /// The same on host arrays (ncells x 3 ncoef(p) each; L added to), for the tests and benches.
   void apply(const std::vector<std::complex<double>>& M, std::vector<std::complex<double>>& L,
-             const std::vector<int>& grid);
+             const std::vector<int>& grid, int z0 = 0, int nz = 0);
+  /// The most target parent planes one apply takes: m for the whole level, else the window's.
+  int planes() const;
   /// Milliseconds of the last apply()'s kernels and transforms (CUDA events).
   double last_ms() const;
   /// Device bytes held (tables, transforms, plans' work areas).

@@ -1,8 +1,10 @@
 // m2l_fft_bench: the M2L of one uniform level of a periodic lattice's octree (fmm/level_stencil.h)
 // by FFTs (fmm/m2l_fft_gpu.h) against the far field's per-pair GPU M2L (fmm/far_gpu.h, double
 // and float) over the same translations, and the FFT's error against the CPU's m2l on sampled
-// cells.  Prints one table row.
-//   m2l_fft_bench [--n 256] [--level 6] [--p 10] [--theta 0.6] [--reps 5] [--samples 64]
+// cells.  Prints one table row.  --planes P: the window of P target parent planes (one rank's
+// share on R GPUs: the transforms over P + the stencil's reach planes in z, m2l_fft_gpu.h), the
+// error sampled in it, no per-pair M2L.
+//   m2l_fft_bench [--n 256] [--level 6] [--p 10] [--theta 0.6] [--reps 5] [--samples 64] [--planes 0]
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -28,7 +30,7 @@ double now() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 }  // namespace
 
 int main(int argc, char** argv) {
-  int N = 256, level = 6, p = 10, reps = 5, samples = 64;
+  int N = 256, level = 6, p = 10, reps = 5, samples = 64, planes = 0;
   double theta = 0.6;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
@@ -38,14 +40,20 @@ int main(int argc, char** argv) {
     else if (k == "--theta") theta = std::atof(argv[i + 1]);
     else if (k == "--reps") reps = std::atoi(argv[i + 1]);
     else if (k == "--samples") samples = std::atoi(argv[i + 1]);
+    else if (k == "--planes") planes = std::atoi(argv[i + 1]);
     else {
-      std::fprintf(stderr, "m2l_fft_bench: unknown option %s (--n --level --p --theta --reps --samples)\n", k.c_str());
+      std::fprintf(stderr, "m2l_fft_bench: unknown option %s (--n --level --p --theta --reps --samples --planes)\n",
+                   k.c_str());
       return 2;
     }
   }
   const int n = 1 << level;
   if (N % n || N / n < 1) {
     std::fprintf(stderr, "m2l_fft_bench: --n %d is not a multiple of 2^level = %d\n", N, n);
+    return 2;
+  }
+  if (planes < 0 || planes > n / 2) {
+    std::fprintf(stderr, "m2l_fft_bench: --planes %d; allowed: 0 (the whole level) to %d\n", planes, n / 2);
     return 2;
   }
   const double h = kBoxLength / N;
@@ -80,22 +88,24 @@ int main(int argc, char** argv) {
 
   // The FFT.
   t0 = now();
-  M2LFftGpu fft(p, kBoxLength, st);
+  const int extent = planes > 0 ? m2l_fft_window_extent(level, parent_z_reach(st), planes) : 0;
+  const int nz = extent > 0 ? planes : n / 2;  // target parent planes 0 .. nz - 1
+  M2LFftGpu fft(p, kBoxLength, st, extent);
   const double build = now() - t0;
   std::vector<cplx> L(M.size(), cplx(0));
-  fft.apply(M, L, grid);  // warm-up, and the result
+  fft.apply(M, L, grid, 0, nz);  // warm-up, and the result
   double fft_ms = 0;
   {
     std::vector<cplx> Lw(M.size(), cplx(0));
     for (int r = 0; r < reps; ++r) {
-      fft.apply(M, Lw, grid);
+      fft.apply(M, Lw, grid, 0, nz);
       fft_ms += fft.last_ms() / reps;
     }
   }
 
   // Its error against the CPU's m2l at sampled cells.
   double worst = 0;
-  std::uniform_int_distribution<int> pick(0, n * n * n - 1);
+  std::uniform_int_distribution<int> pick(0, n * n * 2 * nz - 1);  // cells of the target planes
   for (int sIdx = 0; sIdx < samples; ++sIdx) {
     const int g = pick(rng);
     std::vector<cplx> ref(3 * nc, cplx(0));
@@ -131,6 +141,16 @@ int main(int argc, char** argv) {
       }
       lists.m2l[grid[g]].push_back({grid[(j[2] * n + j[1]) * n + j[0]], shift_index(s[0], s[1], s[2])});
     }
+  }
+  if (planes > 0) {
+    std::printf("%6s %5s %3s %5s %8s %7s %7s %10s %9s %9s\n", "n", "level", "p", "theta", "entries", "planes", "extent",
+                "fft_ms", "table_GiB", "max_err");
+    long long entries = 0;
+    for (const auto& o : st.offsets) entries += static_cast<long long>(o.size());
+    std::printf("%6d %5d %3d %5.2f %8.1f %7d %7d %10.3f %9.2f %9.2e\n", N, level, p, theta, entries / 8.0, planes, extent,
+                fft_ms, fft.bytes() / 1073741824.0, worst);
+    std::fprintf(stderr, "tables built in %.2f s\n", build);
+    return 0;
   }
   std::vector<Vec3> alpha(x.size());
   for (auto& v : alpha) v = {u(rng), u(rng), u(rng)};

@@ -163,5 +163,55 @@ TEST(LevelStencil, TheUniformDepthsLeavesHoldALatticeOfAnySize) {
     }
 }
 
+// A window of target parent planes (fmm/m2l_fft_gpu.h) reads the source parent planes
+// [z0 + lo, z0 + nz + hi): every offset of every parity, its target child in either z half of
+// its parent, lands there (floor division of negative offsets included), and lo and hi are
+// reached. The stencils of theta 0.5 to 0.8 with the cut-offs the deck's lattices give (0 to 2.3
+// leaf sides at the deepest level) reach 3 parent planes either way at 0.5, 2 above.
+TEST(LevelStencil, AWindowsSourcesLieWithinTheParentReach) {
+  for (double theta : {0.5, 0.6, 0.8})
+    for (double rcut : {0.0, 1.15, 2.3})
+      for (int level = 2; level <= 7; ++level) {
+        const LevelStencil st = uniform_stencil(level, theta, rcut * std::ldexp(1.0, level - 7));
+        const ParentReach r = parent_z_reach(st);
+        EXPECT_EQ(r.hi, theta < 0.6 ? 3 : 2) << theta << " " << rcut << " " << level;
+        EXPECT_EQ(r.lo, -r.hi) << theta << " " << rcut << " " << level;
+        bool lo = false, hi = false;
+        for (int c = 0; c < 8; ++c)
+          for (const auto& t : st.offsets[c]) {
+            const int child = (c >> 2) + t[2];  // from the target's parent's lower child plane
+            const int T = static_cast<int>(std::floor(child / 2.0));
+            EXPECT_GE(T, r.lo);
+            EXPECT_LE(T, r.hi);
+            lo = lo || T == r.lo;
+            hi = hi || T == r.hi;
+          }
+        EXPECT_TRUE(lo && hi);
+      }
+}
+
+// The windows' z extent: the planes with the reach, up to a length of factors 2, 3, 5 and 7 (the
+// transforms' sizes), the whole level where that is not less; and the bytes of a rank's windows
+// on R > 1 against the whole levels: at 256³ on 4 ranks (64 lattice planes a rank and one of
+// drift either way, under up to 10 of level 6's 32 parent planes of 8, 14 with the reach) about
+// 14/32 of them.
+TEST(LevelStencil, TheWindowsExtentAndBytes) {
+  const ParentReach r{-2, 2};
+  EXPECT_EQ(m2l_fft_window_extent(6, r, 8), 12);
+  EXPECT_EQ(m2l_fft_window_extent(6, r, 9), 14);   // 13 is prime
+  EXPECT_EQ(m2l_fft_window_extent(6, r, 28), 32);  // 32: the whole level
+  EXPECT_EQ(m2l_fft_window_extent(7, r, 19), 24);  // 23 is prime
+  EXPECT_EQ(m2l_fft_window_extent(3, r, 1), 4);
+  EXPECT_EQ(m2l_fft_bytes(6, 10, false, 32), m2l_fft_bytes(6, 10, false));
+  EXPECT_DOUBLE_EQ(m2l_fft_bytes(6, 10, false, 8), m2l_fft_bytes(6, 10, false) / 4);
+  const double rcut = 1.15;
+  double whole = m2l_fft_bytes(6, 13, true);
+  for (int l = 2; l < 6; ++l) whole += m2l_fft_bytes(l, 13, false);
+  EXPECT_DOUBLE_EQ(m2l_fft_set_bytes(6, 13, 0.8, rcut, 256, 1), whole);
+  const double four = m2l_fft_set_bytes(6, 13, 0.8, rcut, 256, 4);
+  EXPECT_NEAR(four / whole, 14.0 / 32, 0.03);
+  EXPECT_LT(m2l_fft_set_bytes(6, 13, 0.8, rcut, 256, 8), four);
+}
+
 }  // namespace
 }  // namespace vh::fmm

@@ -74,6 +74,65 @@ TEST(M2LFftGpu, EqualsTheStencilsTranslationsWithTheCutOff) {
   expect_fft_equals_direct(32, 64, 0.6, 8, 1.15);
 }
 
+// Windows of parent planes (issue 25: a rank's targets): the transforms over e < m planes in z,
+// not periodic, give the cells of the window's planes the whole level's sums and touch no other
+// cell; windows that wrap around the box included, and the whole level's operator restricted to
+// a window. Level 4 of a 32^3 lattice (m = 8 parent planes; at theta 0.6 the stencil reaches two
+// parent planes either way, so e = 5, 6, 7 hold windows of 1, 2, 3 planes).
+TEST(M2LFftGpu, WindowsOfParentPlanesEqualTheStencilsTranslations) {
+  VH_NEED_GPU();
+  const int p = 6, level = 4, m = 8;
+  const testing::LevelSetup s = testing::lattice_setup(32, 8, p, 7);
+  ASSERT_EQ(static_cast<int>(s.tree.levels.size()) - 1, level);
+  const LevelStencil st = uniform_stencil(level, 0.6, 1.15);
+  const ParentReach r = parent_z_reach(st);
+  ASSERT_EQ(r.lo, -2);
+  ASSERT_EQ(r.hi, 2);
+  EXPECT_EQ(m2l_fft_window_extent(level, r, 1), 5);
+  EXPECT_EQ(m2l_fft_window_extent(level, r, 3), 7);
+  EXPECT_EQ(m2l_fft_window_extent(level, r, 4), m);  // 8 planes are the whole level's
+  EXPECT_LT(m2l_fft_bytes(level, p, false, 5), 0.7 * m2l_fft_bytes(level, p, false));
+  const std::vector<cplx> ref = testing::stencil_m2l_direct(s, p, st);
+  const std::vector<int> grid = level_grid(s.tree, level);
+  const int k = 3 * ncoef(p), n = 2 * m;
+  for (const int e : {5, 6, 7, m}) {
+    M2LFftGpu fft(p, kBoxLength, st, e);
+    EXPECT_EQ(fft.planes(), e == m ? m : e - 4);
+    for (const int z0 : {0, 3, m - 1}) {
+      for (const int nz : {1, std::min(fft.planes(), 3)}) {
+        std::vector<cplx> L(s.M.size(), cplx(0));
+        fft.apply(s.M, L, grid, z0, nz);
+        double worst = 0;
+        int inside = 0;
+        for (int g = 0; g < n * n * n; ++g) {
+          const std::size_t a = static_cast<std::size_t>(grid[g]);
+          const int pz = g / (n * n) / 2;
+          if ((pz - z0 + m) % m < nz) {
+            ++inside;
+            double num = 0, den = 0;
+            for (int c = 0; c < k; ++c) {
+              num += std::norm(L[a * k + c] - ref[a * k + c]);
+              den += std::norm(ref[a * k + c]);
+            }
+            worst = std::max(worst, std::sqrt(num / den));
+          } else {
+            for (int c = 0; c < k; ++c) ASSERT_EQ(L[a * k + c], cplx(0)) << "e " << e << " z0 " << z0 << " cell " << a;
+          }
+        }
+        EXPECT_EQ(inside, nz * 2 * n * n);
+        std::printf("extent %d, planes %d + %d: worst cell error %.3g\n", e, z0, nz, worst);
+        EXPECT_LT(worst, 1e-12) << "e " << e << " z0 " << z0 << " nz " << nz;
+      }
+    }
+  }
+  EXPECT_THROW(M2LFftGpu(p, kBoxLength, st, 4), std::invalid_argument);  // its window would wrap
+  EXPECT_THROW(M2LFftGpu(p, kBoxLength, st, m + 1), std::invalid_argument);
+  M2LFftGpu w(p, kBoxLength, st, 6);
+  std::vector<cplx> L(s.M.size(), cplx(0));
+  EXPECT_THROW(w.apply(s.M, L, grid, 0, 3), std::invalid_argument);
+  EXPECT_THROW(w.apply(s.M, L, grid, m, 1), std::invalid_argument);
+}
+
 // The 64 (target, source parity) pairs share one table a parity difference because the rule
 // makes their offsets the same (level_stencil.h); a stencil that breaks it is refused, not
 // summed into a wrong table. Parity 0 loses an offset that parity 1 keeps (the same x parity
