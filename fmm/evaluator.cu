@@ -169,6 +169,30 @@ __global__ void own_tasks_kernel(int n, const int4* __restrict__ tasks, const in
   if (t < n) keep[t] = own[tasks[t].x + tasks[t].y] > own[tasks[t].x] ? 1 : 0;
 }
 
+// occupied[z] = 1 for the z plane (cells of side h from lo_z, n a side) of each leaf that holds
+// one of this rank's targets (own as above).
+__global__ void own_planes_kernel(int nl, const int* __restrict__ leaves, const GCell* __restrict__ cells,
+                                  const int* __restrict__ own, double lo_z, double h, int n, int* __restrict__ occupied) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= nl) return;
+  const GCell C = cells[leaves[i]];
+  if (own[C.end] == own[C.begin]) return;
+  occupied[min(max(static_cast<int>(floor((C.cz - lo_z) / h)), 0), n - 1)] = 1;
+}
+
+// The shortest run of planes, mod n, that holds every occupied one: [first, first + count);
+// count 0 where all are occupied or none.
+void occupied_arc(const std::vector<int>& occupied, int& first, int& count) {
+  const int n = static_cast<int>(occupied.size());
+  int gap = 0, gap_end = 0;  // the longest run of empty planes, cyclically, and where it ends
+  for (int z = 0, run = 0; z < 2 * n; ++z) {
+    run = occupied[z % n] ? 0 : std::min(run + 1, n);
+    if (run > gap) gap = run, gap_end = (z + 1) % n;
+  }
+  first = gap == 0 || gap == n ? 0 : gap_end;
+  count = gap == 0 || gap == n ? 0 : n - gap;
+}
+
 // keep[i] = 1 where cell ids[i] holds one of this rank's targets (own as above).
 __global__ void own_cells_kernel(int n, const int* __restrict__ ids, const GCell* __restrict__ cells,
                                  const int* __restrict__ own, int* __restrict__ keep) {
@@ -458,7 +482,10 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
 
   // --- sorted particles, trees, lists: kept when the positions are those of the last call ---
   int min_level = 0;  // the source tree's forced depth (fmm.m2l fft, below)
-  bool reuse = same && s.kept.valid && s.kept.kind == kind && s.kept.n == n && s.kept.m == nt;
+  // (evaluate_own: and this rank's sources those of the last call, whose leaves chose the
+  // uniform levels' windows.)
+  bool reuse = same && s.kept.valid && s.kept.kind == kind && s.kept.n == n && s.kept.m == nt &&
+               (!own || (s.own_sel.valid && s.own_sel.first == s.share_first && s.own_sel.count == s.share_count));
   if (reuse) {
     const long long moved = s.src.first_change(d_x, d_sigma, prm.periodic);
     if (moved >= 0)
@@ -494,14 +521,49 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   const auto t_tree = clock_type::now();
   tm.tree = seconds(t_checked, t_tree);
   st.mark(reuse ? "strengths" : "sort+trees");
+  // This rank's sources counted in sorted order (exclusive prefix sum): FarPlan::own when the
+  // upward pass is shared, the selection of evaluate_own's work below; kept, with the
+  // selection, while the trees and this rank's range are those of the last call.
+  const bool own_fresh = !reuse || !s.own_sel.valid || s.own_sel.first != s.share_first ||
+                         s.own_sel.count != s.share_count;
+  if ((s.share || own) && own_fresh) {
+    s.own_sel = Impl::OwnSelection{};
+    s.own_flag.reserve(static_cast<std::size_t>(n));
+    s.own_prefix.reserve(static_cast<std::size_t>(n) + 1);
+    own_flag_kernel<<<(n + 255) / 256, 256>>>(n, s.src.permutation(), s.share_first, s.share_count,
+                                              s.own_flag.data());
+    VH_CHECK_LAUNCH();
+    VH_CHECK_CUDA(cudaMemset(s.own_prefix.data(), 0, sizeof(int)));
+    std::size_t bytes = 0;
+    VH_CHECK_CUDA(cub::DeviceScan::InclusiveSum(nullptr, bytes, s.own_flag.data(), s.own_prefix.data() + 1, n));
+    s.scan_temp.reserve(std::max<std::size_t>(bytes, 1));
+    VH_CHECK_CUDA(
+        cub::DeviceScan::InclusiveSum(s.scan_temp.data(), bytes, s.own_flag.data(), s.own_prefix.data() + 1, n));
+  }
   if (!reuse) {
     // A complete tree (the vortex solver's lattice) by its uniform levels (fmm.m2l fft), when
     // its tables fit; otherwise, and for every other tree, the traversal's lists.
-    s.use_uniform = prm.m2l == "fft" && self && prm.periodic &&
-                    UniformFar::complete(stree.cells(), stree.levels(), stree.n_leaves()) &&
+    const bool complete = UniformFar::complete(stree.cells(), stree.levels(), stree.n_leaves());
+    // evaluate_own: the z planes of the leaves that hold this rank's targets, whose ancestors
+    // alone take the uniform levels' FFT M2L (a window of each level, uniform_gpu.h).
+    int first_plane = 0, planes = 0;
+    if (own && complete && prm.m2l == "fft" && prm.periodic) {
+      const int L = stree.levels() - 1, nz = 1 << L;
+      s.keep.reserve(static_cast<std::size_t>(nz));
+      VH_CHECK_CUDA(cudaMemset(s.keep.data(), 0, sizeof(int) * nz));
+      own_planes_kernel<<<(stree.n_leaves() + 255) / 256, 256>>>(
+          stree.n_leaves(), stree.leaves(), static_cast<const GCell*>(stree.gcells()), s.own_prefix.data(),
+          center[2] - half, 2 * half / nz, nz, s.keep.data());
+      VH_CHECK_LAUNCH();
+      std::vector<int> occupied(nz);
+      s.keep.download(occupied.data(), occupied.size());
+      occupied_arc(occupied, first_plane, planes);
+    }
+    s.use_uniform = prm.m2l == "fft" && self && prm.periodic && complete &&
                     s.uniform.build(static_cast<const GCell*>(stree.gcells()), stree.cells(), stree.levels(),
                                     static_cast<const double4_32a*>(s.src.positions_sigma()), prm.p, s.mac, c.sigma_max,
-                                    s.r0, s.shifts, 2 * half, {center[0] - half, center[1] - half, center[2] - half});
+                                    s.r0, s.shifts, 2 * half, {center[0] - half, center[1] - half, center[2] - half},
+                                    first_plane, planes);
   }
   // (The counts of the tree it looked at, before the re-split below.)
   if (profile_enabled() && !reuse && prm.m2l == "fft" && !s.use_uniform)
@@ -554,25 +616,6 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   f.nchild = stree.nchild();
   f.parents = stree.parents();
   f.m2m_levels = stree.m2m_levels();
-  // This rank's sources counted in sorted order (exclusive prefix sum): FarPlan::own when the
-  // upward pass is shared, the selection of evaluate_own's work below; kept, with the
-  // selection, while the trees and this rank's range are those of the last call.
-  const bool own_fresh = !reuse || !s.own_sel.valid || s.own_sel.first != s.share_first ||
-                         s.own_sel.count != s.share_count;
-  if ((s.share || own) && own_fresh) {
-    s.own_sel = Impl::OwnSelection{};
-    s.own_flag.reserve(static_cast<std::size_t>(n));
-    s.own_prefix.reserve(static_cast<std::size_t>(n) + 1);
-    own_flag_kernel<<<(n + 255) / 256, 256>>>(n, s.src.permutation(), s.share_first, s.share_count,
-                                              s.own_flag.data());
-    VH_CHECK_LAUNCH();
-    VH_CHECK_CUDA(cudaMemset(s.own_prefix.data(), 0, sizeof(int)));
-    std::size_t bytes = 0;
-    VH_CHECK_CUDA(cub::DeviceScan::InclusiveSum(nullptr, bytes, s.own_flag.data(), s.own_prefix.data() + 1, n));
-    s.scan_temp.reserve(std::max<std::size_t>(bytes, 1));
-    VH_CHECK_CUDA(
-        cub::DeviceScan::InclusiveSum(s.scan_temp.data(), bytes, s.own_flag.data(), s.own_prefix.data() + 1, n));
-  }
   if (s.share) f.own = s.own_prefix.data();
   f.children = tt.children();
   f.l2l_levels = tt.l2l_levels();
@@ -596,7 +639,7 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   }
   if (own && own_fresh) {
     // This rank's targets only: the leaves that hold some for the L2P, the M2L lists' target
-    // cells that hold some (the uniform levels' FFTs stay whole).
+    // cells that hold some (the uniform levels' FFTs took their window when built).
     const int* op = s.own_prefix.data();
     s.keep.reserve(static_cast<std::size_t>(std::max({f.n_tgt_leaves, f.n_m2l_targets, 1})));
     if (f.n_tgt_leaves > 0) {

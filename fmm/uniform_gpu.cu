@@ -179,7 +179,8 @@ bool UniformFar::complete(int cells, int levels, int leaves) {
 }
 
 bool UniformFar::build(const GCell* cells, int ncells, int levels, const double4_32a* x, int p, const Acceptance& mac,
-                       double sigma_max, int r0, const std::vector<Vec3>& shifts, double side0, const Vec3& lo) {
+                       double sigma_max, int r0, const std::vector<Vec3>& shifts, double side0, const Vec3& lo,
+                       int first_plane, int planes) {
   const int L = levels - 1;
   refused_.clear();
   if (p > 14 || !complete(ncells, levels, static_cast<int>(1LL << (3 * L)))) {
@@ -217,17 +218,33 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, const double4
         return false;
       }
 
-  // The FFT operators of levels 2 .. L, kept while their stencils are the same; first the
-  // memory they need (tables, transforms, and the tables' transient copy).
-  std::map<int, LevelStencil> want;
+  // The FFT operators of levels 2 .. L, kept while their stencils are the same and their
+  // windows hold the target planes; first the memory they need (tables, transforms, and the
+  // tables' transient copy). The target parent planes of level l: those of the leaf planes
+  // [first_plane, first_plane + planes) (all where planes is 0).
+  if (planes < 0 || planes > (1 << L) || first_plane < 0 || first_plane >= (1 << L))
+    throw std::invalid_argument("UniformFar: leaf planes " + std::to_string(first_plane) + " + " +
+                                std::to_string(planes) + " of " + std::to_string(1 << L));
+  std::map<int, std::pair<LevelStencil, int>> want;  // the stencil and its z extent
   std::size_t need = 0;
   for (int l = 2; l <= L; ++l) {
     LevelStencil st = uniform_stencil(l, mac.theta, rcut_cells(l), slack_cells(l));
-    const auto it = fft_.find(l);
-    if (it != fft_.end() && it->second.p == p && it->second.side0 == side0 && it->second.st.offsets == st.offsets)
+    const int m = 1 << (l - 1), shift = L - l + 1;
+    int z0 = 0, nz = m;
+    if (planes > 0 && ((first_plane + planes - 1) >> shift) - (first_plane >> shift) + 1 < m) {
+      z0 = first_plane >> shift;
+      nz = ((first_plane + planes - 1) >> shift) - z0 + 1;
+    }
+    const int extent = m2l_fft_window_extent(l, parent_z_reach(st), nz);
+    if (extent == m) z0 = 0, nz = m;  // the whole level's transforms: every cell takes its M2L
+    Fft& f = fft_[l];
+    f.z0 = z0;
+    f.nz = nz;
+    if (f.op && f.p == p && f.side0 == side0 && f.st.offsets == st.offsets && f.op->planes() >= nz &&
+        (extent == m) == (f.op->planes() == m))
       continue;
-    need += static_cast<std::size_t>(m2l_fft_bytes(l, p, true));
-    want[l] = std::move(st);
+    need += static_cast<std::size_t>(m2l_fft_bytes(l, p, true, extent));
+    want[l] = {std::move(st), extent};
   }
   if (need > 0) {
     std::size_t free_b = 0, total_b = 0;
@@ -238,13 +255,13 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, const double4
       return false;
     }
   }
-  for (auto& [l, st] : want) {
+  for (auto& [l, w] : want) {
     Fft& f = fft_[l];
     f.op.reset();
-    f.op = std::make_unique<M2LFftGpu>(p, side0, st);
+    f.op = std::make_unique<M2LFftGpu>(p, side0, w.first, w.second);
     f.p = p;
     f.side0 = side0;
-    f.st = std::move(st);
+    f.st = std::move(w.first);
   }
   for (auto it = fft_.begin(); it != fft_.end();) it = it->first > L ? fft_.erase(it) : std::next(it);
 
@@ -311,7 +328,7 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, const double4
     }
   }
   n_m2l_ = static_cast<long long>(entries.size());
-  for (const auto& [l, f] : fft_) n_m2l_ += f.st.translations();
+  for (const auto& [l, f] : fft_) n_m2l_ += f.st.translations() / (1LL << (l - 1)) * f.nz;
   n_targets_ = static_cast<int>(targets.size());
   targets_.upload(targets);
   goffset_.upload(goffset);
@@ -369,7 +386,7 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, const double4
 
 void UniformFar::m2l(const double2* M, double2* L, cudaStream_t s) const {
   for (const auto& [l, f] : fft_)
-    f.op->apply_device(M, L, grid_.data() + level_offset(l), s);
+    f.op->apply_device(M, L, grid_.data() + level_offset(l), s, f.z0, f.nz);
 }
 
 void uniform_m2l(const UniformFar* u, FarWork& w, cudaStream_t s) {

@@ -41,10 +41,16 @@ class UniformFar {
   /// order, the root cube of side side0 with lower corner lo), order p, the acceptance `mac`
   /// with the largest core radius sigma_max, and the near images `shifts` of half width r0;
   /// x: the sorted source positions (device), whose margins inside their leaves give the slack.
+  /// Where only the leaves of the z planes [first_plane, first_plane + planes) of level L (mod
+  /// 2^L; planes 0: all) need their local expansions (evaluate_own: one rank's targets), each
+  /// level whose window of their ancestors' parent planes, with the stencil's reach, is
+  /// narrower than the level takes its FFTs over the window only (m2l_fft_gpu.h); the other
+  /// cells of that level then get no M2L of their level.
   /// Returns false, building nothing the caller uses, when p > 14 or the FFTs' tables would not
   /// fit in the device's free memory; the caller then takes the traversal's lists.
   bool build(const GCell* cells, int ncells, int levels, const double4_32a* x, int p, const Acceptance& mac,
-             double sigma_max, int r0, const std::vector<Vec3>& shifts, double side0, const Vec3& lo);
+             double sigma_max, int r0, const std::vector<Vec3>& shifts, double side0, const Vec3& lo,
+             int first_plane = 0, int planes = 0);
   /// Why the last build() returned false ("" after a true).
   const std::string& refused() const { return refused_; }
 
@@ -54,7 +60,8 @@ class UniformFar {
   const int* m2l_groups() const { return groups_.data(); }
   const int2* m2l_entries() const { return entries_.data(); }
   int n_m2l_targets() const { return n_targets_; }
-  /// Translations per evaluation: the lists' and the stencils' (n^3 / 8 times their entries).
+  /// Translations per evaluation: the lists' and the stencils' (n^3 / 8 times their entries,
+  /// the window's share of them).
   long long n_m2l() const { return n_m2l_; }
   // The P2P, P2PGpu's layout (P2PArrays, p2p_gpu.h).
   const int4* p2p_tasks() const { return tasks_.data(); }
@@ -85,6 +92,7 @@ class UniformFar {
   struct Fft {
     int p = -1;
     double side0 = 0;
+    int z0 = 0, nz = 0;  // the target parent planes
     LevelStencil st;
     std::unique_ptr<M2LFftGpu> op;
   };

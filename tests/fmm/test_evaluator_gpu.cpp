@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -553,6 +554,82 @@ TEST(EvaluatorGpuUniform, ALatticeUnevenInItsLeavesTakesTheUniformLevels) {
   EXPECT_EQ(r.tf.n_p2p_pairs, pairs);
   EXPECT_GT(r.tf.n_m2l, uniform_translations(3, rcut, slack));
   EXPECT_LT(r.tf.n_m2l, uniform_translations(3, rcut, slack) + 8 * 1000);
+}
+
+// evaluate_own (the vortex solver on R GPUs: every rank's blobs, u and ∇u at its own z-slab):
+// each level's FFT M2L takes only the window of parent planes above the rank's leaves
+// (uniform_gpu.h). On a 48^3 lattice at ncrit 27 (level 4: leaves of 3^3 blobs, m = 8 parent
+// planes a side) the ranks' rows equal evaluate_self's to round-off for R = 1 .. 5 (uneven at
+// 5: 9/10/9/10/10 of the 48 planes), with the slabs turned by two planes so that rank 0's wraps
+// around the box, and level 4's translations fall to the window's share where the window with
+// the stencil's reach is narrower than the level. One GPU; no ranks needed:
+// share_upward(nullptr, first, count).
+TEST(EvaluatorGpuUniform, EvaluateOwnTakesTheWindowOfItsRanksPlanes) {
+  VH_NEED_GPU();
+  const int n = 48, turn = 2;
+  const double h = kBoxLength / n;
+  Blobs b;
+  testing::lattice_blobs(n, testing::random_solenoidal(n, 11), b.x, b.alpha);
+  for (std::size_t i = 0; i < b.x.size(); ++i) {  // x and z swapped: z the slowest in input order
+    std::swap(b.x[i][0], b.x[i][2]);
+    std::swap(b.alpha[i][0], b.alpha[i][2]);
+  }
+  b.sigma.assign(b.x.size(), h);
+  const std::size_t plane = static_cast<std::size_t>(n) * n;
+  std::rotate(b.x.begin(), b.x.end() - turn * plane, b.x.end());
+  std::rotate(b.alpha.begin(), b.alpha.end() - turn * plane, b.alpha.end());
+  Params prm = uniform_params("fft");
+  prm.ncrit = 27;
+  GpuEvaluator whole(prm);
+  std::vector<Vec3> u;
+  std::vector<Mat3> g;
+  const Timings ts = resident(whole, b, nullptr, u, g);
+  const DeviceArray<double> x = device_copy(b.x), a = device_copy(b.alpha), sg = device_copy(b.sigma);
+  double umax = 0, gmax = 0;
+  for (std::size_t i = 0; i < u.size(); ++i)
+    for (int d = 0; d < 3; ++d) {
+      umax = std::max(umax, std::abs(u[i][d]));
+      for (int e = 0; e < 3; ++e) gmax = std::max(gmax, std::abs(g[i][d][e]));
+    }
+  const double rcut = std::sqrt(2.0) * rho_tolerance(1e-4) * h / (kBoxLength / 16);  // leaf sides
+  const LevelStencil l4 = uniform_stencil(4, 0.6, rcut, 1.0 / 3);  // slack: points 0, h, 2h of 3h
+  const ParentReach reach = parent_z_reach(l4);
+  int windows = 0;
+  for (int R = 1; R <= 5; ++R) {
+    for (int r = 0; r < R; ++r) {
+      const std::size_t first = plane * static_cast<std::size_t>(n * r / R),
+                        count = plane * static_cast<std::size_t>(n * (r + 1) / R - n * r / R);
+      GpuEvaluator own(prm);
+      own.share_upward(nullptr, first, count);
+      const DeviceArray<double> du = device_nan(3 * count), dg = device_nan(9 * count);
+      const Timings to = own.evaluate_own(x.data(), a.data(), sg.data(), b.x.size(), du.data(), dg.data());
+      const std::vector<Vec3> uo = host_copy<Vec3>(du);
+      const std::vector<Mat3> go = host_copy<Mat3>(dg);
+      double eu = 0, eg = 0;
+      for (std::size_t i = 0; i < count; ++i)
+        for (int d = 0; d < 3; ++d) {
+          eu = std::max(eu, std::abs(uo[i][d] - u[first + i][d]));
+          for (int e = 0; e < 3; ++e) eg = std::max(eg, std::abs(go[i][d][e] - g[first + i][d][e]));
+        }
+      std::printf("[ own %d of %d ] input planes %zu..%zu (turned by %d): max |own - self| u %.2e, grad %.2e of "
+                  "%.2e, %.2e; translations %lld of %lld\n",
+                  r, R, first / plane, (first + count) / plane - 1, turn, eu, eg, umax, gmax, to.n_m2l, ts.n_m2l);
+      EXPECT_LE(eu, 1e-13 * umax) << r << " of " << R;
+      EXPECT_LE(eg, 1e-13 * gmax) << r << " of " << R;
+      // Levels 2 and 3 whole (their 2 and 4 parent planes hold no window), level 4 on the parent
+      // planes (6 lattice planes each) of the rank's lattice planes where they and the stencil's
+      // reach are fewer than its 8.
+      std::set<int> parents;
+      for (std::size_t k = first / plane; k < (first + count) / plane; ++k)
+        parents.insert(static_cast<int>((k + n - turn) % n) / 6);
+      const int nzp = static_cast<int>(parents.size());
+      const bool window = nzp + reach.hi - reach.lo < 8;
+      windows += window;
+      const long long t4 = l4.translations();
+      EXPECT_EQ(to.n_m2l, window ? ts.n_m2l - t4 + t4 / 8 * nzp : ts.n_m2l) << r << " of " << R;
+    }
+  }
+  EXPECT_GE(windows, 9);  // R = 4 and 5 (12 and 9 or 10 lattice planes: 3 parent planes)
 }
 
 TEST(EvaluatorGpuUniform, JitteredBlobsMatchATightReference) {

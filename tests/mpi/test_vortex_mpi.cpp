@@ -163,6 +163,8 @@ struct Case {
   int reinit_every;
   Velocity velocity = Velocity::fmm;
   Diffusion diffusion = Diffusion::lattice;
+  const char* m2l = nullptr;  // fmm.m2l and fmm.ncrit where set
+  int ncrit = 0;
 };
 
 /// The bound of a case's ten steps: the FMM's tolerance, or with the lattice velocity (no FMM,
@@ -178,6 +180,8 @@ Params case_params(const Case& c, bool gpu) {
   prm.velocity = c.velocity;
   prm.diffusion = c.diffusion;
   prm.fmm.tolerance = kTolerance;
+  if (c.m2l) prm.fmm.m2l = c.m2l;
+  if (c.ncrit > 0) prm.fmm.ncrit = c.ncrit;
   prm.use_gpu = gpu;
   return prm;
 }
@@ -294,6 +298,13 @@ TEST(VortexMpiGpu, TenStepsWithTheLatticeVelocityEqualOneGpu) { ten_steps_equal_
 
 TEST(VortexMpiGpu, TenStepsWithTheIntegratingFactorEqualOneGpu) {
   ten_steps_equal_one_gpu({16, 1.0, 1, Velocity::lattice, Diffusion::integrating_factor});
+}
+
+// The uniform levels' FFT M2L (fmm.m2l = fft) deep enough for a rank's windows (fmm/uniform_gpu.h):
+// a 48³ lattice in leaves of 27 (level 4, 8 parent planes a side of 6 lattice planes); on 4
+// ranks a rank's 12 planes lie under 3 of them, which with the stencil's reach make 7 of the 8.
+TEST(VortexMpiGpu, TenStepsOnTheUniformLevelsWindowsEqualOneGpu) {
+  ten_steps_equal_one_gpu({48, 1.0, 1, Velocity::fmm, Diffusion::lattice, "fft", 27});
 }
 
 }  // namespace
