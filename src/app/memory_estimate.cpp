@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "core/slab.h"
 #include "fmm/level_stencil.h"
+#include "fmm/traverse.h"
 #include "spectral/fused.h"
 #include "spectral/slab_kernel.h"
 #include "vortex/blobs.h"
@@ -280,16 +281,18 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
       if (c.vortex.velocity == vortex::Velocity::lattice)
         e.device.push_back({"u and grad u of the lattice velocity", 96 * particles / R});
       // fmm.m2l fft: the uniform levels' FFT tables and transforms, the deepest level's tables
-      // twice while they are built (fmm/level_stencil.h m2l_fft_bytes), for the whole set on any R
-      // (GpuEvaluator::evaluate_own builds the whole tree on every rank). A run takes them only
-      // where the whole estimate with them fits its GPU, else the lists (fit_fmm_m2l), so that a
-      // run the lists carry (512^3 on 4 GPUs: 67 GiB a rank, the tables 47 GiB more) is admitted.
+      // twice while they are built (fmm/level_stencil.h m2l_fft_set_bytes): the whole levels on
+      // one GPU, on R a rank's windows over the parent planes above its slab (GpuEvaluator::
+      // evaluate_own). A run takes them only where the whole estimate with them fits its GPU,
+      // else the lists (fit_fmm_m2l), so that a run the lists carry is admitted.
       if (c.vortex.velocity == vortex::Velocity::fmm && c.vortex.fmm.m2l == "fft") {
         const fmm::Params r = c.vortex.fmm.resolved();
         const int L = fmm::uniform_depth(particles, r.ncrit);
-        double b = fmm::m2l_fft_bytes(L, r.p, true);
-        for (int l = 2; l < L; ++l) b += fmm::m2l_fft_bytes(l, r.p, false);
-        e.device.push_back({kFftTablesItem, b});
+        const double n = vortex::lattice_points_per_direction(c.vortex.refine, c.n);
+        // the largest core (σ₀ grown to max_core_ratio) against the leaves' side, 2π / 2^L
+        const double sigma = c.vortex.overlap * c.vortex.max_core_ratio * (2 * M_PI / n);
+        const double rcut = std::sqrt(2.0) * fmm::rho_tolerance(r.tolerance) * sigma / (2 * M_PI / (1 << L));
+        e.device.push_back({kFftTablesItem, fmm::m2l_fft_set_bytes(L, r.p, r.theta, rcut, static_cast<int>(n), R)});
       }
     }
     // The integrating factor's first half at the particles: γ of the step's start, then the

@@ -14,6 +14,7 @@
 #include "app/config.h"
 #include "app/deck.h"
 #include "app/memory_estimate.h"
+#include "fmm/level_stencil.h"
 #include "shell.h"
 
 namespace fs = std::filesystem;
@@ -131,8 +132,10 @@ TEST(MemoryEstimate, VortexGpuCountsTheUniformLevelsFfts) {
 // GPU (fit_fmm_m2l); else the lists, and the estimate counts no tables. The SC09 deck (both solvers,
 // p 10, tolerance 1e-4) on an H200 (138 GiB free): at 256³ the tables of level 6 (6 GiB) fit, at
 // 384³ those of level 7 (47.4 GiB) still fit beside the run, at 448³ they do not and the lists
-// carry the run; likewise on 4 ranks at 512³. Before 2026-12-03 the estimate counted the tables
-// whatever the room (and 64 of them a level, 84.9 GiB at level 7): the largest N offered was 320.
+// carry the run. On 4 ranks at 512³ a rank holds the windows of the parent planes above its slab
+// (fmm/m2l_fft_gpu.h; about a third of level 7's planes, 18 GiB), which fit. Before 2026-12-03
+// the estimate counted the tables whatever the room (and 64 of them a level, 84.9 GiB at level
+// 7): the largest N offered was 320; before 2026-12-04 every rank counted the whole levels.
 TEST(MemoryEstimate, TheFftTablesOnlyWhereTheyFitBesideTheRun) {
   vh::app::MemoryAvailable h200;
   h200.bytes = 138.0 * 1024 * 1024 * 1024;
@@ -157,11 +160,13 @@ TEST(MemoryEstimate, TheFftTablesOnlyWhereTheyFitBesideTheRun) {
   struct Case {
     int n, ranks;
     bool fits;
+    double tables_gib;  // at least
   };
-  for (const Case& k : {Case{256, 1, true}, Case{384, 1, true}, Case{448, 1, false}, Case{512, 4, false}}) {
+  for (const Case& k :
+       {Case{256, 1, true, 5}, Case{384, 1, true, 40}, Case{448, 1, false, 40}, Case{512, 4, true, 10}}) {
     vh::app::RunConfig c = sc09(k.n, k.ranks);
     const MemoryEstimate with = estimate(c);
-    EXPECT_GT(tables(with), (k.n > 256 ? 40 : 5) * gib) << k.n;
+    EXPECT_GT(tables(with), k.tables_gib * gib) << k.n;
     const std::string why =
         vh::app::fit_fmm_m2l(c, Backend::gpu, vh::app::spectral_fused_on_gpu(c, Backend::gpu), h200);
     const MemoryEstimate fitted = estimate(c);
@@ -180,6 +185,12 @@ TEST(MemoryEstimate, TheFftTablesOnlyWhereTheyFitBesideTheRun) {
     std::printf("N %d ranks %d: %.1f GiB with the tables (%.1f GiB), %.1f GiB as fitted (%s)\n", k.n, k.ranks,
                 with.device_bytes() / gib, tables(with) / gib, fitted.device_bytes() / gib, c.vortex.fmm.m2l.c_str());
   }
+
+  // A rank's windows at 512³: level 7's 64 parent planes, a rank's 16 (128 lattice planes, and
+  // one of drift either way: 18) with the stencil's reach of 2 either way, 22 of the 64.
+  const double one = tables(estimate(sc09(512, 1))), four = tables(estimate(sc09(512, 4)));
+  EXPECT_LT(four, 0.4 * one);
+  EXPECT_GT(four, 22.0 / 64 * vh::fmm::m2l_fft_bytes(7, 10, true));
 
   // The N offered when a run is short fits the M2L as the run would: past the level-7 tables.
   vh::app::RunConfig c = sc09(1024, 1);
@@ -252,15 +263,15 @@ TEST(MemoryEstimate, VortexGpuDeviceBoundsWhatRunsHeld) {
   };
   for (const Run& r :
        {Run{128, 1, "lists", 1.87}, Run{192, 1, "lists", 8.05}, Run{256, 1, "lists", 14.08}, Run{128, 1, "fft", 2.12},
-        Run{192, 1, "fft", 11.39}, Run{256, 1, "fft", 16.46}, Run{512, 4, "fft", 66.98}}) {
+        Run{192, 1, "fft", 11.39}, Run{256, 1, "fft", 16.46}, Run{512, 4, "lists", 66.98}}) {
     vh::app::RunConfig c = config({"--case.solver=vortex", "--domain.n=" + std::to_string(r.n), "--vortex.refine=1",
                                    "--fmm.tolerance=1e-4", "--fmm.p=10", std::string("--fmm.m2l=") + r.m2l});
     c.ranks = r.ranks;
-    // As the run fits its M2L to the H200 (138 GiB free): the 4-rank case took the lists.
+    // As the run fits its M2L to the H200 (138 GiB free); the 4-rank case ran with the lists.
     vh::app::MemoryAvailable h200;
     h200.bytes = 138.0 * 1024 * 1024 * 1024;
     vh::app::fit_fmm_m2l(c, Backend::gpu, false, h200);
-    EXPECT_EQ(c.vortex.fmm.m2l, r.ranks > 1 ? "lists" : r.m2l);
+    EXPECT_EQ(c.vortex.fmm.m2l, r.m2l);
     const double est = estimate_memory(c, Backend::gpu, false).device_bytes() / std::pow(1024.0, 3);
     const double most = r.ranks > 1 ? 1.5 : r.m2l == std::string("fft") ? 1.6 : 1.2;
     EXPECT_GE(est, r.used_gib) << "N " << r.n << " ranks " << r.ranks << " " << r.m2l;
