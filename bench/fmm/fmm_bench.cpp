@@ -6,7 +6,8 @@
 //             [--ncrit 64] [--tolerance 1e-6] [--images 5] [--p2p-max-pairs -1] [--periodic]
 //             [--lattice | --turbulent | --white] [--precision single|double] [--m2l lists|fft] [--direct-max-log2n 18]
 //             [--ref-max-log2n 24] [--jitter 0] [--shift 0] [--fmm-ref] [--repeat 3] [--csv]
-//             [--resident [--overlap serial,streams,split] [--split-blocks 4]] [--split slabs|interleaved]
+//             [--resident [--overlap serial,streams,split] [--split-blocks 4] [--shares R]]
+//             [--split slabs|interleaved]
 //
 // --jitter F moves every coordinate by a uniform random amount in [-F h, F h] (as an AB2 step
 // leaves the particles of a lattice: off it, and lattice points on leaf faces into neighbour
@@ -35,6 +36,10 @@
 // mode), columns: the input check, sort + tree, lists, the GPU stages per stream and the GPU
 // wall time of P2M ... L2P with the overlap.  The error comes from one evaluate_self, the path
 // that is timed (fmm.m2l = fft included), the slope from the same_positions = false totals.
+// --shares R (with --resident --periodic, one process): what each rank of the vortex solver on R
+// GPUs computes, one share after the other on this GPU: evaluate_own at the share's z-slab of
+// every blob (share_upward without ranks: the whole upward pass, no all-reduce); a row per share
+// with its stages, translations and pairs, and the GPU memory in use with its evaluator.
 // Under mpirun (R > 1 ranks) on the CPU: every rank makes the same blobs and passes its share to
 // the Comm overload of evaluate_self (fmm/fmm.h: the local essential tree, fmm/let.h); --split
 // slabs (default: z-slabs of equal thickness, the vortex solver's partition) or interleaved
@@ -63,6 +68,7 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -105,6 +111,7 @@ struct Options {
   bool resident = false;  // --resident: GpuEvaluator on device-resident inputs
   std::vector<std::string> overlap{"serial", "streams", "split"};
   int split_blocks = 4;
+  int shares = 0;  // --shares R: evaluate_own for each of R z-slabs in turn, one process
   std::string split = "slabs";  // under mpirun: the blobs' partition over the ranks
   std::string device = "cpu";
   vh::fmm::Params prm;
@@ -136,6 +143,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--fmm-ref") o.fmm_ref = true;
     else if (a == "--resident") o.resident = true;
     else if (a == "--split-blocks") o.split_blocks = std::stoi(next());
+    else if (a == "--shares") o.shares = std::stoi(next());
     else if (a == "--split") o.split = next();
     else if (a == "--overlap") {
       o.overlap.clear();
@@ -159,7 +167,8 @@ Options parse(int argc, char** argv) {
       std::printf("usage: fmm_bench [--device cpu|gpu] [--min-log2n N] [--max-log2n N] [--p P] [--theta T] "
                   "[--ncrit N] [--tolerance E] [--images K] [--p2p-max-pairs M] [--periodic] [--lattice | --turbulent] "
                   "[--precision single|double] [--m2l lists|fft] [--direct-max-log2n N] [--ref-max-log2n N] [--jitter F] [--shift F] [--fmm-ref] [--repeat R] [--csv] "
-                  "[--resident [--overlap serial,streams,split] [--split-blocks B]] [--split slabs|interleaved]\n");
+                  "[--resident [--overlap serial,streams,split] [--split-blocks B] [--shares R]] "
+                  "[--split slabs|interleaved]\n");
       std::exit(0);
     } else {
       throw std::invalid_argument("unknown option " + a);
@@ -175,6 +184,9 @@ Options parse(int argc, char** argv) {
   if (o.resident) throw std::invalid_argument("--resident: this build has no CUDA");
 #endif
   if (o.split_blocks < 1) throw std::invalid_argument("--split-blocks must be >= 1");
+  if (o.shares < 0 || o.shares > 4096) throw std::invalid_argument("--shares must be in 0..4096");
+  if (o.shares > 0 && (!o.resident || !o.prm.periodic))
+    throw std::invalid_argument("--shares needs --resident and --periodic (or --turbulent)");
   if (o.split != "slabs" && o.split != "interleaved")
     throw std::invalid_argument("--split " + o.split + ": slabs or interleaved");
   o.prm.validate();
@@ -609,6 +621,53 @@ RanksRow run_ranks_gpu(const Options& o, const vh::fmm::Params& prm, const Blobs
   return row;
 }
 
+// --shares R: each z-slab share's evaluate_own in turn on this GPU (header comment), one table
+// row a share (printed) and its CSV rows.
+void run_shares(const Options& o, const vh::fmm::Params& prm, const Blobs& b, vh::bench::CsvRows* csv,
+                const std::string& case_base) {
+  const std::size_t n = b.x.size();
+  const std::vector<int> owner = owners(o, prm, b, o.shares);
+  std::vector<int> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int i, int j) { return owner[i] < owner[j]; });
+  Blobs all;
+  for (int i : order) {
+    all.x.push_back(b.x[i]);
+    all.a.push_back(b.a[i]);
+    all.s.push_back(b.s[i]);
+  }
+  DeviceArray x(all.x), a(all.a), s(all.s);
+  std::size_t first = 0;
+  for (int r = 0; r < o.shares; ++r) {
+    const std::size_t m = static_cast<std::size_t>(std::count(owner.begin(), owner.end(), r));
+    DeviceArray u(3 * std::max<std::size_t>(m, 1)), g(9 * std::max<std::size_t>(m, 1));
+    vh::fmm::GpuEvaluator ev(prm);
+    ev.share_upward(nullptr, first, m);
+    ev.evaluate_own(x.p, a.p, s.p, n, u.p, g.p);  // warm-up
+    std::vector<vh::fmm::Timings> runs;
+    for (int k = 0; k < o.repeat; ++k) runs.push_back(ev.evaluate_own(x.p, a.p, s.p, n, u.p, g.p));
+    std::sort(runs.begin(), runs.end(), [](const auto& p, const auto& q) { return p.total < q.total; });
+    const vh::fmm::Timings& t = runs[runs.size() / 2];
+    std::size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    const double gib = double(total_b - free_b) / 1073741824.0;
+    std::printf("%9zu %5d %9zu %8.4f %7.4f %8.4f %8.4f %8.4f %8.4f %8.4f %12lld %14lld %8.2f\n", n, r, m, t.total, t.tree,
+                t.p2m_m2m, t.m2l, t.l2l_l2p, t.p2p, t.gpu_wall, t.n_m2l, t.n_p2p_pairs, gib);
+    std::fflush(stdout);
+    if (csv) {
+      const std::string cs = case_base + " share=" + std::to_string(r) + "/" + std::to_string(o.shares);
+      csv->row(cs, "time_per_eval", t.total, "s");
+      csv->row(cs, "time_m2l", t.m2l, "s");
+      csv->row(cs, "time_p2p", t.p2p, "s");
+      csv->row(cs, "time_gpu_wall", t.gpu_wall, "s");
+      csv->row(cs, "m2l_translations", double(t.n_m2l), "1");
+      csv->row(cs, "p2p_pairs", double(t.n_p2p_pairs), "1");
+      csv->row(cs, "gpu_bytes_in_use", double(total_b - free_b), "B");
+    }
+    first += m;
+  }
+}
+
 // --resident: inputs on the device once, one evaluator for all the runs of this size.
 void run_resident(const Options& o, const vh::fmm::Params& prm, const Blobs& b, int lg, std::vector<ResidentRow>& out) {
   const std::size_t n = b.x.size();
@@ -832,6 +891,28 @@ int main(int argc, char** argv) {
               o.shift != 0 ? (" shifted by " + std::to_string(o.shift).substr(0, 5) + " h").c_str() : "", rp.p,
               rp.theta, rp.ncrit, prm.tolerance, prm.periodic ? (", images = " + std::to_string(prm.images)).c_str() : "",
               VH_GIT_HASH);
+#ifdef VH_FMM_HAVE_CUDA
+  if (o.shares > 0) {
+    std::printf("evaluate_own of each of %d z-slab shares in turn on this GPU (a rank's work on %d GPUs, the "
+                "upward pass whole, no all-reduce); stage times per stream, gpu wall: P2M ... L2P with the overlap; "
+                "GPU GiB in use with the share's evaluator\n%9s %5s %9s %8s %7s %8s %8s %8s %8s %8s %12s %14s %8s\n",
+                o.shares, o.shares, "N", "share", "own", "total[s]", "tree", "p2m/m2m", "m2l", "l2l/l2p", "p2p",
+                "gpu wall", "M2L", "P2P pairs", "GPU GiB");
+    std::ostringstream rows_csv;
+    vh::bench::CsvRows csv(rows_csv, "fmm", vh::fmm::gpu_name(), VH_GIT_HASH);
+    for (int lg = o.min_log2n; lg <= o.max_log2n; ++lg) {
+      if (o.lattice && lg % 3 != 0) continue;
+      const std::string cs = std::string("gpu resident evaluate_own periodic") + field + " N=" +
+                             std::to_string(1 << lg) + " p=" + std::to_string(rp.p) + " theta=" +
+                             std::to_string(rp.theta).substr(0, 4) + " ncrit=" + std::to_string(rp.ncrit) +
+                             " tol=" + std::to_string(prm.tolerance).substr(0, 8) + " m2l=" + rp.m2l +
+                             " median of " + std::to_string(o.repeat);
+      run_shares(o, prm, make_blobs(o, lg), &csv, cs);
+    }
+    if (o.csv) std::cout << rows_csv.str();
+    return 0;
+  }
+#endif
   if (o.resident)
     std::printf("resident inputs (GpuEvaluator); same: same_positions; stage times per stream, gpu wall: P2M ... L2P "
                 "with the overlap\n%9s %8s %5s %8s %7s %7s %7s %8s %8s %8s %8s %8s %9s %9s %8s %7s\n",
