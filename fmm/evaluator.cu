@@ -34,6 +34,7 @@
 #include "fmm/tree.h"
 #include "fmm/tree_gpu.h"
 #include "fmm/level_stencil.h"
+#include "fmm/multipole_halo_gpu.h"
 #include "fmm/uniform_gpu.h"
 
 namespace vh::fmm {
@@ -317,6 +318,9 @@ struct GpuEvaluator::Impl {
   DeviceArray<int4> own_tasks;
   DeviceArray<int> own_leaves, own_rows, keep, n_selected;
   DeviceArray<unsigned long long> own_pairs;
+  // evaluate_own with the upward pass shared on the uniform levels' windows: what the ranks
+  // exchange of the multipoles (planned with the selection).
+  MultipoleHalo halo;
   cudaStream_t s_far = nullptr, s_near = nullptr;
   enum { kStart, kEnd, kNear0, kNear1, kDrain0, kDrain1, kEvents };
   cudaEvent_t ev[kEvents] = {};
@@ -702,6 +706,13 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
     a.ntask = s.own_sel.tasks;
     a.tasks = s.own_tasks.data();
   }
+  if (own && own_fresh) {
+    if (s.share && s.use_uniform)
+      s.halo.plan(*s.share, f.scells, stree.levels() - 1, center[2] - half, 2 * half, s.own_prefix.data(),
+                  U.source_planes(), static_cast<int>(FarStages::multipole_count(f) / f.n_scells));
+    else
+      s.halo.clear();
+  }
   a.shifts = s.shifts4.data();
   a.xt = f.xt;
   a.xs = f.xs;
@@ -738,7 +749,10 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
     // The ranks' multipoles summed (the near field goes on meanwhile on its stream).
     VH_CHECK_CUDA(cudaStreamSynchronize(fs));
     const auto t0 = clock_type::now();
-    s.share->sum(reinterpret_cast<double*>(s.far.multipoles()), 2 * FarStages::multipole_count(f));
+    if (own && s.halo.active())
+      s.halo.exchange(s.far.multipoles(), fs);  // the cells the windows read
+    else
+      s.share->sum(reinterpret_cast<double*>(s.far.multipoles()), 2 * FarStages::multipole_count(f));
     tm.exchange += seconds(t0, clock_type::now());
   }
   s.far.downward(

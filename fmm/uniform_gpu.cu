@@ -384,6 +384,19 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, const double4
   return true;
 }
 
+std::vector<PlaneWindow> UniformFar::source_planes() const {
+  const int L = fft_.empty() ? 1 : fft_.rbegin()->first;
+  std::vector<PlaneWindow> w(L + 1);
+  for (int l = 0; l <= L; ++l) w[l] = {0, 1 << l};
+  for (const auto& [l, f] : fft_) {
+    const int m = 1 << (l - 1);
+    if (f.nz == m) continue;
+    const ParentReach r = parent_z_reach(f.st);
+    w[l] = {2 * (((f.z0 + r.lo) % m + m) % m), 2 * (f.nz + r.hi - r.lo)};
+  }
+  return w;
+}
+
 void UniformFar::m2l(const double2* M, double2* L, cudaStream_t s) const {
   for (const auto& [l, f] : fft_)
     f.op->apply_device(M, L, grid_.data() + level_offset(l), s, f.z0, f.nz);

@@ -26,6 +26,7 @@
 #include "fmm/far_gpu_device.h"
 #include "fmm/level_stencil.h"
 #include "fmm/m2l_fft_gpu.h"
+#include "fmm/multipole_halo_gpu.h"
 #include "fmm/traverse.h"
 
 namespace vh::fmm {
@@ -71,6 +72,10 @@ class UniformFar {
   /// The tasks' list entries a leaf summed over the leaves, after merging (build()).
   long long p2p_entry_count() const { return n_entries_; }
 
+  /// The z planes of cells whose multipoles the M2L of each level 0 .. L reads: all of them,
+  /// or of a level in windows (build's first_plane, planes) the children of the window's
+  /// source parent planes (fmm/multipole_halo_gpu.h).
+  std::vector<PlaneWindow> source_planes() const;
   /// The M2L of levels 2 .. L from the multipoles M into the locals L (FarWork's arrays), on s.
   void m2l(const double2* M, double2* L, cudaStream_t s) const;
 
