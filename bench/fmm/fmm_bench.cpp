@@ -7,7 +7,7 @@
 //             [--lattice | --turbulent | --white] [--precision single|double] [--m2l lists|fft] [--direct-max-log2n 18]
 //             [--ref-max-log2n 24] [--jitter 0] [--shift 0] [--fmm-ref] [--repeat 3] [--csv]
 //             [--resident [--overlap serial,streams,split] [--split-blocks 4] [--shares R]]
-//             [--split slabs|interleaved]
+//             [--split slabs|interleaved] [--share-gpus]
 //
 // --jitter F moves every coordinate by a uniform random amount in [-F h, F h] (as an AB2 step
 // leaves the particles of a lattice: off it, and lattice points on leaf faces into neighbour
@@ -40,6 +40,8 @@
 // GPUs computes, one share after the other on this GPU: evaluate_own at the share's z-slab of
 // every blob (share_upward without ranks: the whole upward pass, no all-reduce); a row per share
 // with its stages, translations and pairs, and the GPU memory in use with its evaluator.
+// --share-gpus: under mpirun, ranks may share a GPU (the bytes they exchange are those of one
+// GPU a rank; the times are not: the ranks take turns on the GPU).
 // Under mpirun (R > 1 ranks) on the CPU: every rank makes the same blobs and passes its share to
 // the Comm overload of evaluate_self (fmm/fmm.h: the local essential tree, fmm/let.h); --split
 // slabs (default: z-slabs of equal thickness, the vortex solver's partition) or interleaved
@@ -112,6 +114,7 @@ struct Options {
   std::vector<std::string> overlap{"serial", "streams", "split"};
   int split_blocks = 4;
   int shares = 0;  // --shares R: evaluate_own for each of R z-slabs in turn, one process
+  bool share_gpus = false;  // --share-gpus: under mpirun, ranks may share a GPU (contended times)
   std::string split = "slabs";  // under mpirun: the blobs' partition over the ranks
   std::string device = "cpu";
   vh::fmm::Params prm;
@@ -144,6 +147,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--resident") o.resident = true;
     else if (a == "--split-blocks") o.split_blocks = std::stoi(next());
     else if (a == "--shares") o.shares = std::stoi(next());
+    else if (a == "--share-gpus") o.share_gpus = true;
     else if (a == "--split") o.split = next();
     else if (a == "--overlap") {
       o.overlap.clear();
@@ -168,7 +172,7 @@ Options parse(int argc, char** argv) {
                   "[--ncrit N] [--tolerance E] [--images K] [--p2p-max-pairs M] [--periodic] [--lattice | --turbulent] "
                   "[--precision single|double] [--m2l lists|fft] [--direct-max-log2n N] [--ref-max-log2n N] [--jitter F] [--shift F] [--fmm-ref] [--repeat R] [--csv] "
                   "[--resident [--overlap serial,streams,split] [--split-blocks B] [--shares R]] "
-                  "[--split slabs|interleaved]\n");
+                  "[--split slabs|interleaved] [--share-gpus]\n");
       std::exit(0);
     } else {
       throw std::invalid_argument("unknown option " + a);
@@ -751,9 +755,10 @@ int main_ranks(const Options& o, const vh::Comm& comm) {
   const std::string transport = "MPI";
 #endif
   if (root && gpu) {
-    std::printf("fmm_bench: GPU on %d ranks, one GPU each (%s, %s), every blob on every rank, the targets its own, "
+    std::printf("fmm_bench: GPU on %d ranks, %s (%s, %s), every blob on every rank, the targets its own, "
                 "upward pass shared; %s%s, p = %d, theta = %g, ncrit = %d, tolerance = %g, commit %s\n",
-                comm.size(), transport.c_str(), o.split == "slabs" ? "z-slabs" : "interleaved",
+                comm.size(), o.share_gpus ? "GPUs shared where fewer (times contended)" : "one GPU each",
+                transport.c_str(), o.split == "slabs" ? "z-slabs" : "interleaved",
                 prm.periodic ? "periodic" : "free space", field, rp.p, rp.theta, rp.ncrit, prm.tolerance, VH_GIT_HASH);
     std::printf("stages: the slowest rank's (GPU stages per stream, wall: P2M ... L2P with the near field beside); "
                 "exchange: the multipoles' all-reduce, the slowest rank's; MB sent a rank in it (mean, max)\n"
@@ -806,8 +811,12 @@ int main_ranks(const Options& o, const vh::Comm& comm) {
   if (o.csv && root) {
     std::fflush(stdout);
 #ifdef VH_FMM_HAVE_CUDA
-    const std::string dev = gpu ? vh::fmm::gpu_name() + " x " + std::to_string(comm.size())
-                                : cpu_name() + " x " + std::to_string(comm.size()) + " ranks";
+    // The GPUs the ranks ran on (fewer than the ranks with --share-gpus on a smaller machine).
+    const int gpus = std::min(vh::fmm::gpu_count(), comm.size());
+    const std::string dev =
+        gpu ? vh::fmm::gpu_name() + " x " + std::to_string(gpus) +
+                  (gpus < comm.size() ? " shared by " + std::to_string(comm.size()) + " ranks" : "")
+            : cpu_name() + " x " + std::to_string(comm.size()) + " ranks";
 #else
     const std::string dev = cpu_name() + " x " + std::to_string(comm.size()) + " ranks";
 #endif
@@ -858,7 +867,7 @@ int main(int argc, char** argv) {
 #ifdef VH_FMM_HAVE_CUDA
     if (comm.size() > 1 && o.prm.use_gpu) {
       if (!o.prm.periodic) throw std::invalid_argument("under mpirun --device gpu needs --periodic (or --turbulent)");
-      vh::select_gpus(comm, false);
+      vh::select_gpus(comm, o.share_gpus);
     }
 #endif
     // The largest case's memory first (the others are smaller).

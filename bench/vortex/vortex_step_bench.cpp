@@ -34,7 +34,8 @@
 //                     sums), `exch GB` the bytes a rank sends, `max/mean` the load imbalance (the
 //                     largest rank's particles over the mean), the memory rank 0's;
 //                     the output statistics are then those of the driver's host path (velocity
-//                     to this rank's slab).
+//                     to this rank's slab). --share-gpus: ranks may share a GPU (a smaller
+//                     machine: the bytes are those of one GPU a rank, the times are not).
 //
 // Every size's memory is checked first (bench/memory_check.h): one too large for the GPU is
 // refused, exit 2, with the largest --n that fits.
@@ -93,6 +94,7 @@ struct BenchOptions {
   double blob_cutoff = vortex::Params{}.blob_cutoff;
   std::string m2l = deck_default("fmm.m2l");  // as vortexhit runs it
   bool csv = false;
+  bool share_gpus = false;  // --share-gpus: under mpirun, ranks may share a GPU
 };
 
 BenchOptions parse(int argc, char** argv) {
@@ -127,11 +129,13 @@ BenchOptions parse(int argc, char** argv) {
     } else if (a == "--blob-cutoff") o.blob_cutoff = std::stod(next());
     else if (a == "--m2l") o.m2l = next();
     else if (a == "--csv") o.csv = true;
+    else if (a == "--share-gpus") o.share_gpus = true;
     else if (a == "--help" || a == "-h") {
       std::printf(
           "usage: vortex_step_bench [--n 128,256] [--refine R] [--steps S] [--warmup W] [--tolerance T] "
           "[--p P|auto] [--theta T|auto] [--ncrit N|auto] [--reinit-every K] [--velocity fmm|lattice] "
-          "[--diffusion auto|integrating-factor|lattice] [--blob-cutoff C] [--m2l lists|fft] [--csv]\n");
+          "[--diffusion auto|integrating-factor|lattice] [--blob-cutoff C] [--m2l lists|fft] [--csv] "
+          "[--share-gpus]\n");
       std::exit(0);
     } else {
       throw std::invalid_argument("unknown option " + a);
@@ -226,7 +230,7 @@ int main(int argc, char** argv) {
   std::string transport = "none";
   try {
     if (ranks > 1) {
-      select_gpus(world, false);
+      select_gpus(world, o.share_gpus);
       DeviceComm::configure(world, "auto");
       transport = DeviceComm::name(DeviceComm::configured(world));
     }
@@ -262,7 +266,10 @@ int main(int argc, char** argv) {
   }
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
-  const std::string dev = prop.name;
+  // The GPUs the ranks ran on: fewer than the ranks with --share-gpus on a smaller machine.
+  const int gpus = std::min(ndev, ranks);
+  const std::string dev = std::string(prop.name) + (ranks > 1 ? " x " + std::to_string(gpus) : "") +
+                          (gpus < ranks ? " shared by " + std::to_string(ranks) + " ranks" : "");
   const char* diffusion = vortex::diffusion_name(solver_params(o, 0.0).diffusion);  // what --diffusion picks
   std::printf(
       "vortex_step_bench: %s, commit %s, %d CPU threads; refine %g, fmm.tolerance %g, p %s, theta %s, ncrit %s, "
@@ -271,7 +278,8 @@ int main(int argc, char** argv) {
       "%s\n",
       dev.c_str(), VH_GIT_HASH, omp_get_max_threads(), o.refine, o.tolerance, o.p.c_str(), o.theta.c_str(),
       o.ncrit.c_str(), o.reinit_every, o.lattice ? "lattice" : "fmm", diffusion, o.blob_cutoff, o.m2l.c_str(), o.steps,
-      o.warmup, ranks, ranks > 1 ? "s (one GPU each)" : "", transport.c_str());
+      o.warmup, ranks, ranks == 1 ? "" : gpus < ranks ? "s (GPUs shared: times contended)" : "s (one GPU each)",
+      transport.c_str());
 
   std::vector<Row> rows;
   try {
