@@ -210,6 +210,28 @@ TEST(MemoryEstimate, TheFftTablesOnlyWhereTheyFitBesideTheRun) {
   std::printf("%s\n", msg.c_str());
 }
 
+// Issue 25's weak-scaling lattice on 4 GPUs, 406³ (2²⁴ particles a GPU; the sc09 deck's FMM, p 13,
+// θ 0.8): on one H200 the uniform depth's tables (level 7, 76.5 GiB) do not fit beside the run and
+// it takes the lists; on 4 ranks a rank's windows (about a third of level 7's parent planes) fit,
+// and each rank takes the FFTs.
+TEST(MemoryEstimate, TheWeakScalingLatticeTakesTheFftsOnFourRanks) {
+  vh::app::MemoryAvailable h200;
+  h200.bytes = 138.0 * 1024 * 1024 * 1024;
+  h200.limited_by = "the GPU's free memory";
+  h200.limits.push_back({h200.limited_by, h200.bytes});
+  for (int ranks : {1, 4}) {
+    vh::app::RunConfig c = config({"--case.solver=vortex", "--domain.n=406", "--vortex.refine=1",
+                                   "--fmm.tolerance=1e-4", "--fmm.p=13", "--fmm.theta=0.8"});
+    c.ranks = ranks;
+    vh::app::fit_fmm_m2l(c, Backend::gpu, false, h200);
+    EXPECT_EQ(c.vortex.fmm.m2l, ranks == 1 ? "lists" : "fft") << ranks;
+    const MemoryEstimate e = estimate_memory(c, Backend::gpu, false);
+    EXPECT_LE(e.device_bytes(), h200.bytes) << ranks;
+    std::printf("406^3 on %d rank%s: %s, %.1f GiB a rank\n", ranks, ranks > 1 ? "s" : "", c.vortex.fmm.m2l.c_str(),
+                e.device_bytes() / (1024.0 * 1024 * 1024));
+  }
+}
+
 // The GPU-resident vortex solver keeps its particles on the GPU: the host holds their state only
 // when a checkpoint downloads it (152 B a particle), not the CPU solver's tree and lists (about
 // 800 B a particle, which refused runs that needed a fifth of it). Against the peak RSS of real
