@@ -568,6 +568,11 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
                                     static_cast<const double4_32a*>(s.src.positions_sigma()), prm.p, s.mac, c.sigma_max,
                                     s.r0, s.shifts, 2 * half, {center[0] - half, center[1] - half, center[2] - half},
                                     first_plane, planes);
+    // Ranks that share the upward pass take the same path: a rank's windows, hence the memory
+    // its tables need, are its own, and one that could not hold them takes every rank to the
+    // lists (the exchange of the multipoles is collective).
+    if (s.share && prm.m2l == "fft" && self && prm.periodic && complete)
+      s.use_uniform = !s.share->comm().any(!s.use_uniform);
   }
   // (The counts of the tree it looked at, before the re-split below.)
   if (profile_enabled() && !reuse && prm.m2l == "fft" && !s.use_uniform)
