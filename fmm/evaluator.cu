@@ -173,7 +173,8 @@ __global__ void own_tasks_kernel(int n, const int4* __restrict__ tasks, const in
 // occupied[z] = 1 for the z plane (cells of side h from lo_z, n a side) of each leaf that holds
 // one of this rank's targets (own as above).
 __global__ void own_planes_kernel(int nl, const int* __restrict__ leaves, const GCell* __restrict__ cells,
-                                  const int* __restrict__ own, double lo_z, double h, int n, int* __restrict__ occupied) {
+                                  const int* __restrict__ own, double lo_z, double h, int n,
+                                  int* __restrict__ occupied) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= nl) return;
   const GCell C = cells[leaves[i]];

@@ -316,7 +316,10 @@ M2LFftGpu::M2LFftGpu(int p, double side, const LevelStencil& st, int extent) : i
 
 M2LFftGpu::~M2LFftGpu() = default;
 
-int M2LFftGpu::planes() const { return impl_->e == impl_->m ? impl_->m : impl_->e - (impl_->reach.hi - impl_->reach.lo); }
+int M2LFftGpu::planes() const {
+  const Impl& d = *impl_;
+  return d.e == d.m ? d.m : d.e - (d.reach.hi - d.reach.lo);
+}
 
 void M2LFftGpu::apply_device(const void* M, void* L, const int* grid, CUstream_st* stream, int z0, int nz) {
   Impl& d = *impl_;

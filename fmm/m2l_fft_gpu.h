@@ -21,9 +21,10 @@
 // [z0, z0 + nz), their sources lie in the planes [z0 + lo, z0 + nz + hi) (parent_z_reach), and
 // the correlation in z over e >= nz + hi - lo planes, not periodic, gives the same sums: the
 // transforms, tables and contraction then cost e / m of the whole level's.
-// Tables: 27 (p+1)^2 m^2 e complex doubles (1.6 GiB at level 6, p = 10, e = m), built once per stencil:
-// by the stencil's rule a (target, source parity) pair's table depends only on their difference
-// c_s - c_t in {-1, 0, 1}^3, so the 64 pairs share 27 tables (64 were held before 2026-12-03).
+// Tables: 27 (p+1)^2 m^2 e complex doubles (1.6 GiB at level 6, p = 10, e = m), built once per
+// stencil: by the stencil's rule a (target, source parity) pair's table depends only on their
+// difference c_s - c_t in {-1, 0, 1}^3, so the 64 pairs share 27 tables (64 were held before
+// 2026-12-03).
 // Host API: no CUDA types; built only with VH_ENABLE_CUDA (VH_FMM_HAVE_CUDA).
 #pragma once
 

@@ -655,8 +655,8 @@ void run_shares(const Options& o, const vh::fmm::Params& prm, const Blobs& b, vh
     std::size_t free_b = 0, total_b = 0;
     cudaMemGetInfo(&free_b, &total_b);
     const double gib = double(total_b - free_b) / 1073741824.0;
-    std::printf("%9zu %5d %9zu %8.4f %7.4f %8.4f %8.4f %8.4f %8.4f %8.4f %12lld %14lld %8.2f\n", n, r, m, t.total, t.tree,
-                t.p2m_m2m, t.m2l, t.l2l_l2p, t.p2p, t.gpu_wall, t.n_m2l, t.n_p2p_pairs, gib);
+    std::printf("%9zu %5d %9zu %8.4f %7.4f %8.4f %8.4f %8.4f %8.4f %8.4f %12lld %14lld %8.2f\n", n, r, m, t.total,
+                t.tree, t.p2m_m2m, t.m2l, t.l2l_l2p, t.p2p, t.gpu_wall, t.n_m2l, t.n_p2p_pairs, gib);
     std::fflush(stdout);
     if (csv) {
       const std::string cs = case_base + " share=" + std::to_string(r) + "/" + std::to_string(o.shares);

@@ -4,7 +4,8 @@
 // cells.  Prints one table row.  --planes P: the window of P target parent planes (one rank's
 // share on R GPUs: the transforms over P + the stencil's reach planes in z, m2l_fft_gpu.h), the
 // error sampled in it, no per-pair M2L.
-//   m2l_fft_bench [--n 256] [--level 6] [--p 10] [--theta 0.6] [--reps 5] [--samples 64] [--planes 0]
+//   m2l_fft_bench [--n 256] [--level 6] [--p 10] [--theta 0.6] [--reps 5] [--samples 64]
+//                 [--planes 0]
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -147,8 +148,8 @@ int main(int argc, char** argv) {
                 "fft_ms", "table_GiB", "max_err");
     long long entries = 0;
     for (const auto& o : st.offsets) entries += static_cast<long long>(o.size());
-    std::printf("%6d %5d %3d %5.2f %8.1f %7d %7d %10.3f %9.2f %9.2e\n", N, level, p, theta, entries / 8.0, planes, extent,
-                fft_ms, fft.bytes() / 1073741824.0, worst);
+    std::printf("%6d %5d %3d %5.2f %8.1f %7d %7d %10.3f %9.2f %9.2e\n", N, level, p, theta, entries / 8.0, planes,
+                extent, fft_ms, fft.bytes() / 1073741824.0, worst);
     std::fprintf(stderr, "tables built in %.2f s\n", build);
     return 0;
   }

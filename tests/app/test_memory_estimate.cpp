@@ -210,10 +210,10 @@ TEST(MemoryEstimate, TheFftTablesOnlyWhereTheyFitBesideTheRun) {
   std::printf("%s\n", msg.c_str());
 }
 
-// Issue 25's weak-scaling lattice on 4 GPUs, 406³ (2²⁴ particles a GPU; the sc09 deck's FMM, p 13,
-// θ 0.8): on one H200 the uniform depth's tables (level 7, 76.5 GiB) do not fit beside the run and
-// it takes the lists; on 4 ranks a rank's windows (about a third of level 7's parent planes) fit,
-// and each rank takes the FFTs.
+// Issue 25's weak-scaling lattice on 4 GPUs, 406³ (2²⁴ particles a GPU; the sc09 deck's FMM,
+// p 13, θ 0.8): on one H200 the uniform depth's tables (level 7, 76.5 GiB) do not fit beside the
+// run and it takes the lists; on 4 ranks a rank's windows (about a third of level 7's parent
+// planes) fit, and each rank takes the FFTs.
 TEST(MemoryEstimate, TheWeakScalingLatticeTakesTheFftsOnFourRanks) {
   vh::app::MemoryAvailable h200;
   h200.bytes = 138.0 * 1024 * 1024 * 1024;
