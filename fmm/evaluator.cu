@@ -6,7 +6,6 @@
 #include "fmm/evaluator.h"
 
 #include <cub/device/device_scan.cuh>
-#include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <cuda_runtime.h>
 
@@ -22,6 +21,7 @@
 
 #include "base/device_buffer.h"
 #include "base/device_comm.h"
+#include "base/select_flagged.h"
 #include "fmm/far_gpu_device.h"
 #include "fmm/p2p_gpu.h"
 #include "fmm/p2p_gpu_device.h"
@@ -170,16 +170,14 @@ __global__ void own_tasks_kernel(int n, const int4* __restrict__ tasks, const in
   if (t < n) keep[t] = own[tasks[t].x + tasks[t].y] > own[tasks[t].x] ? 1 : 0;
 }
 
-// occupied[z] = 1 for the z plane (cells of side h from lo_z, n a side) of each leaf that holds
+// occupied[z] = 1 for the z plane (z_plane, the cube [lo_z, lo_z + side0)) of each leaf that holds
 // one of this rank's targets (own as above).
 __global__ void own_planes_kernel(int nl, const int* __restrict__ leaves, const GCell* __restrict__ cells,
-                                  const int* __restrict__ own, double lo_z, double h, int n,
-                                  int* __restrict__ occupied) {
+                                  const int* __restrict__ own, double lo_z, double side0, int* __restrict__ occupied) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= nl) return;
   const GCell C = cells[leaves[i]];
-  if (own[C.end] == own[C.begin]) return;
-  occupied[min(max(static_cast<int>(floor((C.cz - lo_z) / h)), 0), n - 1)] = 1;
+  if (own[C.end] > own[C.begin]) occupied[z_plane(C, lo_z, side0)] = 1;
 }
 
 // The shortest run of planes, mod n, that holds every occupied one: [first, first + count);
@@ -254,21 +252,6 @@ struct Pool {
 
 // own: a self evaluation written at this rank's sources only (evaluate_own).
 enum class Kind { self, at, fixed, own };
-
-// The n entries of in whose flag is 1, in order, into out (grown as needed); returns their
-// count (one small download).
-template <class It, class T>
-int select_flagged(It in, const int* flags, int n, DeviceArray<T>& out, DeviceArray<int>& count, DeviceBytes& temp) {
-  out.reserve(static_cast<std::size_t>(std::max(n, 1)));
-  count.reserve(1);
-  std::size_t bytes = 0;
-  VH_CHECK_CUDA(cub::DeviceSelect::Flagged(nullptr, bytes, in, flags, out.data(), count.data(), n));
-  temp.reserve(std::max<std::size_t>(bytes, 1));
-  VH_CHECK_CUDA(cub::DeviceSelect::Flagged(temp.data(), bytes, in, flags, out.data(), count.data(), n));
-  int k = 0;
-  VH_CHECK_CUDA(cudaMemcpy(&k, count.data(), sizeof(int), cudaMemcpyDeviceToHost));
-  return k;
-}
 
 }  // namespace
 
@@ -558,7 +541,7 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
       VH_CHECK_CUDA(cudaMemset(s.keep.data(), 0, sizeof(int) * nz));
       own_planes_kernel<<<(stree.n_leaves() + 255) / 256, 256>>>(
           stree.n_leaves(), stree.leaves(), static_cast<const GCell*>(stree.gcells()), s.own_prefix.data(),
-          center[2] - half, 2 * half / nz, nz, s.keep.data());
+          center[2] - half, 2 * half, s.keep.data());
       VH_CHECK_LAUNCH();
       std::vector<int> occupied(nz);
       s.keep.download(occupied.data(), occupied.size());

@@ -43,6 +43,12 @@ struct GCell {
   int begin, end, parent, level;
 };
 
+// The z plane of cell C among the 2^level of its level in the cube [lo_z, lo_z + side0) along z.
+__device__ inline int z_plane(const GCell& C, double lo_z, double side0) {
+  const int planes = 1 << C.level;
+  return min(max(static_cast<int>(floor((C.cz - lo_z) / side0 * planes)), 0), planes - 1);
+}
+
 // ------------------------------------------------------------------------- device helpers
 __device__ inline double2 cmul(double2 a, double2 b) { return make_double2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
 

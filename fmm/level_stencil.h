@@ -84,6 +84,10 @@ ParentReach parent_z_reach(const LevelStencil& st);
 /// of factors 2, 3, 5 and 7, or the whole level's n / 2 planes where that is not less.
 int m2l_fft_window_extent(int level, const ParentReach& r, int planes);
 
+/// The cells of levels 0 .. level - 1 of a complete octree, (8^level - 1) / 7: where level
+/// `level`'s cells start in one whose levels follow one another (fmm/tree_gpu.h).
+inline long long level_offset(int level) { return ((1LL << (3 * level)) - 1) / 7; }
+
 /// Device bytes of the FFT M2L of one level at order p (fmm/m2l_fft_gpu.h): its tables and
 /// transforms over `extent` parent planes in z (0: the whole level's n / 2), and with
 /// `building` the tables' transient copy too.

@@ -1,8 +1,6 @@
 // The multipoles exchanged by the ranks of evaluate_own under windows: see multipole_halo_gpu.h.
 #include "fmm/multipole_halo_gpu.h"
 
-#include <cub/device/device_reduce.cuh>
-#include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
 
 #include <algorithm>
@@ -11,6 +9,8 @@
 #include <string>
 
 #include "base/cuda_check.h"
+#include "base/select_flagged.h"
+#include "fmm/level_stencil.h"
 
 namespace vh::fmm {
 
@@ -28,8 +28,7 @@ __global__ void send_flags_kernel(long long first, long long n, const GCell* __r
   const GCell C = cells[first + i];
   int keep = 0;
   if (own[C.end] > own[C.begin]) {
-    const int planes = 1 << C.level;
-    const int z = min(max(static_cast<int>(floor((C.cz - lo_z) / side0 * planes)), 0), planes - 1);
+    const int planes = 1 << C.level, z = z_plane(C, lo_z, side0);
     const int* w = windows + 2 * (dest * (L + 1) + C.level);
     keep = ((z - w[0]) % planes + planes) % planes < w[1] ? 1 : 0;
   }
@@ -55,8 +54,6 @@ __global__ void add_kernel(long long n, int k, const int* __restrict__ ids, cons
   m.x += in[i].x;
   m.y += in[i].y;
 }
-
-long long level_offset(int l) { return ((1LL << (3 * l)) - 1) / 7; }
 
 }  // namespace
 
@@ -86,43 +83,26 @@ void MultipoleHalo::plan(DeviceComm& comm, const GCell* cells, int L, double lo_
   c.allgather(mine.data(), mine.size() * sizeof(int), all.data());
   windows_.upload(all);
 
-  // The cells for each other rank, in rank order: counted, then selected into place.
+  // The cells for each other rank, in rank order (plan time only: through the host).
   const long long n = level_offset(L + 1) - prefix_;
   flags_.reserve(static_cast<std::size_t>(std::max(n, 1LL)));
-  n_selected_.reserve(1);
   const thrust::counting_iterator<int> in(static_cast<int>(prefix_));
-  auto select = [&](int r, int* out) {  // the cells for rank r into out; null: counted only
+  std::vector<int> ids;
+  sc_.assign(R, 0);
+  sd_.assign(R, 0);
+  for (int r = 0; r < R; ++r) {
+    sd_[r] = ids.size();
+    if (r == me) continue;
     send_flags_kernel<<<blocks(n, 256), 256>>>(prefix_, n, cells, own, lo_z, side0, L, windows_.data(), r,
                                                flags_.data());
     VH_CHECK_LAUNCH();
-    std::size_t bytes = 0;
-    if (out) {
-      VH_CHECK_CUDA(cub::DeviceSelect::Flagged(nullptr, bytes, in, flags_.data(), out, n_selected_.data(),
-                                               static_cast<int>(n)));
-      temp_.reserve(std::max<std::size_t>(bytes, 1));
-      VH_CHECK_CUDA(cub::DeviceSelect::Flagged(temp_.data(), bytes, in, flags_.data(), out, n_selected_.data(),
-                                               static_cast<int>(n)));
-    } else {
-      VH_CHECK_CUDA(cub::DeviceReduce::Sum(nullptr, bytes, flags_.data(), n_selected_.data(), static_cast<int>(n)));
-      temp_.reserve(std::max<std::size_t>(bytes, 1));
-      VH_CHECK_CUDA(
-          cub::DeviceReduce::Sum(temp_.data(), bytes, flags_.data(), n_selected_.data(), static_cast<int>(n)));
-    }
-    int k = 0;
-    VH_CHECK_CUDA(cudaMemcpy(&k, n_selected_.data(), sizeof k, cudaMemcpyDeviceToHost));
-    return static_cast<std::size_t>(k);
-  };
-  sc_.assign(R, 0);
-  sd_.assign(R, 0);
-  std::size_t total = 0;
-  for (int r = 0; r < R; ++r) {
-    sd_[r] = total;
-    if (r != me) sc_[r] = select(r, nullptr);
-    total += sc_[r];
+    const int k = select_flagged(in, flags_.data(), static_cast<int>(n), picked_, n_selected_, temp_);
+    ids.resize(ids.size() + k);
+    picked_.download(ids.data() + sd_[r], static_cast<std::size_t>(k));
+    sc_[r] = static_cast<std::size_t>(k);
   }
-  send_ids_.reserve(std::max<std::size_t>(total, 1));
-  for (int r = 0; r < R; ++r)
-    if (sc_[r] > 0) select(r, send_ids_.data() + sd_[r]);
+  const std::size_t total = ids.size();
+  send_ids_.upload(ids);
   n_send_ = total;
   rc_ = c.alltoall_counts(sc_);
   rd_.assign(R, 0);

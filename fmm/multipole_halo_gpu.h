@@ -58,7 +58,7 @@ class MultipoleHalo {
   long long prefix_ = 0;  // cells of the all-reduce: levels 0 .. first windowed - 1
   std::size_t n_send_ = 0, n_recv_ = 0;
   std::vector<std::size_t> sc_, sd_, rc_, rd_;
-  DeviceArray<int> send_ids_, recv_ids_, flags_, windows_, n_selected_;
+  DeviceArray<int> send_ids_, recv_ids_, flags_, picked_, windows_, n_selected_;
   DeviceArray<double2> send_, recv_;
   DeviceBytes temp_;
 };

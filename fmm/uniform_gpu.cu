@@ -15,8 +15,6 @@ namespace vh::fmm {
 
 namespace {
 
-long long level_offset(int l) { return ((1LL << (3 * l)) - 1) / 7; }
-
 // grid[offset(level) + (iz n + iy) n + ix] = c for every cell c of levels 0 .. L.
 // The place along one axis, 0 .. n - 1, of a cell of side `side` whose centre is at c, the
 // level's cells starting at lo.

@@ -21,7 +21,6 @@
 #include <cuda_runtime.h>
 #include <cufft.h>
 
-#include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
 
 #include <algorithm>
@@ -34,6 +33,7 @@
 #include "base/cuda_check.h"
 #include "base/device_comm.h"
 #include "base/device_buffer.h"
+#include "base/select_flagged.h"
 #include "core/device.h"
 #include "core/modes_kernel.h"
 #include "core/error.h"
@@ -676,22 +676,11 @@ struct GpuSolver::Impl {
   void select_near_planes(int reach) {
     const std::size_t n = static_cast<std::size_t>(nall);
     sel_flags.reserve(std::max<std::size_t>(n, 1));
-    sel.reserve(n);
-    sel_count.reserve(1);
     char* flags = sel_flags.as<char>();
     near_planes_kernel<<<blocks_for(nall), kThreads>>>(nall, all_x.data(), gp.n, gp.h(), ls.z0, ls.nz,
                                                        std::min(reach, gp.n), flags);
     VH_CHECK_LAUNCH();
-    std::size_t bytes = 0;
-    const thrust::counting_iterator<int> index(0);
-    VH_CHECK_CUDA(cub::DeviceSelect::Flagged(nullptr, bytes, index, flags, sel.data(), sel_count.data(),
-                                             static_cast<int>(n)));
-    sel_temp.reserve(std::max<std::size_t>(bytes, 1));
-    VH_CHECK_CUDA(cub::DeviceSelect::Flagged(sel_temp.data(), bytes, index, flags, sel.data(), sel_count.data(),
-                                             static_cast<int>(n)));
-    int count = 0;
-    VH_CHECK_CUDA(cudaMemcpy(&count, sel_count.data(), sizeof(int), cudaMemcpyDeviceToHost));
-    nsel = count;
+    nsel = select_flagged(thrust::counting_iterator<int>(0), flags, static_cast<int>(n), sel, sel_count, sel_temp);
     sel_x.reserve(static_cast<std::size_t>(3 * nsel));
     sel_s.reserve(static_cast<std::size_t>(nsel));
     pick(all_x.data(), 3, sel_x.data());
