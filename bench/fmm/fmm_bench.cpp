@@ -371,6 +371,21 @@ std::vector<int> owners(const Options& o, const vh::fmm::Params& prm, const Blob
   return owner;
 }
 
+// Every rank's blobs one after the other in rank order, each rank's in index order: the sources
+// every rank of the vortex solver on R GPUs passes (the gathered set).
+Blobs in_rank_order(const Blobs& b, const std::vector<int>& owner) {
+  std::vector<int> order(b.x.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int i, int j) { return owner[i] < owner[j]; });
+  Blobs all;
+  for (int i : order) {
+    all.x.push_back(b.x[i]);
+    all.a.push_back(b.a[i]);
+    all.s.push_back(b.s[i]);
+  }
+  return all;
+}
+
 // Under mpirun: one size's evaluation over the ranks (header comment).
 struct RanksRow {
   int n = 0, ranks = 1;
@@ -575,16 +590,10 @@ void add_self_pair(const Blobs& b, std::size_t i, Mat3& grad) {
 RanksRow run_ranks_gpu(const Options& o, const vh::fmm::Params& prm, const Blobs& b, int lg, const vh::Comm& comm) {
   const int n = static_cast<int>(b.x.size());
   const std::vector<int> owner = owners(o, prm, b, comm.size());
-  std::vector<int> order(n);
-  for (int i = 0; i < n; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](int i, int j) { return owner[i] < owner[j]; });
-  Blobs all;
+  const Blobs all = in_rank_order(b, owner);
   std::vector<int> mine;
   std::size_t first = 0;
-  for (int i : order) {
-    all.x.push_back(b.x[i]);
-    all.a.push_back(b.a[i]);
-    all.s.push_back(b.s[i]);
+  for (int i = 0; i < n; ++i) {
     if (owner[i] < comm.rank()) ++first;
     if (owner[i] == comm.rank()) mine.push_back(i);
   }
@@ -631,15 +640,7 @@ void run_shares(const Options& o, const vh::fmm::Params& prm, const Blobs& b, vh
                 const std::string& case_base) {
   const std::size_t n = b.x.size();
   const std::vector<int> owner = owners(o, prm, b, o.shares);
-  std::vector<int> order(n);
-  for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<int>(i);
-  std::stable_sort(order.begin(), order.end(), [&](int i, int j) { return owner[i] < owner[j]; });
-  Blobs all;
-  for (int i : order) {
-    all.x.push_back(b.x[i]);
-    all.a.push_back(b.a[i]);
-    all.s.push_back(b.s[i]);
-  }
+  const Blobs all = in_rank_order(b, owner);
   DeviceArray x(all.x), a(all.a), s(all.s);
   std::size_t first = 0;
   for (int r = 0; r < o.shares; ++r) {
