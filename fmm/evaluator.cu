@@ -330,7 +330,7 @@ GpuEvaluator::GpuEvaluator(const Params& prm) {
   m.user = p;
   m.prm = p.resolved();
   const Params& r = m.prm;
-  const double rcut_per_sigma = std::sqrt(2.0) * rho_tolerance(r.tolerance);
+  const double rcut_per_sigma = fmm::rcut_per_sigma(r.tolerance);
   const long long p2p_max_pairs =
       r.p2p_max_pairs >= 0 ? r.p2p_max_pairs : static_cast<long long>(std::pow(r.p + 1.0, 4) / 55);
   m.mac = Acceptance{r.theta, rcut_per_sigma, p2p_max_pairs};

@@ -443,7 +443,7 @@ struct TraversalSettings {
 };
 TraversalSettings traversal_settings(const Params& prm, bool any_sources, double sigma_max) {
   TraversalSettings t;
-  const double rcut_per_sigma = std::sqrt(2.0) * rho_tolerance(prm.tolerance);
+  const double rcut_per_sigma = fmm::rcut_per_sigma(prm.tolerance);
   if (prm.periodic) {
     t.r0 = near_image_range(prm.theta);
     if (any_sources && t.r0 * kBoxLength < rcut_per_sigma * sigma_max)

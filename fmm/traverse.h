@@ -19,6 +19,8 @@
 // argument is in traverse.cpp).  So the sums do not depend on the number of threads.
 #pragma once
 
+#include <cmath>
+
 #include <vector>
 
 #include "fmm/traverse_kernel.h"
@@ -52,6 +54,9 @@ struct Acceptance {
 
 /// rho_tol with 1 - g(rho_tol) = tol (bisection; g from docs/design.md).
 double rho_tolerance(double tol);
+/// The regularisation cut-off a core radius reaches at tolerance tol: sqrt(2) rho_tol
+/// (Acceptance::rcut_per_sigma).
+inline double rcut_per_sigma(double tol) { return std::sqrt(2.0) * rho_tolerance(tol); }
 
 /// The task roots of a two-phase parallel traversal of the target tree `tgt` (build_lists and
 /// the LET's receiver): the cells of the first level with at least 64 cells a thread, and the

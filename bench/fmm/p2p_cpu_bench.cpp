@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
         }
     const int np = static_cast<int>(x.size());
     const Vec3 c = {0.5 * L, 0.5 * L, 0.5 * L};
-    const double rcut = std::sqrt(2.0) * vh::fmm::rho_tolerance(1e-6);
+    const double rcut = vh::fmm::rcut_per_sigma(1e-6);
     const auto shifts = vh::fmm::near_image_shifts(vh::fmm::near_image_range(0.4));
     const vh::fmm::Acceptance mac{0.4, rcut, static_cast<long long>(std::pow(11.0, 4) / 55)};
     std::printf("\ntree + traversal, periodic %d^3 lattice (N = %d), theta = 0.4, ncrit = 64, %zu shifts\n", m, np,

@@ -225,7 +225,7 @@ int main(int argc, char** argv) {
       const std::vector<Vec3> shifts = near_image_shifts(near_image_range(o.theta));
       const long long max_pairs = static_cast<long long>(std::pow(o.p + 1.0, 4) / 55);
       const Lists lists = build_lists(tree, tree, shifts,
-                                      Acceptance{o.theta, std::sqrt(2.0) * rho_tolerance(o.tolerance), max_pairs});
+                                      Acceptance{o.theta, rcut_per_sigma(o.tolerance), max_pairs});
       const P2PLists fl = flatten_p2p_lists(tree, tree, lists, shifts, true);
       const double list_s = seconds_since(t0);
       std::printf("N = %lld: particles, tree and lists %.1f s, %zu target leaves, %.0f pairs per particle\n", N,

@@ -291,7 +291,7 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
         const double n = vortex::lattice_points_per_direction(c.vortex.refine, c.n);
         // the largest core (σ₀ grown to max_core_ratio) against the leaves' side, 2π / 2^L
         const double sigma = c.vortex.overlap * c.vortex.max_core_ratio * (2 * M_PI / n);
-        const double rcut = std::sqrt(2.0) * fmm::rho_tolerance(r.tolerance) * sigma / (2 * M_PI / (1 << L));
+        const double rcut = fmm::rcut_per_sigma(r.tolerance) * sigma / (2 * M_PI / (1 << L));
         e.device.push_back({kFftTablesItem, fmm::m2l_fft_set_bytes(L, r.p, r.theta, rcut, static_cast<int>(n), R)});
       }
     }

@@ -489,7 +489,7 @@ void expect_uniform_lattice(int n) {
   EXPECT_LE(testing::rel_l2(r.uf, r.ul), 1e-4);
   EXPECT_LE(testing::rel_l2(r.gf, r.gl), 1e-3);
   // The path taken: the stencils' translations (and a few of levels 0, 1 by the lists).
-  const double rcut = std::sqrt(2.0) * rho_tolerance(1e-4) * h / (kBoxLength / 8);  // leaf sides
+  const double rcut = rcut_per_sigma(1e-4) * h / (kBoxLength / 8);  // leaf sides
   const int m = n / 8;
   EXPECT_GT(r.tf.n_m2l, uniform_translations(3, rcut, 1.0 / m));
   EXPECT_LT(r.tf.n_m2l, uniform_translations(3, rcut, 1.0 / m) + 8 * 1000);
@@ -540,7 +540,7 @@ TEST(EvaluatorGpuUniform, ALatticeUnevenInItsLeavesTakesTheUniformLevels) {
     hi = std::min(hi, (c + 1) * n - i * leaves);
   }
   const double slack = static_cast<double>(lo + hi) / n;
-  const double rcut = std::sqrt(2.0) * rho_tolerance(1e-4) * h / side;  // leaf sides
+  const double rcut = rcut_per_sigma(1e-4) * h / side;  // leaf sides
   const std::vector<std::array<int, 3>> near = near_stencil(0.6, rcut, slack);
   long long pairs = 0;
   for (int c = 0; c < leaves * leaves * leaves; ++c) {
@@ -591,7 +591,7 @@ TEST(EvaluatorGpuUniform, EvaluateOwnTakesTheWindowOfItsRanksPlanes) {
       umax = std::max(umax, std::abs(u[i][d]));
       for (int e = 0; e < 3; ++e) gmax = std::max(gmax, std::abs(g[i][d][e]));
     }
-  const double rcut = std::sqrt(2.0) * rho_tolerance(1e-4) * h / (kBoxLength / 16);  // leaf sides
+  const double rcut = rcut_per_sigma(1e-4) * h / (kBoxLength / 16);  // leaf sides
   const LevelStencil l4 = uniform_stencil(4, 0.6, rcut, 1.0 / 3);  // slack: points 0, h, 2h of 3h
   const ParentReach reach = parent_z_reach(l4);
   int windows = 0;
@@ -656,7 +656,7 @@ TEST(EvaluatorGpuUniform, JitteredBlobsMatchATightReference) {
   EXPECT_LE(ef, 2 * el);
   EXPECT_LE(testing::rel_l2(gf, gr), 2 * testing::rel_l2(gl, gr));
   // Taken by the uniform levels.
-  const double rcut = std::sqrt(2.0) * rho_tolerance(1e-4) * (kBoxLength / 32) / (kBoxLength / 8);
+  const double rcut = rcut_per_sigma(1e-4) * (kBoxLength / 32) / (kBoxLength / 8);
   EXPECT_GT(tf.n_m2l, uniform_translations(3, rcut));
 }
 

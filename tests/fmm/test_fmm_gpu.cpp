@@ -310,7 +310,7 @@ TEST(FmmGpuLists, MergingKeepsEveryPair) {
     const double half = 0.5 * kBoxLength;
     const Tree t = build_tree(b.x, b.sigma, Vec3{half, half, half}, half, 64);
     const auto shifts = periodic ? near_image_shifts(near_image_range(0.4)) : std::vector<Vec3>{{0, 0, 0}};
-    const Lists l = build_lists(t, t, shifts, Acceptance{0.4, std::sqrt(2.0) * rho_tolerance(1e-6), 266});
+    const Lists l = build_lists(t, t, shifts, Acceptance{0.4, rcut_per_sigma(1e-6), 266});
     const P2PLists a = flatten_p2p_lists(t, t, l, shifts, true, false);
     const P2PLists m = flatten_p2p_lists(t, t, l, shifts, true, true);
     ASSERT_EQ(a.leaf_begin, m.leaf_begin);

@@ -45,7 +45,7 @@ TEST(FmmBlob, FarFieldHandsOverWithoutJump) {
   const Timings t = evaluate_at(prm, {x0}, {a}, {sigma}, tg, u, g);
   ASSERT_GT(t.n_m2l, 0) << "the far-field branch was not exercised";
   ASSERT_GT(t.n_p2p_pairs, 0);
-  const double rcut = std::sqrt(2.0) * rho_tolerance(prm.tolerance) * sigma;
+  const double rcut = rcut_per_sigma(prm.tolerance) * sigma;
   int n_near = 0;
   double max_near = 0, max_far = 0;
   for (std::size_t i = 0; i < tg.size(); ++i) {

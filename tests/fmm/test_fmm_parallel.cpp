@@ -245,7 +245,7 @@ TEST(FmmParallel, TreeEqualsSerialBuild) {
 
 TEST(FmmParallel, ListsEqualSerialTraversal) {
   Threads keep;
-  const double rcut = std::sqrt(2.0) * rho_tolerance(1e-6);
+  const double rcut = rcut_per_sigma(1e-6);
   // Periodic, self (729 shifts at theta = 0.4).
   {
     const auto b = mixed_blobs(12000, 5);

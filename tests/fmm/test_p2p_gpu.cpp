@@ -59,7 +59,7 @@ Case make_case(const Blobs& b, bool periodic, int ncrit, double theta, double to
   }
   c.shifts = periodic ? near_image_shifts(near_image_range(theta)) : std::vector<Vec3>{{0, 0, 0}};
   c.lists = build_lists(c.tree, c.tree, c.shifts,
-                        Acceptance{theta, std::sqrt(2.0) * rho_tolerance(tol), 266});
+                        Acceptance{theta, rcut_per_sigma(tol), 266});
   c.u.assign(n, Vec3{});
   c.g.assign(n, Mat3{});
   const Tree& t = c.tree;

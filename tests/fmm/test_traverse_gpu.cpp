@@ -123,7 +123,7 @@ Built build(const TravCase& c, double tol = 1e-4) {
   b.src = build_tree(x, sigma, centre, half, c.ncrit, TreeBuild{c.periodic, false});
   if (c.separate) b.tgt_own = build_tree(t, {}, centre, half, c.ncrit, TreeBuild{c.periodic, false});
   b.shifts = c.periodic ? near_image_shifts(near_image_range(c.theta)) : std::vector<Vec3>{{0, 0, 0}};
-  b.mac = Acceptance{c.theta, std::sqrt(2.0) * rho_tolerance(tol), c.p2p_max_pairs};
+  b.mac = Acceptance{c.theta, rcut_per_sigma(tol), c.p2p_max_pairs};
   return b;
 }
 
@@ -318,7 +318,7 @@ TEST(TraverseGpuTiming, Lattice256) {
   const Tree tree = build_tree(x, sigma, Vec3{half, half, half}, half, 64, TreeBuild{true, false});
   const double theta = 0.6;
   const std::vector<Vec3> shifts = near_image_shifts(near_image_range(theta));
-  const Acceptance mac{theta, std::sqrt(2.0) * rho_tolerance(1e-4), 266};
+  const Acceptance mac{theta, rcut_per_sigma(1e-4), 266};
 
   const auto c0 = clk::now();
   const Lists lists = build_lists(tree, tree, shifts, mac);
