@@ -19,6 +19,16 @@ inline std::string utc_date() {
   return d;
 }
 
+/// The device field of a run of `ranks` ranks on `gpus` GPUs named `gpu` (fewer GPUs than ranks
+/// where they share them, --share-gpus): "NVIDIA H200" for one rank, "NVIDIA H200 x 4",
+/// "NVIDIA H200 x 1 shared by 4 ranks".
+inline std::string gpus_device(const std::string& gpu, int gpus, int ranks) {
+  std::string d = gpu;
+  if (ranks > 1) d += " x " + std::to_string(gpus);
+  if (gpus < ranks) d += " shared by " + std::to_string(ranks) + " ranks";
+  return d;
+}
+
 /// Writes the header line at construction, then one line per row().
 class CsvRows {
  public:

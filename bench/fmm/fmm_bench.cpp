@@ -814,10 +814,8 @@ int main_ranks(const Options& o, const vh::Comm& comm) {
 #ifdef VH_FMM_HAVE_CUDA
     // The GPUs the ranks ran on (fewer than the ranks with --share-gpus on a smaller machine).
     const int gpus = std::min(vh::fmm::gpu_count(), comm.size());
-    const std::string dev =
-        gpu ? vh::fmm::gpu_name() + " x " + std::to_string(gpus) +
-                  (gpus < comm.size() ? " shared by " + std::to_string(comm.size()) + " ranks" : "")
-            : cpu_name() + " x " + std::to_string(comm.size()) + " ranks";
+    const std::string dev = gpu ? vh::bench::gpus_device(vh::fmm::gpu_name(), gpus, comm.size())
+                                : cpu_name() + " x " + std::to_string(comm.size()) + " ranks";
 #else
     const std::string dev = cpu_name() + " x " + std::to_string(comm.size()) + " ranks";
 #endif

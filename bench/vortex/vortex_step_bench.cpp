@@ -268,8 +268,7 @@ int main(int argc, char** argv) {
   cudaGetDeviceProperties(&prop, 0);
   // The GPUs the ranks ran on: fewer than the ranks with --share-gpus on a smaller machine.
   const int gpus = std::min(ndev, ranks);
-  const std::string dev = std::string(prop.name) + (ranks > 1 ? " x " + std::to_string(gpus) : "") +
-                          (gpus < ranks ? " shared by " + std::to_string(ranks) + " ranks" : "");
+  const std::string dev = vh::bench::gpus_device(prop.name, gpus, ranks);
   const char* diffusion = vortex::diffusion_name(solver_params(o, 0.0).diffusion);  // what --diffusion picks
   std::printf(
       "vortex_step_bench: %s, commit %s, %d CPU threads; refine %g, fmm.tolerance %g, p %s, theta %s, ncrit %s, "
