@@ -91,9 +91,9 @@ void validate_position_boxes(const std::vector<double>& box) {
   for (std::size_t b = 0; b + 6 <= box.size(); b += 6)
     for (int c = 0; c < 3; ++c) {
       const double lo = box[b + c], hi = box[b + 3 + c];
-      if (!(lo >= -kPositionSlack && lo <= hi && hi < kBox + kPositionSlack))
+      if (!(lo >= -kPi - kPositionSlack && lo <= hi && hi < kBox + kPositionSlack))
         refuse("x_boxes[" + std::to_string(b / 6) + "][" + std::to_string(c) + "]: [" + num(lo) + ", " + num(hi) +
-               "] is not an interval inside [0, 2 pi)");
+               "] is not an interval [lo, hi] with -pi <= lo <= hi < 2 pi");
     }
 }
 

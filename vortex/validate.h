@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "core/grid.h"
@@ -56,9 +57,42 @@ Bounds bounds(const Grid& lattice, double sigma0, double speed);
 /// history within `b`.
 void validate_particles(const State& s, std::size_t first, const Bounds& b);
 
+/// The interval of one component of positions in the periodic box [0, 2π), as a checkpoint keeps
+/// it beside its positions (src/app/vortex_checkpoint.h "x_boxes"): [lo, hi] holds x where x or
+/// x − 2π lies in it, so that the positions of a lattice plane next to 0, some of which drifted
+/// below 0 and wrapped to just under 2π, are held by a few cells' interval [−δ, δ'] instead of
+/// the box's whole height. add() every value, then interval(): the narrower of [min x, max x]
+/// and the same of x − 2π for x ≥ π (so −π ≤ lo ≤ hi < 2π).
+class PeriodicInterval {
+ public:
+  void add(double x) {
+    plain_.add(x);
+    shifted_.add(x >= kPi ? x - 2 * kPi : x);
+  }
+  /// {lo, hi}; {+inf, -inf} where no value was added.
+  std::pair<double, double> interval() const {
+    const Range& r = shifted_.hi - shifted_.lo < plain_.hi - plain_.lo ? shifted_ : plain_;
+    return {r.lo, r.hi};
+  }
+  /// Whether the interval [lo, hi] holds x: x or x − 2π in it.
+  static bool holds(double lo, double hi, double x) {
+    return (x >= lo && x <= hi) || (x - 2 * kPi >= lo && x - 2 * kPi <= hi);
+  }
+
+ private:
+  struct Range {
+    double lo = std::numeric_limits<double>::infinity(), hi = -std::numeric_limits<double>::infinity();
+    void add(double x) {
+      lo = x < lo ? x : lo;
+      hi = x > hi ? x : hi;
+    }
+  };
+  Range plain_, shifted_;
+};
+
 /// Boxes of positions, [n][6] (lowest x, y, z, then highest), as a checkpoint keeps them beside
-/// its positions (src/app/vortex_checkpoint.h "x_boxes"): each component's [lowest, highest] an
-/// interval inside the box validate_particles allows positions in. Message names x_boxes[b][c].
+/// its positions: each component's [lo, hi] a PeriodicInterval's, −π ≤ lo ≤ hi < 2π (to the
+/// slack validate_particles allows positions). Message names x_boxes[b][c].
 void validate_position_boxes(const std::vector<double>& box);
 
 /// The state's scalars (`history`: it holds an AB2 history): t ≥ 0, steps ≥ 0, t = 0 exactly

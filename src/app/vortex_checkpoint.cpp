@@ -4,8 +4,8 @@
 #include <array>
 #include <cstdint>
 #include <functional>
-#include <limits>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -19,10 +19,9 @@ using vortex::Vec3;
 static_assert(sizeof(Vec3) == 3 * sizeof(double), "Vec3 is three doubles, no padding");
 
 constexpr int kTag = 25;  // the messages of one array's parts to rank 0
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// The positions' boxes: "x_boxes" [n_boxes][6] (lowest x, y, z, then highest), box b over the
-// file's rows [b B, (b + 1) B), B its attribute "rows".
+// The positions' boxes: "x_boxes" [n_boxes][6] (lowest x, y, z, then highest, each component
+// a vortex::PeriodicInterval), box b over the file's rows [b B, (b + 1) B), B its attribute "rows".
 constexpr const char* kBoxes = "x_boxes";
 constexpr const char* kBoxRows = "rows";
 
@@ -66,20 +65,18 @@ void save_vortex_state(h5::Id grp, const vortex::State& st, RootErrors& err, con
       first += counts[r];
     }
   };
-  // The positions' boxes, a box each `chunk` rows of the file (rank 0 sees every row go by).
+  // The positions' boxes, a box each `chunk` rows of the file (rank 0 sees every row go by), each
+  // component a periodic interval (vortex/validate.h).
   const std::size_t boxes = (n + chunk - 1) / chunk;
-  std::vector<double> box(comm.root() ? 6 * boxes : 0);
-  for (std::size_t b = 0; b < box.size(); b += 6)
-    for (int c = 0; c < 3; ++c) box[b + c] = kInf, box[b + 3 + c] = -kInf;
+  std::vector<std::array<vortex::PeriodicInterval, 3>> in(comm.root() ? boxes : 0);
   const auto v = vectors(st);
   write(v[0].first, values(*v[0].second), 3, [&](std::size_t first, std::size_t m, const double* x) {
     for (std::size_t i = 0; i < m; ++i)
-      for (int c = 0; c < 3; ++c) {
-        double* b = &box[6 * ((first + i) / chunk)];
-        b[c] = std::min(b[c], x[3 * i + c]);
-        b[3 + c] = std::max(b[3 + c], x[3 * i + c]);
-      }
+      for (int c = 0; c < 3; ++c) in[(first + i) / chunk][c].add(x[3 * i + c]);
   });
+  std::vector<double> box(6 * in.size());
+  for (std::size_t b = 0; b < in.size(); ++b)
+    for (int c = 0; c < 3; ++c) std::tie(box[6 * b + c], box[6 * b + 3 + c]) = in[b][c].interval();
   err.run(comm, [&] {
     h5::write_doubles(grp, kBoxes, box.data(), h5::Shape{boxes, 6});
     h5::Handle d = h5::open_dataset(grp, kBoxes);
@@ -183,7 +180,7 @@ vortex::State load_own(h5::Id grp, const Grid& lattice, const vortex::Bounds& b,
       const std::size_t k = (first + i) / rows;
       const Vec3 lo = corner(k, 0), hi = corner(k, 1);
       for (int c = 0; c < 3; ++c)
-        if (!(x[i][c] >= lo[c] && x[i][c] <= hi[c]))
+        if (!vortex::PeriodicInterval::holds(lo[c], hi[c], x[i][c]))
           checked([&] {
             throw InputError("x[" + std::to_string(first + i) + "] lies outside its box x_boxes[" + std::to_string(k) +
                              "]: the boxes must hold the positions");

@@ -8,13 +8,15 @@
 // its own particles and one chunk (issue 25: memory O(N/R) a rank, the restart included): rank 0
 // writes the ranks' parts as they arrive, in rank order, and beside the positions their boxes,
 // "x_boxes" [n_boxes][6] (lowest x, y, z, highest x, y, z of each `rows` consecutive particles of
-// the file, `rows` its attribute: 2^16). Every rank reads the positions a chunk at a time, skips
-// the chunks whose boxes it keeps nothing from, and keeps the particles its `keep` takes,
-// reading the other arrays only where it keeps them; each part is checked (vortex/validate.h),
-// and the positions against their box. So a z-slab's I/O is its own share and the few chunks
-// that straddle its faces (in lattice order, z slowest, a box is one or two planes' particles;
-// those of the first plane that drifted below z = 0 and wrapped make its boxes span the box's
-// height, read by every rank). Files written before the boxes are read whole, as before.
+// the file, `rows` its attribute: 2^16; each component an interval of the periodic box,
+// vortex::PeriodicInterval, so that particles of the first plane that drifted below z = 0 and
+// wrapped to the top leave their box a few cells high, lo below 0). Every rank reads the
+// positions a chunk at a time, skips the chunks whose boxes it keeps nothing from, and keeps the
+// particles its `keep` takes, reading the other arrays only where it keeps them; each part is
+// checked (vortex/validate.h), and the positions against their box. So a z-slab's I/O is its own
+// share and the few chunks that straddle its faces (in lattice order, z slowest, a box is one or
+// two planes' particles). Files written before the boxes are read whole, as before; those
+// written before the periodic intervals (every lo ≥ 0) are read by the same rule.
 #pragma once
 
 #include <cstddef>
@@ -38,8 +40,9 @@ void save_vortex_state(h5::Id grp, const vortex::State& st, RootErrors& err, con
 
 /// Which particles a rank keeps, by position (empty: all of them).
 using KeepParticle = std::function<bool(const vortex::Vec3& x)>;
-/// Whether the rank's KeepParticle may take some position in the box [lo, hi] (true where
-/// unsure; empty: read every chunk). The ranks' predicates must keep every position of the box
+/// Whether the rank's KeepParticle may take some position in the box [lo, hi], each component
+/// periodic (lo may lie below 0: vortex::PeriodicInterval; true where unsure; empty: read every
+/// chunk). The ranks' predicates must keep every position of the box
 /// [0, 2π)³ somewhere, so that every chunk is read, and its boxes checked, by some rank.
 using KeepBox = std::function<bool(const vortex::Vec3& lo, const vortex::Vec3& hi)>;
 

@@ -8,7 +8,8 @@
 // parts in the file, a last short chunk). The positions' boxes (a box each 4 rows of the file)
 // let a rank read only the chunks near its share: exactly those, the file's result all the
 // same; a file without them is read whole; a box that does not hold its positions, or is not a
-// box, is refused. Label mpi; 2 and 3 ranks.
+// box, is refused; a box across the seam at z = 0 is as high as its particles. Label mpi; 2 and
+// 3 ranks.
 #include <gtest/gtest.h>
 #include <hdf5.h>
 #include <unistd.h>
@@ -242,7 +243,69 @@ TEST_F(VortexCheckpointMpi, BoxesThatDoNotHoldTheirPositionsAreRefusedOnEveryRan
     ADD_FAILURE() << "a box upside down was read";
   } catch (const vh::InputError& e) {
     EXPECT_NE(std::string(e.what()).find(":/vortex: x_boxes[2][2]: ["), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("is not an interval inside [0, 2 pi)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("is not an interval [lo, hi] with -pi <= lo <= hi < 2 pi"),
+              std::string::npos)
+        << e.what();
+  }
+  // A periodic interval reaches below 0 by at most half the box.
+  write(false);
+  edit_boxes([](std::vector<double>& box) { box[6 * 3 + 2] = -3.2; });
+  try {
+    read(in_my_share, 3, meets_my_share);
+    ADD_FAILURE() << "a box from -3.2 was read";
+  } catch (const vh::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(":/vortex: x_boxes[3][2]: [-3.2000000000000002, "), std::string::npos)
+        << e.what();
+  }
+}
+
+// The particles of a plane next to z = 0 that drifted below it and wrapped to just under 2π
+// (rows 1 and 2 here, with rows 0 and 3 just above 0): their box is [2π − 0.05 − 2π, 0.03], not
+// the box's height, so a rank whose share of the heights lies away from 0 does not read them
+// (on 3 ranks the middle one; with the plain [lowest, highest] every rank read that chunk).
+TEST_F(VortexCheckpointMpi, ABoxAcrossTheSeamAtZeroIsAsHighAsItsParticles) {
+  const Comm w = Comm::world();
+  const auto [first, count] = my_range(w);
+  const double seam_z[4] = {0.01, 2 * vh::kPi - 0.05, 2 * vh::kPi - 0.02, 0.03};
+  State all = part(0, kN, false);
+  for (std::size_t i = 0; i < 4; ++i) all.particles.x[i][2] = seam_z[i];
+  write(false, [&](State& s) {
+    for (std::size_t i = first; i < first + count && i < 4; ++i) s.particles.x[i - first][2] = seam_z[i];
+  });
+  std::vector<double> box(6 * ((kN + 3) / 4));
+  edit_boxes([&](std::vector<double>& b) { box = b; });
+  w.bcast(box.data(), box.size() * sizeof(double));  // rank 0 read them
+  EXPECT_NEAR(box[2], -0.05, 1e-14);  // box 0's z
+  EXPECT_EQ(box[5], 0.03);
+  EXPECT_EQ(box[6 + 2], all.particles.x[4][2]);  // box 1 (rows 4-7) as before: z rising
+  EXPECT_EQ(box[6 + 5], all.particles.x[7][2]);
+  // This rank's share: the heights (wrapped into [0, 2π)) of its R-th of the box; a box meets it
+  // where one of the shares from its lowest to its highest height, periodically, is this rank's.
+  const int R = w.size();
+  auto share = [R](double z) { return static_cast<int>(std::floor(z / (2 * vh::kPi) * R)); };
+  auto mine = [&](int s) { return ((s % R) + R) % R == w.rank(); };
+  auto keep = [&](const Vec3& x) { return mine(share(x[2])); };
+  auto meets = [&](const Vec3& lo, const Vec3& hi) {
+    for (int s = share(lo[2]); s <= share(hi[2]); ++s)
+      if (mine(s)) return true;
+    return false;
+  };
+  std::size_t got_read = 0;
+  const State got = read(keep, 3, meets, &got_read);
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < kN; ++i)
+    if (keep(all.particles.x[i])) {
+      ASSERT_LT(kept, got.particles.size());
+      EXPECT_EQ(got.particles.x[kept++], all.particles.x[i]);
+    }
+  EXPECT_EQ(kept, got.particles.size());
+  // On 3 ranks the middle one's share [2.09, 4.19) meets boxes 2-4 (rows 8-19), so it reads the
+  // chunks of 3 from row 6 to row 20: 15 positions (21 with the plain box 0, [0.01, 6.23]).
+  if (R == 3 && w.rank() == 1) {
+    EXPECT_EQ(got_read, 15u);
+  }
+  if (R == 1) {
+    EXPECT_EQ(got_read, kN);
   }
 }
 
