@@ -76,6 +76,7 @@
 #include <vector>
 
 #include "base/comm.h"
+#include "bench/args.h"
 #include "bench/csv_rows.h"
 #include "bench/memory_check.h"
 #include "core/diagnostics.h"
@@ -122,52 +123,41 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument("missing value after " + a);
-      return argv[++i];
-    };
-    if (a == "--csv") o.csv = true;
-    else if (a == "--periodic") o.prm.periodic = true;
-    else if (a == "--lattice") o.lattice = true;
-    else if (a == "--turbulent") o.turbulent = o.lattice = o.prm.periodic = true;
-    else if (a == "--white") o.white = o.turbulent = o.lattice = o.prm.periodic = true;
-    else if (a == "--direct-max-log2n") o.direct_max_log2n = std::stoi(next());
-    else if (a == "--ref-max-log2n") o.ref_max_log2n = std::stoi(next());
-    else if (a == "--precision") o.prm.set("precision", next());
-    else if (a == "--m2l") o.prm.set("m2l", next());
-    else if (a == "--device") o.device = next();
-    else if (a == "--min-log2n") o.min_log2n = std::stoi(next());
-    else if (a == "--max-log2n") o.max_log2n = std::stoi(next());
-    else if (a == "--repeat") o.repeat = std::stoi(next());
-    else if (a == "--jitter") o.jitter = std::stod(next());
-    else if (a == "--shift") o.shift = std::stod(next());
-    else if (a == "--fmm-ref") o.fmm_ref = true;
-    else if (a == "--resident") o.resident = true;
-    else if (a == "--split-blocks") o.split_blocks = std::stoi(next());
-    else if (a == "--shares") o.shares = std::stoi(next());
-    else if (a == "--share-gpus") o.share_gpus = true;
-    else if (a == "--split") o.split = next();
-    else if (a == "--overlap") {
-      o.overlap.clear();
-      std::string v = next();
-      for (std::size_t b = 0; b <= v.size();) {
-        const std::size_t e = std::min(v.find(',', b), v.size());
-        o.overlap.push_back(v.substr(b, e - b));
-        b = e + 1;
-      }
+  for (vh::bench::Args a(argc, argv); a.next();) {
+    if (a.is("--csv")) o.csv = true;
+    else if (a.is("--periodic")) o.prm.periodic = true;
+    else if (a.is("--lattice")) o.lattice = true;
+    else if (a.is("--turbulent")) o.turbulent = o.lattice = o.prm.periodic = true;
+    else if (a.is("--white")) o.white = o.turbulent = o.lattice = o.prm.periodic = true;
+    else if (a.is("--direct-max-log2n")) o.direct_max_log2n = a.integer();
+    else if (a.is("--ref-max-log2n")) o.ref_max_log2n = a.integer();
+    else if (a.is("--precision")) o.prm.set("precision", a.value());
+    else if (a.is("--m2l")) o.prm.set("m2l", a.value());
+    else if (a.is("--device")) o.device = a.value();
+    else if (a.is("--min-log2n")) o.min_log2n = a.integer();
+    else if (a.is("--max-log2n")) o.max_log2n = a.integer();
+    else if (a.is("--repeat")) o.repeat = a.integer();
+    else if (a.is("--jitter")) o.jitter = a.real();
+    else if (a.is("--shift")) o.shift = a.real();
+    else if (a.is("--fmm-ref")) o.fmm_ref = true;
+    else if (a.is("--resident")) o.resident = true;
+    else if (a.is("--split-blocks")) o.split_blocks = a.integer();
+    else if (a.is("--shares")) o.shares = a.integer();
+    else if (a.is("--share-gpus")) o.share_gpus = true;
+    else if (a.is("--split")) o.split = a.value();
+    else if (a.is("--overlap")) {
+      o.overlap = a.list();
       for (const auto& m : o.overlap)
         if (m != "serial" && m != "streams" && m != "split")
           throw std::invalid_argument("--overlap " + m + ": serial, streams or split");
     }
-    else if (a == "--p") o.prm.set("p", next());
-    else if (a == "--theta") o.prm.set("theta", next());
-    else if (a == "--ncrit") o.prm.set("ncrit", next());
-    else if (a == "--tolerance") o.prm.set("tolerance", next());
-    else if (a == "--images") o.prm.set("images", next());
-    else if (a == "--p2p-max-pairs") o.prm.set("p2p_max_pairs", next());
-    else if (a == "--help" || a == "-h") {
+    else if (a.is("--p")) o.prm.set("p", a.value());
+    else if (a.is("--theta")) o.prm.set("theta", a.value());
+    else if (a.is("--ncrit")) o.prm.set("ncrit", a.value());
+    else if (a.is("--tolerance")) o.prm.set("tolerance", a.value());
+    else if (a.is("--images")) o.prm.set("images", a.value());
+    else if (a.is("--p2p-max-pairs")) o.prm.set("p2p_max_pairs", a.value());
+    else if (a.is("--help") || a.is("-h")) {
       std::printf("usage: fmm_bench [--device cpu|gpu] [--min-log2n N] [--max-log2n N] [--p P] [--theta T] "
                   "[--ncrit N] [--tolerance E] [--images K] [--p2p-max-pairs M] [--periodic] [--lattice | --turbulent] "
                   "[--precision single|double] [--m2l lists|fft] [--direct-max-log2n N] [--ref-max-log2n N] [--jitter F] [--shift F] [--fmm-ref] [--repeat R] [--csv] "
@@ -175,7 +165,7 @@ Options parse(int argc, char** argv) {
                   "[--split slabs|interleaved] [--share-gpus]\n");
       std::exit(0);
     } else {
-      throw std::invalid_argument("unknown option " + a);
+      a.unknown();
     }
   }
   if (o.device != "cpu" && o.device != "gpu") throw std::invalid_argument("--device " + o.device + ": cpu or gpu");

@@ -12,9 +12,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "bench/args.h"
 #include "fmm/expansions.h"
 #include "fmm/far_gpu.h"
 #include "fmm/level_stencil.h"
@@ -33,20 +35,20 @@ double now() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 int main(int argc, char** argv) {
   int N = 256, level = 6, p = 10, reps = 5, samples = 64, planes = 0;
   double theta = 0.6;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i];
-    if (k == "--n") N = std::atoi(argv[i + 1]);
-    else if (k == "--level") level = std::atoi(argv[i + 1]);
-    else if (k == "--p") p = std::atoi(argv[i + 1]);
-    else if (k == "--theta") theta = std::atof(argv[i + 1]);
-    else if (k == "--reps") reps = std::atoi(argv[i + 1]);
-    else if (k == "--samples") samples = std::atoi(argv[i + 1]);
-    else if (k == "--planes") planes = std::atoi(argv[i + 1]);
-    else {
-      std::fprintf(stderr, "m2l_fft_bench: unknown option %s (--n --level --p --theta --reps --samples --planes)\n",
-                   k.c_str());
-      return 2;
+  try {
+    for (vh::bench::Args a(argc, argv); a.next();) {
+      if (a.is("--n")) N = a.integer();
+      else if (a.is("--level")) level = a.integer();
+      else if (a.is("--p")) p = a.integer();
+      else if (a.is("--theta")) theta = a.real();
+      else if (a.is("--reps")) reps = a.integer();
+      else if (a.is("--samples")) samples = a.integer();
+      else if (a.is("--planes")) planes = a.integer();
+      else throw std::invalid_argument("unknown option " + a.option() + " (--n --level --p --theta --reps --samples --planes)");
     }
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "m2l_fft_bench: %s\n", e.what());
+    return 2;
   }
   const int n = 1 << level;
   if (N % n || N / n < 1) {

@@ -17,10 +17,11 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
-#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "bench/args.h"
 #include "fmm/p2p.h"
 #include "fmm/p2p_kernel.h"
 #include "fmm/periodic.h"
@@ -70,19 +71,22 @@ int main(int argc, char** argv) {
   double seconds = 0.3;
   int tree_log2n = 21;
   std::vector<int> threads = {1, omp_get_max_threads()};
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--seconds" && i + 1 < argc) seconds = std::stod(argv[++i]);
-    else if (a == "--tree-log2n" && i + 1 < argc) tree_log2n = std::stoi(argv[++i]);
-    else if (a == "--threads" && i + 1 < argc) {
-      threads.clear();
-      std::stringstream ss(argv[++i]);
-      std::string tok;
-      while (std::getline(ss, tok, ',')) threads.push_back(std::stoi(tok));
-    } else {
-      std::printf("usage: p2p_cpu_bench [--seconds S] [--tree-log2n K] [--threads 1,2,...]\n");
-      return a == "--help" || a == "-h" ? 0 : 2;
+  try {
+    for (vh::bench::Args a(argc, argv); a.next();) {
+      if (a.is("--seconds")) seconds = a.real();
+      else if (a.is("--tree-log2n")) tree_log2n = a.integer();
+      else if (a.is("--threads")) threads = a.integers();
+      else if (a.is("--help") || a.is("-h")) {
+        std::printf("usage: p2p_cpu_bench [--seconds S] [--tree-log2n K] [--threads 1,2,...]\n");
+        return 0;
+      } else {
+        a.unknown();
+      }
     }
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "p2p_cpu_bench: %s (usage: p2p_cpu_bench [--seconds S] [--tree-log2n K] [--threads 1,2,...])\n",
+                 e.what());
+    return 2;
   }
   const int saved = omp_get_max_threads();
   omp_set_num_threads(1);

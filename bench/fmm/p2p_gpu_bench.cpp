@@ -30,11 +30,11 @@
 #include <ctime>
 #include <fstream>
 #include <random>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "bench/args.h"
 #include "bench/csv_rows.h"
 #include "fmm/p2p.h"
 #include "fmm/p2p_gpu.h"
@@ -66,53 +66,39 @@ const char* prec_name(GpuPrecision p) {
   return p == GpuPrecision::fp32 ? "fp32" : p == GpuPrecision::fp32_ieee ? "fp32_ieee" : "fp64";
 }
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(item);
-  return out;
-}
-
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument("missing value after " + a);
-      return argv[++i];
-    };
-    if (a == "--device") {
-      const std::string d = next();
+  for (vh::bench::Args a(argc, argv); a.next();) {
+    if (a.is("--device")) {
+      const std::string d = a.value();
       if (d != "gpu" && d != "auto") throw std::invalid_argument("--device " + d + ": this benchmark is gpu only");
-    } else if (a == "--log2n") {
-      o.log2n.clear();
-      for (const auto& s : split(next())) o.log2n.push_back(std::stoi(s));
-    } else if (a == "--max-n") o.max_n = std::stoll(next());
-    else if (a == "--precision") {
+    } else if (a.is("--log2n")) {
+      o.log2n = a.integers();
+    } else if (a.is("--max-n")) o.max_n = a.integer64();
+    else if (a.is("--precision")) {
       o.precs.clear();
-      for (const auto& s : split(next())) {
+      for (const auto& s : a.list()) {
         if (s == "fp32") o.precs.push_back(GpuPrecision::fp32);
         else if (s == "fp32_ieee") o.precs.push_back(GpuPrecision::fp32_ieee);
         else if (s == "fp64") o.precs.push_back(GpuPrecision::fp64);
         else throw std::invalid_argument("--precision " + s + ": fp32, fp32_ieee or fp64");
       }
-    } else if (a == "--repeat") o.repeat = std::stoi(next());
-    else if (a == "--ncrit") o.ncrit = std::stoi(next());
-    else if (a == "--theta") o.theta = std::stod(next());
-    else if (a == "--tolerance") o.tolerance = std::stod(next());
-    else if (a == "--p") o.p = std::stoi(next());
-    else if (a == "--direct-max-log2n") o.direct_max_log2n = std::stoi(next());
-    else if (a == "--direct-repeat") o.direct_repeat = std::stoi(next());
-    else if (a == "--sample") o.sample = std::stoi(next());
-    else if (a == "--csv") o.csv = next();
-    else if (a == "--help" || a == "-h") {
+    } else if (a.is("--repeat")) o.repeat = a.integer();
+    else if (a.is("--ncrit")) o.ncrit = a.integer();
+    else if (a.is("--theta")) o.theta = a.real();
+    else if (a.is("--tolerance")) o.tolerance = a.real();
+    else if (a.is("--p")) o.p = a.integer();
+    else if (a.is("--direct-max-log2n")) o.direct_max_log2n = a.integer();
+    else if (a.is("--direct-repeat")) o.direct_repeat = a.integer();
+    else if (a.is("--sample")) o.sample = a.integer();
+    else if (a.is("--csv")) o.csv = a.value();
+    else if (a.is("--help") || a.is("-h")) {
       std::printf("usage: p2p_gpu_bench [--device gpu] [--log2n 18,21,24] [--max-n N] "
                   "[--precision fp32,fp32_ieee,fp64] [--repeat R] [--ncrit N] [--theta T] [--tolerance E] [--p P] "
                   "[--direct-max-log2n K] [--direct-repeat R] [--sample LEAVES] [--csv FILE]\n");
       std::exit(0);
     } else {
-      throw std::invalid_argument("unknown option " + a);
+      a.unknown();
     }
   }
   for (int l : o.log2n)

@@ -40,10 +40,12 @@
 #include <ctime>
 #include <iostream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "app/config.h"
+#include "bench/args.h"
 #include "bench/csv_rows.h"
 #include "bench/memory_check.h"
 #include "base/comm.h"
@@ -136,40 +138,32 @@ int main(int argc, char** argv) {
   bool share_gpus = false, overlap = Params{}.overlap_exchange;
   int steps = 20, warmup = 3;
   bool csv = false, pruned = false, callbacks = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "spectral_bench: %s needs a value\n", a.c_str());
-        std::exit(2);
+  try {
+    for (vh::bench::Args a(argc, argv); a.next();) {
+      if (a.is("--device")) device = a.value();
+      else if (a.is("--n")) ns = a.value();
+      else if (a.is("--dealias")) dealias = a.value();
+      else if (a.is("--precision")) precision = a.value();
+      else if (a.is("--steps")) steps = a.integer();
+      else if (a.is("--warmup")) warmup = a.integer();
+      else if (a.is("--csv")) csv = true;
+      else if (a.is("--pruned")) pruned = true;
+      else if (a.is("--callbacks")) callbacks = true;
+      else if (a.is("--no-callbacks")) callbacks = false;
+      else if (a.is("--transforms")) transforms = a.value();
+      else if (a.is("--comm")) comm = a.value();
+      else if (a.is("--share-gpus")) share_gpus = true;
+      else if (a.is("--overlap")) {
+        const std::string v = a.value();
+        if (v != "on" && v != "off") throw std::invalid_argument("--overlap " + v + " (allowed: on, off)");
+        overlap = v == "on";
+      } else {
+        a.unknown();
       }
-      return argv[++i];
-    };
-    if (a == "--device") device = next();
-    else if (a == "--n") ns = next();
-    else if (a == "--dealias") dealias = next();
-    else if (a == "--precision") precision = next();
-    else if (a == "--steps") steps = std::stoi(next());
-    else if (a == "--warmup") warmup = std::stoi(next());
-    else if (a == "--csv") csv = true;
-    else if (a == "--pruned") pruned = true;
-    else if (a == "--callbacks") callbacks = true;
-    else if (a == "--no-callbacks") callbacks = false;
-    else if (a == "--transforms") transforms = next();
-    else if (a == "--comm") comm = next();
-    else if (a == "--share-gpus") share_gpus = true;
-    else if (a == "--overlap") {
-      const std::string v = next();
-      if (v != "on" && v != "off") {
-        std::fprintf(stderr, "spectral_bench: --overlap %s (allowed: on, off)\n", v.c_str());
-        return 2;
-      }
-      overlap = v == "on";
     }
-    else {
-      std::fprintf(stderr, "spectral_bench: unknown argument %s\n", a.c_str());
-      return 2;
-    }
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "spectral_bench: %s\n", e.what());
+    return 2;
   }
   // One rank prints (the others' stdout goes nowhere).
   if (!world.root() && !std::freopen("/dev/null", "w", stdout)) return 1;

@@ -18,9 +18,11 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "bench/args.h"
 #include "bench/csv_rows.h"
 #include "core/device.h"
 #include "core/error.h"
@@ -79,28 +81,22 @@ int main(int argc, char** argv) {
   int n = 256;
   double dt = 0.01, t_end = 20;
   bool csv = false, check = false, pruned = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "tgv_check: %s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--device") device = next();
-    else if (a == "--n") n = std::stoi(next());
-    else if (a == "--dealias") dealias = next();
-    else if (a == "--dt") dt = std::stod(next());
-    else if (a == "--t-end") t_end = std::stod(next());
-    else if (a == "--ref") ref = next();
-    else if (a == "--csv") csv = true;
-    else if (a == "--check") check = true;
-    else if (a == "--pruned") pruned = true;
-    else {
-      std::fprintf(stderr, "tgv_check: unknown argument %s\n", a.c_str());
-      return 2;
+  try {
+    for (vh::bench::Args a(argc, argv); a.next();) {
+      if (a.is("--device")) device = a.value();
+      else if (a.is("--n")) n = a.integer();
+      else if (a.is("--dealias")) dealias = a.value();
+      else if (a.is("--dt")) dt = a.real();
+      else if (a.is("--t-end")) t_end = a.real();
+      else if (a.is("--ref")) ref = a.value();
+      else if (a.is("--csv")) csv = true;
+      else if (a.is("--check")) check = true;
+      else if (a.is("--pruned")) pruned = true;
+      else a.unknown();
     }
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "tgv_check: %s\n", e.what());
+    return 2;
   }
   try {
     const Series r = read_reference(ref);

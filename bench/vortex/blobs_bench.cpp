@@ -40,11 +40,11 @@
 #include <functional>
 #include <iterator>
 #include <random>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "bench/args.h"
 #include "bench/csv_rows.h"
 #include "base/device_buffer.h"
 #include "bench/memory_check.h"
@@ -73,28 +73,20 @@ struct BenchOptions {
 
 BenchOptions parse(int argc, char** argv) {
   BenchOptions o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument("missing value after " + a);
-      return argv[++i];
-    };
-    if (a == "--n") {
-      o.n.clear();
-      std::stringstream ss(next());
-      for (std::string item; std::getline(ss, item, ',');) o.n.push_back(std::stoi(item));
-    } else if (a == "--cpu-n") o.cpu_n = std::stoi(next());
-    else if (a == "--repeat") o.repeat = std::stoi(next());
-    else if (a == "--overlap") o.overlap = std::stod(next());
-    else if (a == "--cutoff") o.cutoff = std::stod(next());
-    else if (a == "--resident-only") o.resident_only = true;
-    else if (a == "--csv") o.csv = next();
-    else if (a == "--help" || a == "-h") {
+  for (vh::bench::Args a(argc, argv); a.next();) {
+    if (a.is("--n")) o.n = a.integers();
+    else if (a.is("--cpu-n")) o.cpu_n = a.integer();
+    else if (a.is("--repeat")) o.repeat = a.integer();
+    else if (a.is("--overlap")) o.overlap = a.real();
+    else if (a.is("--cutoff")) o.cutoff = a.real();
+    else if (a.is("--resident-only")) o.resident_only = true;
+    else if (a.is("--csv")) o.csv = a.value();
+    else if (a.is("--help") || a.is("-h")) {
       std::printf("usage: blobs_bench [--n 128,256] [--cpu-n N (0: none)] [--repeat R] [--overlap O] [--cutoff C] "
                   "[--resident-only] [--csv FILE]\n");
       std::exit(0);
     } else {
-      throw std::invalid_argument("unknown option " + a);
+      a.unknown();
     }
   }
   for (int n : o.n)

@@ -49,11 +49,11 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "bench/args.h"
 #include "bench/csv_rows.h"
 #include "bench/memory_check.h"
 #include "base/comm.h"
@@ -99,38 +99,29 @@ struct BenchOptions {
 
 BenchOptions parse(int argc, char** argv) {
   BenchOptions o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument("missing value after " + a);
-      return argv[++i];
-    };
-    if (a == "--n") {
-      o.n.clear();
-      std::stringstream ss(next());
-      for (std::string item; std::getline(ss, item, ',');) o.n.push_back(std::stoi(item));
-    } else if (a == "--refine") o.refine = std::stod(next());
-    else if (a == "--steps") o.steps = std::stoi(next());
-    else if (a == "--warmup") o.warmup = std::stoi(next());
-    else if (a == "--tolerance") o.tolerance = std::stod(next());
-    else if (a == "--p") o.p = next();
-    else if (a == "--theta") o.theta = next();
-    else if (a == "--ncrit")
-      o.ncrit = next();
-    else if (a == "--reinit-every") o.reinit_every = std::stoi(next());
-    else if (a == "--velocity") {
-      const std::string v = next();
+  for (vh::bench::Args a(argc, argv); a.next();) {
+    if (a.is("--n")) o.n = a.integers();
+    else if (a.is("--refine")) o.refine = a.real();
+    else if (a.is("--steps")) o.steps = a.integer();
+    else if (a.is("--warmup")) o.warmup = a.integer();
+    else if (a.is("--tolerance")) o.tolerance = a.real();
+    else if (a.is("--p")) o.p = a.value();
+    else if (a.is("--theta")) o.theta = a.value();
+    else if (a.is("--ncrit")) o.ncrit = a.value();
+    else if (a.is("--reinit-every")) o.reinit_every = a.integer();
+    else if (a.is("--velocity")) {
+      const std::string v = a.value();
       if (v != "fmm" && v != "lattice") throw std::invalid_argument("--velocity: fmm or lattice");
       o.lattice = v == "lattice";
-    } else if (a == "--diffusion") {
-      o.diffusion = next();
+    } else if (a.is("--diffusion")) {
+      o.diffusion = a.value();
       if (o.diffusion != "auto" && o.diffusion != "integrating-factor" && o.diffusion != "lattice")
         throw std::invalid_argument("--diffusion: auto, integrating-factor or lattice");
-    } else if (a == "--blob-cutoff") o.blob_cutoff = std::stod(next());
-    else if (a == "--m2l") o.m2l = next();
-    else if (a == "--csv") o.csv = true;
-    else if (a == "--share-gpus") o.share_gpus = true;
-    else if (a == "--help" || a == "-h") {
+    } else if (a.is("--blob-cutoff")) o.blob_cutoff = a.real();
+    else if (a.is("--m2l")) o.m2l = a.value();
+    else if (a.is("--csv")) o.csv = true;
+    else if (a.is("--share-gpus")) o.share_gpus = true;
+    else if (a.is("--help") || a.is("-h")) {
       std::printf(
           "usage: vortex_step_bench [--n 128,256] [--refine R] [--steps S] [--warmup W] [--tolerance T] "
           "[--p P|auto] [--theta T|auto] [--ncrit N|auto] [--reinit-every K] [--velocity fmm|lattice] "
@@ -138,7 +129,7 @@ BenchOptions parse(int argc, char** argv) {
           "[--share-gpus]\n");
       std::exit(0);
     } else {
-      throw std::invalid_argument("unknown option " + a);
+      a.unknown();
     }
   }
   for (int n : o.n)
