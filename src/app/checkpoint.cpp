@@ -2,12 +2,14 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <limits>
 
 #include "app/deck.h"
 #include "base/error.h"
 #include "io/h5.h"
+#include "vortex/solver.h"
 
 namespace fs = std::filesystem;
 
@@ -90,11 +92,26 @@ CheckpointHeader read_checkpoint_header(const std::string& where, const Comm& co
   return h;
 }
 
-void check_checkpoint_grid(const CheckpointHeader& h, int n) {
-  const long written = parse_deck(h.deck, h.path + ":/deck", {}).integer("domain.n");
-  if (written != n)
+void check_checkpoint_grid(const CheckpointHeader& h, const RunConfig& c) {
+  const Options deck = parse_deck(h.deck, h.path + ":/deck", {});
+  const long written = deck.integer("domain.n");
+  if (written != c.n)
     throw InputError(h.path + ": written at domain.n = " + std::to_string(written) + ", the restart asks for domain.n = " +
-                     std::to_string(n) + " (allowed: the checkpoint's N; the state is not interpolated)");
+                     std::to_string(c.n) + " (allowed: the checkpoint's N; the state is not interpolated)");
+  // The particle lattice: refine · N points per direction, the vortex state's size.
+  const std::string solver = deck.text("case.solver");
+  if ((c.solver == "vortex" || c.solver == "both") && (solver == "vortex" || solver == "both")) {
+    const double refine = deck.real("vortex.refine");
+    const int m = vortex::lattice_points_per_direction(refine, c.n);
+    const int want = vortex::lattice_points_per_direction(c.vortex.refine, c.n);
+    char refine_text[32];
+    std::snprintf(refine_text, sizeof refine_text, "%g", c.vortex.refine);
+    if (m != want)
+      throw InputError(h.path + ": written at vortex.refine = " + deck.text("vortex.refine") + " (" +
+                       std::to_string(m) + "³ particles), the restart asks for vortex.refine = " +
+                       refine_text + " (" + std::to_string(want) +
+                       "³; allowed: the checkpoint's particle lattice, the state is not interpolated)");
+  }
 }
 
 double speed_cap(const RunConfig& c, double h, double u0_max) {

@@ -69,8 +69,9 @@ constexpr double kStepGrowth = 10;
 void load_checkpoint(const CheckpointHeader& h, const std::vector<std::unique_ptr<Stepper>>& solvers,
                      double speed);
 
-/// vh::InputError (one line) when the checkpoint was written at another domain.n than `n`
-/// (its /deck says which): the state is not interpolated.
-void check_checkpoint_grid(const CheckpointHeader& h, int n);
+/// vh::InputError (one line) when the checkpoint was written at another domain.n than the run's,
+/// or, where both run the vortex solver, on another particle lattice (vortex.refine · N points per
+/// direction; its /deck says which): the state is not interpolated.
+void check_checkpoint_grid(const CheckpointHeader& h, const RunConfig& c);
 
 }  // namespace vh::app

@@ -373,7 +373,7 @@ Setup configure(const std::string& deck_path, const std::vector<std::string>& ov
   cfg.ranks = ranks;
   const Backend backend = resolve_backend(cfg.device);
   check_ranks(cfg, opts, ranks);
-  if (ckpt) check_checkpoint_grid(*ckpt, cfg.n);
+  if (ckpt) check_checkpoint_grid(*ckpt, cfg);
   const std::string comm = connect_ranks(cfg, backend, world);
   if (ckpt) cfg.out_dir = ckpt->dir;  // a restart continues in the checkpoint's folder
   // Memory, estimated from the deck and checked before anything is written (memory_estimate.h);

@@ -261,8 +261,10 @@ void set_stored_n(const std::string& file, int n) {
 TEST_F(CheckpointChecks, SizesMustBeThoseOfTheDecksGrid) {
   // A restart at another N is refused before the state is read ...
   expect_refused(ckpt() + ": written at domain.n = 8, the restart asks for domain.n = 16", " --domain.n=16");
-  // ... one at another particle lattice (vortex.refine · N per direction) at the particles ...
-  expect_refused(ckpt() + ":/vortex/x: shape [512 3], expected [4096 3]", " --vortex.refine=2");
+  // ... so is one on another particle lattice (vortex.refine · N points per direction) ...
+  expect_refused(ckpt() + ": written at vortex.refine = 1 (8³ particles), the restart asks for vortex.refine = 2 "
+                          "(16³; allowed: the checkpoint's particle lattice, the state is not interpolated)",
+                 " --vortex.refine=2");
   // ... and a checkpoint whose deck says 16³ over 8³ arrays, at the arrays.
   set_stored_n(ckpt(), 16);
   expect_refused(ckpt() + ":/spectral/u: coefficients of N = 8, the run has domain.n = 16");
