@@ -12,9 +12,12 @@
 // Header-only.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace vh::bench {
@@ -76,7 +79,8 @@ class Args {
   }
   int whole(const std::string& s) const {
     const long long v = number<long long>(s, "a whole number");
-    if (v < -2147483647LL || v > 2147483647LL) throw std::invalid_argument(option_ + ": " + s + " is too large");
+    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+      throw std::invalid_argument(option_ + ": " + s + " is too large");
     return static_cast<int>(v);
   }
 

@@ -44,7 +44,9 @@ int main(int argc, char** argv) {
       else if (a.is("--reps")) reps = a.integer();
       else if (a.is("--samples")) samples = a.integer();
       else if (a.is("--planes")) planes = a.integer();
-      else throw std::invalid_argument("unknown option " + a.option() + " (--n --level --p --theta --reps --samples --planes)");
+      else
+        throw std::invalid_argument("unknown option " + a.option() +
+                                    " (--n --level --p --theta --reps --samples --planes)");
     }
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "m2l_fft_bench: %s\n", e.what());

@@ -71,21 +71,21 @@ int main(int argc, char** argv) {
   double seconds = 0.3;
   int tree_log2n = 21;
   std::vector<int> threads = {1, omp_get_max_threads()};
+  const char* usage = "usage: p2p_cpu_bench [--seconds S] [--tree-log2n K] [--threads 1,2,...]";
   try {
     for (vh::bench::Args a(argc, argv); a.next();) {
       if (a.is("--seconds")) seconds = a.real();
       else if (a.is("--tree-log2n")) tree_log2n = a.integer();
       else if (a.is("--threads")) threads = a.integers();
       else if (a.is("--help") || a.is("-h")) {
-        std::printf("usage: p2p_cpu_bench [--seconds S] [--tree-log2n K] [--threads 1,2,...]\n");
+        std::printf("%s\n", usage);
         return 0;
       } else {
         a.unknown();
       }
     }
   } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "p2p_cpu_bench: %s (usage: p2p_cpu_bench [--seconds S] [--tree-log2n K] [--threads 1,2,...])\n",
-                 e.what());
+    std::fprintf(stderr, "p2p_cpu_bench: %s (%s)\n", e.what(), usage);
     return 2;
   }
   const int saved = omp_get_max_threads();
