@@ -99,18 +99,17 @@ void check_checkpoint_grid(const CheckpointHeader& h, const RunConfig& c) {
     throw InputError(h.path + ": written at domain.n = " + std::to_string(written) + ", the restart asks for domain.n = " +
                      std::to_string(c.n) + " (allowed: the checkpoint's N; the state is not interpolated)");
   // The particle lattice: refine · N points per direction, the vortex state's size.
-  const std::string solver = deck.text("case.solver");
-  if ((c.solver == "vortex" || c.solver == "both") && (solver == "vortex" || solver == "both")) {
-    const double refine = deck.real("vortex.refine");
-    const int m = vortex::lattice_points_per_direction(refine, c.n);
+  if (runs_vortex(c.solver) && runs_vortex(deck.text("case.solver"))) {
+    const int m = vortex::lattice_points_per_direction(deck.real("vortex.refine"), c.n);
     const int want = vortex::lattice_points_per_direction(c.vortex.refine, c.n);
-    char refine_text[32];
-    std::snprintf(refine_text, sizeof refine_text, "%g", c.vortex.refine);
-    if (m != want)
+    if (m != want) {
+      char refine_text[32];
+      std::snprintf(refine_text, sizeof refine_text, "%g", c.vortex.refine);
       throw InputError(h.path + ": written at vortex.refine = " + deck.text("vortex.refine") + " (" +
                        std::to_string(m) + "³ particles), the restart asks for vortex.refine = " +
                        refine_text + " (" + std::to_string(want) +
                        "³; allowed: the checkpoint's particle lattice, the state is not interpolated)");
+    }
   }
 }
 

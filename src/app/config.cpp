@@ -91,11 +91,11 @@ void guard_config(const Options& o, RunConfig& c) {
 /// spectral.*, vortex.* and fmm.*, with the grid sizes each solver can take.
 void solver_config(const Options& o, RunConfig& c) {
   c.spectral = spectral::params_from(o, 0.0);
-  if ((c.solver == "spectral" || c.solver == "both") && c.spectral.dealias == spectral::Dealias::three_halves &&
+  if (runs_spectral(c.solver) && c.spectral.dealias == spectral::Dealias::three_halves &&
       c.n % 4 != 0)
     throw InputError(o.where("domain.n") + " does not suit spectral.dealias = 3/2 (allowed: n divisible by 4)");
   c.vortex = vortex::params_from(o, 0.0);
-  if (c.solver == "vortex" || c.solver == "both") {
+  if (runs_vortex(c.solver)) {
     try {
       vortex::lattice_points_per_direction(c.vortex.refine, c.n);
     } catch (const InputError& e) {

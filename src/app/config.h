@@ -13,6 +13,11 @@
 
 namespace vh::app {
 
+/// Whether case.solver `solver` runs the spectral solver (spectral or both), the vortex solver
+/// (vortex or both).
+inline bool runs_spectral(const std::string& solver) { return solver == "spectral" || solver == "both"; }
+inline bool runs_vortex(const std::string& solver) { return solver == "vortex" || solver == "both"; }
+
 struct RunConfig {
   std::string deck_path;
   Options options;            ///< the deck after overrides, with defaults filled in

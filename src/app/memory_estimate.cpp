@@ -132,9 +132,6 @@ RankParticles vortex_rank_particles(const RunConfig& c, int R) {
   return {own, std::min(all - own, near_planes * plane)};
 }
 
-bool runs_spectral(const RunConfig& c) { return c.solver == "spectral" || c.solver == "both"; }
-bool runs_vortex(const RunConfig& c) { return c.solver == "vortex" || c.solver == "both"; }
-
 /// Complex values of the transform grid (M²(M/2+1)).
 double transform_modes(const RunConfig& c) {
   const spectral::kernel::Geometry g = spectral::kernel::make_geometry(c.n, c.spectral.dealias);
@@ -205,7 +202,7 @@ FmmMemory fmm_memory(double particles, const fmm::Params& f, bool gpu, double tr
 
 bool spectral_fused_on_gpu(const RunConfig& c, Backend b) {
   const spectral::Params& p = c.spectral;
-  if (b != Backend::gpu || !runs_spectral(c) || p.pruned_transforms) return false;
+  if (b != Backend::gpu || !runs_spectral(c.solver) || p.pruned_transforms) return false;
   if (p.transforms == spectral::Transforms::cufft) return false;
   if (p.transforms == spectral::Transforms::automatic && p.dealias == spectral::Dealias::none) return false;
   return spectral::fused::unsupported_reason(spectral::kernel::make_geometry(c.n, p.dealias), p.single_precision)
@@ -215,10 +212,10 @@ bool spectral_fused_on_gpu(const RunConfig& c, Backend b) {
 MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
   MemoryEstimate e;
   const Sizes s(c.n);
-  const double m = runs_vortex(c) ? vortex::lattice_points_per_direction(c.vortex.refine, c.n) : 0;
+  const double m = runs_vortex(c.solver) ? vortex::lattice_points_per_direction(c.vortex.refine, c.n) : 0;
   const double particles = m * m * m;  // (refine·N)³
   const bool gpu = b == Backend::gpu;
-  const int nsolvers = int(runs_spectral(c)) + int(runs_vortex(c));
+  const int nsolvers = int(runs_spectral(c.solver)) + int(runs_vortex(c.solver));
 
   const int R = std::max(1, c.ranks);  // the driver's arrays are slabs on R > 1 ranks
   e.host.push_back({"program", kProgramBytes});
@@ -228,9 +225,9 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
     e.host.push_back({"field output", (7 * s.R * std::max(1, nsolvers) + 2 * s.R + s.C) / R});
     e.fields_file = 7 * s.R * std::max(1, nsolvers);
   }
-  if (runs_spectral(c) && c.ranks > 1) {
+  if (runs_spectral(c.solver) && c.ranks > 1) {
     spectral_on_ranks(c, gpu, fused, e);
-  } else if (runs_spectral(c)) {
+  } else if (runs_spectral(c.solver)) {
     const bool expl = c.spectral.viscosity == spectral::Viscosity::explicit_rk4;
     const double state = (expl ? 9 : 6) * s.C;
     if (!gpu) {
@@ -253,7 +250,7 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
     // Writing a checkpoint copies the state into a flat array first.
     e.host.push_back({"spectral checkpoint buffer", 3 * s.C});
   }
-  if (runs_vortex(c)) {
+  if (runs_vortex(c.solver)) {
     const bool resident = gpu && c.vortex.reinit_from == vortex::ReinitFrom::points;
     if (R > 1 && !resident) {  // CPU ranks: this rank's share of the particles, and copies of its neighbours'
       const RankParticles rp = vortex_rank_particles(c, R);
@@ -408,7 +405,7 @@ namespace {
 
 /// fit_fmm_m2l against `device` bytes.
 std::string fit_fmm_m2l(RunConfig& c, Backend b, bool fused, double device) {
-  if (b != Backend::gpu || !runs_vortex(c) || c.vortex.fmm.m2l != "fft") return "";
+  if (b != Backend::gpu || !runs_vortex(c.solver) || c.vortex.fmm.m2l != "fft") return "";
   const MemoryEstimate e = estimate_memory(c, b, fused);
   double tables = 0;
   for (const MemoryItem& i : e.device)
@@ -422,7 +419,7 @@ std::string fit_fmm_m2l(RunConfig& c, Backend b, bool fused, double device) {
 /// The largest N (≤ c.n, allowed by the deck's rules) whose estimate fits, the FMM's M2L fitted to
 /// the GPU as a run at that N would fit it; 0 when none does.
 int largest_n_that_fits(const RunConfig& c, Backend b, bool fused, double host, double device) {
-  const int step = runs_spectral(c) && c.spectral.dealias == spectral::Dealias::three_halves ? 4 : 2;
+  const int step = runs_spectral(c.solver) && c.spectral.dealias == spectral::Dealias::three_halves ? 4 : 2;
   auto fits = [&](int n) {
     RunConfig d = c;
     d.n = n;
@@ -475,7 +472,7 @@ void check_memory(const RunConfig& c, Backend b, const MemoryEstimate& e, const 
   const int n = largest_n_that_fits(c, b, fused, host.bytes, b == Backend::gpu ? device.bytes
                                                                             : std::numeric_limits<double>::infinity());
   msg << "; allowed here: " << (n > 0 ? "domain.n <= " + std::to_string(n) : std::string("no domain.n"));
-  if (runs_spectral(c) && c.spectral.dealias == spectral::Dealias::three_halves) {
+  if (runs_spectral(c.solver) && c.spectral.dealias == spectral::Dealias::three_halves) {
     RunConfig d = c;
     d.spectral.dealias = spectral::Dealias::two_thirds;
     const MemoryEstimate e2 = estimate_memory(d, b, spectral_fused_on_gpu(d, b));

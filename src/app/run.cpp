@@ -352,7 +352,7 @@ std::string connect_ranks(const RunConfig& cfg, Backend backend, const Comm& wor
 /// On R > 1 ranks: at most one rank per z-plane; the vortex solver with its default
 /// reinitialisation from the points (vortex/halo.h, vortex/solver_gpu.h).
 void check_ranks(const RunConfig& cfg, const Options& opts, int ranks) {
-  if (ranks > 1 && (cfg.solver == "vortex" || cfg.solver == "both")) {
+  if (ranks > 1 && runs_vortex(cfg.solver)) {
     if (cfg.vortex.reinit_from == vortex::ReinitFrom::blobs)
       throw InputError(opts.where("vortex.reinit_from") + " = blobs on " + std::to_string(ranks) +
                        " ranks: the seeds' scheme runs on one rank (allowed on R > 1 ranks: points)");
@@ -536,11 +536,11 @@ void Run::banner() {
 /// The solvers the deck asks for, with ν of the initial field.
 void Run::make_solvers() {
   RunConfig& c = s_.cfg;
-  if (c.solver == "spectral" || c.solver == "both") {
+  if (runs_spectral(c.solver)) {
     c.spectral.nu = init_.nu;
     solvers_.push_back(make_spectral(c.spectral, slab_, s_.backend));
   }
-  if (c.solver == "vortex" || c.solver == "both") {
+  if (runs_vortex(c.solver)) {
     c.vortex.nu = init_.nu;
     solvers_.push_back(make_vortex(c.vortex, slab_, s_.backend));
     con_.line(std::string("vortex   viscous term: ") + vortex::diffusion_name(c.vortex.diffusion) +
