@@ -24,9 +24,11 @@ int stencil_points(const std::vector<double>& sigma, double h, double cutoff) {
 
 /// One particle's 1-D Gaussian weights along x, y, z on the lattice points i0 … i0+m−1
 /// (unwrapped indices): w and dw = ∂w/∂x_i of blobs_kernel.h, zero outside the cut-off; idx: the
-/// wrapped lattice index of each point.
+/// wrapped lattice index of each point; x_run: the x points lie in one row without wrapping
+/// (idx[0][a] = idx[0][0] + a), as they do for all but the particles near the box's x faces.
 struct Weights {
   int i0[3];
+  bool x_run = false;
   std::vector<double> w[3], dw[3];
   std::vector<int> idx[3];
   explicit Weights(int m) {
@@ -46,15 +48,30 @@ struct Weights {
         idx[d][a] = (((i0[d] + a) % n) + n) % n;
       }
     }
+    x_run = i0[0] >= 0 && i0[0] + m <= n;
   }
 };
 
+/// f(row[i_a], a) for the x points a of the particle's stencil in one lattice row (row: the
+/// row's point x = 0): a contiguous run, which the compiler vectorises, unless the stencil wraps.
+template <class F>
+void along_x(double* row, const Weights& W, F&& f) {
+  const int m = int(W.w[0].size());
+  if (W.x_run) {
+    double* r = row + W.idx[0][0];
+    for (int a = 0; a < m; ++a) f(r[a], a);
+  } else {
+    for (int a = 0; a < m; ++a) f(row[W.idx[0][a]], a);
+  }
+}
+
 /// Adds every particle's stencil to the lattice points of the z-planes z0 … z0 + nz − 1:
-/// f(point, q, W, a, b, c) for each stencil point (a, b, c) of particle q on those planes with a
-/// nonzero z weight, `point` counted from plane z0.  The planes are split among the threads;
-/// each thread takes the particles in index order and adds only to its own planes, so every
-/// lattice point sums its particles in index order: the same bits for any thread count, and for
-/// any split of the planes over ranks that hands each rank the particles in the same order.
+/// f(row, q, W, b, c) for each row (b, c) of particle q's stencil on those planes with nonzero y
+/// and z weights, `row` the index of the row's point x = 0 counted from plane z0 (f takes the
+/// row's x points by along_x).  The planes are split among the threads; each thread takes the
+/// particles in index order and adds only to its own planes, so every lattice point sums its
+/// particles in index order: the same bits for any thread count, and for any split of the planes
+/// over ranks that hands each rank the particles in the same order.
 template <class F>
 void scatter(const std::vector<Vec3>& x, const std::vector<double>& sigma, const Grid& g, double cutoff, int z0,
              int nz, F&& f) {
@@ -81,8 +98,7 @@ void scatter(const std::vector<Vec3>& x, const std::vector<double>& sigma, const
         if (z < za || z >= zb || W.w[2][c] == 0.0) continue;
         for (int b = 0; b < m; ++b) {
           if (W.w[1][b] == 0.0) continue;
-          const std::size_t row = g.index(0, W.idx[1][b], z) - plane0;
-          for (int a = 0; a < m; ++a) f(row + W.idx[0][a], q, W, a, b, c);
+          f(g.index(0, W.idx[1][b], z) - plane0, q, W, b, c);
         }
       }
     }
@@ -149,10 +165,13 @@ void blob_sums(const std::vector<Vec3>& x, const std::vector<Vec3>& s, const std
   if (s.size() != x.size() || sigma.size() != x.size())
     throw std::invalid_argument("blob_sums: x, strengths and sigma differ in size");
   out = VectorField(g, nz);
-  scatter(x, sigma, g, cutoff, z0, nz, [&](std::size_t i, std::size_t q, const Weights& W, int a, int b, int c) {
-    const double w = W.w[0][a] * W.w[1][b] * W.w[2][c];
-    if (w == 0.0) return;
-    for (int d = 0; d < 3; ++d) out.c[d][i] += w * s[q][d];
+  scatter(x, sigma, g, cutoff, z0, nz, [&](std::size_t row, std::size_t q, const Weights& W, int b, int c) {
+    const double wyz = W.w[1][b] * W.w[2][c];
+    const double* wx = W.w[0].data();
+    for (int d = 0; d < 3; ++d) {
+      const double v = wyz * s[q][d];
+      along_x(out.c[d].data() + row, W, [&](double& o, int a) { o += wx[a] * v; });
+    }
   });
 }
 
@@ -177,10 +196,12 @@ void divergence_on_lattice(const std::vector<Vec3>& x, const std::vector<Vec3>& 
                            const std::vector<double>& sigma, const Grid& g, double cutoff, int z0, int nz,
                            ScalarField& div) {
   div = ScalarField(g, nz);
-  scatter(x, sigma, g, cutoff, z0, nz, [&](std::size_t i, std::size_t q, const Weights& W, int a, int b, int c) {
-    div.v[i] += alpha[q][0] * W.dw[0][a] * W.w[1][b] * W.w[2][c] +
-                alpha[q][1] * W.w[0][a] * W.dw[1][b] * W.w[2][c] +
-                alpha[q][2] * W.w[0][a] * W.w[1][b] * W.dw[2][c];
+  // α·∇ζ along a row: dw_x (α_x w_y w_z) + w_x (α_y dw_y w_z + α_z w_y dw_z).
+  scatter(x, sigma, g, cutoff, z0, nz, [&](std::size_t row, std::size_t q, const Weights& W, int b, int c) {
+    const double u = alpha[q][0] * W.w[1][b] * W.w[2][c],
+                 v = alpha[q][1] * W.dw[1][b] * W.w[2][c] + alpha[q][2] * W.w[1][b] * W.dw[2][c];
+    const double *wx = W.w[0].data(), *dwx = W.dw[0].data();
+    along_x(div.v.data() + row, W, [&](double& o, int a) { o += dwx[a] * u + wx[a] * v; });
   });
 }
 
