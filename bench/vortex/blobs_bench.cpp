@@ -1,5 +1,6 @@
 // blobs_bench: the blob sums at the lattice, vorticity_on_lattice and divergence_on_lattice
-// (vortex/blobs), on the GPU and on the CPU.
+// (vortex/blobs), on the GPU and on the CPU.  --device cpu (the only device of a build without
+// CUDA): the CPU's sums alone at every --n, with the particle-point pairs per second.
 //
 // Particles: one per point of an n^3 lattice in the periodic box, moved by up to +-0.1 h per axis
 // at random, random strengths alpha in (-1, 1) h^3 per component, core sigma = overlap h (the
@@ -21,14 +22,16 @@
 // solver spends on blob sums (its history and its strengths).
 // --resident-only runs this table alone.
 //
-//   blobs_bench [--n 128,256] [--cpu-n 64] [--repeat 5] [--overlap 1] [--cutoff 6] [--resident-only]
-//               [--csv FILE]
+//   blobs_bench [--device gpu|cpu] [--n 128,256] [--cpu-n 64] [--repeat 5] [--overlap 1] [--cutoff 6]
+//               [--resident-only] [--csv FILE]
 //
 // Every size's memory is checked first (bench/memory_check.h): one too large for the machine is
 // refused, exit 2, with the largest --n that fits.
 //
 // Results: bench/RESULTS.md.
+#ifdef VH_HAVE_CUDA
 #include <cuda_runtime.h>
+#endif
 #include <omp.h>
 
 #include <algorithm>
@@ -46,11 +49,13 @@
 
 #include "bench/args.h"
 #include "bench/csv_rows.h"
-#include "base/device_buffer.h"
 #include "bench/memory_check.h"
 #include "vortex/blobs.h"
-#include "vortex/blobs_gpu.h"
 #include "vortex/blobs_kernel.h"
+#ifdef VH_HAVE_CUDA
+#include "base/device_buffer.h"
+#include "vortex/blobs_gpu.h"
+#endif
 #include "vortex/solver.h"
 
 #ifndef VH_GIT_HASH
@@ -63,7 +68,14 @@ using namespace vh;
 using namespace vh::vortex;
 using clock_type = std::chrono::steady_clock;
 
+#ifdef VH_HAVE_CUDA
+constexpr const char* kDefaultDevice = "gpu";
+#else
+constexpr const char* kDefaultDevice = "cpu";
+#endif
+
 struct BenchOptions {
+  std::string device = kDefaultDevice;
   std::vector<int> n = {128, 256};
   int cpu_n = 64, repeat = 5;
   double overlap = 1.0, cutoff = Params{}.blob_cutoff;
@@ -74,7 +86,8 @@ struct BenchOptions {
 BenchOptions parse(int argc, char** argv) {
   BenchOptions o;
   for (vh::bench::Args a(argc, argv); a.next();) {
-    if (a.is("--n")) o.n = a.integers();
+    if (a.is("--device")) o.device = a.value();
+    else if (a.is("--n")) o.n = a.integers();
     else if (a.is("--cpu-n")) o.cpu_n = a.integer();
     else if (a.is("--repeat")) o.repeat = a.integer();
     else if (a.is("--overlap")) o.overlap = a.real();
@@ -82,13 +95,18 @@ BenchOptions parse(int argc, char** argv) {
     else if (a.is("--resident-only")) o.resident_only = true;
     else if (a.is("--csv")) o.csv = a.value();
     else if (a.is("--help") || a.is("-h")) {
-      std::printf("usage: blobs_bench [--n 128,256] [--cpu-n N (0: none)] [--repeat R] [--overlap O] [--cutoff C] "
-                  "[--resident-only] [--csv FILE]\n");
+      std::printf("usage: blobs_bench [--device gpu|cpu] [--n 128,256] [--cpu-n N (0: none)] [--repeat R] "
+                  "[--overlap O] [--cutoff C] [--resident-only] [--csv FILE]\n");
       std::exit(0);
     } else {
       a.unknown();
     }
   }
+  if (o.device != "gpu" && o.device != "cpu") throw std::invalid_argument("--device " + o.device + ": gpu or cpu");
+#ifndef VH_HAVE_CUDA
+  if (o.device == "gpu") throw std::invalid_argument("--device gpu: this build has no CUDA (allowed: cpu)");
+#endif
+  if (o.device == "cpu" && o.resident_only) throw std::invalid_argument("--resident-only needs --device gpu");
   for (int n : o.n)
     if (n < 8) throw std::invalid_argument("--n: sizes >= 8");
   if (o.cpu_n != 0 && o.cpu_n < 8) throw std::invalid_argument("--cpu-n: 0 or >= 8");
@@ -149,12 +167,35 @@ double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
+/// The particle-point pairs inside the cut-off: the product over the axes of each particle's
+/// lattice points within cutoff σ, summed.
+double pairs_inside(const Particles& p, const Grid& g, double cutoff) {
+  const double h = g.h();
+  const int m = stencil_points(*std::max_element(p.sigma.begin(), p.sigma.end()), h, cutoff);
+  const long long np = static_cast<long long>(p.size());
+  double pairs = 0;
+#pragma omp parallel for reduction(+ : pairs) schedule(static)
+  for (long long q = 0; q < np; ++q) {
+    const blob::Core c = blob::core(p.sigma[q], cutoff);
+    double prod = 1;
+    for (int d = 0; d < 3; ++d) {
+      const int i0 = blob::stencil_start(p.x[q][d], c.R, h);
+      int len = 0;
+      for (int a = 0; a < m; ++a) len += blob::inside(blob::offset(i0 + a, h, p.x[q][d]), c);
+      prod *= len;
+    }
+    pairs += prod;
+  }
+  return pairs;
+}
+
 struct Row {
   int n = 0;
   std::string sum, device;
-  double device_s = -1, call_s = 0, rms = 0, err = -1;
+  double device_s = -1, call_s = 0, rms = 0, err = -1, pairs = 0;
 };
 
+#ifdef VH_HAVE_CUDA
 /// Seconds of the work that f queues on the default stream (CUDA events around it).
 template <class F>
 double device_seconds(F&& f) {
@@ -185,22 +226,8 @@ ResidentRow resident(const Particles& p, const Grid& g, double cutoff, int repea
   ResidentRow r;
   r.n = g.n;
   r.np = static_cast<long long>(p.size());
-  const double h = g.h(), smax = *std::max_element(p.sigma.begin(), p.sigma.end());
-  r.m = stencil_points(smax, h, cutoff);
-  double pairs = 0;
-#pragma omp parallel for reduction(+ : pairs) schedule(static)
-  for (long long q = 0; q < r.np; ++q) {
-    const blob::Core c = blob::core(p.sigma[q], cutoff);
-    double prod = 1;
-    for (int d = 0; d < 3; ++d) {
-      const int i0 = blob::stencil_start(p.x[q][d], c.R, h);
-      int len = 0;
-      for (int a = 0; a < r.m; ++a) len += blob::inside(blob::offset(i0 + a, h, p.x[q][d]), c);
-      prod *= len;
-    }
-    pairs += prod;
-  }
-  r.pairs = pairs;
+  r.m = stencil_points(*std::max_element(p.sigma.begin(), p.sigma.end()), g.h(), cutoff);
+  r.pairs = pairs_inside(p, g, cutoff);
   const std::size_t np = p.size(), npts = g.points();
   DeviceArray<double> x, alpha, sigma, out(3 * npts), out3(9 * npts);
   x.upload(p.x[0].data(), 3 * np);
@@ -229,6 +256,7 @@ ResidentRow resident(const Particles& p, const Grid& g, double cutoff, int repea
   r.sets3_s = median(t3);
   return r;
 }
+#endif
 
 /// The memory of the blob sums at an n³ lattice, one particle per point (bench/memory_check.h),
 /// from the allocations. Host: the particles (x, α, γ, σ: 80 B), the pinned staging of the packed
@@ -253,19 +281,25 @@ int main(int argc, char** argv) {
     // Every size's memory before any runs.
     for (int n : o.n)
       bench::require_memory("--n " + std::to_string(n), "--n", n, bench::sizes_below(n, 2, 8), case_memory,
-                            Backend::gpu);
+                            o.device == "gpu" ? Backend::gpu : Backend::cpu);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "blobs_bench: %s\n", e.what());
     return 2;
   }
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    std::fprintf(stderr, "blobs_bench: no CUDA device\n");
-    return 1;
+  const bool on_gpu = o.device == "gpu";
+  std::string dev = cpu_name();
+#ifdef VH_HAVE_CUDA
+  if (on_gpu) {
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+      std::fprintf(stderr, "blobs_bench: no CUDA device\n");
+      return 1;
+    }
+    cudaDeviceProp prop{};
+    cudaGetDeviceProperties(&prop, 0);
+    dev = prop.name;
   }
-  cudaDeviceProp prop{};
-  cudaGetDeviceProperties(&prop, 0);
-  const std::string dev = prop.name;
+#endif
   std::printf("blobs_bench: %s, lattice moved by up to 0.1 h, sigma = %g h, cutoff %g sigma, %d CPU threads, commit %s\n",
               dev.c_str(), o.overlap, o.cutoff, omp_get_max_threads(), VH_GIT_HASH);
 
@@ -296,7 +330,9 @@ int main(int argc, char** argv) {
     std::vector<double> wall, device;
     for (int k = 0; k < o.repeat; ++k) {
       wall.push_back(f(p, g, gpu, out));
+#ifdef VH_HAVE_CUDA
       if (gpu) device.push_back(detail::last_gather_gpu_seconds());
+#endif
     }
     r.call_s = median(wall);
     if (gpu) r.device_s = median(device);
@@ -307,16 +343,30 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   try {
     std::vector<int> sizes = o.resident_only ? std::vector<int>{} : o.n;
-    if (o.cpu_n && !o.resident_only) sizes.insert(sizes.begin(), o.cpu_n);
+    if (on_gpu && o.cpu_n && !o.resident_only) sizes.insert(sizes.begin(), o.cpu_n);
     for (std::size_t si = 0; si < sizes.size(); ++si) {
       const bool with_cpu = o.cpu_n && si == 0;
       const Grid g{sizes[si]};
       const Particles p = particles(g, o.overlap, 17 + g.n);
+      const double pairs = pairs_inside(p, g, cutoff);
       for (const auto& [name, f] : sums) {
+        if (!on_gpu) {  // the CPU's sums alone
+          Row c{g.n, name, "cpu"};
+          c.pairs = pairs;
+          measure(f, p, g, false, c);
+          if (c.rms == 0) throw std::runtime_error("the " + name + " sum is zero: nothing was timed");
+          rows.push_back(c);
+          std::printf("  n = %d %-10s cpu: call %.4f s, %.3f Gpairs/s\n", g.n, name.c_str(), c.call_s,
+                      1e-9 * pairs / c.call_s);
+          std::fflush(stdout);
+          continue;
+        }
         Row r{g.n, name, "gpu"};
+        r.pairs = pairs;
         const auto gpu_out = measure(f, p, g, true, r);
         if (with_cpu) {
           Row c{g.n, name, "cpu"};
+          c.pairs = pairs;
           const auto cpu_out = measure(f, p, g, false, c);
           for (std::size_t k = 0; k < cpu_out.size(); ++k) r.err = std::max(r.err, rel_l2(gpu_out[k], cpu_out[k]));
           rows.push_back(c);
@@ -334,9 +384,10 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+#ifdef VH_HAVE_CUDA
   std::vector<ResidentRow> res;
   try {
-    for (int n : o.n) {
+    for (int n : on_gpu ? o.n : std::vector<int>{}) {
       const Grid g{n};
       res.push_back(resident(particles(g, o.overlap, 17 + g.n), g, cutoff, o.repeat));
       const ResidentRow& r = res.back();
@@ -348,27 +399,34 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "blobs_bench: %s\n", e.what());
     return 1;
   }
+#endif
 
+  // Gpairs/s: the particle-point pairs of the call's sum a second of its device time (GPU) or of
+  // its wall time (CPU).
   if (!rows.empty())
-    std::printf("\n%6s %-10s %-4s %12s %10s %12s %14s\n", "n", "sum", "dev", "device[s]", "call[s]", "rms",
-                "GPU-CPU rel");
+    std::printf("\n%6s %-10s %-4s %12s %10s %10s %12s %14s\n", "n", "sum", "dev", "device[s]", "call[s]", "Gpairs/s",
+                "rms", "GPU-CPU rel");
   for (const auto& r : rows) {
     std::printf("%6d %-10s %-4s ", r.n, r.sum.c_str(), r.device.c_str());
     if (r.device_s >= 0) std::printf("%12.4f", r.device_s);
     else std::printf("%12s", "-");
-    std::printf(" %10.4f %12.4e", r.call_s, r.rms);
+    std::printf(" %10.4f %10.3f %12.4e", r.call_s, 1e-9 * r.pairs / (r.device_s >= 0 ? r.device_s : r.call_s), r.rms);
     if (r.err >= 0) std::printf(" %14.2e", r.err);
     std::printf("\n");
   }
+#ifdef VH_HAVE_CUDA
+  if (on_gpu) {
+      std::printf("\ndevice-resident blob sums (DeviceBlobSums; CUDA events, median of %d; pairs: particle-point pairs "
+                "inside the cut-off)\n", o.repeat);
+    std::printf("%6s %11s %7s %10s %9s %10s %9s %11s %10s %14s %12s\n", "n", "particles", "stencil", "pairs/part",
+                "sort[ms]", "omega[ms]", "div[ms]", "3 sets[ms]", "reinit[ms]", "omega Gpairs/s", "div Gpairs/s");
+    for (const auto& r : res)
+      std::printf("%6d %11lld %4d^3 %10.0f %9.2f %10.2f %9.2f %11.2f %10.2f %14.1f %12.1f\n", r.n, r.np, r.m,
+                  r.pairs / r.np, 1e3 * r.sort_s, 1e3 * r.omega_s, 1e3 * r.div_s, 1e3 * r.sets3_s,
+                  1e3 * (r.sort_s + r.sets3_s), 1e-9 * r.pairs / r.omega_s, 1e-9 * r.pairs / r.div_s);
+  }
+#endif
 
-  std::printf("\ndevice-resident blob sums (DeviceBlobSums; CUDA events, median of %d; pairs: particle-point pairs "
-              "inside the cut-off)\n", o.repeat);
-  std::printf("%6s %11s %7s %10s %9s %10s %9s %11s %10s %14s %12s\n", "n", "particles", "stencil", "pairs/part",
-              "sort[ms]", "omega[ms]", "div[ms]", "3 sets[ms]", "reinit[ms]", "omega Gpairs/s", "div Gpairs/s");
-  for (const auto& r : res)
-    std::printf("%6d %11lld %4d^3 %10.0f %9.2f %10.2f %9.2f %11.2f %10.2f %14.1f %12.1f\n", r.n, r.np, r.m,
-                r.pairs / r.np, 1e3 * r.sort_s, 1e3 * r.omega_s, 1e3 * r.div_s, 1e3 * r.sets3_s,
-                1e3 * (r.sort_s + r.sets3_s), 1e-9 * r.pairs / r.omega_s, 1e-9 * r.pairs / r.div_s);
 
   if (!o.csv.empty()) {
     std::ofstream f(o.csv);
@@ -389,8 +447,10 @@ int main(int argc, char** argv) {
         if (r.err >= 0) csv.row(base + " vs cpu", "rel_l2_difference", r.err, "1");
       } else {
         csv.row(cs, "time_call", r.call_s, "s");
+        csv.row(cs, "pairs_per_second", r.pairs / r.call_s, "1/s");
       }
     }
+#ifdef VH_HAVE_CUDA
     csv.device(dev);
     for (const auto& r : res) {
       const std::string base = "resident n=" + std::to_string(r.n) + " " + setup + " median of " + std::to_string(o.repeat);
@@ -400,6 +460,7 @@ int main(int argc, char** argv) {
       csv.row(base + " three sets", "time_device", r.sets3_s, "s");
       csv.row(base + " vorticity", "pairs_per_second", r.pairs / r.omega_s, "1/s");
     }
+#endif
     std::printf("CSV rows written to %s\n", o.csv.c_str());
   }
   return 0;
