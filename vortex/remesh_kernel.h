@@ -19,11 +19,15 @@
 
 namespace vh::vortex {
 
-/// Which modes the reinitialisation keeps (vortex.filter), kmax = filter_fraction · N_p/2.
+/// Which modes the reinitialisation keeps (vortex.filter): those strictly inside the cut-off
+/// k_c = filter_fraction · N_p/2. At fraction 2/3 the stretching's products of two kept modes
+/// alias onto |k_d| ≥ N_p − 2 k_c = k_c only, which no kept mode reaches (Orszag's rule); k_c
+/// itself is such an alias wherever it is a wavenumber (N_p divisible by 3: the default refine 1.5
+/// at every N), so it is not kept, as the spectral solver's 3/2 rule keeps |k_d| ≤ N/2 − 1.
 enum class Filter {
   none,       ///< all
-  spherical,  ///< |k| ≤ kmax
-  cube        ///< |k_d| ≤ kmax in each direction (Orszag's 2/3 rule at fraction 2/3)
+  spherical,  ///< |k| < k_c
+  cube        ///< |k_d| < k_c in each direction (Orszag's 2/3 rule at fraction 2/3)
 };
 
 namespace kernel {
@@ -81,14 +85,23 @@ VH_HD inline void project(int kx, int ky, int kz, double w, Cx c[3], double& rem
   modes::project(k[0], k[1], k[2], c);
 }
 
-/// Whether filter f with largest wavenumber kmax keeps mode (kx, ky, kz).
-VH_HD inline bool kept(Filter f, double kmax, int kx, int ky, int kz) {
+/// The bound a kept wavenumber stays below for the cut-off kc: kc less 1e-9 of it, so that a
+/// wavenumber equal to kc counts as on it however kc rounded (2/3 · 96/2 computes to 32 or to
+/// 31.999999999999996 as the operations fall).
+VH_HD inline double keep_below(double kc) { return kc * (1 - 1e-9); }
+
+/// Whether filter f with cut-off kc (filter_fraction · N_p/2) keeps mode (kx, ky, kz).
+VH_HD inline bool kept(Filter f, double kc, int kx, int ky, int kz) {
+  const double b = keep_below(kc);
   switch (f) {
-    case Filter::spherical: return modes::k2(kx, ky, kz) <= kmax * kmax;
-    case Filter::cube: return fabs(double(kx)) <= kmax && fabs(double(ky)) <= kmax && fabs(double(kz)) <= kmax;
+    case Filter::spherical: return modes::k2(kx, ky, kz) < b * b;
+    case Filter::cube: return fabs(double(kx)) < b && fabs(double(ky)) < b && fabs(double(kz)) < b;
     default: return true;
   }
 }
+
+/// The largest |k_d| the cube with cut-off kc keeps: the largest whole number below it.
+VH_HD inline int largest_kept(double kc) { return static_cast<int>(ceil(keep_below(kc))) - 1; }
 
 /// Resampling between lattices (refining: the exact spectral interpolation; coarsening: the
 /// truncation): the half-layout index on the n_from lattice of the mode that mode (ix, iy, iz)

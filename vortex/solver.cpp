@@ -62,12 +62,13 @@ std::vector<OptionSpec> option_specs() {
        "(vortex/solver.h)"},
       {"vortex.project", "bool", "true", "", "project the reinitialised vorticity onto solenoidal fields"},
       {"vortex.filter", "cube|spherical|none", "cube", "",
-       "modes the reinitialisation removes: |k| > filter_fraction * N_p/2 (spherical), any |k_i| > it (cube), or "
+       "modes the reinitialisation removes: |k| >= filter_fraction * N_p/2 (spherical), any |k_i| >= it (cube), or "
        "none"},
-      {"vortex.filter_fraction", "real", "2/3", "N_p/2", "the filter's largest kept |k| (spherical) or |k_i| (cube)"},
+      {"vortex.filter_fraction", "real", "2/3", "N_p/2",
+       "the filter's cut-off: the modes kept have |k| (spherical) or every |k_i| (cube) below it"},
       {"vortex.refine", "real", "1.5", "",
        "particles per grid spacing and direction (refine^3 per grid cell; refine * N an even integer). 1.5: the "
-       "default filter keeps every mode of the N^3 grid, as the spectral 3/2 rule does; 1 keeps |k_i| <= N/3 at "
+       "default filter keeps the N^3 grid's |k_i| <= N/2 - 1, as the spectral 3/2 rule does; 1 keeps |k_i| < N/3 at "
        "0.3x the cost, enough where k_max eta >= 1 at N/3 (vortex/README.md)"},
       {"vortex.init", "rbf|direct", "rbf", "",
        "initial blob strengths: RBF solve so the blobs reproduce omega at the lattice, or alpha = omega h^3"},
@@ -242,7 +243,7 @@ Slab lattice_slab(const Params& p, int n, const Comm& comm) {
   const Grid gp{lattice_points_per_direction(p.refine, n)};
   // The ky the reinitialisation keeps first (core/slab.h orders them so that they balance).
   int kmax = gp.n / 2 - 1;
-  if (p.filter != Filter::none) kmax = std::min(kmax, int(std::floor(p.filter_fraction * 0.5 * gp.n)));
+  if (p.filter != Filter::none) kmax = std::min(kmax, kernel::largest_kept(p.filter_fraction * 0.5 * gp.n));
   return Slab::make(gp, kmax, comm);
 }
 

@@ -95,7 +95,7 @@ struct Params {
   double blob_cutoff = 6.0;      ///< blob sums at the lattice cut off at this many σ (exp(−18) = 1.5e-8)
   bool project = true;           ///< project the reinitialised vorticity onto solenoidal fields
   Filter filter = Filter::cube;  ///< modes the reinitialisation removes
-  double filter_fraction = 2.0 / 3;  ///< the filter's largest kept |k| or |k_i|: this · N_p/2
+  double filter_fraction = 2.0 / 3;  ///< the filter's cut-off this · N_p/2: kept |k| or |k_i| below it
   RbfParams rbf;
   fmm::Params fmm;               ///< periodic is forced on
   double nu = 0;
