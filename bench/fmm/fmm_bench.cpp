@@ -361,6 +361,7 @@ std::vector<int> owners(const Options& o, const vh::fmm::Params& prm, const Blob
   return owner;
 }
 
+#ifdef VH_FMM_HAVE_CUDA
 // Every rank's blobs one after the other in rank order, each rank's in index order: the sources
 // every rank of the vortex solver on R GPUs passes (the gathered set).
 Blobs in_rank_order(const Blobs& b, const std::vector<int>& owner) {
@@ -375,6 +376,7 @@ Blobs in_rank_order(const Blobs& b, const std::vector<int>& owner) {
   }
   return all;
 }
+#endif
 
 // Under mpirun: one size's evaluation over the ranks (header comment).
 struct RanksRow {
