@@ -416,7 +416,7 @@ int main(int argc, char** argv) {
   }
 #ifdef VH_HAVE_CUDA
   if (on_gpu) {
-      std::printf("\ndevice-resident blob sums (DeviceBlobSums; CUDA events, median of %d; pairs: particle-point pairs "
+    std::printf("\ndevice-resident blob sums (DeviceBlobSums; CUDA events, median of %d; pairs: particle-point pairs "
                 "inside the cut-off)\n", o.repeat);
     std::printf("%6s %11s %7s %10s %9s %10s %9s %11s %10s %14s %12s\n", "n", "particles", "stencil", "pairs/part",
                 "sort[ms]", "omega[ms]", "div[ms]", "3 sets[ms]", "reinit[ms]", "omega Gpairs/s", "div Gpairs/s");
