@@ -68,6 +68,7 @@ void far_l2l(const FarPlan& f, FarWork& w, cudaStream_t s, const LatticeLevels* 
   for (std::size_t i = 0; i < f.l2l_levels.size(); ++i) {
     if (levels && levels->l2l(f, w, static_cast<int>(i), s)) continue;
     const auto& lv = f.l2l_levels[i];
+    if (lv.second == 0) continue;  // none of this rank's (evaluate_own)
     l2l_kernel<<<lv.second, coef_threads(f.p), shm, s>>>(f.children + lv.first, f.tcells, f.p, w.L.data());
     VH_CHECK_LAUNCH();
   }

@@ -292,15 +292,18 @@ struct GpuEvaluator::Impl {
   DeviceArray<int> own_flag, own_prefix;
   DeviceBytes scan_temp;
   // evaluate_own: the P2P tasks, target leaves and M2L rows that hold this rank's targets (of
-  // the trees kept and the range [first, first + count)), and the pairs of those tasks.
+  // the trees kept and the range [first, first + count)), and the pairs of those tasks; the
+  // L2L's children that hold some, and with the upward pass shared the M2M's parents that hold
+  // some of its sources, level by level (FarPlan's levels into own_children and own_parents).
   struct OwnSelection {
     bool valid = false;
     long long first = 0, count = 0;
     int tasks = 0, leaves = 0, rows = 0;
     long long pairs = 0;
+    std::vector<std::pair<int, int>> l2l_levels, m2m_levels;
   } own_sel;
   DeviceArray<int4> own_tasks;
-  DeviceArray<int> own_leaves, own_rows, keep, n_selected;
+  DeviceArray<int> own_leaves, own_rows, own_children, own_parents, keep, n_selected;
   DeviceArray<unsigned long long> own_pairs;
   // evaluate_own with the upward pass shared on the uniform levels' windows: what the ranks
   // exchange of the multipoles (planned with the selection).
@@ -318,6 +321,8 @@ struct GpuEvaluator::Impl {
   }
   Timings run(Kind kind, const double* d_x, const double* d_alpha, const double* d_sigma, std::size_t n_in,
               const double* d_t, std::size_t m_in, double* d_u, double* d_grad, bool same);
+  std::vector<std::pair<int, int>> select_own(const std::vector<std::pair<int, int>>& levels, const int* ids,
+                                              const GCell* cells, DeviceArray<int>& out);
 };
 
 GpuEvaluator::GpuEvaluator(const Params& prm) {
@@ -371,6 +376,31 @@ void GpuEvaluator::set_overlap(Overlap mode, int p2p_blocks_per_sm) {
 void GpuEvaluator::set_lattice_leaves(bool on) { impl_->far.set_lattice_leaves(on); }
 
 void GpuEvaluator::set_lattice_levels_from(int parents) { impl_->far.set_lattice_levels_from(parents); }
+
+// For each level (first, count) of ids, those whose cells hold some of this rank's particles
+// (own_prefix), in order, one level after the other into out; returns their levels.
+std::vector<std::pair<int, int>> GpuEvaluator::Impl::select_own(const std::vector<std::pair<int, int>>& levels,
+                                                                const int* ids, const GCell* cells,
+                                                                DeviceArray<int>& out) {
+  int total = 0, widest = 1;
+  for (const auto& lv : levels) total += lv.second, widest = std::max(widest, lv.second);
+  out.reserve(static_cast<std::size_t>(std::max(total, 1)));
+  keep.reserve(static_cast<std::size_t>(widest));
+  std::vector<std::pair<int, int>> sel;
+  int at = 0;
+  for (const auto& lv : levels) {
+    int k = 0;
+    if (lv.second > 0) {
+      own_cells_kernel<<<(lv.second + 255) / 256, 256>>>(lv.second, ids + lv.first, cells, own_prefix.data(),
+                                                          keep.data());
+      VH_CHECK_LAUNCH();
+      k = select_flagged(ids + lv.first, keep.data(), lv.second, out.data() + at, n_selected, scan_temp);
+    }
+    sel.emplace_back(at, k);
+    at += k;
+  }
+  return sel;
+}
 
 void GpuEvaluator::share_upward(DeviceComm* comm, std::size_t first, std::size_t count) {
   impl_->share = comm && comm->comm().size() > 1 ? comm : nullptr;
@@ -649,12 +679,22 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
       s.own_sel.rows = select_flagged(thrust::counting_iterator<int>(0), s.keep.data(), f.n_m2l_targets, s.own_rows,
                                       s.n_selected, s.scan_temp);
     }
+    // A local expansion reaches this rank's targets only down the cells that hold them; with
+    // the upward pass shared, a parent without its sources sums zeros.
+    s.own_sel.l2l_levels = s.select_own(f.l2l_levels, f.children, f.tcells, s.own_children);
+    if (s.share) s.own_sel.m2m_levels = s.select_own(f.m2m_levels, f.parents, f.scells, s.own_parents);
   }
   if (own) {
     f.n_tgt_leaves = s.own_sel.leaves;
     f.tgt_leaves = s.own_leaves.data();
     f.n_m2l_targets = s.own_sel.rows;
     f.m2l_rows = s.own_rows.data();
+    f.children = s.own_children.data();
+    f.l2l_levels = s.own_sel.l2l_levels;
+    if (s.share) {
+      f.parents = s.own_parents.data();
+      f.m2m_levels = s.own_sel.m2m_levels;
+    }
     f.out_first = s.share_first;  // the window of the output
     f.out_count = s.share_count;
   }
@@ -772,6 +812,7 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   tm.p2p = ms(kNear0, kNear1) + (split ? ms(kDrain0, kDrain1) : 0.0);
   tm.gpu_wall = serial ? ms(kNear0, kEnd) : ms(kStart, kEnd);
   tm.n_m2l = s.use_uniform ? U.n_m2l() : s.lists.n_m2l;
+  for (const auto& lv : f.l2l_levels) tm.n_l2l += lv.second;
   tm.n_p2p_pairs = own ? s.own_sel.pairs : s.use_uniform ? U.p2p_pairs() : s.lists.p2p_pairs;
   tm.n_p2p_entries = s.use_uniform ? U.p2p_entry_count() : s.lists.n_p2p_entries;
   tm.total = seconds(t_start, clock_type::now());

@@ -290,6 +290,8 @@ struct FarPlan {
   int n_src_leaves = 0;
   const int* first_child = nullptr;            ///< per source cell
   const int* nchild = nullptr;
+  /// The M2M's parents, level by level (offset into parents, count), bottom-up; with own, those
+  /// that hold some of this rank's sources (GpuEvaluator::evaluate_own).
   const int* parents = nullptr;
   std::vector<std::pair<int, int>> m2m_levels;
   /// The upward pass shared over ranks (GpuEvaluator::share_upward): own[s] = how many of the
@@ -297,6 +299,8 @@ struct FarPlan {
   /// multipoles of those only.  Null: every source.
   const int* own = nullptr;
   // Downward pass.
+  /// The L2L's children, level by level, top-down; evaluate_own: those that hold some of this
+  /// rank's targets (the others' locals would reach no target of its).
   const int* children = nullptr;
   std::vector<std::pair<int, int>> l2l_levels;
   const int* tgt_leaves = nullptr;             ///< target leaves holding particles

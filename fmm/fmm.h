@@ -119,6 +119,7 @@ struct Timings {
   /// ranges that follow one another (the lists' or the uniform levels').
   long long n_p2p_entries = 0;
   long long n_m2p = 0;                   ///< the LET's multipoles evaluated at single targets (CPU, Comm)
+  long long n_l2l = 0;                   ///< GpuEvaluator: the L2L's translations (the children it formed)
   /// GPU: the P2M or the L2P as matrix products, every leaf holding the same points (a lattice:
   /// fmm/lattice_leaves.h).
   bool lattice_leaves = false;

@@ -562,8 +562,9 @@ TEST(EvaluatorGpuUniform, ALatticeUnevenInItsLeavesTakesTheUniformLevels) {
 // planes a side) the ranks' rows equal evaluate_self's to round-off for R = 1 .. 5 (uneven at
 // 5: 9/10/9/10/10 of the 48 planes), with the slabs turned by two planes so that rank 0's wraps
 // around the box, and level 4's translations fall to the window's share where the window with
-// the stencil's reach is narrower than the level. One GPU; no ranks needed:
-// share_upward(nullptr, first, count).
+// the stencil's reach is narrower than the level, and the L2L forms only the locals of the cells
+// over the rank's planes (a local reaches its targets only down the cells that hold them). One
+// GPU; no ranks needed: share_upward(nullptr, first, count).
 TEST(EvaluatorGpuUniform, EvaluateOwnTakesTheWindowOfItsRanksPlanes) {
   VH_NEED_GPU();
   const int n = 48, turn = 2;
@@ -612,8 +613,9 @@ TEST(EvaluatorGpuUniform, EvaluateOwnTakesTheWindowOfItsRanksPlanes) {
           for (int e = 0; e < 3; ++e) eg = std::max(eg, std::abs(go[i][d][e] - g[first + i][d][e]));
         }
       std::printf("[ own %d of %d ] input planes %zu..%zu (turned by %d): max |own - self| u %.2e, grad %.2e of "
-                  "%.2e, %.2e; translations %lld of %lld\n",
-                  r, R, first / plane, (first + count) / plane - 1, turn, eu, eg, umax, gmax, to.n_m2l, ts.n_m2l);
+                  "%.2e, %.2e; translations %lld of %lld, L2L %lld of %lld\n",
+                  r, R, first / plane, (first + count) / plane - 1, turn, eu, eg, umax, gmax, to.n_m2l, ts.n_m2l,
+                  to.n_l2l, ts.n_l2l);
       EXPECT_LE(eu, 1e-13 * umax) << r << " of " << R;
       EXPECT_LE(eg, 1e-13 * gmax) << r << " of " << R;
       // Levels 2 and 3 whole (their 2 and 4 parent planes hold no window), level 4 on the parent
@@ -627,8 +629,19 @@ TEST(EvaluatorGpuUniform, EvaluateOwnTakesTheWindowOfItsRanksPlanes) {
       windows += window;
       const long long t4 = l4.translations();
       EXPECT_EQ(to.n_m2l, window ? ts.n_m2l - t4 + t4 / 8 * nzp : ts.n_m2l) << r << " of " << R;
+      // The L2L: at level l (cells of 48 / 2^l lattice planes), the 4^l cells of each cell plane
+      // over the rank's planes.
+      long long l2l = 0;
+      for (int l = 1; l <= 4; ++l) {
+        std::set<int> zs;
+        for (std::size_t k = first / plane; k < (first + count) / plane; ++k)
+          zs.insert(static_cast<int>((k + n - turn) % n) / (n >> l));
+        l2l += (1LL << (2 * l)) * static_cast<long long>(zs.size());
+      }
+      EXPECT_EQ(to.n_l2l, l2l) << r << " of " << R;
     }
   }
+  EXPECT_EQ(ts.n_l2l, 8 + 64 + 512 + 4096);  // every cell below the root
   EXPECT_GE(windows, 9);  // R = 4 and 5 (12 and 9 or 10 lattice planes: 3 parent planes)
 }
 
