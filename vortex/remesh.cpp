@@ -170,9 +170,9 @@ double Lattice::project(SpectralSlab& c) const {
 void Lattice::filter(SpectralSlab& c, Filter f, double fraction) const {
   if (f == Filter::none) return;
   const Grid& g = s_.grid;
-  const double kmax = fraction * 0.5 * g.n;
+  const double kc = fraction * 0.5 * g.n;  // the cut-off
   for_each_mode(s_, [&](std::size_t m, int ix, int iy, int iz) {
-    if (kernel::kept(f, kmax, ix, g.wavenumber(iy), g.wavenumber(iz))) return;
+    if (kernel::kept(f, kc, ix, g.wavenumber(iy), g.wavenumber(iz))) return;
     for (auto& a : c.c) a[m] = 0;
   });
 }

@@ -224,7 +224,7 @@ int lattice_points_per_direction(double refine, int n) {
 double resolved_kmax(const Params& p, int n) {
   const Grid lattice{lattice_points_per_direction(p.refine, n)};
   double k = std::min(Grid{n}.kmax(), lattice.kmax());
-  if (p.filter != Filter::none) k = std::min(k, p.filter_fraction * 0.5 * lattice.n);  // Lattice::filter's kmax
+  if (p.filter != Filter::none) k = std::min(k, p.filter_fraction * 0.5 * lattice.n);  // Lattice::filter's cut-off
   return k;
 }
 

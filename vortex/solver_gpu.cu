@@ -185,7 +185,7 @@ struct ModeSteps {
   double increment = 0;     ///< ≠ 0: × (exp(−increment |k|²) − 1) (Lattice::diffusion_increment)
   bool project = false;     ///< Lattice::project, its sums per block into `partial`
   Filter filter = Filter::none;  ///< Lattice::filter: zero where kernel::kept is false
-  double kmax = 0;
+  double kc = 0;                 ///< the filter's cut-off, filter_fraction · N_p/2
 };
 
 __global__ void mode_steps_kernel(long long nm, int n, ModeSteps s, const double* __restrict__ s1, Cx* c0, Cx* c1,
@@ -211,7 +211,7 @@ __global__ void mode_steps_kernel(long long nm, int n, ModeSteps s, const double
       for (int d = 0; d < 3; ++d) kernel::scale(c[d], f);
     }
     if (s.project) kernel::project(ix, ky, kz, modes::mode_weight(ix, n), c, removed, total);
-    if (!kernel::kept(s.filter, s.kmax, ix, ky, kz))
+    if (!kernel::kept(s.filter, s.kc, ix, ky, kz))
       for (int d = 0; d < 3; ++d) c[d] = Cx{0, 0};
     c0[m] = c[0];
     c1[m] = c[1];
@@ -435,7 +435,7 @@ struct GpuSolver::Impl {
   long long np = 0;   // particles this rank holds (nown after a reinitialisation; one rank: nl)
   long long nm = 0;   // lattice modes per component
   long long nmg = 0;  // grid modes per component
-  double sigma0 = 0, vol = 0, kmax = 0, box = 2.0 * kPi;
+  double sigma0 = 0, vol = 0, kc = 0, box = 2.0 * kPi;
 
   // R > 1: every rank's particles gathered in rank order (positions, strengths, cores and one
   // more vector for the blob sums' strengths), this rank's planes of the blob sums, and the
@@ -507,7 +507,7 @@ struct GpuSolver::Impl {
     nmg = static_cast<long long>(g.modes());
     sigma0 = prm.overlap * gp.h();
     vol = gp.h() * gp.h() * gp.h();
-    kmax = prm.filter_fraction * 0.5 * gp.n;
+    kc = prm.filter_fraction * 0.5 * gp.n;
     sigma_max = sigma0;
 
     reserve_particles(np);
@@ -627,7 +627,7 @@ struct GpuSolver::Impl {
     s.nu_tau = nu_tau;
     s.project = project;
     s.filter = filter ? prm.filter : Filter::none;
-    s.kmax = kmax;
+    s.kc = kc;
     return s;
   }
   /// Lattice::values of the coefficients W: the point values × `point_scale` into `points`
