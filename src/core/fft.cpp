@@ -85,11 +85,27 @@ void Fft3d::inverse(const SpectralVector& c, VectorField& u) {
 
 struct SlabFft::Plans {
   // a: the rank's modes [kz][slot][kx]; b: its planes of every ky [z][ky][kx]; send/recv:
-  // the all-to-all's buffers (one message per rank, in rank order).
+  // the b side's messages (core/slab.h SlabTranspose).
   fftw_complex *a = nullptr, *b = nullptr, *send = nullptr, *recv = nullptr;
   fftw_plan zi = nullptr, zf = nullptr, yi = nullptr, yf = nullptr, xi = nullptr, xf = nullptr;
-  std::vector<Slab> ranks;  // every rank's slab
-  std::vector<std::size_t> a_counts, a_displs, b_counts, b_displs;  // a side, b side (elements)
+  SlabTranspose t;
+  int nxh = 0;
+
+  /// The b side's messages into the [z][ky][kx] planes (recv → b) or out of them (b → send).
+  void unpack() {
+    auto* to = reinterpret_cast<Complex*>(b);
+    const auto* from = reinterpret_cast<const Complex*>(recv);
+    const std::ptrdiff_t m = std::ptrdiff_t(t.rows.size()) * nxh;
+#pragma omp parallel for schedule(static)
+    for (std::ptrdiff_t q = 0; q < m; ++q) to[transpose_b_index(t.rows.data(), nxh, std::size_t(q))] = from[q];
+  }
+  void pack() {
+    const auto* from = reinterpret_cast<const Complex*>(b);
+    auto* to = reinterpret_cast<Complex*>(send);
+    const std::ptrdiff_t m = std::ptrdiff_t(t.rows.size()) * nxh;
+#pragma omp parallel for schedule(static)
+    for (std::ptrdiff_t q = 0; q < m; ++q) to[q] = from[transpose_b_index(t.rows.data(), nxh, std::size_t(q))];
+  }
 };
 
 SlabFft::SlabFft(const Slab& s, int threads) : slab_(s) {
@@ -99,19 +115,11 @@ SlabFft::SlabFft(const Slab& s, int threads) : slab_(s) {
   }
   plans_ = std::make_unique<Plans>();
   Plans& p = *plans_;
-  const int n = s.grid.n, nxh = n / 2 + 1, R = s.ranks(), sl = s.slots();
+  const int n = s.grid.n, nxh = n / 2 + 1, sl = s.slots();
   const std::size_t na = s.local_modes(), nb = std::size_t(s.nz) * n * nxh;
-  std::size_t nmsg = 0;
-  for (int r = 0; r < R; ++r) {
-    p.ranks.push_back(s.of_rank(r));
-    const Slab& o = p.ranks.back();
-    // a side: my slots on o's planes; b side: o's slots on my planes
-    p.a_counts.push_back(std::size_t(o.nz) * sl * nxh);
-    p.a_displs.push_back(std::size_t(o.z0) * sl * nxh);
-    p.b_counts.push_back(std::size_t(s.nz) * o.slots() * nxh);
-    p.b_displs.push_back(nmsg);
-    nmsg += p.b_counts.back();
-  }
+  p.t = slab_transpose(s);
+  p.nxh = nxh;
+  const std::size_t nmsg = p.t.rows.size() * nxh;
   std::lock_guard<std::mutex> lock(planner_mutex());
   static const int init = fftw_init_threads();
   VH_CHECK(init != 0, "fftw_init_threads failed");
@@ -150,18 +158,10 @@ void SlabFft::inverse(const Complex* c, double* u) {
   if (whole_) return whole_->inverse(c, u);
   Plans& p = *plans_;
   const Slab& s = slab_;
-  const int n = s.grid.n, nxh = n / 2 + 1;
   std::memcpy(static_cast<void*>(p.a), c, s.local_modes() * sizeof(Complex));
   fftw_execute(p.zi);
-  s.comm.alltoallv(p.a, p.a_counts, p.a_displs, p.recv, p.b_counts, p.b_displs, sizeof(Complex));
-  for (std::size_t r = 0; r < p.ranks.size(); ++r) {  // [z][their slot][kx] → [z][ky][kx]
-    const Slab& o = p.ranks[r];
-    const Complex* in = reinterpret_cast<const Complex*>(p.recv) + p.b_displs[r];
-    auto* b = reinterpret_cast<Complex*>(p.b);
-    for (int z = 0; z < s.nz; ++z)
-      for (int j = 0; j < o.slots(); ++j, in += nxh)
-        std::copy(in, in + nxh, b + (std::size_t(z) * n + o.ky_index(j)) * nxh);
-  }
+  s.comm.alltoallv(p.a, p.t.a_counts, p.t.a_displs, p.recv, p.t.b_counts, p.t.b_displs, sizeof(Complex));
+  p.unpack();
   fftw_execute(p.yi);
   fftw_execute_dft_c2r(p.xi, p.b, u);
 }
@@ -170,20 +170,10 @@ void SlabFft::forward(const double* u, Complex* c) {
   if (whole_) return whole_->forward(u, c);
   Plans& p = *plans_;
   const Slab& s = slab_;
-  const int n = s.grid.n, nxh = n / 2 + 1;
   fftw_execute_dft_r2c(p.xf, const_cast<double*>(u), p.b);  // r2c leaves its input alone
   fftw_execute(p.yf);
-  for (std::size_t r = 0; r < p.ranks.size(); ++r) {  // [z][ky][kx] → [z][their slot][kx]
-    const Slab& o = p.ranks[r];
-    Complex* out = reinterpret_cast<Complex*>(p.send) + p.b_displs[r];
-    const auto* b = reinterpret_cast<const Complex*>(p.b);
-    for (int z = 0; z < s.nz; ++z)
-      for (int j = 0; j < o.slots(); ++j, out += nxh) {
-        const Complex* row = b + (std::size_t(z) * n + o.ky_index(j)) * nxh;
-        std::copy(row, row + nxh, out);
-      }
-  }
-  s.comm.alltoallv(p.send, p.b_counts, p.b_displs, p.a, p.a_counts, p.a_displs, sizeof(Complex));
+  p.pack();
+  s.comm.alltoallv(p.send, p.t.b_counts, p.t.b_displs, p.a, p.t.a_counts, p.t.a_displs, sizeof(Complex));
   fftw_execute(p.zf);
   const double scale = 1.0 / double(s.grid.points());
   const auto* a = reinterpret_cast<const Complex*>(p.a);

@@ -48,6 +48,23 @@ Slab Slab::of_rank(int r) const {
   return s;
 }
 
+SlabTranspose slab_transpose(const Slab& s) {
+  SlabTranspose t;
+  const int n = s.grid.n, nxh = n / 2 + 1, sl = s.slots();
+  std::size_t values = 0;
+  for (int r = 0; r < s.ranks(); ++r) {
+    const Slab o = s.of_rank(r);
+    t.a_counts.push_back(std::size_t(o.nz) * sl * nxh);
+    t.a_displs.push_back(std::size_t(o.z0) * sl * nxh);
+    t.b_counts.push_back(std::size_t(s.nz) * o.slots() * nxh);
+    t.b_displs.push_back(values);
+    values += t.b_counts.back();
+    for (int z = 0; z < s.nz; ++z)
+      for (int j = 0; j < o.slots(); ++j) t.rows.push_back(z * n + o.ky_index(j));
+  }
+  return t;
+}
+
 SpectralSlab SpectralSlab::whole(SpectralVector u) {
   SpectralSlab s;
   s.slab = Slab::whole_grid(u.grid);

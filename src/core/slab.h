@@ -85,6 +85,24 @@ struct Slab {
   }
 };
 
+/// The all-to-all of a 3-D transform on R > 1 ranks (core/fft.h SlabFft, core/fft_gpu.h its
+/// device twin). The a side is the rank's modes [kz][slot][kx]; the b side its planes of every
+/// ky, [z][ky][kx]. To rank r go the rank's slots at r's planes (a_counts[r] values from
+/// a_displs[r]: kz is outermost, so they lie together); from rank r come r's slots at this
+/// rank's planes, [z][r's slot][kx], one message after the other in rank order (b_counts,
+/// b_displs). Counts and displacements in complex values. Row q of the b side's messages (N/2 + 1
+/// values) is row rows[q] = z N + ky of the [z][ky][kx] planes (transpose_b_index).
+struct SlabTranspose {
+  std::vector<std::size_t> a_counts, a_displs, b_counts, b_displs;
+  std::vector<int> rows;
+};
+SlabTranspose slab_transpose(const Slab& s);
+
+/// Where value q of the b side's messages lies in the [z][ky][kx] planes (nxh = N/2 + 1).
+VH_HD inline std::size_t transpose_b_index(const int* rows, int nxh, std::size_t q) {
+  return std::size_t(rows[q / nxh]) * nxh + q % nxh;
+}
+
 /// Calls f(m, ix, iy, iz) for every mode of the rank's slab: m its storage index, iy the ky
 /// index of its slot; in parallel over (kz, slot). With one rank slot = ky index, so this is the
 /// loop over the half layout of grid.h.

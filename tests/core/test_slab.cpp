@@ -38,6 +38,37 @@ TEST(Slab, EveryRankCountUpToNCoversTheGridOnce) {
       }
 }
 
+// The transposes' layout (slab_transpose): what rank r sends rank q on the a side is what q
+// receives from r on the b side (counts agree), the a side's messages tile the rank's modes,
+// and the b side's rows take every row of the rank's [z][ky][kx] planes exactly once.
+TEST(Slab, TransposesMatchAcrossRanksAndTakeEveryRowOnce) {
+  for (int n : {8, 12, 18, 32})
+    for (int kmax : {n / 2 - 1, (n - 1) / 3})
+      for (int R = 2; R <= n; ++R) {
+        std::vector<vh::SlabTranspose> t;
+        for (int r = 0; r < R; ++r) t.push_back(vh::slab_transpose(vh::Slab::layout(vh::Grid{n}, kmax, r, R)));
+        for (int r = 0; r < R; ++r) {
+          const vh::Slab s = vh::Slab::layout(vh::Grid{n}, kmax, r, R);
+          std::size_t a = 0;
+          for (int q = 0; q < R; ++q) {
+            ASSERT_EQ(t[r].a_counts[q], t[q].b_counts[r]) << "N " << n << " R " << R << " " << r << " → " << q;
+            EXPECT_EQ(t[r].a_displs[q], a);
+            a += t[r].a_counts[q];
+          }
+          EXPECT_EQ(a, s.local_modes());
+          const std::size_t rows = std::size_t(s.nz) * n;
+          ASSERT_EQ(t[r].rows.size(), rows);
+          EXPECT_EQ(t[r].b_displs.back() + t[r].b_counts.back(), rows * (n / 2 + 1));
+          std::vector<int> seen(rows, 0);
+          for (int row : t[r].rows) {
+            ASSERT_TRUE(row >= 0 && std::size_t(row) < rows);
+            ++seen[static_cast<std::size_t>(row)];
+          }
+          for (std::size_t i = 0; i < rows; ++i) EXPECT_EQ(seen[i], 1) << "row " << i << ", N " << n << " R " << R;
+        }
+      }
+}
+
 TEST(Slab, BlockOwnerInvertsTheBlocks) {
   for (int n = 1; n <= 40; ++n)
     for (int parts = 1; parts <= 12; ++parts)

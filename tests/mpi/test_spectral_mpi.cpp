@@ -23,6 +23,7 @@
 
 #include "base/device_buffer.h"
 #include "base/device_comm.h"
+#include "core/fft_gpu.h"
 #endif
 #include "core/device.h"
 #include "core/diagnostics.h"
@@ -332,6 +333,79 @@ TEST(MpiGpu, TransportRequest) {
   }
   if (was) setenv("VH_COMM", saved.c_str(), 1);
   else unsetenv("VH_COMM");
+}
+
+#ifdef VH_HAVE_CUDA
+/// max |a − b| over a rank's values against max |b|, reduced over `comm`.
+template <class T>
+double rel_max_of(const std::vector<T>& a, const std::vector<T>& b, const Comm& comm) {
+  double e = 0, m = 0;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    e = std::max(e, double(std::abs(a[i] - b[i])));
+    m = std::max(m, double(std::abs(b[i])));
+  }
+  return comm.max(e) / comm.max(m);
+}
+
+/// GpuSlabFft on slab s against the CPU's transforms `cpu` of the same slab: the inverse's planes
+/// and the forward's modes (max relative), and whether each left its input as it was.
+template <class CpuFft>
+void expect_gpu_fft_equals(const Slab& s, DeviceComm* dc, CpuFft& cpu, const std::vector<Complex>& modes,
+                           const Comm& comm, const char* what) {
+  GpuSlabFft gpu(s, dc);
+  std::vector<double> planes(s.local_points());
+  cpu.inverse(modes.data(), planes.data());
+  DeviceArray<Complex> c(modes);
+  DeviceArray<double> u(s.local_points());
+  gpu.inverse(c.data(), u.data());
+  const double e_inv = rel_max_of(u.download(), planes, comm);
+  const bool kept_c = c.download() == modes;
+  std::vector<Complex> back(s.local_modes());
+  cpu.forward(planes.data(), back.data());
+  DeviceArray<double> x(planes);
+  DeviceArray<Complex> cg(s.local_modes());
+  gpu.forward(x.data(), cg.data(), 1.0 / double(s.grid.points()));
+  const double e_fwd = rel_max_of(cg.download(), back, comm);
+  const bool kept_x = x.download() == planes;
+  if (comm.root())
+    std::printf("[gpu slab fft] %s N %d kmax %d on %d ranks: inverse %.2e, forward %.2e (max relative)\n", what,
+                s.grid.n, s.kmax, s.ranks(), e_inv, e_fwd);
+  // cuFFT against FFTW: the same transforms, other round-off orders (~1e-16 a pass, four passes).
+  EXPECT_LT(e_inv, 1e-13) << what << " N " << s.grid.n;
+  EXPECT_LT(e_fwd, 1e-13) << what << " N " << s.grid.n;
+  EXPECT_EQ(comm.sum(kept_c ? 0.0 : 1.0), 0.0) << "the inverse changed its coefficients";
+  EXPECT_EQ(comm.sum(kept_x ? 0.0 : 1.0), 0.0) << "the forward changed its planes";
+}
+#endif
+
+// GpuSlabFft (core/fft_gpu.h), SlabFft's device twin: on the ranks' slabs against SlabFft (N 32
+// and 18, uneven on 3 ranks; the ky of the 3/2 and the 2/3 rules' orders), and on one rank's
+// whole grid against Fft3d. Skips without a GPU.
+TEST(MpiGpu, SlabFftOnTheGpuEqualsTheCpus) {
+#ifndef VH_HAVE_CUDA
+  GTEST_SKIP() << "no CUDA in this build";
+#else
+  if (!gpu_available()) GTEST_SKIP() << "no GPU visible";
+  select_gpus(world(), true);
+  cudaStream_t st = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&st), cudaSuccess);
+  {
+    DeviceComm dc(world(), st);
+    for (int n : {32, 18})
+      for (int kmax : {n / 2 - 1, (n - 1) / 3}) {
+        const Slab s = Slab::make(Grid{n}, kmax, world());
+        const SpectralSlab us = restrict_to(random_field(n), s);
+        SlabFft cpu(s, 1);
+        expect_gpu_fft_equals(s, &dc, cpu, us.c[1], world(), "slabs");
+      }
+    for (int n : {32, 18}) {  // every rank on its own: one rank's plans
+      const SpectralVector u = random_field(n);
+      Fft3d cpu(n, 1);
+      expect_gpu_fft_equals(Slab::whole_grid(Grid{n}), nullptr, cpu, u.c[2], Comm(), "one rank");
+    }
+  }
+  cudaStreamDestroy(st);
+#endif
 }
 
 // A planned exchange puts every piece where its receiver listed it: two pieces of uneven sizes
