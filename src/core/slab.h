@@ -44,6 +44,34 @@ VH_HD inline int block_owner(int n, int parts, int j) {
   return j < r * (q + 1) ? j / (q + 1) : r + (j - r * (q + 1)) / q;
 }
 
+/// A slab's spectral layout as plain values, for per-mode loops on the host and the device:
+/// storage index m of the rank's [kz][slot][kx] arrays → (ix, iy, iz), iy the ky index of m's
+/// slot (Slab::ky_index is this one). One rank: slots = N, slot = ky index (grid.h's mode_of).
+struct SlabModes {
+  int n = 0;                         ///< the grid's points a side
+  int slots = 0;                     ///< ky indices held
+  bool whole = true;                 ///< one rank
+  int kmax = 0, jy0 = 0, njy = 0, nr0 = 0;  ///< Slab's, for R > 1
+
+  VH_HD int ky_index(int slot) const {
+    if (whole) return slot;
+    if (slot < njy) {
+      const int ky = jy0 + slot - kmax;
+      return ky >= 0 ? ky : ky + n;
+    }
+    return kmax + 1 + nr0 + slot - njy;
+  }
+  VH_HD void mode(long long m, int& ix, int& iy, int& iz) const {
+    const int nxh = n / 2 + 1;
+    ix = int(m % nxh);
+    const long long r = m / nxh;
+    iy = ky_index(int(r % slots));
+    iz = int(r / slots);
+  }
+  /// Modes held: N · slots · (N/2 + 1).
+  VH_HD long long count() const { return (long long)n * slots * (n / 2 + 1); }
+};
+
 struct Slab {
   Grid grid;         ///< the global grid
   Comm comm;         ///< the ranks sharing the field
@@ -69,14 +97,9 @@ struct Slab {
   /// Number of ky indices held.
   int slots() const { return whole() ? grid.n : njy + nnr; }
   /// The ky index (0 … N − 1) of a slot.
-  int ky_index(int slot) const {
-    if (whole()) return slot;
-    if (slot < njy) {
-      const int ky = jy0 + slot - kmax;
-      return ky >= 0 ? ky : ky + grid.n;
-    }
-    return kmax + 1 + nr0 + slot - njy;
-  }
+  int ky_index(int slot) const { return modes().ky_index(slot); }
+  /// The spectral layout as plain values (per-mode loops on the device).
+  SlabModes modes() const;
   std::size_t local_modes() const { return std::size_t(grid.n) * slots() * (grid.n / 2 + 1); }
   std::size_t local_points() const { return std::size_t(nz) * grid.n * grid.n; }
   /// Storage index of mode (ix, slot, iz) in a rank's [kz][slot][kx] arrays.
@@ -84,6 +107,18 @@ struct Slab {
     return (std::size_t(iz) * slots() + slot) * (grid.n / 2 + 1) + ix;
   }
 };
+
+inline SlabModes Slab::modes() const {
+  SlabModes m;
+  m.n = grid.n;
+  m.whole = whole();
+  m.slots = slots();
+  m.kmax = kmax;
+  m.jy0 = jy0;
+  m.njy = njy;
+  m.nr0 = nr0;
+  return m;
+}
 
 /// The all-to-all of a 3-D transform on R > 1 ranks (core/fft.h SlabFft, core/fft_gpu.h its
 /// device twin). The a side is the rank's modes [kz][slot][kx]; the b side its planes of every

@@ -69,6 +69,29 @@ TEST(Slab, TransposesMatchAcrossRanksAndTakeEveryRowOnce) {
       }
 }
 
+// SlabModes, the layout per-mode loops on the device take: storage index → (ix, iy, iz) as
+// for_each_mode gives them, for one rank (grid.h's mode_of) and for every rank of R.
+TEST(Slab, ModesOfAStorageIndexAreForEachModes) {
+  for (int n : {8, 18, 32})
+    for (int R : {1, 2, 3, 5, n}) {
+      for (int r = 0; r < R; ++r) {
+        const vh::Slab s = vh::Slab::layout(vh::Grid{n}, n / 3, r, R);
+        const vh::SlabModes m = s.modes();
+        ASSERT_EQ(std::size_t(m.count()), s.local_modes());
+        std::size_t wrong = 0;
+        vh::for_each_mode(s, [&](std::size_t i, int ix, int iy, int iz) {
+          int jx, jy, jz;
+          m.mode(static_cast<long long>(i), jx, jy, jz);
+          if (jx != ix || jy != iy || jz != iz) {
+#pragma omp atomic
+            ++wrong;
+          }
+        });
+        EXPECT_EQ(wrong, 0u) << "N " << n << " R " << R << " rank " << r;
+      }
+    }
+}
+
 TEST(Slab, BlockOwnerInvertsTheBlocks) {
   for (int n = 1; n <= 40; ++n)
     for (int parts = 1; parts <= 12; ++parts)
