@@ -13,8 +13,9 @@
 # | sanitize [TOOLS] [PARTS] (compute-sanitizer memcheck, racecheck and synccheck over every GPU
 # test, in units that fit a call; racecheck takes GpuSolver's steps from a small case: see
 # below) | memory (the memory estimate against what GPU runs use) | mpi (the spectral solver on
-# 2 ranks sharing the GPU: test_spectral_mpi and spectral_bench on 1 and 2 ranks) | gpus (one
-# rank per GPU on every GPU of the machine: test_spectral_mpi on 2 … G ranks through NCCL and
+# 2 ranks sharing the GPU: test_spectral_mpi and spectral_bench on 1 and 2 ranks; the GPU
+# tests of test_vortex_mpi, test_fmm_mpi and test_spectral_mpi on 2, 3 and 4 ranks sharing it)
+# | gpus (one rank per GPU on every GPU of the machine: test_spectral_mpi on 2 … G ranks through NCCL and
 # MPI, spectral_bench on 1, 2, 4 … G GPUs, the memory check of 1024^3, the sc09 case at 512^3
 # with the spectral solver; see below) | vgpus (the vortex solver one rank per GPU: its ten-step
 # equality, strong and weak scaling, sc09 at 128^3 and 512^3; VGPUS_STEPS picks, see below).
@@ -195,6 +196,18 @@ if [ "$what" = mpi ]; then
     VH_MPI_CUDA_AWARE=$aware $np2 .gpu/test_spectral_mpi >>"$OUT/mpi.log" 2>&1 || { status=1; echo "FAILED" | tee -a "$OUT/mpi.log"; }
     grep -E "^\[[0-9]+ ranks .*slab: |^\[mpi\]|FAILED|PASSED" "$OUT/mpi.log" | tail -n 8
   done
+  # The vortex solver and the slab transforms on 2, 3 and 4 ranks sharing this GPU against one
+  # GPU (VortexMpiGpu.*, FmmMpiGpu.*, MpiGpu.SlabFftOnTheGpuEqualsTheCpus: the R-rank GPU paths
+  # that one GPU can check; one rank per GPU is `gpus` and `vgpus`).
+  for r in 2 3 4; do
+    for t in test_vortex_mpi test_fmm_mpi test_spectral_mpi; do
+      [ -x .gpu/$t ] || continue
+      echo "== $r ranks sharing the GPU: $t" | tee -a "$OUT/mpi_shared.log"
+      mpirun --allow-run-as-root --oversubscribe -x LD_LIBRARY_PATH -x VH_DATA_DIR -np $r .gpu/$t \
+        --gtest_filter='*Gpu*' >>"$OUT/mpi_shared.log" 2>&1 || { status=1; echo "FAILED" | tee -a "$OUT/mpi_shared.log"; }
+    done
+  done
+  grep -E "^\[(vortex mpi gpu|gpu slab fft)\]|FAILED|PASSED" "$OUT/mpi_shared.log" | tail -n 40
   .gpu/spectral_bench --device gpu --n 256,512 --dealias 3/2,2/3 --csv 2>&1 | tee "$OUT/mpi_bench_1.out" || status=1
   for aware in "" 0; do
     VH_MPI_CUDA_AWARE=$aware $np2 .gpu/spectral_bench --device gpu --n 256,512 --dealias 3/2,2/3 --csv 2>&1 |
