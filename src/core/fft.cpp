@@ -91,20 +91,28 @@ struct SlabFft::Plans {
   SlabTranspose t;
   int nxh = 0;
 
-  /// The b side's messages into the [z][ky][kx] planes (recv → b) or out of them (b → send).
+  /// The b side's messages into the [z][ky][kx] planes (recv → b) or out of them (b → send), a
+  /// row of N/2 + 1 values at a time (transpose_b_index of its first value).
   void unpack() {
     auto* to = reinterpret_cast<Complex*>(b);
     const auto* from = reinterpret_cast<const Complex*>(recv);
-    const std::ptrdiff_t m = std::ptrdiff_t(t.rows.size()) * nxh;
+    const std::ptrdiff_t nrows = std::ptrdiff_t(t.rows.size());
 #pragma omp parallel for schedule(static)
-    for (std::ptrdiff_t q = 0; q < m; ++q) to[transpose_b_index(t.rows.data(), nxh, std::size_t(q))] = from[q];
+    for (std::ptrdiff_t r = 0; r < nrows; ++r) {
+      const std::size_t q = std::size_t(r) * nxh;
+      std::copy(from + q, from + q + nxh, to + transpose_b_index(t.rows.data(), nxh, q));
+    }
   }
   void pack() {
     const auto* from = reinterpret_cast<const Complex*>(b);
     auto* to = reinterpret_cast<Complex*>(send);
-    const std::ptrdiff_t m = std::ptrdiff_t(t.rows.size()) * nxh;
+    const std::ptrdiff_t nrows = std::ptrdiff_t(t.rows.size());
 #pragma omp parallel for schedule(static)
-    for (std::ptrdiff_t q = 0; q < m; ++q) to[q] = from[transpose_b_index(t.rows.data(), nxh, std::size_t(q))];
+    for (std::ptrdiff_t r = 0; r < nrows; ++r) {
+      const std::size_t q = std::size_t(r) * nxh;
+      const Complex* row = from + transpose_b_index(t.rows.data(), nxh, q);
+      std::copy(row, row + nxh, to + q);
+    }
   }
 };
 
