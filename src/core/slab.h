@@ -46,7 +46,7 @@ VH_HD inline int block_owner(int n, int parts, int j) {
 
 /// A slab's spectral layout as plain values, for per-mode loops on the host and the device:
 /// storage index m of the rank's [kz][slot][kx] arrays → (ix, iy, iz), iy the ky index of m's
-/// slot (Slab::ky_index is this one). One rank: slots = N, slot = ky index (grid.h's mode_of).
+/// slot (Slab::ky_index is this one). One rank: slots = N, slot = ky index (modes::mode_of).
 struct SlabModes {
   int n = 0;                         ///< the grid's points a side
   int slots = 0;                     ///< ky indices held
