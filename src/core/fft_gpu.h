@@ -10,8 +10,8 @@
 // Work on the legacy default stream; the DeviceComm's stream must be one that orders with it
 // (created without cudaStreamNonBlocking): its exchange waits for the transforms before it and
 // is complete when alltoallv returns.
-// Built with CUDA only (VH_HAVE_CUDA). Tested against SlabFft on 1, 2 and 3 ranks sharing a GPU
-// (tests/mpi/test_spectral_mpi.cpp, MpiGpu.*).
+// Built with CUDA only (VH_HAVE_CUDA). Its test: tests/mpi/test_spectral_mpi.cpp
+// MpiGpu.SlabFftOnTheGpuEqualsTheCpus (against SlabFft on the ranks' slabs, Fft3d on one rank).
 #pragma once
 
 #include <cstddef>
