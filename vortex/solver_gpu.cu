@@ -35,6 +35,7 @@
 #include "base/device_buffer.h"
 #include "base/select_flagged.h"
 #include "core/device.h"
+#include "core/fft_gpu.h"
 #include "core/modes_kernel.h"
 #include "core/error.h"
 #include "core/slab_copy.h"
@@ -44,6 +45,7 @@
 #include "vortex/blobs_gpu.h"
 #include "vortex/blobs_kernel.h"
 #include "vortex/rbf.h"
+#include "vortex/remesh.h"
 #include "vortex/remesh_kernel.h"
 #include "vortex/update_kernel.h"
 
@@ -188,13 +190,14 @@ struct ModeSteps {
   double kc = 0;                 ///< the filter's cut-off, filter_fraction · N_p/2
 };
 
-__global__ void mode_steps_kernel(long long nm, int n, ModeSteps s, const double* __restrict__ s1, Cx* c0, Cx* c1,
-                                  Cx* c2, double* __restrict__ partial) {
+__global__ void mode_steps_kernel(long long nm, SlabModes L, ModeSteps s, const double* __restrict__ s1, Cx* c0,
+                                  Cx* c1, Cx* c2, double* __restrict__ partial) {
   __shared__ double red[2][kThreads];
   double removed = 0, total = 0;
+  const int n = L.n;
   for (long long m = thread_index(); m < nm; m += thread_stride()) {
     int ix, iy, iz;
-    modes::mode_of(m, n, ix, iy, iz);
+    L.mode(m, ix, iy, iz);
     const int ky = modes::signed_k(iy, n), kz = modes::signed_k(iz, n);
     Cx c[3] = {c0[m], c1[m], c2[m]};
     for (int d = 0; d < 3; ++d) kernel::scale(c[d], s.scale);
@@ -235,11 +238,11 @@ __global__ void mode_steps_kernel(long long nm, int n, ModeSteps s, const double
 }
 
 // dst = src × V/s(k), 3 components: the blob strengths' coefficients (Lattice::values, blob).
-__global__ void blob_scale_kernel(long long nm, int n, double vol, double floor, const double* __restrict__ s1,
+__global__ void blob_scale_kernel(long long nm, SlabModes L, double vol, double floor, const double* __restrict__ s1,
                                   const Cx* __restrict__ src, Cx* __restrict__ dst) {
   for (long long m = thread_index(); m < nm; m += thread_stride()) {
     int ix, iy, iz;
-    modes::mode_of(m, n, ix, iy, iz);
+    L.mode(m, ix, iy, iz);
     const double f = vol / kernel::symbol(s1, ix, iy, iz, floor);
     for (int d = 0; d < 3; ++d) {
       Cx c = src[d * nm + m];
@@ -250,10 +253,11 @@ __global__ void blob_scale_kernel(long long nm, int n, double vol, double floor,
 }
 
 // u = i k × w / |k|² (Lattice::biot_savart), 3 components each.
-__global__ void biot_savart_kernel(long long nm, int n, const Cx* __restrict__ w, Cx* __restrict__ u) {
+__global__ void biot_savart_kernel(long long nm, SlabModes L, const Cx* __restrict__ w, Cx* __restrict__ u) {
+  const int n = L.n;
   for (long long m = thread_index(); m < nm; m += thread_stride()) {
     int ix, iy, iz;
-    modes::mode_of(m, n, ix, iy, iz);
+    L.mode(m, ix, iy, iz);
     const Cx wm[3] = {w[m], w[nm + m], w[2 * nm + m]};
     Cx um[3];
     modes::biot_savart(double(ix), double(modes::signed_k(iy, n)), double(modes::signed_k(iz, n)), wm, um);
@@ -262,11 +266,12 @@ __global__ void biot_savart_kernel(long long nm, int n, const Cx* __restrict__ w
 }
 
 // Lattice::blob_velocity of the coefficients c × scale (3 components nm apart) into out.
-__global__ void blob_velocity_kernel(long long nm, int n, double sigma, int reach, int what, double scale,
+__global__ void blob_velocity_kernel(long long nm, SlabModes L, double sigma, int reach, int what, double scale,
                                      const Cx* __restrict__ c, Cx* __restrict__ out) {
+  const int n = L.n;
   for (long long m = thread_index(); m < nm; m += thread_stride()) {
     int ix, iy, iz;
-    modes::mode_of(m, n, ix, iy, iz);
+    L.mode(m, ix, iy, iz);
     Cx v[3] = {c[m], c[nm + m], c[2 * nm + m]};
     for (int d = 0; d < 3; ++d) kernel::scale(v[d], scale);
     Cx r[3];
@@ -286,15 +291,18 @@ __global__ void resample_kernel(long long nm_to, int n_to, long long nm_from, in
   }
 }
 
-// The vorticity coefficients on the lattice (n, nm modes) of the velocity u given on the grid
-// (n_grid, nm_grid): resampled to the lattice, then the spectral curl (Solver::set_velocity).
-__global__ void init_modes_kernel(long long nm, int n, long long nm_grid, int n_grid, const Cx* __restrict__ u,
+// The vorticity coefficients on the rank's lattice modes (nm of layout L) of the velocity u given
+// on the whole grid (n_grid, nm_grid): resampled to the lattice, then the spectral curl
+// (Solver::set_velocity).
+__global__ void init_modes_kernel(long long nm, SlabModes L, long long nm_grid, int n_grid, const Cx* __restrict__ u,
                                   Cx* __restrict__ w) {
+  const int n = L.n;
   for (long long m = thread_index(); m < nm; m += thread_stride()) {
     int ix, iy, iz;
-    modes::mode_of(m, n, ix, iy, iz);
+    L.mode(m, ix, iy, iz);
     // The same lattice: every mode as it is (Solver::set_velocity takes u itself there).
-    const long long src = n == n_grid ? m : kernel::resample_source(ix, iy, iz, n, n_grid);
+    const long long src = n == n_grid ? (static_cast<long long>(iz) * n + iy) * (n / 2 + 1) + ix
+                                      : kernel::resample_source(ix, iy, iz, n, n_grid);
     Cx um[3], wm[3];
     for (int d = 0; d < 3; ++d) um[d] = src < 0 ? Cx{0, 0} : u[d * nm_grid + src];
     double k[3];
@@ -430,22 +438,23 @@ struct GpuSolver::Impl {
   Comm comm;
   bool many = false;  // R > 1 ranks
   long long nl = 0;   // lattice points
-  long long p0 = 0;   // this rank's first lattice point (ls.z0 n²) and its count (ls.nz n²)
-  long long nown = 0;
+  long long nown = 0; // this rank's lattice points (ls.nz n²): its fields' values a component
   long long np = 0;   // particles this rank holds (nown after a reinitialisation; one rank: nl)
-  long long nm = 0;   // lattice modes per component
-  long long nmg = 0;  // grid modes per component
+  long long nm = 0;   // this rank's lattice modes per component (ls's slab)
+  long long nmg = 0;  // grid modes per component (the whole grid's)
+  SlabModes lm;       // the layout of the rank's lattice modes
   double sigma0 = 0, vol = 0, kc = 0, box = 2.0 * kPi;
 
   // R > 1: every rank's particles gathered in rank order (positions, strengths, cores and one
-  // more vector for the blob sums' strengths), this rank's planes of the blob sums, and the
-  // device transport of the gathers.
+  // more vector for the blob sums' strengths), the device transport of the gathers, and the
+  // lattice's transforms over the ranks' slabs (this rank's planes and modes).
   std::unique_ptr<DeviceComm> dcomm;
+  std::unique_ptr<GpuSlabFft> sfft;
   cudaStream_t dstream = nullptr;
   std::vector<std::size_t> counts;  // particles per rank, when last gathered
   long long nall = 0;               // their sum
-  DeviceArray<double> all_x, all_a, all_s, all_q, mine;
-  DeviceArray<double> later;  // one rank: the blob sums of blob_sums3's sets 1 and 2
+  DeviceArray<double> all_x, all_a, all_s, all_q;
+  DeviceArray<double> later;  // the blob sums of blob_sums3's sets 1 and 2
   bool gathered_xs = false;         // all_x, all_s hold the particles' current positions and cores
   // The gathered particles whose stencils reach this rank's planes (indices into the gathered
   // arrays, in their order), and their positions, cores and strengths: the blob sums' input.
@@ -459,7 +468,8 @@ struct GpuSolver::Impl {
   DeviceArray<double> x, alpha, gamma, sigma, u_prev, da_prev, dg_prev;
   DeviceArray<double> visc;  // diffusion = integrating_factor: first_viscous_half's γ, then increments
   // u (3 np) and ∇u (9 np) of the last evaluation, and over them the FFT work space: two lattice
-  // spectra W and H (3 nm complex each), the real fields R (3 np), cuFFT's work area. With
+  // spectra W and H (3 nm complex each), the real fields R (3 nown), cuFFT's work area (one rank;
+  // on R > 1 GpuSlabFft holds its own). The fields and spectra are the rank's planes and modes. With
   // vortex.velocity = lattice u and ∇u come from that space and live apart, in `rhs`.
   DeviceBytes work;
   DeviceArray<double> rhs;
@@ -500,10 +510,10 @@ struct GpuSolver::Impl {
           "vortex::GpuSolver runs reinit_from = points; reinit_from = blobs runs on vortex::Solver (make_solver)");
     if (const std::string why = diffusion_conflict(prm); !why.empty()) throw InputError("vortex.diffusion" + why);
     nl = static_cast<long long>(gp.points());
-    p0 = static_cast<long long>(ls.z0) * gp.n * gp.n;
     nown = static_cast<long long>(ls.local_points());
     np = nown;
-    nm = static_cast<long long>(gp.modes());
+    nm = static_cast<long long>(ls.local_modes());
+    lm = ls.modes();
     nmg = static_cast<long long>(g.modes());
     sigma0 = prm.overlap * gp.h();
     vol = gp.h() * gp.h() * gp.h();
@@ -511,19 +521,6 @@ struct GpuSolver::Impl {
     sigma_max = sigma0;
 
     reserve_particles(np);
-
-    // cuFFT plans on the lattice, one component at a time, sharing a work area in `work`.
-    std::size_t wf = 0, wi = 0;
-    VH_CHECK_CUFFT(cufftCreate(&fwd.h));
-    fwd.made = true;
-    VH_CHECK_CUFFT(cufftCreate(&inv.h));
-    inv.made = true;
-    VH_CHECK_CUFFT(cufftSetAutoAllocation(fwd.h, 0));
-    VH_CHECK_CUFFT(cufftSetAutoAllocation(inv.h, 0));
-    VH_CHECK_CUFFT(cufftMakePlan3d(fwd.h, gp.n, gp.n, gp.n, CUFFT_D2Z, &wf));
-    VH_CHECK_CUFFT(cufftMakePlan3d(inv.h, gp.n, gp.n, gp.n, CUFFT_Z2D, &wi));
-    fft_work = aligned(std::max(wf, wi));
-    lay_out_work();
 
     const std::vector<double> f = symbol_factors(gp, sigma0);
     s1.upload(f);
@@ -538,10 +535,24 @@ struct GpuSolver::Impl {
       VH_CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
       VH_CHECK_CUDA(cudaStreamCreateWithPriority(&dstream, cudaStreamDefault, greatest));
       dcomm = std::make_unique<DeviceComm>(comm, dstream);
-      mine.resize(3 * static_cast<std::size_t>(nown));
+      sfft = std::make_unique<GpuSlabFft>(ls, dcomm.get());
+    } else {
+      // cuFFT plans on the lattice, one component at a time, sharing a work area in `work`.
+      std::size_t wf = 0, wi = 0;
+      VH_CHECK_CUFFT(cufftCreate(&fwd.h));
+      fwd.made = true;
+      VH_CHECK_CUFFT(cufftCreate(&inv.h));
+      inv.made = true;
+      VH_CHECK_CUFFT(cufftSetAutoAllocation(fwd.h, 0));
+      VH_CHECK_CUFFT(cufftSetAutoAllocation(inv.h, 0));
+      VH_CHECK_CUFFT(cufftMakePlan3d(fwd.h, gp.n, gp.n, gp.n, CUFFT_D2Z, &wf));
+      VH_CHECK_CUFFT(cufftMakePlan3d(inv.h, gp.n, gp.n, gp.n, CUFFT_Z2D, &wi));
+      fft_work = aligned(std::max(wf, wi));
     }
+    lay_out_work();
   }
   ~Impl() {
+    sfft.reset();
     dcomm.reset();
     if (dstream) cudaStreamDestroy(dstream);
   }
@@ -562,7 +573,7 @@ struct GpuSolver::Impl {
   /// lattice's FFT work space.
   void lay_out_work() {
     const std::size_t cap = particles_cap;
-    const std::size_t spectrum = aligned(3 * nm * sizeof(Cx)), field = aligned(3 * nl * sizeof(double));
+    const std::size_t spectrum = aligned(3 * nm * sizeof(Cx)), field = aligned(3 * nown * sizeof(double));
     const std::size_t both = aligned(3 * cap * sizeof(double)) + aligned(9 * cap * sizeof(double));
     const bool apart = prm.velocity == Velocity::lattice;
     work.resize(std::max(apart ? 0 : both, 2 * spectrum + field + fft_work));
@@ -574,8 +585,8 @@ struct GpuSolver::Impl {
     W = reinterpret_cast<Cx*>(base);
     H = reinterpret_cast<Cx*>(base + spectrum);
     R = reinterpret_cast<double*>(base + 2 * spectrum);
-    VH_CHECK_CUFFT(cufftSetWorkArea(fwd.h, base + 2 * spectrum + field));
-    VH_CHECK_CUFFT(cufftSetWorkArea(inv.h, base + 2 * spectrum + field));
+    if (fwd.made) VH_CHECK_CUFFT(cufftSetWorkArea(fwd.h, base + 2 * spectrum + field));
+    if (inv.made) VH_CHECK_CUFFT(cufftSetWorkArea(inv.h, base + 2 * spectrum + field));
   }
 
   // ---- the ranks' particles (R > 1) ----
@@ -603,19 +614,28 @@ struct GpuSolver::Impl {
 
   // ---- transforms and layouts ----
 
-  /// c = the coefficients of the real fields f (3 components nl apart: R, or the blob sums kept
-  /// aside), before the 1/n³ (mode_steps).
+  /// c = the coefficients of the real fields f (3 components nown apart: R, or the blob sums
+  /// kept aside), before the 1/n³ (mode_steps). R > 1: the rank's planes to its modes.
   void forward(const double* f, Cx* c) {
-    for (int d = 0; d < 3; ++d)
-      VH_CHECK_CUFFT(cufftExecD2Z(fwd.h, const_cast<double*>(f) + d * nl, reinterpret_cast<cufftDoubleComplex*>(c + d * nm)));
+    for (int d = 0; d < 3; ++d) {
+      if (sfft)
+        sfft->forward(f + d * nown, reinterpret_cast<Complex*>(c + d * nm), 1.0);
+      else
+        VH_CHECK_CUFFT(cufftExecD2Z(fwd.h, const_cast<double*>(f) + d * nown,
+                                    reinterpret_cast<cufftDoubleComplex*>(c + d * nm)));
+    }
   }
-  /// R = the fields of the coefficients c (3 components; c is overwritten: cuFFT's C2R).
+  /// R = the fields of the coefficients c (3 components; c may be overwritten: cuFFT's C2R).
   void inverse_to_R(Cx* c) {
-    for (int d = 0; d < 3; ++d)
-      VH_CHECK_CUFFT(cufftExecZ2D(inv.h, reinterpret_cast<cufftDoubleComplex*>(c + d * nm), R + d * nl));
+    for (int d = 0; d < 3; ++d) {
+      if (sfft)
+        sfft->inverse(reinterpret_cast<const Complex*>(c + d * nm), R + d * nown);
+      else
+        VH_CHECK_CUFFT(cufftExecZ2D(inv.h, reinterpret_cast<cufftDoubleComplex*>(c + d * nm), R + d * nown));
+    }
   }
   void mode_steps(const ModeSteps& s, Cx* c) {
-    mode_steps_kernel<<<blocks_for(nm), kThreads>>>(nm, gp.n, s, s1.data(), c, c + nm, c + 2 * nm, proj.data());
+    mode_steps_kernel<<<blocks_for(nm), kThreads>>>(nm, lm, s, s1.data(), c, c + nm, c + 2 * nm, proj.data());
     VH_CHECK_LAUNCH();
   }
   /// The steps of a field from its blob sums (Lattice::field: 1/n³, ÷ s) and those given.
@@ -636,7 +656,7 @@ struct GpuSolver::Impl {
   void values(double* points, double point_scale, double* blobs, double blob_scale) {
     if (blobs) {
       events.begin(PhaseEvents::fft_steps);
-      blob_scale_kernel<<<blocks_for(nm), kThreads>>>(nm, gp.n, vol, prm.rbf.symbol_floor, s1.data(), W, H);
+      blob_scale_kernel<<<blocks_for(nm), kThreads>>>(nm, lm, vol, prm.rbf.symbol_floor, s1.data(), W, H);
       VH_CHECK_LAUNCH();
       inverse_to_R(H);
       events.end();
@@ -651,7 +671,7 @@ struct GpuSolver::Impl {
   }
   void join(const double* f, double scale, double* v) {
     events.begin(PhaseEvents::rest);
-    join_kernel<<<blocks_for(nown), kThreads>>>(nown, nl, f + p0, scale, v);
+    join_kernel<<<blocks_for(nown), kThreads>>>(nown, nown, f, scale, v);
     VH_CHECK_LAUNCH();
     events.end();
   }
@@ -690,9 +710,9 @@ struct GpuSolver::Impl {
     pick_kernel<<<blocks_for(nsel), kThreads>>>(nsel, k, sel.data(), from, to);
     VH_CHECK_LAUNCH();
   }
-  /// The blob sums at the lattice of the particles' values scale · q into out (3 components,
-  /// or 1 with `divergence`, nl apart). R > 1: each rank sums at its own planes from every
-  /// rank's particles that reach them, then the ranks' planes are gathered.
+  /// The blob sums at the rank's lattice planes of the particles' values scale · q into out (3
+  /// components, or 1 with `divergence`, nown apart). R > 1: from every rank's particles that
+  /// reach them.
   void blob_sums(const double* q, double scale, bool divergence, double* out) {
     sort();
     if (!many) {
@@ -702,44 +722,29 @@ struct GpuSolver::Impl {
     gather(q, 3, all_q);
     sel_q.reserve(static_cast<std::size_t>(3 * nsel));
     pick(all_q.data(), 3, sel_q.data());
-    sums.sum(sel_q.data(), scale, divergence, mine.data(), ls.z0, ls.nz);
-    gather_planes(mine.data(), divergence ? 1 : 3, out);
-  }
-  /// The ranks' planes of ncomp fields (this rank's at `planes`, nown apart) into the lattice's
-  /// fields at out (nl apart).
-  void gather_planes(const double* planes, int ncomp, double* out) {
-    std::vector<std::size_t> counts_of;
-    for (int r = 0; r < comm.size(); ++r) counts_of.push_back(ls.of_rank(r).local_points());
-    for (int c = 0; c < ncomp; ++c)
-      dcomm->allgatherv(planes + c * nown, static_cast<std::size_t>(nown), out + c * nl, counts_of, sizeof(double));
+    sums.sum(sel_q.data(), scale, divergence, out, ls.z0, ls.nz);
   }
   /// The blob sums of a reinitialisation's three sets, q[j] × scale[j] (dγ_prev, u_prev·V, γ), in
-  /// one pass over the stencils and weights (DeviceBlobSums::sum3); summed(j) then gives set j's.
-  /// One rank: set 0 into R, sets 1 and 2 into `later`; R > 1: this rank's planes into `mine`.
+  /// one pass over the stencils and weights (DeviceBlobSums::sum3), at the rank's planes: set 0
+  /// into R, sets 1 and 2 into `later`; summed(j) gives set j's.
   void blob_sums3(const double* const q[3], const double scale[3]) {
     sort();
+    later.reserve(static_cast<std::size_t>(6 * nown));
+    double* const out[3] = {R, later.data(), later.data() + 3 * nown};
     if (!many) {
-      later.reserve(static_cast<std::size_t>(6 * nl));
-      double* const out[3] = {R, later.data(), later.data() + 3 * nl};
       sums.sum3(q, scale, out);
       return;
     }
     sel_q.reserve(static_cast<std::size_t>(9 * nsel));
-    mine.reserve(static_cast<std::size_t>(9 * nown));
     for (int j = 0; j < 3; ++j) {
       gather(q[j], 3, all_q);
       pick(all_q.data(), 3, sel_q.data() + 3 * nsel * j);
     }
     const double* const sq[3] = {sel_q.data(), sel_q.data() + 3 * nsel, sel_q.data() + 6 * nsel};
-    double* const out[3] = {mine.data(), mine.data() + 3 * nown, mine.data() + 6 * nown};
     sums.sum3(sq, scale, out, ls.z0, ls.nz);
   }
-  /// Set j of blob_sums3 as the lattice's fields (R > 1: the ranks' planes gathered into R).
-  const double* summed(int j) {
-    if (!many) return j == 0 ? R : later.data() + 3 * nl * (j - 1);
-    gather_planes(mine.data() + 3 * nown * j, 3, R);
-    return R;
-  }
+  /// Set j of blob_sums3 as the rank's lattice fields.
+  const double* summed(int j) const { return j == 0 ? R : later.data() + 3 * nown * (j - 1); }
   /// W = the coefficients (after mode_steps s) of the lattice fields f (Lattice::field's FFT and
   /// the steps after it).
   void transform(const double* f, const ModeSteps& s) {
@@ -787,6 +792,10 @@ struct GpuSolver::Impl {
     VH_CHECK_CUDA(cudaMemcpy(h.data(), proj.data(), h.size() * sizeof(double), cudaMemcpyDeviceToHost));
     double removed = 0, total = 0;
     for (unsigned b = 0; b < nb; ++b) removed += h[2 * b], total += h[2 * b + 1];
+    if (many) {  // the ranks' modes: collective, so reinitialise() resolves it on every rank at once
+      removed = comm.sum(removed);
+      total = comm.sum(total);
+    }
     div_removed = total > 0 ? std::sqrt(removed / total) : 0.0;
     proj_pending = false;
   }
@@ -860,25 +869,19 @@ struct GpuSolver::Impl {
   }
 
   /// Solver::lattice_rhs: u and ∇u of the particles on the lattice (np = nown, this rank's
-  /// lattice points in order; R > 1: every rank's α gathered make the lattice's) by FFTs of α.
+  /// lattice points in order: its planes of the lattice field) by FFTs of α.
   void lattice_rhs() {
-    const double* a_all = alpha.data();
-    if (many) {
-      gather_counts();
-      gather(alpha.data(), 3, all_q);
-      a_all = all_q.data();
-    }
-    split_kernel<<<blocks_for(nl), kThreads>>>(nl, a_all, 1.0, R);
+    split_kernel<<<blocks_for(nown), kThreads>>>(nown, alpha.data(), 1.0, R);
     VH_CHECK_LAUNCH();
     forward(R, H);
     const int reach = kernel::alias_reach(sigma0, gp.h());
     const double scale = 1.0 / (static_cast<double>(nl) * vol);  // the 1/n³ and α/V
     for (int what = 0; what < 4; ++what) {
-      blob_velocity_kernel<<<blocks_for(nm), kThreads>>>(nm, gp.n, sigma0, reach, what, scale, H, W);
+      blob_velocity_kernel<<<blocks_for(nm), kThreads>>>(nm, lm, sigma0, reach, what, scale, H, W);
       VH_CHECK_LAUNCH();
       inverse_to_R(W);
-      if (what == 0) join_kernel<<<blocks_for(nown), kThreads>>>(nown, nl, R + p0, 1.0, u);
-      else join_kernel<<<blocks_for(nown), kThreads>>>(nown, nl, R + p0, 1.0, grad, 9, what - 1, 3);
+      if (what == 0) join_kernel<<<blocks_for(nown), kThreads>>>(nown, nown, R, 1.0, u);
+      else join_kernel<<<blocks_for(nown), kThreads>>>(nown, nown, R, 1.0, grad, 9, what - 1, 3);
       VH_CHECK_LAUNCH();
     }
     drop_self_pair_kernel<<<blocks_for(np), kThreads>>>(np, alpha.data(), sigma.data(), grad);
@@ -901,18 +904,12 @@ struct GpuSolver::Impl {
     VH_CHECK_LAUNCH();
   }
   /// W = the coefficients of the field the lattice particles' point strengths q carry
-  /// (Lattice::modes(q, 1/V): exact, no sums; R > 1: every rank's q gathered), after the steps s
-  /// (its scale is set here).
+  /// (Lattice::modes(q, 1/V): exact, no sums; the rank's lattice particles are its planes), after
+  /// the steps s (its scale is set here).
   void lattice_modes_of(const double* q, ModeSteps s) {
     use_work();
-    const double* g_all = q;
-    if (many) {  // the ranks' lattice particles in rank order are the lattice's
-      gather_counts();
-      gather(q, 3, all_q);
-      g_all = all_q.data();
-    }
     events.begin(PhaseEvents::rest);
-    split_kernel<<<blocks_for(nl), kThreads>>>(nl, g_all, 1.0 / vol, R);
+    split_kernel<<<blocks_for(nown), kThreads>>>(nown, q, 1.0 / vol, R);
     VH_CHECK_LAUNCH();
     events.end();
     events.begin(PhaseEvents::fft_steps);
@@ -961,6 +958,7 @@ struct GpuSolver::Impl {
       field(gamma.data(), 1.0, field_steps_of_gamma());
     }
     if (prm.project) proj_pending = true;
+    if (many) resolve_projection();
     values(gamma.data(), vol, alpha.data(), 1.0);
     to_lattice();
     since_reinit = 0;
@@ -1034,12 +1032,17 @@ struct GpuSolver::Impl {
     maxima_valid = true;
   }
 
-  /// The grid velocity's coefficients on the device (Solver::velocity): into H (grid = lattice)
-  /// or R (refine > 1: the truncation to the grid).
-  const Cx* grid_velocity() {
+  /// The lattice velocity's coefficients (Lattice::biot_savart of the vorticity now) into H: the
+  /// rank's lattice modes.
+  void lattice_velocity() {
     points_field();
-    biot_savart_kernel<<<blocks_for(nm), kThreads>>>(nm, gp.n, W, H);
+    biot_savart_kernel<<<blocks_for(nm), kThreads>>>(nm, lm, W, H);
     VH_CHECK_LAUNCH();
+  }
+  /// One rank: the grid velocity's coefficients on the device (Solver::velocity): into H (grid =
+  /// lattice) or R (refine > 1: the truncation to the grid).
+  const Cx* grid_velocity() {
+    lattice_velocity();
     if (gp.n == g.n) return H;
     Cx* out = reinterpret_cast<Cx*>(R);  // 3 nmg complex ≤ 3 np doubles: np ≥ (N + 2)³
     resample_kernel<<<blocks_for(nmg), kThreads>>>(nmg, g.n, nm, gp.n, H, out);
@@ -1085,10 +1088,16 @@ RbfResult GpuSolver::set_velocity(const SpectralVector& u, double t) {
   VH_CHECK(u.grid.n == s.g.n, "GpuSolver::set_velocity: coefficients of another grid");
   s.np = s.nown;  // this rank's lattice points become its particles
   s.use_work();
-  // The grid's coefficients into H (3 nmg ≤ 3 nm complex), the lattice vorticity into W.
-  for (int d = 0; d < 3; ++d)
-    copy_to_device(s.H + d * s.nmg, u.c[d].data(), s.nmg * sizeof(Cx));
-  init_modes_kernel<<<blocks_for(s.nm), kThreads>>>(s.nm, s.gp.n, s.nmg, s.g.n, s.H, s.W);
+  // The whole grid's coefficients (one rank: into H, 3 nmg ≤ 3 nm complex; R > 1: apart, once),
+  // the vorticity at the rank's lattice modes into W.
+  DeviceArray<Cx> whole;
+  Cx* ug = s.H;
+  if (s.many) {
+    whole.resize(static_cast<std::size_t>(3 * s.nmg));
+    ug = whole.data();
+  }
+  for (int d = 0; d < 3; ++d) copy_to_device(ug + d * s.nmg, u.c[d].data(), s.nmg * sizeof(Cx));
+  init_modes_kernel<<<blocks_for(s.nm), kThreads>>>(s.nm, s.lm, s.nmg, s.g.n, ug, s.W);
   VH_CHECK_LAUNCH();
   // Solver::set_velocity: γ = ω V; α the RBF strengths of ω (init = rbf) or α = γ (direct).
   if (s.prm.init == Init::rbf) {
@@ -1111,6 +1120,12 @@ double GpuSolver::max_gradient() { return impl_->max_gradient(); }
 
 void GpuSolver::velocity(SpectralVector& u) {
   Impl& s = *impl_;
+  if (s.many) {  // every rank's slab, gathered
+    SpectralSlab mine;
+    velocity(mine);
+    u = allgather(mine);
+    return;
+  }
   const Cx* d = s.grid_velocity();
   u = SpectralVector(s.g);
   for (int c = 0; c < 3; ++c)
@@ -1118,15 +1133,28 @@ void GpuSolver::velocity(SpectralVector& u) {
 }
 
 void GpuSolver::velocity(SpectralSlab& u) {
-  SpectralVector whole;  // every rank holds the lattice field, so every rank has the whole grid
-  velocity(whole);
-  u = impl_->many ? restrict_to(whole, impl_->gs) : SpectralSlab::whole(std::move(whole));
+  Impl& s = *impl_;
+  if (!s.many) {
+    SpectralVector whole;
+    velocity(whole);
+    u = SpectralSlab::whole(std::move(whole));
+    return;
+  }
+  // R > 1: the rank's lattice modes to the host, then to the grid's slabs (resample: the grid's
+  // ky go to the ranks in another order than the lattice's, and refine > 1 truncates).
+  s.lattice_velocity();
+  SpectralSlab lat(s.ls);
+  for (int c = 0; c < 3; ++c)
+    VH_CHECK_CUDA(cudaMemcpy(lat.c[c].data(), s.H + c * s.nm, s.nm * sizeof(Cx), cudaMemcpyDeviceToHost));
+  if (u.slab.grid.n != s.g.n || u.slab.ranks() != s.gs.ranks()) u = SpectralSlab(s.gs);
+  resample(lat, u);
 }
 
 bool GpuSolver::device_velocity(const void* d[3]) {
   Impl& s = *impl_;
-  // R > 1: every rank has the whole grid's coefficients, so the diagnostics of the whole field
-  // (the same on every rank) are computed in place, with no exchange.
+  // R > 1: each rank holds its slab of the lattice modes, not the grid's: the run driver takes
+  // the diagnostics from velocity(SpectralSlab&) on the host, as for the spectral solver there.
+  if (s.many) return false;
   const Cx* v = s.grid_velocity();
   for (int c = 0; c < 3; ++c) d[c] = v + c * s.nmg;
   return true;
@@ -1157,10 +1185,10 @@ Monitors GpuSolver::monitors() {
   // ∇·ω_σ of the blob field the FMM sees, at the lattice points.
   s.use_work();
   s.blob_sums(s.alpha.data(), 1.0, true, s.R);
-  m.max_div_omega = s.reduce(Reduce::max_abs, s.nl, s.R)[0];
+  m.max_div_omega = s.over_ranks_max(s.reduce(Reduce::max_abs, s.nown, s.R)[0]);
   s.points_field();
   s.inverse_to_R(s.W);
-  m.max_omega = s.reduce(Reduce::max_norm3, s.nl, s.R)[0];
+  m.max_omega = s.over_ranks_max(s.reduce(Reduce::max_norm3, s.nown, s.R)[0]);
   m.div_removed = last_div_removed();
   m.core_ratio = s.sigma_max / s.sigma0;
   m.reinits = s.reinits;
@@ -1252,8 +1280,9 @@ std::size_t GpuSolver::device_bytes() const {
   const Impl& s = *impl_;
   std::size_t b = s.work.bytes() + s.s1.bytes() + s.partial.bytes() + s.proj.bytes() + s.sums.device_bytes();
   for (const auto* a : {&s.x, &s.alpha, &s.gamma, &s.sigma, &s.u_prev, &s.da_prev, &s.dg_prev, &s.all_x, &s.all_a,
-                        &s.all_s, &s.all_q, &s.mine, &s.sel_x, &s.sel_s, &s.sel_q, &s.rhs, &s.later, &s.visc})
+                        &s.all_s, &s.all_q, &s.sel_x, &s.sel_s, &s.sel_q, &s.rhs, &s.later, &s.visc})
     b += a->bytes();
+  if (s.sfft) b += s.sfft->device_bytes();
   b += s.sel.bytes() + s.sel_flags.bytes() + s.sel_temp.bytes();
   return b;
 }

@@ -37,7 +37,9 @@
 //   the CUDA context.
 // On R > 1 ranks (the constructor with a slab; docs/design.md "The vortex solver on several
 // GPUs") a rank holds its own particles' state, and every rank's particles gathered (80 B a
-// particle of the lattice), the blob sums' sorted share and the whole lattice's FFT space.
+// particle of the lattice), the blob sums' sorted share, and the FFT space of its slab of the
+// lattice (its planes and modes; core/fft_gpu.h GpuSlabFft, whose buffers add 32 B a lattice
+// point of the slab and cuFFT's work areas).
 #pragma once
 
 #include <memory>
@@ -58,7 +60,7 @@ struct GpuStepTimes {
   bool reinitialised = false;
   fmm::Timings fmm_stages;  ///< the evaluator's own split
   /// R > 1: this rank's exchanges of the step (the gathers of the particles, the FMM's sum of
-  /// the multipoles, the gathers of the blob sums' planes): wall seconds and bytes sent to
+  /// the multipoles, the lattice transforms' all-to-alls): wall seconds and bytes sent to
   /// other ranks; and the particles it held at the step's evaluation (the load of its share).
   double exchange = 0, exchange_bytes = 0;
   long long particles = 0;
@@ -72,7 +74,8 @@ class GpuSolver : public SolverInterface {
   /// On the ranks of grid_slab.comm, one GPU each (docs/design.md, "The vortex solver on
   /// several GPUs"): each rank holds the particles of its z-slab of the lattice; the FMM's
   /// sources and the blob sums' particles are every rank's, gathered each step, its targets and
-  /// the sums' planes this rank's; every rank transforms the whole lattice field. Collective.
+  /// the sums' planes this rank's; the lattice's transforms go over the ranks' slabs (the
+  /// spectral layout of core/slab.h). Collective.
   GpuSolver(const Params& p, const Slab& grid_slab);
   ~GpuSolver() override;
   GpuSolver(const GpuSolver&) = delete;
