@@ -15,8 +15,9 @@
 // the fused pieces by peer copies where the ranks share a node). The fused form overlaps its
 // exchanges with its passes by chunks of planes (overlapped_transforms). Not done yet: the
 // overlap of the lines form, cuFFT callbacks and the pruned cuFFT path on R > 1 ranks
-// (Params::fft_callbacks and pruned_transforms are ignored there), and the GPU diagnostics
-// (the run driver computes them on the host from the state's slab). VH_FUSED_PROFILE=1 times the exchanges' phases per rank (SlabProfile).
+// (Params::fft_callbacks and pruned_transforms are ignored there). The diagnostics run on the
+// state's slab on each GPU (core/diagnostics.h statistics_device over a slab).
+// VH_FUSED_PROFILE=1 times the exchanges' phases per rank (SlabProfile).
 // Included inside gpu_solver.cu's namespace: base/device_buffer.h, base/device_comm.h and
 // spectral/slab_kernel.h come from there.
 #pragma once

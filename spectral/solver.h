@@ -138,9 +138,10 @@ class Solver {
   virtual double time_transforms(int reps) = 0;
   /// Waits for outstanding device work (no-op on the CPU); for timing.
   virtual void synchronize() {}
-  /// Device pointer to component c's coefficients (core/grid.h layout, complex double) when
-  /// the state lives on the GPU in fp64, else nullptr: lets the diagnostics run where the
-  /// state is (core/diagnostics.h statistics_device). Valid until the next step.
+  /// Device pointer to component c's coefficients (the slab's layout, core/slab.h: one rank's
+  /// is core/grid.h's; complex double) when the state lives on the GPU in fp64, else nullptr:
+  /// lets the diagnostics run where the state is (core/diagnostics.h statistics_device). Valid
+  /// until the next step.
   virtual const void* device_velocity(int /*c*/) { return nullptr; }
   /// Transform size per direction (3N/2 with the 3/2 rule, else N).
   virtual int transform_size() const = 0;

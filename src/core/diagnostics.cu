@@ -4,6 +4,9 @@
 // (the CPU adds in another order: the two agree to round-off). Each of the kBlocks blocks writes
 // its sums to its own row of a [block][column] array, and column_sums_kernel adds the rows in
 // block order.
+// On R ranks (a slab's modes, core/slab.h) each rank adds its own modes and planes the same way
+// and the ranks' column sums are summed over the ranks (SlabModes gives a storage index its
+// (kx, ky, kz); one rank's loops are the whole grid's, index for index).
 //   Shell sums (E_n): a warp takes whole (ky, kz) rows of the half layout, 32 modes at a time.
 //   Along a row |k| grows with kx, so the lanes' shells are sorted and the lanes of one shell are
 //   neighbours: a segmented sum over the lanes (shuffles, a fixed tree) leaves each shell's sum in
@@ -16,12 +19,14 @@
 
 #include <climits>
 #include <cmath>
+#include <memory>
 
 #include "base/cuda_check.h"
 #include "base/device_buffer.h"
 #include "core/diagnostics.h"
 #include "core/diagnostics_kernel.h"
 #include "core/error.h"
+#include "core/fft_gpu.h"
 
 namespace vh {
 namespace {
@@ -61,22 +66,23 @@ __device__ void block_sum(const double (&v)[K], double* red, double* row) {
 
 /// Row blockIdx.x of `partial` (nshell + 1 columns): the block's shell sums of ½w|û|², then its
 /// Σ w|k|²|û|². Dynamic shared memory: kWarps · nshell bins, then kThreads doubles.
-__global__ void __launch_bounds__(kThreads) spectrum_kernel(int n, int nshell, Field u, double* partial) {
+__global__ void __launch_bounds__(kThreads) spectrum_kernel(SlabModes L, int nshell, Field u, double* partial) {
   extern __shared__ double smem[];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nxh = n / 2 + 1;
+  const int n = L.n, warp = threadIdx.x / 32, lane = threadIdx.x % 32, nxh = n / 2 + 1;
   double* bins = smem + warp * nshell;
   for (int i = threadIdx.x; i < kWarps * nshell; i += kThreads) smem[i] = 0.0;
   __syncthreads();
-  const long long rows = static_cast<long long>(n) * n, warps = static_cast<long long>(gridDim.x) * kWarps;
+  const long long rows = static_cast<long long>(L.slots) * n, warps = static_cast<long long>(gridDim.x) * kWarps;
   double grad2 = 0.0;
   for (long long r = static_cast<long long>(blockIdx.x) * kWarps + warp; r < rows; r += warps) {
-    const int iy = static_cast<int>(r % n), iz = static_cast<int>(r / n);
+    // Row r = (kz, slot) of the rank's [kz][slot][kx] arrays (one rank: slot = ky index).
+    const int slot = static_cast<int>(r % L.slots), iz = static_cast<int>(r / L.slots), iy = L.ky_index(slot);
     for (int ix0 = 0; ix0 < nxh; ix0 += 32) {  // the same trip count on every lane
       const int ix = ix0 + lane;
       int shell = INT_MAX;  // lanes past the row's end: after every shell
       double e = 0.0;
       if (ix < nxh) {
-        const std::size_t m = modes::mode_index(ix, iy, iz, n);
+        const std::size_t m = static_cast<std::size_t>(r) * nxh + ix;
         const C v[3] = {u.c[0][m], u.c[1][m], u.c[2][m]};
         const diag::SpectrumTerms t = diag::spectrum_terms(n, ix, iy, iz, v);
         shell = t.shell;
@@ -106,13 +112,15 @@ __global__ void __launch_bounds__(kThreads) spectrum_kernel(int n, int nshell, F
 
 /// Columns 0 and 1 of row blockIdx.x of `partial` (`cols` columns): the block's Σ w|k·û|² and
 /// Σ w Re(û*·ω̂).
-__global__ void __launch_bounds__(kThreads) divergence_helicity_kernel(int n, Field u, int cols, double* partial) {
+__global__ void __launch_bounds__(kThreads) divergence_helicity_kernel(SlabModes L, Field u, int cols,
+                                                                       double* partial) {
   __shared__ double red[2 * kThreads];
-  const long long nm = static_cast<long long>(n) * n * (n / 2 + 1);
+  const int n = L.n;
+  const long long nm = L.count();
   double sum[2] = {0.0, 0.0};
   for (long long m = thread_index(); m < nm; m += thread_stride()) {
     int ix, iy, iz;
-    modes::mode_of(m, n, ix, iy, iz);
+    L.mode(m, ix, iy, iz);
     const C v[3] = {u.c[0][m], u.c[1][m], u.c[2][m]};
     const diag::DivergenceHelicityTerms t = diag::divergence_helicity_terms(n, ix, iy, iz, v);
     sum[0] += t.div2;
@@ -122,11 +130,12 @@ __global__ void __launch_bounds__(kThreads) divergence_helicity_kernel(int n, Fi
 }
 
 /// out = the coefficients of ∂u_c/∂x_c from uc = û_c.
-__global__ void longitudinal_derivative_kernel(int n, int c, const C* uc, C* out) {
-  const long long nm = static_cast<long long>(n) * n * (n / 2 + 1);
+__global__ void longitudinal_derivative_kernel(SlabModes L, int c, const C* uc, C* out) {
+  const int n = L.n;
+  const long long nm = L.count();
   for (long long m = thread_index(); m < nm; m += thread_stride()) {
     int ix, iy, iz;
-    modes::mode_of(m, n, ix, iy, iz);
+    L.mode(m, ix, iy, iz);
     out[m] = diag::derivative_term(n, c, ix, iy, iz, uc[m]);
   }
 }
@@ -168,28 +177,61 @@ struct Plan {
 
 }  // namespace
 
+namespace {
+
+/// energy_spectrum_device on the rank's modes of slab s, the ranks' sums summed.
+double spectrum_of_slab(const void* const d_u[3], const Slab& s, std::vector<double>& E) {
+  const int nshell = s.grid.max_shell() + 1, cols = nshell + 1;
+  DeviceArray<double> partial(std::size_t(kBlocks) * cols);
+  const std::size_t smem = (std::size_t(kWarps) * nshell + kThreads) * sizeof(double);
+  if (smem > 48 * 1024)
+    VH_CHECK_CUDA(cudaFuncSetAttribute(spectrum_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  spectrum_kernel<<<kBlocks, kThreads, smem>>>(s.modes(), nshell, field(d_u), partial.data());
+  VH_CHECK_LAUNCH();
+  std::vector<double> out = column_sums(partial, cols);
+  if (!s.whole()) s.comm.sum(out);
+  E.assign(out.begin(), out.begin() + nshell);
+  return out[nshell];
+}
+
+}  // namespace
+
 Statistics statistics_device(const void* const d_u[3], const Grid& g, double nu, std::vector<double>& E) {
-  const double D = energy_spectrum_device(d_u, g, E);
+  return statistics_device(d_u, Slab::whole_grid(g), nullptr, nu, E);
+}
+
+Statistics statistics_device(const void* const d_u[3], const Slab& sl, GpuSlabFft* fft, double nu,
+                             std::vector<double>& E) {
+  VH_CHECK(sl.whole() || fft != nullptr, "statistics_device on several ranks needs their slab transforms");
+  const Grid& g = sl.grid;
+  const double D = spectrum_of_slab(d_u, sl, E);
   Statistics s = spectral_statistics(E, D, nu);
   const Field u = field(d_u);
+  const SlabModes L = sl.modes();
   // Columns: Σ w|k·û|², Σ w Re(û*·ω̂), then Σv² and Σv³ of v = ∂u_c/∂x_c for c = 0, 1, 2.
   constexpr int cols = 8;
   DeviceArray<double> partial(std::size_t(kBlocks) * cols);
-  DeviceArray<C> dhat(g.modes());
-  DeviceArray<double> dreal(g.points());
-  divergence_helicity_kernel<<<kBlocks, kThreads>>>(g.n, u, cols, partial.data());
+  DeviceArray<C> dhat(sl.local_modes());
+  DeviceArray<double> dreal(sl.local_points());
+  divergence_helicity_kernel<<<kBlocks, kThreads>>>(L, u, cols, partial.data());
   VH_CHECK_LAUNCH();
-  // S₃: the three longitudinal derivatives on the grid (cuFFT C2R, unnormalised as in fft.h).
-  const Plan plan(g.n, CUFFT_Z2D);
+  // S₃: the three longitudinal derivatives on the grid (one rank: cuFFT C2R, unnormalised as in
+  // fft.h; R ranks: the slab transforms), at the rank's planes.
+  std::unique_ptr<Plan> plan;
+  if (sl.whole()) plan = std::make_unique<Plan>(g.n, CUFFT_Z2D);
   for (int c = 0; c < 3; ++c) {
-    longitudinal_derivative_kernel<<<kBlocks, kThreads>>>(g.n, c, u.c[c], dhat.data());
+    longitudinal_derivative_kernel<<<kBlocks, kThreads>>>(L, c, u.c[c], dhat.data());
     VH_CHECK_LAUNCH();
-    VH_CHECK_CUFFT(cufftExecZ2D(plan.h, dhat.as<cufftDoubleComplex>(), dreal.data()));
-    moments_kernel<<<kBlocks, kThreads>>>(static_cast<long long>(g.points()), dreal.data(), cols,
+    if (plan)
+      VH_CHECK_CUFFT(cufftExecZ2D(plan->h, dhat.as<cufftDoubleComplex>(), dreal.data()));
+    else
+      fft->inverse(dhat.as<Complex>(), dreal.data());
+    moments_kernel<<<kBlocks, kThreads>>>(static_cast<long long>(sl.local_points()), dreal.data(), cols,
                                           partial.data() + 2 + 2 * c);
     VH_CHECK_LAUNCH();
   }
-  const std::vector<double> sums = column_sums(partial, cols);
+  std::vector<double> sums = column_sums(partial, cols);
+  if (!sl.whole()) sl.comm.sum(sums);
   s.divergence_rel = diag::divergence_rel(sums[0], D);
   s.helicity = sums[1];
   double s3 = 0.0;
@@ -199,16 +241,7 @@ Statistics statistics_device(const void* const d_u[3], const Grid& g, double nu,
 }
 
 double energy_spectrum_device(const void* const d_u[3], const Grid& g, std::vector<double>& E) {
-  const int nshell = g.max_shell() + 1, cols = nshell + 1;
-  DeviceArray<double> partial(std::size_t(kBlocks) * cols);
-  const std::size_t smem = (std::size_t(kWarps) * nshell + kThreads) * sizeof(double);
-  if (smem > 48 * 1024)
-    VH_CHECK_CUDA(cudaFuncSetAttribute(spectrum_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  spectrum_kernel<<<kBlocks, kThreads, smem>>>(g.n, nshell, field(d_u), partial.data());
-  VH_CHECK_LAUNCH();
-  const std::vector<double> out = column_sums(partial, cols);
-  E.assign(out.begin(), out.begin() + nshell);
-  return out[nshell];
+  return spectrum_of_slab(d_u, Slab::whole_grid(g), E);
 }
 
 }  // namespace vh

@@ -23,6 +23,8 @@
 
 namespace vh {
 
+class GpuSlabFft;
+
 /// Statistics of one velocity field.
 struct Statistics {
   double K = 0, epsilon = 0, u_prime = 0, L = 0, T = 0, lambda = 0, Re_lambda = 0, S3 = 0;
@@ -105,6 +107,13 @@ double energy_spectrum_device(const void* const d_u[3], const Grid& g, std::vect
 /// (diagnostics_kernel.h) in an order fixed by the code alone: the same bits on every run, and
 /// the CPU's values to round-off (the CPU adds in another order).
 Statistics statistics_device(const void* const d_u[3], const Grid& g, double nu, std::vector<double>& E);
+
+/// The same on R ranks: d_u holds the rank's modes of slab s ([kz][slot][kx], core/slab.h), and
+/// `fft` transforms on the ranks' slabs (S₃'s derivatives; GpuSlabFft of s). Each rank adds its
+/// terms as above, the ranks' sums are summed (Comm::sum); every rank gets the whole field's
+/// statistics and E. Collective. One rank (s.whole()): the function above, fft unused.
+Statistics statistics_device(const void* const d_u[3], const Slab& s, GpuSlabFft* fft, double nu,
+                             std::vector<double>& E);
 #endif
 
 }  // namespace vh

@@ -51,6 +51,26 @@ double rel_max(const std::vector<double>& a, const std::vector<double>& whole, c
   return s.comm.max(e) / s.comm.max(m);
 }
 
+/// Statistics a and spectrum Ea against the reference b, Eb: each to tol relative; divergence and
+/// helicity, round-off-sized sums of cancelling terms, against their scales.
+double rel(double x, double y) { return std::fabs(x - y) / std::fabs(y); }
+
+void expect_same_statistics(const Statistics& a, const std::vector<double>& Ea, const Statistics& b,
+                            const std::vector<double>& Eb, double tol) {
+  EXPECT_LT(rel(a.K, b.K), tol);
+  EXPECT_LT(rel(a.epsilon, b.epsilon), tol);
+  EXPECT_LT(rel(a.L, b.L), tol);
+  EXPECT_LT(rel(a.T, b.T), tol);
+  EXPECT_LT(rel(a.lambda, b.lambda), tol);
+  EXPECT_LT(rel(a.Re_lambda, b.Re_lambda), tol);
+  EXPECT_LT(rel(a.enstrophy, b.enstrophy), tol);
+  EXPECT_LT(rel(a.S3, b.S3), tol);
+  EXPECT_LT(std::fabs(a.divergence_rel - b.divergence_rel), tol);
+  EXPECT_LT(std::fabs(a.helicity - b.helicity), tol * std::sqrt(2 * b.K * 2 * b.enstrophy));
+  ASSERT_EQ(Ea.size(), Eb.size());
+  for (std::size_t k = 0; k < Eb.size(); ++k) EXPECT_LE(std::fabs(Ea[k] - Eb[k]), tol * b.K) << "shell " << k;
+}
+
 SpectralVector random_field(int n, std::uint64_t seed = 11) {
   InitialFieldSpec spec;
   spec.nu = 0.01;
@@ -169,21 +189,8 @@ TEST(Mpi, DiagnosticsEqualOneRank) {
   velocity_on_grid(us, fft, va);
   VectorField vb(Grid{n});
   whole.inverse(u, vb);
-  auto rel = [](double x, double y) { return std::fabs(x - y) / std::fabs(y); };
   const double tol = 1e-13;
-  EXPECT_LT(rel(a.K, b.K), tol);
-  EXPECT_LT(rel(a.epsilon, b.epsilon), tol);
-  EXPECT_LT(rel(a.L, b.L), tol);
-  EXPECT_LT(rel(a.T, b.T), tol);
-  EXPECT_LT(rel(a.lambda, b.lambda), tol);
-  EXPECT_LT(rel(a.Re_lambda, b.Re_lambda), tol);
-  EXPECT_LT(rel(a.enstrophy, b.enstrophy), tol);
-  EXPECT_LT(rel(a.S3, b.S3), tol);
-  // divergence and helicity are round-off-sized sums of cancelling terms: against their scales
-  EXPECT_LT(std::fabs(a.divergence_rel - b.divergence_rel), tol);
-  EXPECT_LT(std::fabs(a.helicity - b.helicity), tol * std::sqrt(2 * b.K * 2 * b.enstrophy));
-  ASSERT_EQ(Ea.size(), Eb.size());
-  for (std::size_t k = 0; k < Eb.size(); ++k) EXPECT_LE(std::fabs(Ea[k] - Eb[k]), tol * b.K) << "shell " << k;
+  expect_same_statistics(a, Ea, b, Eb, tol);
   for (int c = 0; c < 3; ++c) {
     EXPECT_LT(rel_max(wa.c[c], wb.c[c], s), tol) << "vorticity " << c;
     EXPECT_LT(rel_max(va.c[c], vb.c[c], s), tol) << "velocity " << c;
@@ -376,6 +383,20 @@ void expect_gpu_fft_equals(const Slab& s, DeviceComm* dc, CpuFft& cpu, const std
   EXPECT_EQ(comm.sum(kept_c ? 0.0 : 1.0), 0.0) << "the inverse changed its coefficients";
   EXPECT_EQ(comm.sum(kept_x ? 0.0 : 1.0), 0.0) << "the forward changed its planes";
 }
+
+/// body(dc): the world's ranks on their GPUs (shared where fewer), dc their transport on a stream
+/// of its own.
+template <class F>
+void with_device_comm(F&& body) {
+  select_gpus(world(), true);
+  cudaStream_t st = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&st), cudaSuccess);
+  {
+    DeviceComm dc(world(), st);
+    body(dc);
+  }
+  cudaStreamDestroy(st);
+}
 #endif
 
 // GpuSlabFft (core/fft_gpu.h), SlabFft's device twin: on the ranks' slabs against SlabFft (N 32
@@ -386,11 +407,7 @@ TEST(MpiGpu, SlabFftOnTheGpuEqualsTheCpus) {
   GTEST_SKIP() << "no CUDA in this build";
 #else
   if (!gpu_available()) GTEST_SKIP() << "no GPU visible";
-  select_gpus(world(), true);
-  cudaStream_t st = nullptr;
-  ASSERT_EQ(cudaStreamCreate(&st), cudaSuccess);
-  {
-    DeviceComm dc(world(), st);
+  with_device_comm([](DeviceComm& dc) {
     for (int n : {32, 18})
       for (int kmax : {n / 2 - 1, (n - 1) / 3}) {
         const Slab s = Slab::make(Grid{n}, kmax, world());
@@ -403,8 +420,37 @@ TEST(MpiGpu, SlabFftOnTheGpuEqualsTheCpus) {
       Fft3d cpu(n, 1);
       expect_gpu_fft_equals(Slab::whole_grid(Grid{n}), nullptr, cpu, u.c[2], Comm(), "one rank");
     }
-  }
-  cudaStreamDestroy(st);
+  });
+#endif
+}
+
+// statistics_device on the ranks' slabs (each rank's modes on its GPU, the sums over the ranks)
+// against the CPU's statistics of the same slabs (Mpi.DiagnosticsEqualOneRank holds those to the
+// one-rank values): every statistic and shell to 1e-12 of its scale (two summation orders).
+TEST(MpiGpu, DiagnosticsOfSlabsOnTheGpuEqualTheCpus) {
+#ifndef VH_HAVE_CUDA
+  GTEST_SKIP() << "no CUDA in this build";
+#else
+  if (!gpu_available()) GTEST_SKIP() << "no GPU visible";
+  with_device_comm([](DeviceComm& dc) {
+    for (int n : {32, 18}) {
+      const Slab s = Slab::make(Grid{n}, n / 2 - 1, world());
+      const SpectralSlab us = restrict_to(random_field(n), s);
+      SlabFft cpu(s, 1);
+      GpuSlabFft gpu(s, &dc);
+      const double nu = 0.01;
+      const Statistics a = statistics(us, nu, cpu);
+      const std::vector<double> Ea = energy_spectrum(us);
+      DeviceArray<Complex> d0(us.c[0]), d1(us.c[1]), d2(us.c[2]);
+      const void* d[3] = {d0.data(), d1.data(), d2.data()};
+      std::vector<double> Eb;
+      const Statistics b = statistics_device(d, s, &gpu, nu, Eb);
+      if (world().root())
+        std::printf("[gpu slab diagnostics] N %d on %d ranks: K %.2e, epsilon %.2e, S3 %.2e (relative)\n", n,
+                    s.ranks(), rel(b.K, a.K), rel(b.epsilon, a.epsilon), rel(b.S3, a.S3));
+      expect_same_statistics(b, Eb, a, Ea, 1e-12);
+    }
+  });
 #endif
 }
 
