@@ -570,6 +570,17 @@ std::vector<double> gpu_own(GpuEvaluator& ev, DeviceComm* share, std::size_t fir
   return r;
 }
 
+/// max |r1 − r0| and max |r0| over the ranks.
+std::pair<double, double> largest_difference(const std::vector<double>& r1, const std::vector<double>& r0,
+                                             const Comm& c) {
+  double e = 0, top = 0;
+  for (std::size_t k = 0; k < r1.size(); ++k) {
+    e = std::max(e, std::abs(r1[k] - r0[k]));
+    top = std::max(top, std::abs(r0[k]));
+  }
+  return {c.max(e), c.max(top)};
+}
+
 /// evaluate_self's rows [first, first + count) in evaluate_own's layout.
 std::vector<double> gpu_self_rows(GpuEvaluator& ev, std::size_t first, std::size_t count, const DeviceArray<double>& x,
                                   const DeviceArray<double>& a, const DeviceArray<double>& s, bool same) {
@@ -699,13 +710,8 @@ TEST(FmmMpiGpu, OwnSourcesOnTheWindowsEqualTheOneRankSelfEvaluation) {
       const std::vector<double> r1 = gpu_own(own, &dc, o.first, o.count, x, a, s, pass == 1);
       const double sent = c.sum(dc.stats().bytes - sent0);
       const std::vector<double> r0 = gpu_self_rows(whole, o.first, o.count, x, a, s, pass == 1);
-      double e = 0, top = 0;
-      for (std::size_t k = 0; k < r1.size(); ++k) {
-        e = std::max(e, std::abs(r1[k] - r0[k]));
-        top = std::max(top, std::abs(r0[k]));
-      }
+      const auto [emax, tmax] = largest_difference(r1, r0, c);
       const auto [eu, eg] = exact_errors(r1, o, pass == 1 ? -0.5 : 1.0);
-      const double emax = c.max(e), tmax = c.max(top);
       // What the all-reduce of every multipole sends a rank: 4681 cells of 3 ncoef(p) complex
       // values (auto_settings' p for the tolerance, as the evaluator resolves it).
       const double allreduce = double(c.size()) * 4681 * 3 * ncoef(prm.resolved().p) * 16;
@@ -798,13 +804,8 @@ TEST(FmmMpiGpu, OwnSourcesAndGhostsEqualTheOneRankSelfEvaluation) {
       u.download(r1.data(), 3 * o.count);
       g.download(r1.data() + 3 * o.count, 9 * o.count);
       const std::vector<double> r0 = gpu_self_rows(whole, o.first, o.count, x, a, s, pass == 1);
-      double e = 0, top = 0;
-      for (std::size_t k = 0; k < r1.size(); ++k) {
-        e = std::max(e, std::abs(r1[k] - r0[k]));
-        top = std::max(top, std::abs(r0[k]));
-      }
+      const auto [emax, tmax] = largest_difference(r1, r0, c);
       const auto [eu, eg] = exact_errors(r1, o, pass == 1 ? -0.5 : 1.0);
-      const double emax = c.max(e), tmax = c.max(top);
       if (c.root())
         std::printf("GPU evaluate_own on %d ranks, own blobs and ghosts, %s (%d leaf planes, reach %d; a rank sees "
                     "at most %.0f %% of the blobs)%s: max |own - one GPU's self rows| %.2e of %.2e; against the "
