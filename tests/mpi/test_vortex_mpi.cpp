@@ -350,7 +350,7 @@ TEST(VortexMpiGpu, DeviceGhostsAreTheHostsSelection) {
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
   {
     DeviceComm dc(w, stream);
-    const Slab lattice = Slab::make(Grid{planes}, planes / 2, w);
+    const Slab lattice = Slab::make(Grid{planes}, planes / 2 - 1, w);
     for (int kind = 0; kind < 2; ++kind) {
       const GhostWindow win = kind == 0 ? GhostWindow{planes, side, lattice.z0, lattice.nz, 3}
                                         : GhostWindow{planes, side, (planes - 3 + 5 * me) % planes, 4, 1};
