@@ -182,6 +182,16 @@ __global__ void own_planes_kernel(int nl, const int* __restrict__ leaves, const 
 
 // The shortest run of planes, mod n, that holds every occupied one: [first, first + count);
 // count 0 where all are occupied or none.
+// occupied[plane] = 1 for the planes floor(z / side) (mod planes) of the n points x.
+__global__ void occupied_planes_kernel(long long n, const double* __restrict__ x, double side, int planes,
+                                       int* __restrict__ occupied) {
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  int z = static_cast<int>(floor(x[3 * i + 2] / side)) % planes;
+  if (z < 0) z += planes;
+  occupied[z] = 1;
+}
+
 void occupied_arc(const std::vector<int>& occupied, int& first, int& count) {
   const int n = static_cast<int>(occupied.size());
   int gap = 0, gap_end = 0;  // the longest run of empty planes, cyclically, and where it ends
@@ -289,6 +299,8 @@ struct GpuEvaluator::Impl {
   // counts of them in sorted order (FarPlan::own) with the scan's scratch.
   DeviceComm* share = nullptr;
   long long share_first = 0, share_count = 0;
+  long long share_total = 0;  // > 0: the sources given are this rank's and its ghosts, of so many
+  DeviceArray<MeanTerms> mean, mean_part;  // then the mean terms of this rank's, summed over the ranks
   DeviceArray<int> own_flag, own_prefix;
   DeviceBytes scan_temp;
   // evaluate_own: the P2P tasks, target leaves and M2L rows that hold this rank's targets (of
@@ -402,10 +414,37 @@ std::vector<std::pair<int, int>> GpuEvaluator::Impl::select_own(const std::vecto
   return sel;
 }
 
-void GpuEvaluator::share_upward(DeviceComm* comm, std::size_t first, std::size_t count) {
+void GpuEvaluator::share_upward(DeviceComm* comm, std::size_t first, std::size_t count, long long total) {
   impl_->share = comm && comm->comm().size() > 1 ? comm : nullptr;
   impl_->share_first = static_cast<long long>(first);
   impl_->share_count = static_cast<long long>(count);
+  impl_->share_total = impl_->share ? std::max(total, 0LL) : 0;
+}
+
+bool GpuEvaluator::took_uniform() const { return impl_->use_uniform; }
+
+GpuEvaluator::SourcePlanes GpuEvaluator::source_planes(const double* d_x, std::size_t n, long long total,
+                                                       double sigma_max) const {
+  const Impl& m = *impl_;
+  SourcePlanes sp;
+  const int L = uniform_depth(static_cast<double>(std::max(total, 1LL)), m.prm.ncrit);
+  sp.planes = 1 << L;
+  sp.side = kBoxLength / sp.planes;
+  int reach = 0;
+  for (const auto& t : near_stencil(m.mac.theta, m.mac.rcut_per_sigma * sigma_max / sp.side, 0.0))
+    reach = std::max(reach, std::abs(t[2]));
+  sp.reach = reach + 1;
+  if (n == 0) return sp;
+  DeviceArray<int> flags(static_cast<std::size_t>(sp.planes));
+  flags.zero();
+  occupied_planes_kernel<<<static_cast<unsigned>((n + 255) / 256), 256>>>(static_cast<long long>(n), d_x, sp.side,
+                                                                          sp.planes, flags.data());
+  VH_CHECK_LAUNCH();
+  std::vector<int> occupied(static_cast<std::size_t>(sp.planes));
+  flags.download(occupied.data(), occupied.size());
+  occupied_arc(occupied, sp.first, sp.count);
+  if (sp.count == 0) sp.first = 0, sp.count = sp.planes;  // every plane (n > 0: some are)
+  return sp;
 }
 
 Timings GpuEvaluator::evaluate_self(const double* d_x, const double* d_alpha, const double* d_sigma, std::size_t n,
@@ -463,6 +502,8 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
     throw std::invalid_argument("fmm: more than 2^31 - 1 sources or targets");
   const int n = static_cast<int>(n_in), nt = static_cast<int>(m_in);
   const bool own = kind == Kind::own, self = kind == Kind::self || own;
+  // This rank's sources and its ghosts only (share_upward's total; source_planes).
+  const bool partial = own && s.share && s.share_total > 0;
   ScopedPool use(s.pool.pool);
 
   // --- inputs: the host API's checks, the cube, the periodic cut-off check ----------------
@@ -483,6 +524,8 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
     tm.total = seconds(t_start, clock_type::now());
     return tm;
   }
+  // The largest core over the ranks where this rank sees a part of the sources: the stencils'.
+  const double sigma_max = partial ? s.share->comm().max(c.sigma_max) : c.sigma_max;
   Vec3 center;
   double half;
   if (prm.periodic) {
@@ -492,7 +535,7 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
     cube_of_box(c.lo, c.hi, center, half);  // bounding_cube of the sources and targets
   }
   const double rcut_per_sigma = s.mac.rcut_per_sigma;
-  if (prm.periodic && s.r0 * kBoxLength < rcut_per_sigma * c.sigma_max)
+  if (prm.periodic && s.r0 * kBoxLength < rcut_per_sigma * sigma_max)
     throw std::invalid_argument("fmm: sigma too large for the periodic box at this tolerance");
   const auto t_checked = clock_type::now();
   tm.upload = seconds(t_start, t_checked);
@@ -504,6 +547,7 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   // uniform levels' windows.)
   bool reuse = same && s.kept.valid && s.kept.kind == kind && s.kept.n == n && s.kept.m == nt &&
                (!own || (s.own_sel.valid && s.own_sel.first == s.share_first && s.own_sel.count == s.share_count));
+  if (partial) reuse = !s.share->comm().any(!reuse);  // the ranks build (and exchange) together
   if (reuse) {
     const long long moved = s.src.first_change(d_x, d_sigma, prm.periodic);
     if (moved >= 0)
@@ -521,13 +565,16 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
     s.src.sort(d_x, d_sigma, d_alpha, n, center, half, prm.periodic);
     // fmm.m2l fft: every cell split down to the level where the mean count first falls to
     // ncrit, and no further unless it holds more than uniform_leaf_limit, so that a near-uniform
-    // set has all its leaves there (uniform_gpu.h).
+    // set has all its leaves there (uniform_gpu.h). A part of the sources: the whole set's
+    // depth and limit, and the cells the part leaves empty made too (the same cells, in the
+    // same order, as the whole set's tree: the ranks' multipoles meet cell for cell).
     int ncrit = prm.ncrit;
     if (prm.m2l == "fft" && self && prm.periodic) {
-      min_level = uniform_depth(n, prm.ncrit);
-      ncrit = uniform_leaf_limit(n, prm.ncrit);
+      const double whole = partial ? static_cast<double>(s.share_total) : n;
+      min_level = uniform_depth(whole, prm.ncrit);
+      ncrit = uniform_leaf_limit(whole, prm.ncrit);
     }
-    s.src_tree.build(s.src, ncrit, min_level);
+    s.src_tree.build(s.src, ncrit, min_level, partial);
     if (kind == Kind::at) {
       s.tgt.sort(d_t, nullptr, nullptr, nt, center, half, prm.periodic);
       s.tgt_tree.build(s.tgt, prm.ncrit);
@@ -561,7 +608,9 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   if (!reuse) {
     // A complete tree (the vortex solver's lattice) by its uniform levels (fmm.m2l fft), when
     // its tables fit; otherwise, and for every other tree, the traversal's lists.
-    const bool complete = UniformFar::complete(stree.cells(), stree.levels(), stree.n_leaves());
+    // (A part of the sources: complete on every rank, or the uniform levels on none.)
+    bool complete = UniformFar::complete(stree.cells(), stree.levels(), stree.n_leaves());
+    if (partial) complete = !s.share->comm().any(!complete);
     // evaluate_own: the z planes of the leaves that hold this rank's targets, whose ancestors
     // alone take the uniform levels' FFT M2L (a window of each level, uniform_gpu.h).
     int first_plane = 0, planes = 0;
@@ -579,14 +628,19 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
     }
     s.use_uniform = prm.m2l == "fft" && self && prm.periodic && complete &&
                     s.uniform.build(static_cast<const GCell*>(stree.gcells()), stree.cells(), stree.levels(),
-                                    static_cast<const double4_32a*>(s.src.positions_sigma()), prm.p, s.mac, c.sigma_max,
+                                    static_cast<const double4_32a*>(s.src.positions_sigma()), prm.p, s.mac, sigma_max,
                                     s.r0, s.shifts, 2 * half, {center[0] - half, center[1] - half, center[2] - half},
-                                    first_plane, planes);
+                                    first_plane, planes, partial ? &s.share->comm() : nullptr);
     // Ranks that share the upward pass take the same path: a rank's windows, hence the memory
     // its tables need, are its own, and one that could not hold them takes every rank to the
     // lists (the exchange of the multipoles is collective).
-    if (s.share && prm.m2l == "fft" && self && prm.periodic && complete)
+    if (s.share && prm.m2l == "fft" && self && prm.periodic && (complete || partial))
       s.use_uniform = !s.share->comm().any(!s.use_uniform);
+  }
+  if (partial && !s.use_uniform) {  // the lists would need every source: the caller's to give
+    s.kept.valid = false;
+    tm.total = seconds(t_start, clock_type::now());
+    return tm;
   }
   // (The counts of the tree it looked at, before the re-split below.)
   if (profile_enabled() && !reuse && prm.m2l == "fft" && !s.use_uniform)
@@ -755,6 +809,13 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   s.queue.reserve(1);
   a.out = s.near_out.data();
 
+  // A part of the sources: the mean correction's sums of this rank's, summed over the ranks.
+  if (partial && per.on) {
+    s.mean.reserve(1);
+    mean_terms_device(n, f.xs, f.alpha, s.mean.data(), s.mean_part, 0, s.own_flag.data());
+    s.share->sum(reinterpret_cast<double*>(s.mean.data()), sizeof(MeanTerms) / sizeof(double));
+    f.mean = s.mean.data();
+  }
   const bool split = s.overlap == Overlap::split, serial = s.overlap == Overlap::serial;
   if (split) VH_CHECK_CUDA(cudaMemsetAsync(s.queue.data(), 0, sizeof(int), 0));  // before both streams start
   VH_CHECK_CUDA(cudaEventRecord(s.ev[kStart], 0));

@@ -76,7 +76,30 @@ class GpuEvaluator {
   /// n_cells x 3 x ncoef(p) complex values). The results are the unshared ones up to the order
   /// of the multipoles' sums (round-off). Kept for the later calls; every rank then evaluates
   /// collectively, none with zero targets. comm null (the default) or of one rank: no sharing.
-  void share_upward(DeviceComm* comm, std::size_t first, std::size_t count);
+  /// total > 0: the sources of evaluate_own are not every rank's but this rank's and the ghosts
+  /// that source_planes() asks for, out of `total` over the ranks (below).
+  void share_upward(DeviceComm* comm, std::size_t first, std::size_t count, long long total = 0);
+
+  /// The z planes by which a rank's sources for evaluate_own may be a part of the whole set
+  /// (issue 25): the leaves' planes of the uniform levels (`planes` of side `side`, for `total`
+  /// sources over the ranks), the arc [first, first + count) (mod planes) that this rank's n
+  /// sources x (device, 3 a source) occupy, and `reach`, the planes either way whose sources the
+  /// near field of those leaves takes at the core radius sigma_max (near_stencil without the
+  /// lattice's slack, and one plane for a source on a leaves' face). Every rank's sources whose
+  /// plane floor(z / side) lies within reach of the arc (blob::near_planes' test), this rank's
+  /// among them, are what evaluate_own needs with share_upward's total: its multipoles come from
+  /// this rank's sources only and the other ranks' by the exchange of the uniform levels.
+  struct SourcePlanes {
+    int planes = 1;
+    double side = 0;
+    int first = 0, count = 0, reach = 0;
+  };
+  SourcePlanes source_planes(const double* d_x, std::size_t n, long long total, double sigma_max) const;
+  /// Whether the last evaluate_own took the uniform levels. With a part of the sources
+  /// (share_upward's total) one that could not (a tree that is not complete, tables that do not
+  /// fit) wrote nothing: every rank then passes every rank's sources instead (collective: the
+  /// ranks decide it together).
+  bool took_uniform() const;
 
   /// evaluate_self at this rank's sources only: the n sources are every rank's (as share_upward
   /// says), u and ∇u are written for sources [first, first + count) of share_upward, at d_u[3 (i -

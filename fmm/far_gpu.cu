@@ -77,6 +77,7 @@ const MeanTerms* FarStages::before_m2l(const FarPlan& f, const FarPeriodic& per,
     lattice_.set(f.p, per.r0, per.images);
     lattice_m2l_device(lattice_, work_.M.data(), work_.L.data(), lattice_work_, s);
   }
+  if (f.mean) return f.mean;
   mean_.reserve(1);
   mean_terms_device(f.ns, f.xs, f.alpha, mean_.data(), mean_part_, s);
   return mean_.data();

@@ -308,6 +308,9 @@ struct FarPlan {
   /// The L2P writes the targets of input index o in [out_first, out_first + out_count) only, at
   /// o - out_first (GpuEvaluator::evaluate_own: this rank's); by default every target at o.
   long long out_first = 0, out_count = LLONG_MAX;
+  /// The mean correction's sums (device), where the caller formed them (GpuEvaluator::evaluate_own
+  /// on a part of the sources: every rank's); null: from the sources above.
+  const MeanTerms* mean = nullptr;
   // M2L lists (M2LArrays' layout, far_gpu.h).
   const int* m2l_targets = nullptr;
   const int* m2l_goffset = nullptr;
@@ -464,9 +467,9 @@ void lattice_m2l_device(const LatticeDevice& t, const double2* Mroot, double2* L
 constexpr int kMeanChunk = 4096;
 /// mean_terms (fmm/periodic.h, wrap = false) of n sorted sources on the device: the same chunks
 /// of kMeanChunk and the same order, hence the same bits as the host; `out` device, `part`
-/// scratch (grown as needed).
+/// scratch (grown as needed). mask (device, n, optional): the sources whose flag is 0 left out.
 void mean_terms_device(int n, const double4_32a* x, const double4_32a* alpha, MeanTerms* out,
-                       DeviceArray<MeanTerms>& part, cudaStream_t s);
+                       DeviceArray<MeanTerms>& part, cudaStream_t s, const int* mask = nullptr);
 
 /// The periodic terms of one evaluation: with `on`, the far lattice of `images` levels beyond
 /// the near images [-r0, r0]^3 into the root (when images > 0) and the mean correction at the L2P.

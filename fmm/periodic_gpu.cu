@@ -65,7 +65,8 @@ __global__ void lattice_kernel(int p, int images, const double* __restrict__ T, 
 // order, taking them from the lanes by shuffles: the host's sums, bit for bit, with coalesced
 // loads and 32 times the threads of one per chunk.
 __global__ void mean_chunks_kernel(int n, int nchunk, const double4_32a* __restrict__ x,
-                                   const double4_32a* __restrict__ alpha, MeanTerms* __restrict__ part) {
+                                   const double4_32a* __restrict__ alpha, const int* __restrict__ mask,
+                                   MeanTerms* __restrict__ part) {
   const int k = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
   if (k >= nchunk) return;  // whole warp
   const double c = 0.5 * 6.283185307179586476925286766559;  // the box centre (kBoxLength / 2)
@@ -75,7 +76,7 @@ __global__ void mean_chunks_kernel(int n, int nchunk, const double4_32a* __restr
   for (long long q0 = begin; q0 < end; q0 += 32) {
     const long long q = q0 + lane;
     double v[6] = {0, 0, 0, 0, 0, 0};  // a, then the terms of D
-    if (q < end) {
+    if (q < end && (!mask || mask[q])) {
       const double4_32a xq = x[q], a = alpha[q];
       const double r[3] = {xq.x - c, xq.y - c, xq.z - c}, ad[3] = {a.x, a.y, a.z};
       mean_source_terms(r, ad, v);
@@ -137,11 +138,11 @@ void lattice_m2l_device(const LatticeDevice& t, const double2* Mroot, double2* L
 }
 
 void mean_terms_device(int n, const double4_32a* x, const double4_32a* alpha, MeanTerms* out,
-                       DeviceArray<MeanTerms>& part, cudaStream_t s) {
+                       DeviceArray<MeanTerms>& part, cudaStream_t s, const int* mask) {
   const int nchunk = (n + kMeanChunk - 1) / kMeanChunk;
   part.reserve(std::max(1, nchunk));
   if (nchunk > 0) {
-    mean_chunks_kernel<<<(nchunk + 3) / 4, 128, 0, s>>>(n, nchunk, x, alpha, part.data());
+    mean_chunks_kernel<<<(nchunk + 3) / 4, 128, 0, s>>>(n, nchunk, x, alpha, mask, part.data());
     VH_CHECK_LAUNCH();
   }
   mean_sum_kernel<<<1, 1, 0, s>>>(nchunk, part.data(), out);

@@ -46,7 +46,7 @@ struct Cnt2Sum {
 // on "digit <= oct" from the previous bound), the number of non-empty octants.  cnt[m] = 0 so
 // that the exclusive scan over m + 1 entries ends with the level's totals.
 __global__ void split_count_kernel(int m, int lb, const DCell* __restrict__ cells,
-                                   const std::uint64_t* __restrict__ key, int ncrit, int min_level,
+                                   const std::uint64_t* __restrict__ key, int ncrit, int min_level, bool fill,
                                    int* __restrict__ bounds, Cnt2* __restrict__ cnt) {
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k > m) return;
@@ -57,7 +57,8 @@ __global__ void split_count_kernel(int m, int lb, const DCell* __restrict__ cell
   const DCell c = cells[lb + k];
   int nch = 0;
   int* b = bounds + 9 * static_cast<long long>(k);
-  if ((c.end - c.begin > ncrit || (c.level < min_level && c.end > c.begin)) && c.level < morton::kBits) {
+  const bool all = fill && c.level < min_level;  // the eight children, empty ones included
+  if ((c.end - c.begin > ncrit || (c.level < min_level && (all || c.end > c.begin))) && c.level < morton::kBits) {
     const int shift = 3 * (morton::kBits - 1 - c.level);
     b[0] = c.begin;
     for (int oct = 0; oct < 8; ++oct) {
@@ -68,7 +69,7 @@ __global__ void split_count_kernel(int m, int lb, const DCell* __restrict__ cell
         else hi = mid;
       }
       b[oct + 1] = lo;
-      if (b[oct + 1] > b[oct]) ++nch;
+      if (all || b[oct + 1] > b[oct]) ++nch;
     }
   }
   cnt[k] = Cnt2{nch, nch > 0 ? 1 : 0};
@@ -91,7 +92,7 @@ __global__ void split_write_kernel(int m, int lb, int le, DCell* __restrict__ ce
   parents[o.parents] = ci;
   const int* b = bounds + 9 * static_cast<long long>(k);
   for (int oct = 0; oct < 8; ++oct) {
-    if (b[oct + 1] == b[oct]) continue;
+    if (b[oct + 1] == b[oct] && nch < 8) continue;  // eight: every octant (split_count's fill)
     DCell ch;
     for (int d = 0; d < 3; ++d) ch.c[d] = add_rn(c.c[d], ((oct >> d) & 1) ? half_child : -half_child);
     ch.begin = b[oct];
@@ -183,7 +184,7 @@ __global__ void items_fill_kernel(int ncell, const DCell* __restrict__ cells, co
 __global__ void finish_cells_kernel(int ncell, const DCell* __restrict__ cells,
                                     const unsigned long long* __restrict__ ext, TCell* __restrict__ tc,
                                     GCell* __restrict__ gc, int* __restrict__ first_child, int* __restrict__ nchild,
-                                    int* __restrict__ leaf) {
+                                    bool fill, int* __restrict__ leaf) {
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c > ncell) return;
   if (c == ncell) {
@@ -208,7 +209,7 @@ __global__ void finish_cells_kernel(int ncell, const DCell* __restrict__ cells,
   gc[c] = GCell{d.c[0], d.c[1], d.c[2], d.begin, d.end, d.parent, d.level};
   first_child[c] = d.child;
   nchild[c] = d.nchild;
-  leaf[c] = (d.nchild == 0 && d.end > d.begin) ? 1 : 0;
+  leaf[c] = (d.nchild == 0 && (d.end > d.begin || fill)) ? 1 : 0;
 }
 
 __global__ void leaves_kernel(int ncell, const int* __restrict__ leaf, const int* __restrict__ pos,
@@ -302,7 +303,7 @@ struct DeviceTree::Impl {
 DeviceTree::DeviceTree() : impl_(std::make_unique<Impl>()) {}
 DeviceTree::~DeviceTree() = default;
 
-void DeviceTree::build(const SortedSourcesGpu& pts, int ncrit, int min_level) {
+void DeviceTree::build(const SortedSourcesGpu& pts, int ncrit, int min_level, bool fill) {
   Impl& m = *impl_;
   StepTimer st("device tree");
   const int n = pts.size();
@@ -334,7 +335,7 @@ void DeviceTree::build(const SortedSourcesGpu& pts, int ncrit, int min_level) {
     m.cnt.reserve(mm + 1);
     m.off.reserve(mm + 1);
     split_count_kernel<<<blocks_for(mm + 1), kBlock>>>(mm, lb, m.dcells.data(), key, ncrit, min_level,
-                                                       m.bounds.data(), m.cnt.data());
+                                                       fill, m.bounds.data(), m.cnt.data());
     VH_CHECK_LAUNCH();
     exclusive_scan(m.tmp, m.cnt.data(), m.off.data(), mm + 1, Cnt2Sum{}, Cnt2{0, 0});
     const Cnt2 tot = download_one(m.off.data() + mm);
@@ -370,7 +371,7 @@ void DeviceTree::build(const SortedSourcesGpu& pts, int ncrit, int min_level) {
   m.leafpos.reserve(nc + 1);
   m.leaf_of.reserve(nc);
   finish_cells_kernel<<<blocks_for(nc + 1), kBlock>>>(nc, dc, m.ext.data(), m.tc.data(), m.gc.data(),
-                                                      m.fchild.data(), m.nch.data(), m.leaf.data());
+                                                      m.fchild.data(), m.nch.data(), fill, m.leaf.data());
   VH_CHECK_LAUNCH();
   exclusive_sum(m.tmp, m.leaf.data(), m.leafpos.data(), nc + 1);
   m.nleaf = download_one(m.leafpos.data() + nc);

@@ -39,7 +39,10 @@ class DeviceTree {
   /// min_level > 0: every cell above that level is split too, whatever its count (the uniform
   /// levels of fmm/uniform_gpu.h want every leaf of a near-uniform set on one level; points on
   /// the cells' faces otherwise leave some cells of a level at ncrit or fewer).
-  void build(const SortedSourcesGpu& pts, int ncrit, int min_level = 0);
+  /// fill: the cells above min_level get all eight children, empty ones too, and empty cells
+  /// of min_level are leaves: the complete tree of a set of which `pts` is a part (one rank's
+  /// sources and ghosts, GpuEvaluator::evaluate_own), cell for cell in the whole set's order.
+  void build(const SortedSourcesGpu& pts, int ncrit, int min_level = 0, bool fill = false);
 
   int cells() const;   ///< number of cells (cells[0] the root)
   int levels() const;  ///< number of levels (the root's is 0)

@@ -1,6 +1,8 @@
 // The uniform levels' far field on the device: see uniform_gpu.h.
 #include "fmm/uniform_gpu.h"
 
+#include "base/comm.h"
+
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 
@@ -178,7 +180,7 @@ bool UniformFar::complete(int cells, int levels, int leaves) {
 
 bool UniformFar::build(const GCell* cells, int ncells, int levels, const double4_32a* x, int p, const Acceptance& mac,
                        double sigma_max, int r0, const std::vector<Vec3>& shifts, double side0, const Vec3& lo,
-                       int first_plane, int planes) {
+                       int first_plane, int planes, const Comm* over) {
   const int L = levels - 1;
   refused_.clear();
   if (p > 14 || !complete(ncells, levels, static_cast<int>(1LL << (3 * L)))) {
@@ -203,6 +205,10 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, const double4
     double mlo, mhi;
     std::memcpy(&mlo, &m[0], sizeof mlo);
     std::memcpy(&mhi, &m[1], sizeof mhi);
+    if (over) {  // the whole set's margins: the smallest of the ranks' parts
+      mlo = -over->max(-mlo);
+      mhi = -over->max(-mhi);
+    }
     slack = std::min(mlo + mhi, leaf);
   }
   const auto slack_cells = [&](int l) { return slack / (side0 / (1 << l)); };

@@ -29,6 +29,10 @@
 #include "fmm/multipole_halo_gpu.h"
 #include "fmm/traverse.h"
 
+namespace vh {
+class Comm;
+}
+
 namespace vh::fmm {
 
 class UniformFar {
@@ -49,9 +53,12 @@ class UniformFar {
   /// cells of that level then get no M2L of their level.
   /// Returns false, building nothing the caller uses, when p > 14 or the FFTs' tables would not
   /// fit in the device's free memory; the caller then takes the traversal's lists.
+  /// over: the ranks whose sources make the tree together, each a part of them (evaluate_own
+  /// with ghosts): the slack is the whole set's, the smallest margins over the ranks, so that
+  /// every rank takes the one-rank stencils (collective over them then).
   bool build(const GCell* cells, int ncells, int levels, const double4_32a* x, int p, const Acceptance& mac,
              double sigma_max, int r0, const std::vector<Vec3>& shifts, double side0, const Vec3& lo,
-             int first_plane = 0, int planes = 0);
+             int first_plane = 0, int planes = 0, const Comm* over = nullptr);
   /// Why the last build() returned false ("" after a true).
   const std::string& refused() const { return refused_; }
 

@@ -21,7 +21,6 @@
 #include <cuda_runtime.h>
 #include <cufft.h>
 
-#include <thrust/iterator/counting_iterator.h>
 
 #include <algorithm>
 #include <chrono>
@@ -33,7 +32,6 @@
 #include "base/cuda_check.h"
 #include "base/device_comm.h"
 #include "base/device_buffer.h"
-#include "base/select_flagged.h"
 #include "core/device.h"
 #include "core/fft_gpu.h"
 #include "core/modes_kernel.h"
@@ -44,6 +42,7 @@
 #include "vortex/blobs.h"
 #include "vortex/blobs_gpu.h"
 #include "vortex/blobs_kernel.h"
+#include "vortex/halo_gpu.h"
 #include "vortex/rbf.h"
 #include "vortex/remesh.h"
 #include "vortex/remesh_kernel.h"
@@ -129,22 +128,6 @@ __global__ void drop_self_pair_kernel(long long np, const double* __restrict__ a
     for (int m = 0; m < 3; ++m)
       for (int k = 0; k < 3; ++k) grad[9 * i + 3 * m + k] -= g[m][k];
   }
-}
-
-// 1 for each of n particles whose lattice cell lies within `reach` cells (periodically) of the
-// planes z0 … z0 + nz − 1 of an n_lat lattice of spacing h: those whose blob stencil may reach
-// them.
-__global__ void near_planes_kernel(long long n, const double* __restrict__ x, int n_lat, double h, int z0, int nz,
-                                   int reach, char* __restrict__ flag) {
-  for (long long i = thread_index(); i < n; i += thread_stride())
-    flag[i] = blob::near_planes(static_cast<int>(floor(x[3 * i + 2] / h)), z0, nz, n_lat, reach) ? 1 : 0;
-}
-
-// to[j] = from[sel[j]] for k doubles a particle.
-__global__ void pick_kernel(long long count, int k, const int* __restrict__ sel, const double* __restrict__ from,
-                            double* __restrict__ to) {
-  for (long long j = thread_index(); j < count; j += thread_stride())
-    for (int d = 0; d < k; ++d) to[k * j + d] = from[static_cast<long long>(k) * sel[j] + d];
 }
 
 // The lattice particles (lattice_particles) of the planes z0 … z0 + nz − 1: x_i = h (ix, iy, iz)
@@ -445,23 +428,25 @@ struct GpuSolver::Impl {
   SlabModes lm;       // the layout of the rank's lattice modes
   double sigma0 = 0, vol = 0, kc = 0, box = 2.0 * kPi;
 
-  // R > 1: every rank's particles gathered in rank order (positions, strengths, cores and one
-  // more vector for the blob sums' strengths), the device transport of the gathers, and the
-  // lattice's transforms over the ranks' slabs (this rank's planes and modes).
+  // R > 1: the device transport, the lattice's transforms over the ranks' slabs (this rank's
+  // planes and modes), and the particles of the other ranks that this rank's sums need: the
+  // ghosts (halo_gpu.h) of the FMM's near field and of the blob sums, or, where the FMM could
+  // not take the uniform levels, every rank's particles gathered in rank order.
   std::unique_ptr<DeviceComm> dcomm;
   std::unique_ptr<GpuSlabFft> sfft;
   cudaStream_t dstream = nullptr;
   std::vector<std::size_t> counts;  // particles per rank, when last gathered
   long long nall = 0;               // their sum
-  DeviceArray<double> all_x, all_a, all_s, all_q;
+  // The FMM's sources: this rank's particles and its ghosts, or every rank's (gathered).
+  DeviceArray<double> all_x, all_a, all_s;
   DeviceArray<double> later;  // the blob sums of blob_sums3's sets 1 and 2
-  bool gathered_xs = false;         // all_x, all_s hold the particles' current positions and cores
-  // The gathered particles whose stencils reach this rank's planes (indices into the gathered
-  // arrays, in their order), and their positions, cores and strengths: the blob sums' input.
-  DeviceArray<int> sel;
+  bool gathered_xs = false;   // all_x, all_s hold every rank's current positions and cores
+  DeviceHalo fmm_halo;        // the FMM's ghosts (fmm::GpuEvaluator::source_planes)
+  bool fmm_ghosts = true;     // false once the FMM declined them (took the lists): gathers since
+  // The particles whose stencils reach this rank's planes (blob_halo), and their positions, cores
+  // and strengths: the blob sums' input.
+  DeviceHalo blob_halo;
   DeviceArray<double> sel_x, sel_s, sel_q;
-  DeviceBytes sel_flags, sel_temp;
-  DeviceArray<int> sel_count;
   long long nsel = 0;
 
   // The state (solver_gpu.h: bytes per particle).
@@ -678,37 +663,21 @@ struct GpuSolver::Impl {
 
   // ---- blob sums ----
 
-  /// The particles sorted for the blob sums: this rank's, or on R > 1 every rank's, gathered.
+  /// The particles sorted for the blob sums: this rank's, or on R > 1 those of every rank whose
+  /// stencils may reach this rank's planes (the lattice cell within m / 2 + 1 cells of them).
   void sort() {
     if (sorted) return;
     const int m = stencil_points(sigma_max, gp.h(), prm.blob_cutoff);
     if (many) {
-      gather_positions();
-      select_near_planes(m / 2 + 1);
+      blob_halo.plan(*dcomm, x.data(), np, GhostWindow{gp.n, gp.h(), ls.z0, ls.nz, m / 2 + 1});
+      nsel = blob_halo.received();
+      blob_halo.exchange(x.data(), 3, sel_x);
+      blob_halo.exchange(sigma.data(), 1, sel_s);
       sums.sort(sel_x.data(), sel_s.data(), static_cast<std::size_t>(nsel), gp, prm.blob_cutoff, m);
     } else {
       sums.sort(x.data(), sigma.data(), static_cast<std::size_t>(np), gp, prm.blob_cutoff, m);
     }
     sorted = true;
-  }
-  /// sel, nsel and the selected positions and cores: the gathered particles within `reach`
-  /// cells of this rank's planes, in their order.
-  void select_near_planes(int reach) {
-    const std::size_t n = static_cast<std::size_t>(nall);
-    sel_flags.reserve(std::max<std::size_t>(n, 1));
-    char* flags = sel_flags.as<char>();
-    near_planes_kernel<<<blocks_for(nall), kThreads>>>(nall, all_x.data(), gp.n, gp.h(), ls.z0, ls.nz,
-                                                       std::min(reach, gp.n), flags);
-    VH_CHECK_LAUNCH();
-    nsel = select_flagged(thrust::counting_iterator<int>(0), flags, static_cast<int>(n), sel, sel_count, sel_temp);
-    sel_x.reserve(static_cast<std::size_t>(3 * nsel));
-    sel_s.reserve(static_cast<std::size_t>(nsel));
-    pick(all_x.data(), 3, sel_x.data());
-    pick(all_s.data(), 1, sel_s.data());
-  }
-  void pick(const double* from, int k, double* to) {
-    pick_kernel<<<blocks_for(nsel), kThreads>>>(nsel, k, sel.data(), from, to);
-    VH_CHECK_LAUNCH();
   }
   /// The blob sums at the rank's lattice planes of the particles' values scale · q into out (3
   /// components, or 1 with `divergence`, nown apart). R > 1: from every rank's particles that
@@ -719,9 +688,7 @@ struct GpuSolver::Impl {
       sums.sum(q, scale, divergence, out);
       return;
     }
-    gather(q, 3, all_q);
-    sel_q.reserve(static_cast<std::size_t>(3 * nsel));
-    pick(all_q.data(), 3, sel_q.data());
+    blob_halo.exchange(q, 3, sel_q);
     sums.sum(sel_q.data(), scale, divergence, out, ls.z0, ls.nz);
   }
   /// The blob sums of a reinitialisation's three sets, q[j] × scale[j] (dγ_prev, u_prev·V, γ), in
@@ -735,11 +702,8 @@ struct GpuSolver::Impl {
       sums.sum3(q, scale, out);
       return;
     }
-    sel_q.reserve(static_cast<std::size_t>(9 * nsel));
-    for (int j = 0; j < 3; ++j) {
-      gather(q[j], 3, all_q);
-      pick(all_q.data(), 3, sel_q.data() + 3 * nsel * j);
-    }
+    sel_q.reserve(static_cast<std::size_t>(std::max(9 * nsel, 1LL)));
+    for (int j = 0; j < 3; ++j) blob_halo.exchange(q[j], 3, sel_q.data() + 3 * nsel * j);
     const double* const sq[3] = {sel_q.data(), sel_q.data() + 3 * nsel, sel_q.data() + 6 * nsel};
     sums.sum3(sq, scale, out, ls.z0, ls.nz);
   }
@@ -843,20 +807,43 @@ struct GpuSolver::Impl {
     // (the reductions above waited for it).
     const auto t0 = std::chrono::steady_clock::now();
     if (many) {
-      // Every rank's particles as the sources, in rank order, this rank's among them as the
-      // targets: the evaluation of one rank on the whole set (its tree, its uniform levels),
-      // whose near field, L2P and lists' M2L run at this rank's share. The upward pass is
-      // shared: each rank forms the multipoles of its own particles, the ranks sum them (where
-      // every rank has some: a rank without particles would not join the sum).
+      // This rank's particles as the targets; as the sources, this rank's and the ghosts that
+      // its near field reaches (fmm::GpuEvaluator::source_planes), the multipoles of the other
+      // ranks' coming by the uniform levels' exchange: each rank forms those of its own
+      // particles (where every rank has some: a rank without particles would not join the
+      // sums). Where the FMM cannot take the uniform levels (a tree that is not complete), every
+      // rank's particles in rank order instead: the evaluation of one rank on the whole set.
       const double before = dcomm->stats().seconds;
-      gather_positions();
-      gather(alpha.data(), 3, all_a);
-      const std::size_t first = displacements(counts)[comm.rank()];
+      gather_counts();
       const bool share = std::find(counts.begin(), counts.end(), std::size_t(0)) == counts.end();
-      fmm.share_upward(share ? dcomm.get() : nullptr, first, static_cast<std::size_t>(np));
-      timings = fmm.evaluate_own(all_x.data(), all_a.data(), all_s.data(), static_cast<std::size_t>(nall), u, grad,
-                                 same);
+      bool done = false;
+      if (share && fmm_ghosts) {
+        const fmm::GpuEvaluator::SourcePlanes sp = fmm.source_planes(x.data(), static_cast<std::size_t>(np), nall,
+                                                                     over_ranks_max(sigma_max));
+        fmm_halo.plan(*dcomm, x.data(), np, GhostWindow{sp.planes, sp.side, sp.first, sp.count, sp.reach});
+        VH_CHECK(fmm_halo.own_count() == np, "vortex::GpuSolver: the FMM's ghosts left out some of the rank's own");
+        const long long ns = fmm_halo.received();
+        gathered_xs = false;  // all_x now holds the ghosts
+        fmm_halo.exchange(x.data(), 3, all_x);
+        fmm_halo.exchange(sigma.data(), 1, all_s);
+        fmm_halo.exchange(alpha.data(), 3, all_a);
+        fmm.share_upward(dcomm.get(), static_cast<std::size_t>(fmm_halo.own_first()), static_cast<std::size_t>(np),
+                         nall);
+        timings = fmm.evaluate_own(all_x.data(), all_a.data(), all_s.data(), static_cast<std::size_t>(ns), u, grad,
+                                   same);
+        done = fmm.took_uniform();
+        fmm_ghosts = done;  // declined: the lists need every particle, gathered from now on
+      }
+      if (!done) {
+        gather_positions();
+        gather(alpha.data(), 3, all_a);
+        const std::size_t first = displacements(counts)[comm.rank()];
+        fmm.share_upward(share ? dcomm.get() : nullptr, first, static_cast<std::size_t>(np));
+        timings = fmm.evaluate_own(all_x.data(), all_a.data(), all_s.data(), static_cast<std::size_t>(nall), u, grad,
+                                   same);
+      }
       timings.exchange = dcomm->stats().seconds - before;
+      cur.sources = done ? fmm_halo.received() : nall;
     } else {
       timings = fmm.evaluate_self(x.data(), alpha.data(), sigma.data(), static_cast<std::size_t>(np), u, grad, same);
     }
@@ -1280,10 +1267,9 @@ std::size_t GpuSolver::device_bytes() const {
   const Impl& s = *impl_;
   std::size_t b = s.work.bytes() + s.s1.bytes() + s.partial.bytes() + s.proj.bytes() + s.sums.device_bytes();
   for (const auto* a : {&s.x, &s.alpha, &s.gamma, &s.sigma, &s.u_prev, &s.da_prev, &s.dg_prev, &s.all_x, &s.all_a,
-                        &s.all_s, &s.all_q, &s.sel_x, &s.sel_s, &s.sel_q, &s.rhs, &s.later, &s.visc})
+                        &s.all_s, &s.sel_x, &s.sel_s, &s.sel_q, &s.rhs, &s.later, &s.visc})
     b += a->bytes();
   if (s.sfft) b += s.sfft->device_bytes();
-  b += s.sel.bytes() + s.sel_flags.bytes() + s.sel_temp.bytes();
   return b;
 }
 

@@ -64,6 +64,9 @@ struct GpuStepTimes {
   /// other ranks; and the particles it held at the step's evaluation (the load of its share).
   double exchange = 0, exchange_bytes = 0;
   long long particles = 0;
+  /// R > 1: the FMM's sources at the step's evaluation: this rank's particles and the ghosts its
+  /// near field reaches (vortex/halo_gpu.h), or every rank's where the FMM took the lists.
+  long long sources = 0;
 };
 
 class GpuSolver : public SolverInterface {
@@ -72,10 +75,12 @@ class GpuSolver : public SolverInterface {
   /// without a visible GPU; allocates the device state for (refine·N)³ particles.
   GpuSolver(const Params& p, const Grid& g);
   /// On the ranks of grid_slab.comm, one GPU each (docs/design.md, "The vortex solver on
-  /// several GPUs"): each rank holds the particles of its z-slab of the lattice; the FMM's
-  /// sources and the blob sums' particles are every rank's, gathered each step, its targets and
-  /// the sums' planes this rank's; the lattice's transforms go over the ranks' slabs (the
-  /// spectral layout of core/slab.h). Collective.
+  /// several GPUs"): each rank holds the particles of its z-slab of the lattice, the FMM's
+  /// targets and the blob sums' planes; the other ranks' particles that its FMM's near field and
+  /// its blob sums reach come to it as ghosts (vortex/halo_gpu.h), the FMM's multipoles by the
+  /// uniform levels' exchange (every rank's particles are gathered only where the FMM cannot take
+  /// the uniform levels); the lattice's transforms go over the ranks' slabs (the spectral layout
+  /// of core/slab.h). Collective.
   GpuSolver(const Params& p, const Slab& grid_slab);
   ~GpuSolver() override;
   GpuSolver(const GpuSolver&) = delete;

@@ -29,10 +29,12 @@
 //                     lattice_velocity) and the FMM stages are zero.
 //   mpirun -np R vortex_step_bench …   the solver on R ranks, one GPU each (the node-local rank
 //                     picks it; NCCL where the build has it, else MPI): the step is the slowest
-//                     rank's, `exchange` the time of its exchanges (the particles' gathers, the
+//                     rank's, `exchange` the time of its exchanges (the ghosts' exchanges, the
 //                     FMM's sum of multipoles, the blob sums' planes; mostly inside fmm and blob
 //                     sums), `exch GB` the bytes a rank sends, `max/mean` the load imbalance (the
-//                     largest rank's particles over the mean), the memory rank 0's;
+//                     largest rank's particles over the mean), `src/own` the FMM's sources over
+//                     the rank's particles (own and ghosts: the LET's size; R where gathered),
+//                     the memory rank 0's;
 //                     the output statistics are then those of the driver's host path (velocity
 //                     to this rank's slab). --share-gpus: ranks may share a GPU (a smaller
 //                     machine: the bytes are those of one GPU a rank, the times are not).
@@ -177,6 +179,7 @@ struct Row {
   double exchange = 0;  // R > 1: the step's exchanges (in its phases), slowest rank
   double exchange_gb = 0;  // R > 1: bytes a rank sends a step, the largest, 1e9
   double imbalance = 1;    // the largest rank's particles over the mean
+  double sources = 1;      // R > 1: the FMM's sources over the rank's particles, the largest rank's
   double construct = 0, set_velocity = 0, first_eval = 0;
   double out_stats = 0, out_monitors = 0, out_velocity = 0;
   double bytes_per_particle = 0, gpu_used_gib = 0;
@@ -302,7 +305,7 @@ int main(int argc, char** argv) {
       r.first_eval = seconds_since(t0);
 
       std::vector<StepFigures> samples;
-      std::vector<double> exchange, exchange_gb, imbalance;
+      std::vector<double> exchange, exchange_gb, imbalance, sources;
       for (int k = 0; k < o.warmup + o.steps; ++k) {
         world.barrier();
         t0 = clock_type::now();
@@ -317,6 +320,8 @@ int main(int argc, char** argv) {
           exchange.push_back(world.max(times.exchange));
           exchange_gb.push_back(world.max(times.exchange_bytes) * 1e-9);
           imbalance.push_back(world.max(double(times.particles)) * ranks / world.sum(double(times.particles)));
+          sources.push_back(ranks > 1 && times.particles > 0 ? world.max(double(times.sources) / double(times.particles))
+                                                             : 1.0);
         }
         std::printf("  n %d step %d: %.4f s (%s %.4f, update %.4f, blob sums %.4f, fft steps %.4f, rest %.4f), dt %.3g%s\n",
                     n, k + 1, fig[0], o.lattice ? "lattice" : "fmm", fig[1], fig[2], fig[3], fig[4], fig[5], dt,
@@ -333,6 +338,7 @@ int main(int argc, char** argv) {
       r.exchange = median(exchange);
       r.exchange_gb = median(exchange_gb);
       r.imbalance = median(imbalance);
+      r.sources = median(sources);
       r.reinits = int(s.reinits());
       // After the steps: some buffers are allocated by the first step (the integrating factor's).
       const double particles = double(g.points()) * o.refine * o.refine * o.refine;
@@ -377,12 +383,13 @@ int main(int argc, char** argv) {
 
   std::printf("\nper step [s] (median; on R ranks each the slowest rank's): step = fmm + update + reinit (blob sums, "
               "fft steps, rest) + host\n");
-  std::printf("%6s %6s %8s %8s %8s %9s %9s %8s %8s %8s %9s %8s %8s\n", "N", "ranks", "step", o.lattice ? "lattice" : "fmm", "update",
-              "blob sums", "fft steps", "rest", "host", "exchange", "exch GB", "max/mean", "reinits");
+  std::printf("%6s %6s %8s %8s %8s %9s %9s %8s %8s %8s %9s %8s %8s %8s\n", "N", "ranks", "step",
+              o.lattice ? "lattice" : "fmm", "update", "blob sums", "fft steps", "rest", "host", "exchange", "exch GB",
+              "max/mean", "src/own", "reinits");
   for (const Row& r : rows)
-    std::printf("%6d %6d %8.4f %8.4f %8.4f %9.4f %9.4f %8.4f %8.4f %8.4f %9.3f %8.3f %8d\n", r.n, ranks, r.step[0],
-                r.step[1], r.step[2], r.step[3], r.step[4], r.step[5], r.host, r.exchange, r.exchange_gb, r.imbalance,
-                r.reinits);
+    std::printf("%6d %6d %8.4f %8.4f %8.4f %9.4f %9.4f %8.4f %8.4f %8.4f %9.3f %8.3f %8.3f %8d\n", r.n, ranks,
+                r.step[0], r.step[1], r.step[2], r.step[3], r.step[4], r.step[5], r.host, r.exchange, r.exchange_gb,
+                r.imbalance, r.sources, r.reinits);
   std::printf("\nFMM stages [s] (median, fmm::Timings)\n%6s %8s %8s %8s %8s %8s %9s\n", "N", "tree", "lists", "upload",
               "P2P", "M2L", "P2M..L2P");
   for (const Row& r : rows)
@@ -417,6 +424,7 @@ int main(int argc, char** argv) {
       for (const auto& [name, v] : m) csv.row(cs, name, v, "s");
       csv.row(cs, "exchange_bytes", r.exchange_gb * 1e9, "B");
       csv.row(cs, "particles_max_over_mean", r.imbalance, "1");
+      csv.row(cs, "fmm_sources_over_own", r.sources, "1");
       csv.row(cs, "solver_device_bytes_per_particle", r.bytes_per_particle, "B");
       csv.row(cs, "gpu_memory_in_use", r.gpu_used_gib, "GiB");
     }

@@ -21,10 +21,11 @@
 // amplifying it much, so the grid velocity, max |ω| and Σγ must agree to the tolerance itself
 // (measured 1.6e-5 at refine 1 and 3.1e-6 at refine 2 on 3 ranks; printed).  A particle lost or
 // taken twice moves the grid velocity by ~1e-2 (one of 1000 blobs), far outside.
-// The GPU solver on R ranks (vortex/solver_gpu.h: the FMM's sources gathered, its targets, the
-// blob sums' planes and the lattice's slab transforms each rank's own) is held to the same
-// tolerance against the one-rank GPU solver, on R GPUs or on ranks sharing one (skipped without
-// a GPU).
+// The GPU solver on R ranks (vortex/solver_gpu.h: its targets, the blob sums' planes and the
+// lattice's slab transforms each rank's own, the other ranks' particles that its sums reach as
+// ghosts, vortex/halo_gpu.h) is held to the same tolerance against the one-rank GPU solver, on R
+// GPUs or on ranks sharing one (skipped without a GPU); the ghosts themselves against a selection
+// made on the host.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,15 +34,25 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "base/comm.h"
+#ifdef VH_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "base/device_buffer.h"
+#include "base/device_comm.h"
+#include "vortex/halo_gpu.h"
+#include "vortex/solver_gpu.h"
+#endif
 #include "core/device.h"
 #include "slabs.h"
 #include "core/initial_field.h"
 #include "core/slab.h"
 #include "spectral/solver.h"
 #include "vortex/blobs.h"
+#include "vortex/blobs_kernel.h"
 #include "vortex/halo.h"
 #include "vortex/remesh.h"
 #include "vortex/solver.h"
@@ -290,6 +301,97 @@ void ten_steps_equal_one_gpu(const Case& c) {
   EXPECT_EQ(mm.reinits, m1.reinits);
   for (int d = 0; d < 3; ++d) EXPECT_NEAR(mm.total_strength[d], m1.total_strength[d], tol * scale);
   EXPECT_EQ(w.sum(double(sm.particles.size())), double(s1.particles.size()));
+#ifdef VH_HAVE_CUDA
+  // On the uniform levels the FMM takes the rank's particles and its ghosts (fewer than all on 4
+  // ranks: 48³ in 16 leaf planes, a rank's 4 and the near field's reach either way).
+  if (c.m2l && std::string(c.m2l) == "fft" && w.size() > 1) {
+    auto* g = dynamic_cast<GpuSolver*>(many.get());
+    ASSERT_NE(g, nullptr);
+    const double sources = w.max(double(g->last_step_times().sources));
+    if (w.root())
+      std::printf("[vortex mpi gpu] the FMM's sources on %d ranks: at most %.0f of %.0f particles a rank\n", w.size(),
+                  sources, double(s1.particles.size()));
+    EXPECT_GT(sources, 0.0);
+    if (w.size() >= 4) {
+      EXPECT_LT(sources, double(s1.particles.size()));
+    }
+  }
+#endif
+}
+
+// The device ghosts (vortex/halo_gpu.h) against the selection made here on the host: every
+// rank's random particles (uneven counts, some heights outside the box), gathered in rank order
+// and kept where blob::near_planes puts the plane floor(z / side) within reach of this rank's
+// window. Two kinds of window: the lattice slabs with the blob sums' reach, and arcs of four
+// planes that wrap around the period with a reach of one. Positions and a per-particle id must
+// come in exactly that order, the rank's own where own_first says.
+TEST(VortexMpiGpu, DeviceGhostsAreTheHostsSelection) {
+#ifndef VH_HAVE_CUDA
+  GTEST_SKIP() << "no CUDA in this build";
+#else
+  if (!gpu_available()) GTEST_SKIP() << "no GPU visible";
+  const Comm w = world();
+  select_gpus(w, true);
+  const int R = w.size(), me = w.rank(), planes = 16;
+  const double side = 2.0 * kPi / planes;
+  const std::size_t n = 50 + 30 * static_cast<std::size_t>(me);
+  std::mt19937 rng(100 + static_cast<unsigned>(me));
+  std::uniform_real_distribution<double> pos(-1.0, 2.0 * kPi + 1.0);
+  std::vector<double> x(3 * n), id(n);
+  for (double& v : x) v = pos(rng);
+  for (std::size_t i = 0; i < n; ++i) id[i] = 1000.0 * me + double(i);
+  const std::vector<std::size_t> counts = w.counts(n);
+  std::vector<double> all_x(3 * (displacements(counts).back() + counts.back())), all_id(all_x.size() / 3);
+  std::vector<std::size_t> counts3(counts);
+  for (auto& c3 : counts3) c3 *= 3;
+  w.allgatherv(x.data(), 3 * n, all_x.data(), counts3, sizeof(double));
+  w.allgatherv(id.data(), n, all_id.data(), counts, sizeof(double));
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  {
+    DeviceComm dc(w, stream);
+    const Slab lattice = Slab::make(Grid{planes}, planes / 2 - 1, w);
+    for (int kind = 0; kind < 2; ++kind) {
+      const GhostWindow win = kind == 0 ? GhostWindow{planes, side, lattice.z0, lattice.nz, 3}
+                                        : GhostWindow{planes, side, (planes - 3 + 5 * me) % planes, 4, 1};
+      std::vector<double> want_x, want_id;
+      long long own_first = -1, own_count = 0;
+      for (std::size_t i = 0; i < all_id.size(); ++i) {
+        const int cell = static_cast<int>(std::floor(all_x[3 * i + 2] / side));
+        if (!blob::near_planes(cell, win.first, win.count, planes, std::min(win.reach, planes))) continue;
+        if (static_cast<int>(all_id[i] / 1000.0) == me) {
+          if (own_first < 0) own_first = static_cast<long long>(want_id.size());
+          ++own_count;
+        }
+        want_x.insert(want_x.end(), all_x.begin() + 3 * static_cast<long>(i), all_x.begin() + 3 * static_cast<long>(i) + 3);
+        want_id.push_back(all_id[i]);
+      }
+      const DeviceArray<double> dx(x), did(id);
+      DeviceHalo halo;
+      halo.plan(dc, dx.data(), static_cast<long long>(n), win);
+      DeviceArray<double> got_x, got_id;
+      halo.exchange(dx.data(), 3, got_x);
+      halo.exchange(did.data(), 1, got_id);
+      ASSERT_EQ(halo.received(), static_cast<long long>(want_id.size()));
+      std::vector<double> hx(want_x.size()), hid(want_id.size());
+      got_x.download(hx.data(), hx.size());
+      got_id.download(hid.data(), hid.size());
+      EXPECT_EQ(hx, want_x);
+      EXPECT_EQ(hid, want_id);
+      EXPECT_EQ(halo.own_count(), own_count);
+      if (own_count > 0) {
+        EXPECT_EQ(halo.own_first(), own_first);
+      }
+      const double sent = w.sum(double(halo.sent_out())), received = w.sum(double(halo.received_in()));
+      EXPECT_EQ(sent, received);
+      if (w.root())
+        std::printf("[vortex mpi gpu] device ghosts, %s on %d ranks: %.0f particles between the ranks, each where "
+                    "the host's selection puts it\n",
+                    kind == 0 ? "lattice slabs, reach 3" : "wrapping arcs of 4 planes, reach 1", R, sent);
+    }
+  }
+  cudaStreamDestroy(stream);
+#endif
 }
 
 TEST(VortexMpiGpu, TenStepsEqualOneGpu) { ten_steps_equal_one_gpu({16, 1.0, 1}); }
