@@ -87,7 +87,9 @@ constexpr double kVortexGpuPerParticle = 420;
 // rank 0's peak 2.65 GiB, restarted 2.66 GiB (bench/RESULTS.md 2026-12-03).
 constexpr double kVortexGpuHostPerParticle = 192;
 constexpr double kVortexGpuHostAllPerParticle = 24;
-// On R > 1 ranks (each its z-slab's particles, the others gathered): per particle of the rank,
+// On R > 1 ranks (each its z-slab's particles; the others' gathered until 2026-12-05, since then
+// only the ghosts its sums reach: the per-lattice-particle part below is now an upper bound, not
+// yet remeasured): per particle of the rank,
 // the state and the slab of the three sets' blob sums (224 B), the three sets' strengths of the
 // particles near its planes (its own and a halo of m/2 + 1 planes each side: 56 B) and the blob
 // sums' sorted particles, which are those selected near its planes (108 B); per particle of the
@@ -271,7 +273,8 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
         e.device.push_back({"vortex state and work space", kVortexGpuPerParticle * particles});
       } else {
         e.device.push_back({"vortex state (this rank's particles)", kVortexGpuOwnPerParticle * particles / R});
-        e.device.push_back({"vortex particles gathered, lattice work space", kVortexGpuAllPerParticle * particles});
+        e.device.push_back({"other ranks' particles (at most all), lattice work space",
+                            kVortexGpuAllPerParticle * particles});
       }
       // u and ∇u apart from the work space they share with the FMM's (vortex/solver_gpu.cu);
       // the FMM stays counted: an evaluation off the lattice (a restart) takes it.
