@@ -180,8 +180,6 @@ __global__ void own_planes_kernel(int nl, const int* __restrict__ leaves, const 
   if (own[C.end] > own[C.begin]) occupied[z_plane(C, lo_z, side0)] = 1;
 }
 
-// The shortest run of planes, mod n, that holds every occupied one: [first, first + count);
-// count 0 where all are occupied or none.
 // occupied[plane] = 1 for the planes floor(z / side) (mod planes) of the n points x.
 __global__ void occupied_planes_kernel(long long n, const double* __restrict__ x, double side, int planes,
                                        int* __restrict__ occupied) {
@@ -192,6 +190,8 @@ __global__ void occupied_planes_kernel(long long n, const double* __restrict__ x
   occupied[z] = 1;
 }
 
+// The shortest run of planes, mod n, that holds every occupied one: [first, first + count);
+// count 0 where all are occupied or none.
 void occupied_arc(const std::vector<int>& occupied, int& first, int& count) {
   const int n = static_cast<int>(occupied.size());
   int gap = 0, gap_end = 0;  // the longest run of empty planes, cyclically, and where it ends

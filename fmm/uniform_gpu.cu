@@ -1,8 +1,6 @@
 // The uniform levels' far field on the device: see uniform_gpu.h.
 #include "fmm/uniform_gpu.h"
 
-#include "base/comm.h"
-
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 
@@ -11,6 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "base/comm.h"
 #include "base/cuda_check.h"
 
 namespace vh::fmm {

@@ -21,7 +21,6 @@
 #include <cuda_runtime.h>
 #include <cufft.h>
 
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
