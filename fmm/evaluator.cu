@@ -21,6 +21,7 @@
 
 #include "base/device_buffer.h"
 #include "base/device_comm.h"
+#include "base/planes_gpu.h"
 #include "base/select_flagged.h"
 #include "fmm/far_gpu_device.h"
 #include "fmm/p2p_gpu.h"
@@ -178,29 +179,6 @@ __global__ void own_planes_kernel(int nl, const int* __restrict__ leaves, const 
   if (i >= nl) return;
   const GCell C = cells[leaves[i]];
   if (own[C.end] > own[C.begin]) occupied[z_plane(C, lo_z, side0)] = 1;
-}
-
-// occupied[plane] = 1 for the planes floor(z / side) (mod planes) of the n points x.
-__global__ void occupied_planes_kernel(long long n, const double* __restrict__ x, double side, int planes,
-                                       int* __restrict__ occupied) {
-  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-  if (i >= n) return;
-  int z = static_cast<int>(floor(x[3 * i + 2] / side)) % planes;
-  if (z < 0) z += planes;
-  occupied[z] = 1;
-}
-
-// The shortest run of planes, mod n, that holds every occupied one: [first, first + count);
-// count 0 where all are occupied or none.
-void occupied_arc(const std::vector<int>& occupied, int& first, int& count) {
-  const int n = static_cast<int>(occupied.size());
-  int gap = 0, gap_end = 0;  // the longest run of empty planes, cyclically, and where it ends
-  for (int z = 0, run = 0; z < 2 * n; ++z) {
-    run = occupied[z % n] ? 0 : std::min(run + 1, n);
-    if (run > gap) gap = run, gap_end = (z + 1) % n;
-  }
-  first = gap == 0 || gap == n ? 0 : gap_end;
-  count = gap == 0 || gap == n ? 0 : n - gap;
 }
 
 // keep[i] = 1 where cell ids[i] holds one of this rank's targets (own as above).
@@ -435,14 +413,8 @@ GpuEvaluator::SourcePlanes GpuEvaluator::source_planes(const double* d_x, std::s
     reach = std::max(reach, std::abs(t[2]));
   sp.reach = reach + 1;
   if (n == 0) return sp;
-  DeviceArray<int> flags(static_cast<std::size_t>(sp.planes));
-  flags.zero();
-  occupied_planes_kernel<<<static_cast<unsigned>((n + 255) / 256), 256>>>(static_cast<long long>(n), d_x, sp.side,
-                                                                          sp.planes, flags.data());
-  VH_CHECK_LAUNCH();
-  std::vector<int> occupied(static_cast<std::size_t>(sp.planes));
-  flags.download(occupied.data(), occupied.size());
-  occupied_arc(occupied, sp.first, sp.count);
+  DeviceArray<int> scratch;
+  occupied_arc(occupied_planes(d_x, static_cast<long long>(n), sp.side, sp.planes, scratch), sp.first, sp.count);
   if (sp.count == 0) sp.first = 0, sp.count = sp.planes;  // every plane (n > 0: some are)
   return sp;
 }

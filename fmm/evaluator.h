@@ -86,7 +86,7 @@ class GpuEvaluator {
   /// sources x (device, 3 a source) occupy, and `reach`, the planes either way whose sources the
   /// near field of those leaves takes at the core radius sigma_max (near_stencil without the
   /// lattice's slack, and one plane for a source on a leaves' face). Every rank's sources whose
-  /// plane floor(z / side) lies within reach of the arc (blob::near_planes' test), this rank's
+  /// plane floor(z / side) lies within reach of the arc (base/planes.h: near_window), this rank's
   /// among them, are what evaluate_own needs with share_upward's total: its multipoles come from
   /// this rank's sources only and the other ranks' by the exchange of the uniform levels.
   struct SourcePlanes {

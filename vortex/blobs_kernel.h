@@ -11,6 +11,7 @@
 #include <math.h>
 
 #include "base/hd.h"
+#include "base/planes.h"
 #include "core/grid.h"
 
 namespace vh::vortex::blob {
@@ -72,10 +73,7 @@ VH_HD inline double weight_run_q(const Core& c, double h) { return exp(-2.0 * h 
 /// periodically. reach = m/2 + 1 for a stencil of m points covers its ceil(cutoff σ/h) points
 /// each side and the rounding of the cell (the blob sums of a rank's planes, solver_gpu.cu).
 VH_HD inline bool near_planes(int cell, int z0, int nz, int n, int reach) {
-  int c = cell % n;
-  if (c < 0) c += n;
-  const int d = (c - z0 + n) % n;  // cells above z0, periodically
-  return d < nz + reach || d >= n - reach;
+  return near_window(cell, z0, nz, n, reach);
 }
 
 }  // namespace vh::vortex::blob
