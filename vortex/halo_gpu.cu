@@ -10,8 +10,8 @@
 #include "base/cuda_check.h"
 #include "base/device_comm.h"
 #include "base/error.h"
+#include "base/planes_gpu.h"
 #include "base/select_flagged.h"
-#include "vortex/blobs_kernel.h"
 
 namespace vh::vortex {
 namespace {
@@ -22,12 +22,11 @@ unsigned blocks_for(long long n) {
   return static_cast<unsigned>(std::max<long long>(1, std::min<long long>((n + kThreads - 1) / kThreads, 65535)));
 }
 
-// flag[i] = whether particle i's plane lies in the window w widened by its reach.
+// flag[i] = whether particle i's plane lies in the window w widened by its reach (base/planes.h).
 __global__ void window_flags_kernel(long long n, const double* __restrict__ x, GhostWindow w, char* __restrict__ flag) {
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n; i += stride)
-    flag[i] = blob::near_planes(static_cast<int>(floor(x[3 * i + 2] / w.side)), w.first, w.count, w.planes,
-                                min(w.reach, w.planes))
+    flag[i] = near_window(plane_of(x[3 * i + 2], w.side, w.planes), w.first, w.count, w.planes, min(w.reach, w.planes))
                   ? 1
                   : 0;
 }
@@ -51,31 +50,29 @@ void DeviceHalo::plan(DeviceComm& comm, const double* x, long long n, const Ghos
   for (const GhostWindow& w : all)
     VH_CHECK(w.planes == mine.planes && w.side == mine.side,
              "DeviceHalo::plan: the ranks' windows are on different grids");
-  // Per destination rank, the particles its window takes, in index order: a count pass, then
-  // the indices at their displacements.
+  // The destinations whose widened windows hold a plane of this rank's particles (on a slab
+  // decomposition its neighbours: the others get nothing and cost nothing) ...
+  const PlaneCounts occupied(occupied_planes(x, n, mine.side, mine.planes, planes_));
+  std::vector<int> to;
+  for (int q = 0; q < R; ++q) {
+    const GhostWindow& w = all[static_cast<std::size_t>(q)];
+    if (n > 0 && occupied.near(w.first, w.count, std::min(w.reach, w.planes))) to.push_back(q);
+  }
+  // ... and, per destination, the particles its window takes, in index order, one selection
+  // each (room for n a destination).
   const int ni = static_cast<int>(n);
   flags_.reserve(static_cast<std::size_t>(std::max<long long>(n, 1)));
   char* flags = flags_.as<char>();
+  index_.reserve(std::max<std::size_t>(to.size() * static_cast<std::size_t>(n), 1));
   sc_.assign(static_cast<std::size_t>(R), 0);
-  for (int pass = 0; pass < 2; ++pass) {
-    if (pass == 1) {
-      sd_ = displacements(sc_);
-      index_.reserve(std::max<std::size_t>(sd_.back() + sc_.back(), 1));
-    }
-    for (int q = 0; q < R; ++q) {
-      if (n == 0) break;
-      window_flags_kernel<<<blocks_for(n), kThreads>>>(n, x, all[static_cast<std::size_t>(q)], flags);
-      VH_CHECK_LAUNCH();
-      if (pass == 0) {
-        scratch_.reserve(static_cast<std::size_t>(n));
-        sc_[static_cast<std::size_t>(q)] = static_cast<std::size_t>(
-            select_flagged(thrust::counting_iterator<int>(0), flags, ni, scratch_.data(), count_, temp_));
-      } else {
-        select_flagged(thrust::counting_iterator<int>(0), flags, ni, index_.data() + sd_[static_cast<std::size_t>(q)],
-                       count_, temp_);
-      }
-    }
+  std::size_t at = 0;  // the destinations in rank order, each after the one before
+  for (const int q : to) {
+    window_flags_kernel<<<blocks_for(n), kThreads>>>(n, x, all[static_cast<std::size_t>(q)], flags);
+    VH_CHECK_LAUNCH();
+    at += sc_[static_cast<std::size_t>(q)] = static_cast<std::size_t>(
+        select_flagged(thrust::counting_iterator<int>(0), flags, ni, index_.data() + at, count_, temp_));
   }
+  sd_ = displacements(sc_);
   rc_ = c.alltoall_counts(sc_);
   rd_ = displacements(rc_);
   received_ = static_cast<long long>(rd_.back() + rc_.back());

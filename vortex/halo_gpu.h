@@ -3,7 +3,9 @@
 // said in z planes of some grid along z (`planes` of side `side`, periodic): a window of them,
 // [first, first + count) mod planes, widened by `reach` planes either way. Each rank gives its
 // window; every particle goes to every rank whose widened window holds its plane floor(z / side)
-// (blob::near_planes, the test the blob sums' selection has always made), its own rank included.
+// (base/planes.h: plane_of, near_window; the test the blob sums' selection has always made), its
+// own rank included. Only the ranks whose widened windows meet the planes this rank's particles
+// occupy are looked at (one selection each): on slabs, the neighbours, whatever R.
 // Two users, one mechanism:
 //   the blob sums   the lattice's planes, the rank's slab, the stencil's reach (vortex/blobs.h):
 //                   the same particles in the same order as the gathered set's selection, so the
@@ -62,7 +64,7 @@ class DeviceHalo {
   std::vector<std::size_t> sc_, sd_, rc_, rd_;  // counts and displacements, particles
   long long received_ = 0, own_first_ = 0, own_count_ = 0, sent_out_ = 0;
   DeviceArray<int> index_;   // the particles sent, grouped by destination rank
-  DeviceArray<int> scratch_;  // the count pass's selection
+  DeviceArray<int> planes_;  // the planes this rank's particles occupy
   DeviceArray<double> send_;
   DeviceArray<int> count_;
   DeviceBytes flags_, temp_;

@@ -322,9 +322,11 @@ void ten_steps_equal_one_gpu(const Case& c) {
 // The device ghosts (vortex/halo_gpu.h) against the selection made here on the host: every
 // rank's random particles (uneven counts, some heights outside the box), gathered in rank order
 // and kept where blob::near_planes puts the plane floor(z / side) within reach of this rank's
-// window. Two kinds of window: the lattice slabs with the blob sums' reach, and arcs of four
-// planes that wrap around the period with a reach of one. Positions and a per-particle id must
-// come in exactly that order, the rank's own where own_first says.
+// window. Three kinds: the lattice slabs with the blob sums' reach; arcs of four planes that
+// wrap around the period with a reach of one; particles in their own rank's slab with the slabs
+// and a reach of one, where on 4 ranks a rank's particles reach only its neighbours (the others
+// are not looked at: halo_gpu.h). Positions and a per-particle id must come in exactly that
+// order, the rank's own where own_first says.
 TEST(VortexMpiGpu, DeviceGhostsAreTheHostsSelection) {
 #ifndef VH_HAVE_CUDA
   GTEST_SKIP() << "no CUDA in this build";
@@ -335,25 +337,28 @@ TEST(VortexMpiGpu, DeviceGhostsAreTheHostsSelection) {
   const int R = w.size(), me = w.rank(), planes = 16;
   const double side = 2.0 * kPi / planes;
   const std::size_t n = 50 + 30 * static_cast<std::size_t>(me);
-  std::mt19937 rng(100 + static_cast<unsigned>(me));
-  std::uniform_real_distribution<double> pos(-1.0, 2.0 * kPi + 1.0);
-  std::vector<double> x(3 * n), id(n);
-  for (double& v : x) v = pos(rng);
-  for (std::size_t i = 0; i < n; ++i) id[i] = 1000.0 * me + double(i);
   const std::vector<std::size_t> counts = w.counts(n);
-  std::vector<double> all_x(3 * (displacements(counts).back() + counts.back())), all_id(all_x.size() / 3);
   std::vector<std::size_t> counts3(counts);
   for (auto& c3 : counts3) c3 *= 3;
-  w.allgatherv(x.data(), 3 * n, all_x.data(), counts3, sizeof(double));
-  w.allgatherv(id.data(), n, all_id.data(), counts, sizeof(double));
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
   {
     DeviceComm dc(w, stream);
     const Slab lattice = Slab::make(Grid{planes}, planes / 2 - 1, w);
-    for (int kind = 0; kind < 2; ++kind) {
-      const GhostWindow win = kind == 0 ? GhostWindow{planes, side, lattice.z0, lattice.nz, 3}
-                                        : GhostWindow{planes, side, (planes - 3 + 5 * me) % planes, 4, 1};
+    for (int kind = 0; kind < 3; ++kind) {
+      // Kinds 0 and 1: heights anywhere (and beyond the box); kind 2: each rank's in its own
+      // slab, so that on 4 ranks a rank's particles reach its neighbours' windows only.
+      std::mt19937 rng(100 + static_cast<unsigned>(me));
+      std::uniform_real_distribution<double> pos(-1.0, 2.0 * kPi + 1.0);
+      std::uniform_real_distribution<double> in_slab(lattice.z0 * side, (lattice.z0 + lattice.nz) * side);
+      std::vector<double> x(3 * n), id(n);
+      for (std::size_t i = 0; i < 3 * n; ++i) x[i] = kind == 2 && i % 3 == 2 ? in_slab(rng) : pos(rng);
+      for (std::size_t i = 0; i < n; ++i) id[i] = 1000.0 * me + double(i);
+      std::vector<double> all_x(3 * (displacements(counts).back() + counts.back())), all_id(all_x.size() / 3);
+      w.allgatherv(x.data(), 3 * n, all_x.data(), counts3, sizeof(double));
+      w.allgatherv(id.data(), n, all_id.data(), counts, sizeof(double));
+      const GhostWindow win = kind == 1 ? GhostWindow{planes, side, (planes - 3 + 5 * me) % planes, 4, 1}
+                                        : GhostWindow{planes, side, lattice.z0, lattice.nz, kind == 0 ? 3 : 1};
       std::vector<double> want_x, want_id;
       long long own_first = -1, own_count = 0;
       for (std::size_t i = 0; i < all_id.size(); ++i) {
@@ -387,7 +392,10 @@ TEST(VortexMpiGpu, DeviceGhostsAreTheHostsSelection) {
       if (w.root())
         std::printf("[vortex mpi gpu] device ghosts, %s on %d ranks: %.0f particles between the ranks, each where "
                     "the host's selection puts it\n",
-                    kind == 0 ? "lattice slabs, reach 3" : "wrapping arcs of 4 planes, reach 1", R, sent);
+                    kind == 0   ? "lattice slabs, reach 3"
+                    : kind == 1 ? "wrapping arcs of 4 planes, reach 1"
+                                : "particles in their slabs, lattice slabs, reach 1",
+                    R, sent);
     }
   }
   cudaStreamDestroy(stream);
