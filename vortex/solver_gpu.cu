@@ -441,6 +441,7 @@ struct GpuSolver::Impl {
   DeviceArray<double> later;  // the blob sums of blob_sums3's sets 1 and 2
   bool gathered_xs = false;   // all_x, all_s hold every rank's current positions and cores
   DeviceHalo fmm_halo;        // the FMM's ghosts (fmm::GpuEvaluator::source_planes)
+  bool ghosts_of_last = false;  // all_x, all_s hold the FMM's ghosts of the last evaluation's positions
   bool fmm_ghosts = true;     // false once the FMM declined them (took the lists): gathers since
   // The particles whose stencils reach this rank's planes (blob_halo), and their positions, cores
   // and strengths: the blob sums' input.
@@ -587,6 +588,7 @@ struct GpuSolver::Impl {
     gather(x.data(), 3, all_x);
     gather(sigma.data(), 1, all_s);
     gathered_xs = true;
+    ghosts_of_last = false;
   }
 
   static fmm::Params fmm_params(const Params& p) {
@@ -817,14 +819,19 @@ struct GpuSolver::Impl {
       const bool share = std::find(counts.begin(), counts.end(), std::size_t(0)) == counts.end();
       bool done = false;
       if (share && fmm_ghosts) {
-        const fmm::GpuEvaluator::SourcePlanes sp = fmm.source_planes(x.data(), static_cast<std::size_t>(np), nall,
-                                                                     over_ranks_max(sigma_max));
-        fmm_halo.plan(*dcomm, x.data(), np, GhostWindow{sp.planes, sp.side, sp.first, sp.count, sp.reach});
-        VH_CHECK(fmm_halo.own_count() == np, "vortex::GpuSolver: the FMM's ghosts left out some of the rank's own");
+        // Positions as at the last evaluation (`same`: the lattice again, every step with
+        // vortex.reinit_every = 1) keep its ghosts: only α travels.
+        if (!(same && ghosts_of_last)) {
+          const fmm::GpuEvaluator::SourcePlanes sp = fmm.source_planes(x.data(), static_cast<std::size_t>(np), nall,
+                                                                       over_ranks_max(sigma_max));
+          fmm_halo.plan(*dcomm, x.data(), np, GhostWindow{sp.planes, sp.side, sp.first, sp.count, sp.reach});
+          VH_CHECK(fmm_halo.own_count() == np, "vortex::GpuSolver: the FMM's ghosts left out some of the rank's own");
+          gathered_xs = false;  // all_x now holds the ghosts
+          fmm_halo.exchange(x.data(), 3, all_x);
+          fmm_halo.exchange(sigma.data(), 1, all_s);
+          ghosts_of_last = true;
+        }
         const long long ns = fmm_halo.received();
-        gathered_xs = false;  // all_x now holds the ghosts
-        fmm_halo.exchange(x.data(), 3, all_x);
-        fmm_halo.exchange(sigma.data(), 1, all_s);
         fmm_halo.exchange(alpha.data(), 3, all_a);
         fmm.share_upward(dcomm.get(), static_cast<std::size_t>(fmm_halo.own_first()), static_cast<std::size_t>(np),
                          nall);
@@ -1247,7 +1254,7 @@ void GpuSolver::set_state(const State& st) {
   s.steps = st.steps;
   s.since_reinit = st.since_reinit;
   s.reinits = st.reinits;
-  s.sorted = s.last_eval_on_lattice = s.gathered_xs = false;
+  s.sorted = s.last_eval_on_lattice = s.gathered_xs = s.ghosts_of_last = false;
 }
 
 GpuStepTimes GpuSolver::last_step_times() {
