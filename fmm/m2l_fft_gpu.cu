@@ -18,6 +18,7 @@
 #include <string>
 
 #include "base/cuda_check.h"
+#include "base/launch.h"
 #include "base/device_buffer.h"
 #include "fmm/expansions.h"
 #include "fmm/m2l_fft_gpu.h"
@@ -174,8 +175,6 @@ __global__ void transpose_kernel(int nf, long long V, const double2* __restrict_
   Kh[i] = D[(d * static_cast<long long>(nf) + f) * V + k];
 }
 
-unsigned blocks(long long n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
-
 int mod(int a, int b) { return ((a % b) + b) % b; }
 
 }  // namespace
@@ -294,7 +293,7 @@ M2LFftGpu::M2LFftGpu(int p, double side, const LevelStencil& st, int extent) : i
     D.zero();
     DeviceArray<long long> didx(idx);
     DeviceArray<double2> dval(val);
-    place_kernel<<<blocks(static_cast<long long>(idx.size()), 256), 256>>>(static_cast<long long>(idx.size()),
+    place_kernel<<<blocks_for(static_cast<long long>(idx.size()), 256), 256>>>(static_cast<long long>(idx.size()),
                                                                             didx.data(), dval.data(), D.data());
     VH_CHECK_LAUNCH();
     Plan tp;
@@ -302,7 +301,7 @@ M2LFftGpu::M2LFftGpu(int p, double side, const LevelStencil& st, int extent) : i
     VH_CHECK_CUFFT(cufftExecZ2Z(tp.h, reinterpret_cast<cufftDoubleComplex*>(D.data()),
                                 reinterpret_cast<cufftDoubleComplex*>(D.data()), CUFFT_INVERSE));
     d.Kh.resize(D.size());
-    transpose_kernel<<<blocks(27LL * nf * d.V, 256), 256>>>(nf, d.V, D.data(), d.Kh.data());
+    transpose_kernel<<<blocks_for(27LL * nf * d.V, 256), 256>>>(nf, d.V, D.data(), d.Kh.data());
     VH_CHECK_LAUNCH();
     VH_CHECK_CUDA(cudaDeviceSynchronize());
   }
@@ -332,7 +331,7 @@ void M2LFftGpu::apply_device(const void* M, void* L, const int* grid, CUstream_s
   // source plane.
   const int zbase = d.e == d.m ? 0 : ((z0 + d.reach.lo) % d.m + d.m) % d.m;
   cudaStream_t s = stream;
-  fold_kernel<<<blocks(24LL * d.nf * d.V, 256), 256, 0, s>>>(d.p, d.V, d.m, zbase, static_cast<const double2*>(M),
+  fold_kernel<<<blocks_for(24LL * d.nf * d.V, 256), 256, 0, s>>>(d.p, d.V, d.m, zbase, static_cast<const double2*>(M),
                                                               grid, d.Mh.data());
   VH_CHECK_LAUNCH();
   auto* mh = reinterpret_cast<cufftDoubleComplex*>(d.Mh.data());
@@ -350,7 +349,7 @@ void M2LFftGpu::apply_device(const void* M, void* L, const int* grid, CUstream_s
   auto* lh = reinterpret_cast<cufftDoubleComplex*>(d.Lh.data());
   VH_CHECK_CUFFT(cufftSetStream(d.inv.h, s));
   VH_CHECK_CUFFT(cufftExecZ2Z(d.inv.h, lh, lh, CUFFT_INVERSE));
-  scatter_kernel<<<blocks(24LL * d.nc * d.m * d.m * nz, 256), 256, 0, s>>>(d.p, d.V, d.m, zbase, z0, nz, d.Lh.data(),
+  scatter_kernel<<<blocks_for(24LL * d.nc * d.m * d.m * nz, 256), 256, 0, s>>>(d.p, d.V, d.m, zbase, z0, nz, d.Lh.data(),
                                                                             grid, static_cast<double2*>(L));
   VH_CHECK_LAUNCH();
 }

@@ -9,14 +9,13 @@
 #include <string>
 
 #include "base/cuda_check.h"
+#include "base/launch.h"
 #include "base/select_flagged.h"
 #include "fmm/level_stencil.h"
 
 namespace vh::fmm {
 
 namespace {
-
-unsigned blocks(long long n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
 
 // flags[i] = 1 where cell first + i holds some of this rank's sources and lies in rank dest's
 // source planes of its level (windows: per rank, per level 0 .. L, first and count).
@@ -93,7 +92,7 @@ void MultipoleHalo::plan(DeviceComm& comm, const GCell* cells, int L, double lo_
   for (int r = 0; r < R; ++r) {
     sd_[r] = ids.size();
     if (r == me) continue;
-    send_flags_kernel<<<blocks(n, 256), 256>>>(prefix_, n, cells, own, lo_z, side0, L, windows_.data(), r,
+    send_flags_kernel<<<blocks_for(n, 256), 256>>>(prefix_, n, cells, own, lo_z, side0, L, windows_.data(), r,
                                                flags_.data());
     VH_CHECK_LAUNCH();
     const int k = select_flagged(in, flags_.data(), static_cast<int>(n), picked_, n_selected_, temp_);
@@ -124,7 +123,7 @@ void MultipoleHalo::exchange(double2* M, cudaStream_t stream) {
   VH_CHECK_CUDA(cudaStreamSynchronize(stream));
   comm_->sum(reinterpret_cast<double*>(M), 2 * static_cast<std::size_t>(prefix_) * k);
   if (n_send_ > 0) {
-    pack_kernel<<<blocks(static_cast<long long>(n_send_) * k, 256), 256, 0, stream>>>(
+    pack_kernel<<<blocks_for(static_cast<long long>(n_send_) * k, 256), 256, 0, stream>>>(
         static_cast<long long>(n_send_), k, send_ids_.data(), M, send_.data());
     VH_CHECK_LAUNCH();
     VH_CHECK_CUDA(cudaStreamSynchronize(stream));
@@ -132,7 +131,7 @@ void MultipoleHalo::exchange(double2* M, cudaStream_t stream) {
   comm_->alltoallv(send_.data(), sc_, sd_, recv_.data(), rc_, rd_, sizeof(double2) * k);
   for (std::size_t r = 0; r < rc_.size(); ++r) {  // in rank order: the same sums on every run
     if (rc_[r] == 0) continue;
-    add_kernel<<<blocks(static_cast<long long>(rc_[r]) * k, 256), 256, 0, stream>>>(
+    add_kernel<<<blocks_for(static_cast<long long>(rc_[r]) * k, 256), 256, 0, stream>>>(
         static_cast<long long>(rc_[r]), k, recv_ids_.data() + rd_[r], recv_.data() + rd_[r] * k, M);
     VH_CHECK_LAUNCH();
   }

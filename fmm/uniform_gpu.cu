@@ -11,6 +11,7 @@
 
 #include "base/comm.h"
 #include "base/cuda_check.h"
+#include "base/launch.h"
 
 namespace vh::fmm {
 
@@ -167,8 +168,6 @@ __global__ void task_kernel(int L, int E, const int* __restrict__ grid, const GC
     tasks[t++] = make_int4(b, min(32, A.end - b), static_cast<int>(g * E), static_cast<int>(g * E + count[g]));
 }
 
-unsigned blocks(long long n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
-
 }  // namespace
 
 bool UniformFar::complete(int cells, int levels, int leaves) {
@@ -198,7 +197,7 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, const double4
     m[1] = m[0];
     margins_.resize(2);
     VH_CHECK_CUDA(cudaMemcpy(margins_.data(), m, sizeof m, cudaMemcpyHostToDevice));
-    margin_kernel<<<blocks(ncells, 256), 256>>>(cells, ncells, L, leaf, lo[0], lo[1], lo[2], x, margins_.data());
+    margin_kernel<<<blocks_for(ncells, 256), 256>>>(cells, ncells, L, leaf, lo[0], lo[1], lo[2], x, margins_.data());
     VH_CHECK_LAUNCH();
     VH_CHECK_CUDA(cudaMemcpy(m, margins_.data(), sizeof m, cudaMemcpyDeviceToHost));
     double mlo, mhi;
@@ -270,7 +269,7 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, const double4
 
   // The grids.
   grid_.resize(static_cast<std::size_t>(level_offset(L + 1)));
-  grid_kernel<<<blocks(ncells, 256), 256>>>(cells, ncells, side0, lo[0], lo[1], lo[2], grid_.data());
+  grid_kernel<<<blocks_for(ncells, 256), 256>>>(cells, ncells, side0, lo[0], lo[1], lo[2], grid_.data());
   VH_CHECK_LAUNCH();
   int top[9];
   VH_CHECK_CUDA(cudaMemcpy(top, grid_.data(), sizeof top, cudaMemcpyDeviceToHost));
@@ -352,7 +351,7 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, const double4
   counts_dev_.resize(2);
   counts_dev_.zero();
   const int* gl = grid_.data() + level_offset(L);
-  near_kernel<<<blocks(nl * E, 256), 256>>>(L, E, near_.data(), gl, cells, shift_of_.data(), r0, p2p_entries_.data(),
+  near_kernel<<<blocks_for(nl * E, 256), 256>>>(L, E, near_.data(), gl, cells, shift_of_.data(), r0, p2p_entries_.data(),
                                             ntask_.data(), counts_dev_.data());
   VH_CHECK_LAUNCH();
   std::size_t bytes = 0;
@@ -363,15 +362,15 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, const double4
   entry_count_.resize(static_cast<std::size_t>(nl));
   if (E <= kMergeMaxE) {
     const int warps = std::max(1, std::min(8, static_cast<int>((48 << 10) / (2 * E * sizeof(int4)))));
-    merge_kernel<<<blocks(nl, warps), 32 * warps, 2 * E * warps * sizeof(int4)>>>(nl, E, p2p_entries_.data(),
+    merge_kernel<<<blocks_for(nl, warps), 32 * warps, 2 * E * warps * sizeof(int4)>>>(nl, E, p2p_entries_.data(),
                                                                                   entry_count_.data());
     VH_CHECK_LAUNCH();
   } else {
-    fill_kernel<<<blocks(nl, 256), 256>>>(nl, E, entry_count_.data());
+    fill_kernel<<<blocks_for(nl, 256), 256>>>(nl, E, entry_count_.data());
     VH_CHECK_LAUNCH();
   }
   tasks_.resize(static_cast<std::size_t>(n_tasks_));
-  task_kernel<<<blocks(nl, 256), 256>>>(L, E, gl, cells, task_first_.data(), entry_count_.data(), tasks_.data());
+  task_kernel<<<blocks_for(nl, 256), 256>>>(L, E, gl, cells, task_first_.data(), entry_count_.data(), tasks_.data());
   VH_CHECK_LAUNCH();
   {
     unsigned long long* total = counts_dev_.data() + 1;

@@ -28,7 +28,7 @@ using kernel::SlabLayout;
 /// exceed 2³² at 1024³ with the 3/2 rule).
 __device__ inline unsigned long long flat_first() { return blockIdx.x * (unsigned long long)kFlat + threadIdx.x; }
 __device__ inline unsigned long long flat_stride() { return (unsigned long long)gridDim.x * kFlat; }
-unsigned flat_blocks(std::size_t n) { return unsigned(std::min<std::size_t>((n + kFlat - 1) / kFlat, std::size_t(1) << 20)); }
+unsigned flat_blocks(std::size_t n) { return blocks_for(static_cast<long long>(n), kFlat, 1 << 20); }
 
 /// load and post (slab_kernel.h): over (j, kx, z) of the z lines.
 template <class T>

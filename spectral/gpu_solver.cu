@@ -43,6 +43,7 @@
 #include "base/comm.h"
 #include "base/device_buffer.h"
 #include "base/device_comm.h"
+#include "base/launch.h"
 #include "core/error.h"
 #include "spectral/fft_callbacks.h"
 #include "spectral/fft_callbacks_fatbin.h"  // vh_fft_callbacks_fatbin (generated, LTO-IR)
@@ -72,8 +73,6 @@ dim3 grid_for(int nx, int ny, int nz) { return dim3((nx + kBx - 1) / kBx, (ny + 
 // Mode kernels run flat over the M-grid half layout (no idle lanes when M/2+1 is not a
 // multiple of the warp width) and decode (ix, iy, iz); 32-bit indices suffice (768²·385 < 2³²).
 constexpr int kFlat = 256;
-
-unsigned blocks_for(std::size_t n, std::size_t per_block) { return unsigned((n + per_block - 1) / per_block); }
 
 __device__ inline bool decode(const Geometry& g, int& ix, int& iy, int& iz) {
   const unsigned i = blockIdx.x * kFlat + threadIdx.x;

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "base/cuda_check.h"
+#include "base/launch.h"
 #include "base/device_buffer.h"
 #include "vortex/blobs_kernel.h"
 
@@ -504,8 +505,6 @@ __global__ void __launch_bounds__(kThreads, NSets == 3 ? 4 : 1)
     }
 }
 
-unsigned blocks(long long count, int threads) { return static_cast<unsigned>((count + threads - 1) / threads); }
-
 // A device buffer of at least `count` elements: grown as needed, kept.
 template <class T>
 T* at_least(DeviceBytes& b, std::size_t count) {
@@ -552,17 +551,17 @@ struct DeviceBlobSums::Impl {
     int* idx = key + np;
     int* skey = key + 2 * static_cast<long long>(np);
     if (np > 0) {
-      cell_keys<<<blocks(np, threads), threads>>>(np, src, n, h, key, idx);
+      cell_keys<<<blocks_for(np, threads), threads>>>(np, src, n, h, key, idx);
       VH_CHECK_LAUNCH();
       void* scratch = temp_bytes > f.bytes() ? temp.data() : f.data();
       std::size_t bytes = temp_bytes;
       VH_CHECK_CUDA(cub::DeviceRadixSort::SortPairs(scratch, bytes, key, skey, idx, perm.as<int>(), np, 0, bits));
     }
-    cell_starts<<<blocks(static_cast<long long>(n) * n * n + 1, threads), threads>>>(np, n * n * n, skey,
+    cell_starts<<<blocks_for(static_cast<long long>(n) * n * n + 1, threads), threads>>>(np, n * n * n, skey,
                                                                                      start.as<int>());
     VH_CHECK_LAUNCH();
     if (np > 0) {
-      prepare<<<blocks(np, threads), threads>>>(np, src, perm.as<int>(), n, h, cutoff, m, f.as<double>(),
+      prepare<<<blocks_for(np, threads), threads>>>(np, src, perm.as<int>(), n, h, cutoff, m, f.as<double>(),
                                                 runs.as<int>());
       VH_CHECK_LAUNCH();
     }

@@ -10,6 +10,7 @@
 #include "base/cuda_check.h"
 #include "base/device_comm.h"
 #include "base/error.h"
+#include "base/launch.h"
 #include "base/planes_gpu.h"
 #include "base/select_flagged.h"
 
@@ -18,9 +19,7 @@ namespace {
 
 constexpr int kThreads = 256;
 
-unsigned blocks_for(long long n) {
-  return static_cast<unsigned>(std::max<long long>(1, std::min<long long>((n + kThreads - 1) / kThreads, 65535)));
-}
+unsigned blocks_for(long long n) { return vh::blocks_for(n, kThreads, 65535); }
 
 // flag[i] = whether particle i's plane lies in the window w widened by its reach (base/planes.h).
 __global__ void window_flags_kernel(long long n, const double* __restrict__ x, GhostWindow w, char* __restrict__ flag) {

@@ -31,6 +31,7 @@
 #include "base/cuda_check.h"
 #include "base/device_comm.h"
 #include "base/device_buffer.h"
+#include "base/launch.h"
 #include "core/device.h"
 #include "core/fft_gpu.h"
 #include "core/modes_kernel.h"
@@ -57,9 +58,7 @@ constexpr int kThreads = 256;
 // then adds its terms in one order on every run (restarts continue bit for bit).
 constexpr int kBlocks = 1024;
 
-unsigned blocks_for(long long n) {
-  return static_cast<unsigned>(std::max<long long>(1, std::min<long long>((n + kThreads - 1) / kThreads, kBlocks)));
-}
+unsigned blocks_for(long long n) { return vh::blocks_for(n, kThreads, kBlocks); }
 
 __device__ inline long long thread_index() { return blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; }
 __device__ inline long long thread_stride() { return static_cast<long long>(gridDim.x) * blockDim.x; }

@@ -8,14 +8,13 @@
 #include "base/cuda_check.h"
 #include "base/device_buffer.h"
 #include "base/device_comm.h"
+#include "base/launch.h"
 
 namespace vh {
 namespace {
 
 constexpr int kThreads = 256;
-unsigned blocks_for(std::size_t n) {
-  return unsigned(std::max<std::size_t>(1, std::min<std::size_t>((n + kThreads - 1) / kThreads, 1u << 20)));
-}
+unsigned blocks_for(std::size_t n) { return vh::blocks_for(static_cast<long long>(n), kThreads, 1 << 20); }
 
 /// The b side's messages into the rank's [z][ky][kx] planes (`into_planes`) or out of them,
 /// value by value: SlabFft::Plans' pack and unpack (core/slab.h transpose_b_index).
@@ -39,15 +38,9 @@ __global__ void __launch_bounds__(kThreads) scale_kernel(std::size_t n, double s
 
 struct Plan {
   cufftHandle h = 0;
-  bool made = false;
   std::size_t work = 0;
-  Plan() {
-    VH_CHECK_CUFFT(cufftCreate(&h));
-    made = true;
-  }
-  ~Plan() {
-    if (made) cufftDestroy(h);
-  }
+  Plan() { VH_CHECK_CUFFT(cufftCreate(&h)); }  // a handle that failed throws: no destructor then
+  ~Plan() { cufftDestroy(h); }
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
 };
