@@ -401,6 +401,18 @@ void GpuEvaluator::share_upward(DeviceComm* comm, std::size_t first, std::size_t
 
 bool GpuEvaluator::took_uniform() const { return impl_->use_uniform; }
 
+GpuEvaluator::Memory GpuEvaluator::memory() const {
+  Memory m;
+  const cudaMemPool_t pool = impl_->pool.pool;
+  if (!pool) return m;
+  std::uint64_t v = 0;
+  VH_CHECK_CUDA(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &v));
+  m.reserved = static_cast<std::size_t>(v);
+  VH_CHECK_CUDA(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &v));
+  m.in_use = static_cast<std::size_t>(v);
+  return m;
+}
+
 GpuEvaluator::SourcePlanes GpuEvaluator::source_planes(const double* d_x, std::size_t n, long long total,
                                                        double sigma_max) const {
   const Impl& m = *impl_;

@@ -138,6 +138,14 @@ class GpuEvaluator {
 
   const Params& params() const;
 
+  /// Device memory of the evaluator's own pool (every buffer its calls allocate, kept at the
+  /// high-water mark for the next call): reserved from the driver, and in use now. 0 and 0 where
+  /// the device has no memory pools (plain cudaMalloc then, not counted).
+  struct Memory {
+    std::size_t reserved = 0, in_use = 0;
+  };
+  Memory memory() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -1278,4 +1278,6 @@ std::size_t GpuSolver::device_bytes() const {
   return b;
 }
 
+std::size_t GpuSolver::fmm_device_bytes() const { return impl_->fmm.memory().reserved; }
+
 }  // namespace vh::vortex

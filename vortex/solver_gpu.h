@@ -114,6 +114,8 @@ class GpuSolver : public SolverInterface {
   GpuStepTimes last_step_times();
   /// Device memory this solver holds (its state and work space; not the FMM evaluator's).
   std::size_t device_bytes() const;
+  /// Device memory its FMM evaluator's pool holds (fmm::GpuEvaluator::memory, reserved).
+  std::size_t fmm_device_bytes() const;
 
   struct Impl;  ///< solver_gpu.cu
 

@@ -183,6 +183,7 @@ struct Row {
   double construct = 0, set_velocity = 0, first_eval = 0;
   double out_stats = 0, out_monitors = 0, out_velocity = 0;
   double bytes_per_particle = 0, gpu_used_gib = 0;
+  double solver_gib = 0, fmm_gib = 0;  // rank 0's solver arrays and its FMM's pool
   int reinits = 0;
 };
 
@@ -343,6 +344,8 @@ int main(int argc, char** argv) {
       // After the steps: some buffers are allocated by the first step (the integrating factor's).
       const double particles = double(g.points()) * o.refine * o.refine * o.refine;
       r.bytes_per_particle = double(s.device_bytes()) / particles;
+      r.solver_gib = double(s.device_bytes()) / double(1 << 30);
+      r.fmm_gib = double(s.fmm_device_bytes()) / double(1 << 30);
       std::size_t free1 = 0;
       cudaMemGetInfo(&free1, &total);
       r.gpu_used_gib = double(free0 - free1) / double(1 << 30);
@@ -395,11 +398,15 @@ int main(int argc, char** argv) {
   for (const Row& r : rows)
     std::printf("%6d %8.4f %8.4f %8.4f %8.4f %8.4f %9.4f\n", r.n, r.step[6], r.step[7], r.step[8], r.step[9],
                 r.step[10], r.step[11]);
-  std::printf("\nstart-up and output [s]; memory\n%6s %9s %9s %9s %10s %9s %9s %10s %9s\n", "N", "construct", "set_vel",
-              "1st eval", "out stats", "monitors", "vel host", "B/particle", "GPU GiB");
+  std::printf("\nstart-up and output [s]; memory (B/particle: rank 0's solver arrays over every particle; rank 0's\n"
+              "solver arrays and its FMM's pool; GPU: in use after the steps, every rank's on its GPU)\n"
+              "%6s %9s %9s %9s %10s %9s %9s %10s %10s %9s %9s\n",
+              "N", "construct", "set_vel", "1st eval", "out stats", "monitors", "vel host", "B/particle", "solver GiB",
+              "FMM GiB", "GPU GiB");
   for (const Row& r : rows)
-    std::printf("%6d %9.4f %9.4f %9.4f %10.4f %9.4f %9.4f %10.1f %9.2f\n", r.n, r.construct, r.set_velocity,
-                r.first_eval, r.out_stats, r.out_monitors, r.out_velocity, r.bytes_per_particle, r.gpu_used_gib);
+    std::printf("%6d %9.4f %9.4f %9.4f %10.4f %9.4f %9.4f %10.1f %10.2f %9.2f %9.2f\n", r.n, r.construct,
+                r.set_velocity, r.first_eval, r.out_stats, r.out_monitors, r.out_velocity, r.bytes_per_particle,
+                r.solver_gib, r.fmm_gib, r.gpu_used_gib);
 
   if (o.csv) {
     vh::bench::CsvRows csv(std::cout, "vortex_step", dev, VH_GIT_HASH);
@@ -427,6 +434,8 @@ int main(int argc, char** argv) {
       csv.row(cs, "fmm_sources_over_own", r.sources, "1");
       csv.row(cs, "solver_device_bytes_per_particle", r.bytes_per_particle, "B");
       csv.row(cs, "gpu_memory_in_use", r.gpu_used_gib, "GiB");
+      csv.row(cs, "rank0_solver_memory", r.solver_gib, "GiB");
+      csv.row(cs, "rank0_fmm_pool_memory", r.fmm_gib, "GiB");
     }
   }
   return 0;

@@ -298,7 +298,14 @@ TEST(EvaluatorGpuReuse, SamePositionsNewStrengths) {
   std::vector<Vec3> u1, u2, u3, uh;
   std::vector<Mat3> g1, g2, g3, gh;
   resident(ev, b, nullptr, u1, g1);
+  const GpuEvaluator::Memory m1 = ev.memory();
   const Timings t2 = resident(ev, b, nullptr, u2, g2, true);
+  // The evaluator's pool keeps what its first call took: a call on the same positions reaches
+  // the driver for nothing more (base/device_buffer.h), and what is in use fits what is kept.
+  const GpuEvaluator::Memory m2 = ev.memory();
+  EXPECT_GT(m1.reserved, 0u);
+  EXPECT_EQ(m2.reserved, m1.reserved);
+  EXPECT_LE(m2.in_use, m2.reserved);
   VH_EXPECT_BITS(u2, u1, "second call, same positions, u");
   VH_EXPECT_BITS(g2, g1, "second call, same positions, grad");
   EXPECT_EQ(t2.traverse, 0.0) << "the lists were rebuilt";
