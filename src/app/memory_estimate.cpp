@@ -87,17 +87,17 @@ constexpr double kVortexGpuPerParticle = 420;
 // rank 0's peak 2.65 GiB, restarted 2.66 GiB (bench/RESULTS.md 2026-12-03).
 constexpr double kVortexGpuHostPerParticle = 192;
 constexpr double kVortexGpuHostAllPerParticle = 24;
-// On R > 1 ranks (each its z-slab's particles; the others' gathered until 2026-12-05, since then
-// only the ghosts its sums reach: the per-lattice-particle part below is now an upper bound, not
-// yet remeasured): per particle of the rank,
-// the state and the slab of the three sets' blob sums (224 B), the three sets' strengths of the
-// particles near its planes (its own and a halo of m/2 + 1 planes each side: 56 B) and the blob
-// sums' sorted particles, which are those selected near its planes (108 B); per particle of the
-// lattice, on every rank, the gathered positions, strengths, cores and sums' strengths (80 B) and
-// the whole lattice's FFT work space (88 B). (The sorted particles were counted for the whole
-// lattice until 2026-12-03.)
-constexpr double kVortexGpuOwnPerParticle = 388;
-constexpr double kVortexGpuAllPerParticle = 168;
+// On R > 1 ranks (each its z-slab's particles and, as ghosts, the others' that its sums reach):
+// per particle of the rank, the state and the slab of the three sets' blob sums (224 B), the
+// three sets' strengths of the particles near its planes (its own and a halo of m/2 + 1 planes
+// each side: 56 B), the blob sums' sorted particles, which are those selected near its planes
+// (108 B), and its slab's share of the lattice's FFT work space (88 B); per source of its FMM,
+// its own and the ghosts (vortex_gpu_ghosts), the positions, strengths and cores (56 B). Until
+// 2026-12-05 every rank gathered every particle and transformed the whole lattice: 168 B a
+// particle of the lattice on every rank, which at 256³ on 4 ranks counted 2.6 GiB where the
+// solver's arrays were 2.8 GiB in all (bench/RESULTS.md 2026-12-05 "the FMM's ghosts kept").
+constexpr double kVortexGpuOwnPerParticle = 388 + 88;
+constexpr double kVortexGpuSourcePerParticle = 56;
 
 struct Sizes {
   double R, C;  // one real grid array, one complex half spectrum (bytes)
@@ -132,6 +132,23 @@ RankParticles vortex_rank_particles(const RunConfig& c, int R) {
   const double leaf = leaf_particles(all, c.vortex.fmm.resolved().ncrit);  // the whole lattice's
   const double near_planes = stencil - 1 + 4 * std::cbrt(leaf);
   return {own, std::min(all - own, near_planes * plane)};
+}
+
+/// The ghosts of the FMM of one of R > 1 GPU ranks (vortex/halo_gpu.h): the particles of the
+/// uniform levels' leaf planes within the near field's reach either way of the rank's slab
+/// (fmm::GpuEvaluator::source_planes: the near stencil's reach at the largest core, σ₀ grown to
+/// max_core_ratio, and one plane for a particle on a leaves' face); never more than the others'.
+double vortex_gpu_ghosts(const RunConfig& c, int R) {
+  const int m = vortex::lattice_points_per_direction(c.vortex.refine, c.n);
+  const double plane = double(m) * m, all = plane * m, own = vortex_rank_particles(c, R).own;
+  const fmm::Params r = c.vortex.fmm.resolved();
+  const int L = fmm::uniform_depth(all, r.ncrit);
+  const double side = 2 * M_PI / (1 << L), sigma = c.vortex.overlap * c.vortex.max_core_ratio * (2 * M_PI / m);
+  int reach = 0;
+  for (const auto& t : fmm::near_stencil(r.theta, fmm::rcut_per_sigma(r.tolerance) * sigma / side))
+    reach = std::max(reach, std::abs(t[2]));
+  const double planes = 2.0 * (reach + 1) * std::ceil(double(m) / (1 << L));  // lattice planes
+  return std::min(all - own, planes * plane);
 }
 
 /// Complex values of the transform grid (M²(M/2+1)).
@@ -272,9 +289,10 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
       if (R == 1) {
         e.device.push_back({"vortex state and work space", kVortexGpuPerParticle * particles});
       } else {
-        e.device.push_back({"vortex state (this rank's particles)", kVortexGpuOwnPerParticle * particles / R});
-        e.device.push_back({"other ranks' particles (at most all), lattice work space",
-                            kVortexGpuAllPerParticle * particles});
+        const double own = vortex_rank_particles(c, R).own;
+        e.device.push_back({"vortex state and work space (this rank's particles)", kVortexGpuOwnPerParticle * own});
+        e.device.push_back({"FMM's sources (this rank's and the ghosts)",
+                            kVortexGpuSourcePerParticle * (own + vortex_gpu_ghosts(c, R))});
       }
       // u and ∇u apart from the work space they share with the FMM's (vortex/solver_gpu.cu);
       // the FMM stays counted: an evaluation off the lattice (a restart) takes it.

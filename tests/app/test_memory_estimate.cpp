@@ -269,25 +269,32 @@ TEST(MemoryEstimate, VortexGpuHostHoldsTheStateItDownloads) {
 // 2026-12-03 "the GPU memory estimate of the vortex solver"; vortex_step_bench with the sc09 deck's
 // FMM, tolerance 1e-4, p 10, GPU memory in use after the steps, the CUDA context not counted): with
 // the lists and with the uniform levels' FFTs at 128³, 192³ and 256³, and 4 ranks at 512³, one a GPU
-// (the lists: the FFT tables do not fit). Never below what was in use (the check would admit runs
-// that then fail); within 1.2× with the lists, within 1.6× with the FFT tables, whose deepest
-// level is counted twice for the moment it is built (the FFT rows since the tables are one a
-// parity difference, 27 a level instead of 64: 2026-12-03 "27 FFT tables a level"), and within
-// 1.5× on 4 ranks, where a rank
-// held less than the items count (which of its arrays is smaller was not measured). Before
-// 2026-12-03 the 512³ case on 4 GPUs was estimated at 121 GiB of vortex memory a rank (1.8× its
-// 67) and, with the spectral solver, refused on 4 H200s.
+// (the lists: the FFT tables do not fit; every particle then gathered on every rank). And on an
+// NVIDIA H100 with ghosts instead of the gathers (2026-12-05 "the FMM's ghosts kept", the fourth
+// call: the bench's FMM, tolerance 1e-5, p auto; 2 and 4 ranks sharing one GPU, every rank's memory
+// in use over R). Never below what was in use (the check would admit runs that then fail); within
+// 1.2× with the lists, within 1.6× with the FFT tables, whose deepest level is counted twice for
+// the moment it is built (the FFT rows since the tables are one a parity difference, 27 a level
+// instead of 64: 2026-12-03 "27 FFT tables a level"), and within 1.5× on R ranks, where a rank
+// holds less than the items count (its FMM's pool, 8.62 GiB at 256³ on 4 ranks, against 13.2 GiB
+// of FMM items). Before 2026-12-03 the 512³ case on 4 GPUs was estimated at 121 GiB of vortex
+// memory a rank (1.8× its 67) and, with the spectral solver, refused on 4 H200s; until the ghosts'
+// items (2026-12-05) every rank counted 168 B a particle of the lattice (96.5 GiB there, 1.44×).
 TEST(MemoryEstimate, VortexGpuDeviceBoundsWhatRunsHeld) {
   struct Run {
     int n, ranks;
     const char* m2l;
     double used_gib;
+    const char* tolerance = "1e-4";
+    const char* p = "10";
   };
   for (const Run& r :
        {Run{128, 1, "lists", 1.87}, Run{192, 1, "lists", 8.05}, Run{256, 1, "lists", 14.08}, Run{128, 1, "fft", 2.12},
-        Run{192, 1, "fft", 11.39}, Run{256, 1, "fft", 16.46}, Run{512, 4, "lists", 66.98}}) {
+        Run{192, 1, "fft", 11.39}, Run{256, 1, "fft", 16.46}, Run{512, 4, "lists", 66.98},
+        Run{256, 2, "fft", 31.78 / 2, "1e-5", "auto"}, Run{256, 4, "fft", 46.30 / 4, "1e-5", "auto"}}) {
     vh::app::RunConfig c = config({"--case.solver=vortex", "--domain.n=" + std::to_string(r.n), "--vortex.refine=1",
-                                   "--fmm.tolerance=1e-4", "--fmm.p=10", std::string("--fmm.m2l=") + r.m2l});
+                                   std::string("--fmm.tolerance=") + r.tolerance, std::string("--fmm.p=") + r.p,
+                                   std::string("--fmm.m2l=") + r.m2l});
     c.ranks = r.ranks;
     // As the run fits its M2L to the H200 (138 GiB free); the 4-rank case ran with the lists.
     vh::app::MemoryAvailable h200;
