@@ -7,6 +7,7 @@
 
 #include "base/cuda_check.h"
 #include "base/device_buffer.h"
+#include "base/launch.h"
 #include "base/planes.h"
 
 namespace vh {
@@ -29,8 +30,7 @@ inline std::vector<int> occupied_planes(const double* x, long long n, double sid
   scratch.reserve(static_cast<std::size_t>(planes));
   VH_CHECK_CUDA(cudaMemset(scratch.data(), 0, sizeof(int) * static_cast<std::size_t>(planes)));
   if (n > 0) {
-    planes_detail::occupied_kernel<3><<<static_cast<unsigned>((n + 255) / 256), 256>>>(n, x, side, planes,
-                                                                                      scratch.data());
+    planes_detail::occupied_kernel<3><<<blocks_for(n, 256), 256>>>(n, x, side, planes, scratch.data());
     VH_CHECK_LAUNCH();
   }
   std::vector<int> occupied(static_cast<std::size_t>(planes));

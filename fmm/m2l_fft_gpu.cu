@@ -18,8 +18,8 @@
 #include <string>
 
 #include "base/cuda_check.h"
-#include "base/launch.h"
 #include "base/device_buffer.h"
+#include "base/launch.h"
 #include "fmm/expansions.h"
 #include "fmm/m2l_fft_gpu.h"
 
@@ -293,8 +293,8 @@ M2LFftGpu::M2LFftGpu(int p, double side, const LevelStencil& st, int extent) : i
     D.zero();
     DeviceArray<long long> didx(idx);
     DeviceArray<double2> dval(val);
-    place_kernel<<<blocks_for(static_cast<long long>(idx.size()), 256), 256>>>(static_cast<long long>(idx.size()),
-                                                                            didx.data(), dval.data(), D.data());
+    place_kernel<<<blocks_for(static_cast<long long>(idx.size()), 256), 256>>>(
+        static_cast<long long>(idx.size()), didx.data(), dval.data(), D.data());
     VH_CHECK_LAUNCH();
     Plan tp;
     make_plan(tp, d.m, d.e, 27LL * nf);
@@ -332,7 +332,7 @@ void M2LFftGpu::apply_device(const void* M, void* L, const int* grid, CUstream_s
   const int zbase = d.e == d.m ? 0 : ((z0 + d.reach.lo) % d.m + d.m) % d.m;
   cudaStream_t s = stream;
   fold_kernel<<<blocks_for(24LL * d.nf * d.V, 256), 256, 0, s>>>(d.p, d.V, d.m, zbase, static_cast<const double2*>(M),
-                                                              grid, d.Mh.data());
+                                                                  grid, d.Mh.data());
   VH_CHECK_LAUNCH();
   auto* mh = reinterpret_cast<cufftDoubleComplex*>(d.Mh.data());
   VH_CHECK_CUFFT(cufftSetStream(d.fwd.h, s));
@@ -349,8 +349,8 @@ void M2LFftGpu::apply_device(const void* M, void* L, const int* grid, CUstream_s
   auto* lh = reinterpret_cast<cufftDoubleComplex*>(d.Lh.data());
   VH_CHECK_CUFFT(cufftSetStream(d.inv.h, s));
   VH_CHECK_CUFFT(cufftExecZ2Z(d.inv.h, lh, lh, CUFFT_INVERSE));
-  scatter_kernel<<<blocks_for(24LL * d.nc * d.m * d.m * nz, 256), 256, 0, s>>>(d.p, d.V, d.m, zbase, z0, nz, d.Lh.data(),
-                                                                            grid, static_cast<double2*>(L));
+  scatter_kernel<<<blocks_for(24LL * d.nc * d.m * d.m * nz, 256), 256, 0, s>>>(
+      d.p, d.V, d.m, zbase, z0, nz, d.Lh.data(), grid, static_cast<double2*>(L));
   VH_CHECK_LAUNCH();
 }
 

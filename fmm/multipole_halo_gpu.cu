@@ -93,7 +93,7 @@ void MultipoleHalo::plan(DeviceComm& comm, const GCell* cells, int L, double lo_
     sd_[r] = ids.size();
     if (r == me) continue;
     send_flags_kernel<<<blocks_for(n, 256), 256>>>(prefix_, n, cells, own, lo_z, side0, L, windows_.data(), r,
-                                               flags_.data());
+                                                   flags_.data());
     VH_CHECK_LAUNCH();
     const int k = select_flagged(in, flags_.data(), static_cast<int>(n), picked_, n_selected_, temp_);
     ids.resize(ids.size() + k);

@@ -351,8 +351,8 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, const double4
   counts_dev_.resize(2);
   counts_dev_.zero();
   const int* gl = grid_.data() + level_offset(L);
-  near_kernel<<<blocks_for(nl * E, 256), 256>>>(L, E, near_.data(), gl, cells, shift_of_.data(), r0, p2p_entries_.data(),
-                                            ntask_.data(), counts_dev_.data());
+  near_kernel<<<blocks_for(nl * E, 256), 256>>>(L, E, near_.data(), gl, cells, shift_of_.data(), r0,
+                                                p2p_entries_.data(), ntask_.data(), counts_dev_.data());
   VH_CHECK_LAUNCH();
   std::size_t bytes = 0;
   VH_CHECK_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, bytes, ntask_.data(), task_first_.data(), nl + 1));
@@ -363,7 +363,7 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, const double4
   if (E <= kMergeMaxE) {
     const int warps = std::max(1, std::min(8, static_cast<int>((48 << 10) / (2 * E * sizeof(int4)))));
     merge_kernel<<<blocks_for(nl, warps), 32 * warps, 2 * E * warps * sizeof(int4)>>>(nl, E, p2p_entries_.data(),
-                                                                                  entry_count_.data());
+                                                                                      entry_count_.data());
     VH_CHECK_LAUNCH();
   } else {
     fill_kernel<<<blocks_for(nl, 256), 256>>>(nl, E, entry_count_.data());

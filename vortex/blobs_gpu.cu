@@ -10,8 +10,8 @@
 #include <stdexcept>
 
 #include "base/cuda_check.h"
-#include "base/launch.h"
 #include "base/device_buffer.h"
+#include "base/launch.h"
 #include "vortex/blobs_kernel.h"
 
 namespace vh::vortex::detail {
@@ -558,11 +558,11 @@ struct DeviceBlobSums::Impl {
       VH_CHECK_CUDA(cub::DeviceRadixSort::SortPairs(scratch, bytes, key, skey, idx, perm.as<int>(), np, 0, bits));
     }
     cell_starts<<<blocks_for(static_cast<long long>(n) * n * n + 1, threads), threads>>>(np, n * n * n, skey,
-                                                                                     start.as<int>());
+                                                                                         start.as<int>());
     VH_CHECK_LAUNCH();
     if (np > 0) {
       prepare<<<blocks_for(np, threads), threads>>>(np, src, perm.as<int>(), n, h, cutoff, m, f.as<double>(),
-                                                runs.as<int>());
+                                                    runs.as<int>());
       VH_CHECK_LAUNCH();
     }
   }
