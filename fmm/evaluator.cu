@@ -420,10 +420,7 @@ GpuEvaluator::SourcePlanes GpuEvaluator::source_planes(const double* d_x, std::s
   const int L = uniform_depth(static_cast<double>(std::max(total, 1LL)), m.prm.ncrit);
   sp.planes = 1 << L;
   sp.side = kBoxLength / sp.planes;
-  int reach = 0;
-  for (const auto& t : near_stencil(m.mac.theta, m.mac.rcut_per_sigma * sigma_max / sp.side, 0.0))
-    reach = std::max(reach, std::abs(t[2]));
-  sp.reach = reach + 1;
+  sp.reach = near_z_reach(m.mac.theta, m.mac.rcut_per_sigma * sigma_max / sp.side) + 1;
   if (n == 0) return sp;
   DeviceArray<int> scratch;
   occupied_arc(occupied_planes(d_x, static_cast<long long>(n), sp.side, sp.planes, scratch), sp.first, sp.count);

@@ -89,6 +89,12 @@ std::vector<std::array<int, 3>> near_stencil(double theta, double rcut_cells, do
   return t;
 }
 
+int near_z_reach(double theta, double rcut_cells, double slack_cells) {
+  int reach = 0;
+  for (const auto& t : near_stencil(theta, rcut_cells, slack_cells)) reach = std::max(reach, std::abs(t[2]));
+  return reach;
+}
+
 int uniform_depth(double n, int ncrit) {
   int l = 0;
   while (l < 7 && n > ncrit * std::pow(8.0, l)) ++l;

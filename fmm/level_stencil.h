@@ -59,6 +59,10 @@ bool uniform_far(const std::array<int, 3>& t, double theta, double rcut_cells, d
 /// The offsets (cells, sorted) that are not far: the leaves a leaf takes by P2P, itself included.
 std::vector<std::array<int, 3>> near_stencil(double theta, double rcut_cells, double slack_cells = 0);
 
+/// The largest |t_z| of near_stencil: how many planes of leaves either way a leaf's P2P reaches
+/// (the ghosts of the vortex solver's GPU ranks, GpuEvaluator::source_planes).
+int near_z_reach(double theta, double rcut_cells, double slack_cells = 0);
+
 /// The level whose cells hold ncrit or fewer of n evenly spread points on average, at most 7:
 /// the depth of the uniform levels (fmm/uniform_gpu.h).
 int uniform_depth(double n, int ncrit);

@@ -134,20 +134,30 @@ RankParticles vortex_rank_particles(const RunConfig& c, int R) {
   return {own, std::min(all - own, near_planes * plane)};
 }
 
+/// The uniform levels of the vortex solver's lattice: their depth L (the leaves' side 2π / 2^L)
+/// and the FMM's cut-off at the largest core (σ₀ grown to max_core_ratio) in leaf sides.
+struct UniformLeaves {
+  int L;
+  double rcut;
+};
+UniformLeaves uniform_leaves(const RunConfig& c) {
+  const fmm::Params r = c.vortex.fmm.resolved();
+  const double m = vortex::lattice_points_per_direction(c.vortex.refine, c.n);
+  const int L = fmm::uniform_depth(m * m * m, r.ncrit);
+  const double sigma = c.vortex.overlap * c.vortex.max_core_ratio * (2 * M_PI / m);
+  return {L, fmm::rcut_per_sigma(r.tolerance) * sigma / (2 * M_PI / (1 << L))};
+}
+
 /// The ghosts of the FMM of one of R > 1 GPU ranks (vortex/halo_gpu.h): the particles of the
 /// uniform levels' leaf planes within the near field's reach either way of the rank's slab
-/// (fmm::GpuEvaluator::source_planes: the near stencil's reach at the largest core, σ₀ grown to
-/// max_core_ratio, and one plane for a particle on a leaves' face); never more than the others'.
+/// (fmm::GpuEvaluator::source_planes: the near stencil's reach at the largest core, and one plane
+/// for a particle on a leaves' face); never more than the others'.
 double vortex_gpu_ghosts(const RunConfig& c, int R) {
   const int m = vortex::lattice_points_per_direction(c.vortex.refine, c.n);
   const double plane = double(m) * m, all = plane * m, own = vortex_rank_particles(c, R).own;
-  const fmm::Params r = c.vortex.fmm.resolved();
-  const int L = fmm::uniform_depth(all, r.ncrit);
-  const double side = 2 * M_PI / (1 << L), sigma = c.vortex.overlap * c.vortex.max_core_ratio * (2 * M_PI / m);
-  int reach = 0;
-  for (const auto& t : fmm::near_stencil(r.theta, fmm::rcut_per_sigma(r.tolerance) * sigma / side))
-    reach = std::max(reach, std::abs(t[2]));
-  const double planes = 2.0 * (reach + 1) * std::ceil(double(m) / (1 << L));  // lattice planes
+  const UniformLeaves u = uniform_leaves(c);
+  const int reach = fmm::near_z_reach(c.vortex.fmm.resolved().theta, u.rcut) + 1;  // leaf planes
+  const double planes = 2.0 * reach * std::ceil(double(m) / (1 << u.L));          // lattice planes
   return std::min(all - own, planes * plane);
 }
 
@@ -305,12 +315,9 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
       // else the lists (fit_fmm_m2l), so that a run the lists carry is admitted.
       if (c.vortex.velocity == vortex::Velocity::fmm && c.vortex.fmm.m2l == "fft") {
         const fmm::Params r = c.vortex.fmm.resolved();
-        const int L = fmm::uniform_depth(particles, r.ncrit);
-        const double n = vortex::lattice_points_per_direction(c.vortex.refine, c.n);
-        // the largest core (σ₀ grown to max_core_ratio) against the leaves' side, 2π / 2^L
-        const double sigma = c.vortex.overlap * c.vortex.max_core_ratio * (2 * M_PI / n);
-        const double rcut = fmm::rcut_per_sigma(r.tolerance) * sigma / (2 * M_PI / (1 << L));
-        e.device.push_back({kFftTablesItem, fmm::m2l_fft_set_bytes(L, r.p, r.theta, rcut, static_cast<int>(n), R)});
+        const UniformLeaves u = uniform_leaves(c);
+        const int n = vortex::lattice_points_per_direction(c.vortex.refine, c.n);
+        e.device.push_back({kFftTablesItem, fmm::m2l_fft_set_bytes(u.L, r.p, r.theta, u.rcut, n, R)});
       }
     }
     // The integrating factor's first half at the particles: γ of the step's start, then the

@@ -74,6 +74,7 @@ TEST(LevelStencil, EverySourceCellIsNearTakenHereOrTakenAbove) {
         // The near stencil: every offset of the box that is not far, itself included.
         const auto near = near_stencil(theta, rcut, slack);
         long long n_near = 0;
+        int z_reach = 0;
         for (int x = -R; x <= R; ++x)
           for (int y = -R; y <= R; ++y)
             for (int z = -R; z <= R; ++z) {
@@ -81,8 +82,10 @@ TEST(LevelStencil, EverySourceCellIsNearTakenHereOrTakenAbove) {
               const bool in = std::binary_search(near.begin(), near.end(), t);
               ASSERT_EQ(in, !far_cells(t, theta, rcut, slack)) << "near: slack " << slack << " rcut " << rcut;
               n_near += in;
+              if (in) z_reach = std::max(z_reach, std::abs(z));
             }
         EXPECT_EQ(n_near, static_cast<long long>(near.size()));
+        EXPECT_EQ(near_z_reach(theta, rcut, slack), z_reach) << "slack " << slack << " rcut " << rcut;
       }
   EXPECT_EQ(near_stencil(0.6, 0).size(), 93u);  // |t|^2 <= 8: the leaves of the dual traversal's near field
   // The level's translations: n^3 / 8 times the entries of the eight parities.
