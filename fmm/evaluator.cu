@@ -771,11 +771,21 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
     a.tasks = s.own_tasks.data();
   }
   if (own && own_fresh) {
-    if (s.share && s.use_uniform)
+    if (s.share && s.use_uniform) {
       s.halo.plan(*s.share, f.scells, stree.levels() - 1, center[2] - half, 2 * half, s.own_prefix.data(),
-                  U.source_planes(), static_cast<int>(FarStages::multipole_count(f) / f.n_scells));
-    else
+                  U.source_planes(), 3 * cidx(f.p + 1, 0));
+      // Where the ranks exchange the multipoles by cells, M and L keep only the cells of this
+      // rank's windows (fmm/expansion_rows.h): the whole-tree arrays do not grow with its share.
+      s.uniform.keep_rows(f.scells, s.halo.active() ? s.halo.from_level() : stree.levels());
+      s.halo.to_rows(U.rows());
+    } else {
       s.halo.clear();
+    }
+  }
+  if (s.use_uniform && U.rows()) {
+    f.rows = U.rows();
+    f.n_rows = U.n_rows();
+    f.whole = U.whole();
   }
   a.shifts = s.shifts4.data();
   a.xt = f.xt;
@@ -854,6 +864,8 @@ Timings GpuEvaluator::Impl::run(Kind kind, const double* d_x, const double* d_al
   tm.p2p = ms(kNear0, kNear1) + (split ? ms(kDrain0, kDrain1) : 0.0);
   tm.gpu_wall = serial ? ms(kNear0, kEnd) : ms(kStart, kEnd);
   tm.n_m2l = s.use_uniform ? U.n_m2l() : s.lists.n_m2l;
+  tm.cells = f.n_scells;
+  tm.expansion_cells = static_cast<long long>(multipole_rows(f));
   for (const auto& lv : f.l2l_levels) tm.n_l2l += lv.second;
   tm.n_p2p_pairs = own ? s.own_sel.pairs : s.use_uniform ? U.p2p_pairs() : s.lists.p2p_pairs;
   tm.n_p2p_entries = s.use_uniform ? U.p2p_entry_count() : s.lists.n_p2p_entries;

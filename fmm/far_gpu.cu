@@ -34,10 +34,10 @@ FarStages::~FarStages() {
 
 void FarStages::reserve(const FarPlan& f, const FarPeriodic& per) {
   const int nc = cidx(f.p + 1, 0), nf = (f.p + 1) * (f.p + 1), nfp = (nf + 1) & ~1;
-  work_.M.reserve(static_cast<std::size_t>(f.n_scells) * 3 * nc);
-  work_.L.reserve(static_cast<std::size_t>(f.n_tcells) * 3 * nc);
+  work_.M.reserve(multipole_rows(f) * 3 * nc);
+  work_.L.reserve(local_rows(f) * 3 * nc);
   if (f.single_m2l) {
-    work_.Mfold.reserve(static_cast<std::size_t>(f.n_scells) * 3 * nfp);
+    work_.Mfold.reserve(static_cast<std::size_t>(f.rows ? f.whole : f.n_scells) * 3 * nfp);
     work_.tables.reserve(static_cast<std::size_t>(kTablesPerLevel) * nf * sizeof(float2));
   } else {
     work_.tables.reserve(static_cast<std::size_t>(f.table_levels) * kTablesPerLevel * nf * sizeof(double2));

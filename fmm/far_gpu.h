@@ -32,6 +32,7 @@
 #include <memory>
 #include <vector>
 
+#include "fmm/expansion_rows.h"
 #include "fmm/mean_correction.h"
 #include "fmm/traverse.h"
 #include "fmm/tree.h"
@@ -116,6 +117,11 @@ class FarGpu {
 /// lattice_m2l (fmm/periodic.h) on the GPU, host arrays in and out (for the tests): the same
 /// operations in the same order, hence the same bits.
 void lattice_m2l_gpu(int p, int r0, int images, const std::complex<double>* Mroot, std::complex<double>* Lroot);
+/// The rows of the far field's M and L that UniformFar::keep_rows makes on the device
+/// (fmm/expansion_rows.h: the levels below `from` whole, the others in `windows`, one a level)
+/// for host cells in the cube [lo_z, lo_z + side0) along z, for the tests; returns the count.
+int expansion_rows_gpu(const std::vector<Cell>& cells, double lo_z, double side0, int from,
+                       const std::vector<PlaneWindow>& windows, std::vector<int>& rows);
 /// mean_terms(xs, alpha) (fmm/periodic.h, positions already wrapped) on the GPU, for the tests:
 /// the same bits.
 MeanTerms mean_terms_gpu(const std::vector<Vec3>& xs, const std::vector<Vec3>& alpha);

@@ -22,6 +22,7 @@
 
 #include "base/cuda_check.h"
 #include "base/device_buffer.h"
+#include "fmm/expansion_rows.h"
 #include "fmm/expansions_kernel.h"
 #include "fmm/far_gpu.h"
 #include "fmm/mean_correction.h"
@@ -45,8 +46,7 @@ struct GCell {
 
 // The z plane of cell C among the 2^level of its level in the cube [lo_z, lo_z + side0) along z.
 __device__ inline int z_plane(const GCell& C, double lo_z, double side0) {
-  const int planes = 1 << C.level;
-  return min(max(static_cast<int>(floor((C.cz - lo_z) / side0 * planes)), 0), planes - 1);
+  return cell_plane(C.cz, C.level, lo_z, side0);
 }
 
 // ------------------------------------------------------------------------- device helpers
@@ -251,6 +251,9 @@ __device__ inline void l2p_store(double r[12], long long i, long long o, double4
   for (int c = 0; c < 9; ++c) grad_out[9 * o + c] = r[3 + c];
 }
 
+/// The row of cell c's expansions in M and L (FarPlan::rows; null: c), -1 where none is kept.
+__device__ inline long long row_of(const int* rows, int c) { return rows ? rows[c] : c; }
+
 inline int round_up32(int n) { return (n + 31) / 32 * 32; }
 /// Threads of the blocks that own one output coefficient each (P2M, M2M, L2L).
 inline int coef_threads(int p) { return round_up32(3 * cidx(p + 1, 0)); }
@@ -298,6 +301,13 @@ struct FarPlan {
   /// sorted sources before s are this rank's (ns + 1 entries); P2M and M2M then form the
   /// multipoles of those only.  Null: every source.
   const int* own = nullptr;
+  /// Where a cell's multipole and local expansion sit in M and L (fmm/expansion_rows.h): at row
+  /// rows[cell], and nowhere where that is -1 (a cell no stage of this rank reads or writes);
+  /// n_rows rows, the cells 0 .. whole - 1 at their index (the periodic root, the per-pair M2L of
+  /// the uniform levels 0 and 1, the ranks' all-reduce read only those).  Null: every cell at its
+  /// index (n_scells rows of M, n_tcells of L).
+  const int* rows = nullptr;
+  int n_rows = 0, whole = 0;
   // Downward pass.
   /// The L2L's children, level by level, top-down; evaluate_own: those that hold some of this
   /// rank's targets (the others' locals would reach no target of its).
@@ -328,6 +338,10 @@ struct FarPlan {
   /// then hold levels 0 and 1 (fmm/uniform_gpu.h); null: the lists alone.
   const UniformFar* uniform = nullptr;
 };
+
+/// Rows of M and of L (FarPlan::rows).
+inline std::size_t multipole_rows(const FarPlan& f) { return static_cast<std::size_t>(f.rows ? f.n_rows : f.n_scells); }
+inline std::size_t local_rows(const FarPlan& f) { return static_cast<std::size_t>(f.rows ? f.n_rows : f.n_tcells); }
 
 /// The far field's device work arrays: expansions (valid for the last evaluation) and the M2L
 /// tables, kept across evaluations (the tables are rebuilt when p, the precision, the root
@@ -391,9 +405,9 @@ class LatticeLeaves {
            double* grad_out, cudaStream_t s);
 
   /// What prepare() found of one side: K points a leaf (0: not alike), the first leaf's cell
-  /// and its first point.
+  /// and its first point, the leaves, the first leaf's row in M and L (FarPlan::rows).
   struct Side {
-    int k = 0, leaf0 = 0, begin0 = 0, leaves = 0;
+    int k = 0, leaf0 = 0, begin0 = 0, leaves = 0, row0 = 0;
   };
 
  private:
@@ -437,6 +451,7 @@ class LatticeLevels {
   /// A full level: its parents, the first of them and its first child (0 parents: not full).
   struct Level {
     int parents = 0, parent0 = 0, child0 = 0;
+    int parent_row0 = 0, child_row0 = 0;  ///< their rows in M and L (FarPlan::rows)
   };
 
  private:
@@ -507,11 +522,11 @@ class FarStages {
   }
   /// The full levels by products from `parents` parents up (LatticeLevels::set_min_parents).
   void set_lattice_levels_from(int parents) { levels_.set_min_parents(parents); }
-  /// The multipoles of the last upward(): count() double2 (n_scells x 3 x ncoef(p)), for the
+  /// The multipoles of the last upward(): multipole_count() double2 (rows x 3 x ncoef(p)), for the
   /// ranks to sum where they share the upward pass.
   double2* multipoles() { return work_.M.data(); }
   static std::size_t multipole_count(const FarPlan& f) {
-    return static_cast<std::size_t>(f.n_scells) * 3 * cidx(f.p + 1, 0);
+    return multipole_rows(f) * 3 * cidx(f.p + 1, 0);
   }
   /// The lattice and mean terms, M2L, L2L, join(), L2P (see the class comment); near: 12
   /// values per sorted target, double when near_double, else float (or null).

@@ -120,6 +120,9 @@ struct Timings {
   long long n_p2p_entries = 0;
   long long n_m2p = 0;                   ///< the LET's multipoles evaluated at single targets (CPU, Comm)
   long long n_l2l = 0;                   ///< GpuEvaluator: the L2L's translations (the children it formed)
+  /// GpuEvaluator: the source tree's cells, and those whose multipoles and local expansions it
+  /// keeps (all but on R ranks with the uniform levels in windows: fmm/expansion_rows.h).
+  long long cells = 0, expansion_cells = 0;
   /// GPU: the P2M or the L2P as matrix products, every leaf holding the same points (a lattice:
   /// fmm/lattice_leaves.h).
   bool lattice_leaves = false;

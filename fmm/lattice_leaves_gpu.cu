@@ -24,10 +24,12 @@ namespace {
 // The L2P's results one matrix product writes at once: at most 2^23 doubles (64 MiB), a run of leaves.
 constexpr std::size_t kOutDoubles = std::size_t(1) << 23;
 
-// found[0 .. 3]: alike (1, cleared by any leaf that differs), K, the first leaf's cell, its
-// first point.  Block per leaf b, its threads over the leaf's points.
+// found[0 .. 4]: alike (1, cleared by any leaf that differs), K, the first leaf's cell, its
+// first point, its row in M and L (FarPlan::rows: the leaves' rows must follow one another too).
+// Block per leaf b, its threads over the leaf's points.
 __global__ void alike_kernel(const int* __restrict__ leaves, int n, const GCell* __restrict__ cells,
-                             const double4_32a* __restrict__ x, double tol, int* __restrict__ found) {
+                             const double4_32a* __restrict__ x, const int* __restrict__ rows, double tol,
+                             int* __restrict__ found) {
   const int b = blockIdx.x;
   const GCell c0 = cells[leaves[0]], c = cells[leaves[b]];
   const int k = c0.end - c0.begin;
@@ -35,8 +37,11 @@ __global__ void alike_kernel(const int* __restrict__ leaves, int n, const GCell*
     found[1] = k;
     found[2] = leaves[0];
     found[3] = c0.begin;
+    found[4] = static_cast<int>(row_of(rows, leaves[0]));
   }
-  if (leaves[b] != leaves[0] + b || c.begin != c0.begin + b * k || c.end - c.begin != k) {
+  const long long row0 = row_of(rows, leaves[0]);
+  if (leaves[b] != leaves[0] + b || c.begin != c0.begin + b * k || c.end - c.begin != k || row0 < 0 ||
+      row_of(rows, leaves[b]) != row0 + b) {
     if (threadIdx.x == 0) atomicAnd(found, 0);
     return;
   }
@@ -108,24 +113,26 @@ void LatticeLeaves::prepare(const FarPlan& f) {
       f.tgt_leaves == f.src_leaves && f.tcells == f.scells && f.xt == f.xs && f.n_tgt_leaves == f.n_src_leaves;
   const bool look_s = !f.own && f.n_src_leaves > 0, look_t = f.n_tgt_leaves > 0 && !(same && look_s);
   if (!look_s && !look_t) return;
-  found_.reserve(8);
-  const int ones[8] = {1, 0, 0, 0, 1, 0, 0, 0};
+  found_.reserve(10);  // targets', sources' (alike_kernel)
+  const int ones[10] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0};
   VH_CHECK_CUDA(cudaMemcpy(found_.data(), ones, sizeof ones, cudaMemcpyHostToDevice));
   const double tol = kLatticeLeafTolerance * f.side0;
   if (look_s) {
-    alike_kernel<<<f.n_src_leaves, 64>>>(f.src_leaves, f.n_src_leaves, f.scells, f.xs, tol, found_.data() + 4);
+    alike_kernel<<<f.n_src_leaves, 64>>>(f.src_leaves, f.n_src_leaves, f.scells, f.xs, f.rows, tol,
+                                                 found_.data() + 5);
     VH_CHECK_LAUNCH();
   }
   if (look_t) {
-    alike_kernel<<<f.n_tgt_leaves, 64>>>(f.tgt_leaves, f.n_tgt_leaves, f.tcells, f.xt, tol, found_.data());
+    alike_kernel<<<f.n_tgt_leaves, 64>>>(f.tgt_leaves, f.n_tgt_leaves, f.tcells, f.xt, f.rows, tol,
+                                                 found_.data());
     VH_CHECK_LAUNCH();
   }
-  int h[8];
+  int h[10];
   VH_CHECK_CUDA(cudaMemcpy(h, found_.data(), sizeof h, cudaMemcpyDeviceToHost));
-  if (same && look_s) std::copy(h + 4, h + 8, h);  // the sources' leaves are the targets'
+  if (same && look_s) std::copy(h + 5, h + 10, h);  // the sources' leaves are the targets'
   const int nc = cidx(f.p + 1, 0);
-  if (h[4] && look_s) s_ = Side{h[5], h[6], h[7], f.n_src_leaves};
-  if (h[0] && f.n_tgt_leaves > 0 && (look_t || same)) t_ = Side{h[1], h[2], h[3], f.n_tgt_leaves};
+  if (h[5] && look_s) s_ = Side{h[6], h[7], h[8], f.n_src_leaves, h[9]};
+  if (h[0] && f.n_tgt_leaves > 0 && (look_t || same)) t_ = Side{h[1], h[2], h[3], f.n_tgt_leaves, h[4]};
   // A leaf's L2P results must fit the run one product writes.
   if (t_.k > 0 && 12 * static_cast<std::size_t>(t_.k) > kOutDoubles) t_ = Side{};
   if (t_.k > 0) {
@@ -140,7 +147,7 @@ void LatticeLeaves::p2m(const FarPlan& f, FarWork& w, cudaStream_t s) {
   p2m_matrix_kernel<<<s_.k, f.p + 1, 0, s>>>(f.scells, s_.leaf0, f.xs, f.p, p_.data());
   VH_CHECK_LAUNCH();
   const double* alpha = reinterpret_cast<const double*>(f.alpha + s_.begin0);
-  double* M = reinterpret_cast<double*>(w.M.data()) + static_cast<long long>(s_.leaf0) * ld;
+  double* M = reinterpret_cast<double*>(w.M.data()) + static_cast<long long>(s_.row0) * ld;
   for (int a = 0; a < 3; ++a)
     dgemm_gpu(2 * nc, s_.leaves, s_.k, p_.data(), 2 * nc, alpha + a, 4, 4 * s_.k, M + 2 * a * nc, ld, s);
 }
@@ -155,7 +162,7 @@ void LatticeLeaves::l2p(const FarPlan& f, const FarWork& w, const void* near, bo
         cudaFuncSetAttribute(&l2p_matrix_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shm)));
   l2p_matrix_kernel<<<ld, kThreads, shm, s>>>(f.tcells, t_.leaf0, f.xt, t_.k, f.p, a_.data());
   VH_CHECK_LAUNCH();
-  const double* L = reinterpret_cast<const double*>(w.L.data()) + static_cast<long long>(t_.leaf0) * ld;
+  const double* L = reinterpret_cast<const double*>(w.L.data()) + static_cast<long long>(t_.row0) * ld;
   const int run = static_cast<int>(kOutDoubles / rows);  // leaves a product
   const bool dbl = near && near_double;
   for (int b = 0; b < t_.leaves; b += run) {

@@ -19,20 +19,25 @@ namespace vh::fmm {
 
 namespace {
 
-// found[3 i .. 3 i + 2] of level i: full (1, cleared by any parent that differs), the first
-// parent, its first child.  M2M: thread per parent q of the level's list, the source cells' child
-// counts and first children.
+// found[5 i .. 5 i + 4] of level i: full (1, cleared by any parent that differs), the first
+// parent, its first child, and their rows in M and L (FarPlan::rows: the rows must follow one
+// another as the cells do).  M2M: thread per parent q of the level's list, the source cells'
+// child counts and first children.
 __global__ void full_up_kernel(const int* __restrict__ parents, int n, const int* __restrict__ first_child,
-                               const int* __restrict__ nchild, const GCell* __restrict__ cells, double tol,
-                               int* __restrict__ found) {
+                               const int* __restrict__ nchild, const GCell* __restrict__ cells,
+                               const int* __restrict__ rows, double tol, int* __restrict__ found) {
   const int q = blockIdx.x * blockDim.x + threadIdx.x;
   if (q >= n) return;
   const int p0 = parents[0], f0 = first_child[p0], pq = parents[q];
+  const long long rp0 = row_of(rows, p0), rf0 = row_of(rows, f0);
   if (q == 0) {
     found[1] = p0;
     found[2] = f0;
+    found[3] = static_cast<int>(rp0);
+    found[4] = static_cast<int>(rf0);
   }
-  if (pq != p0 + q || nchild[pq] != 8 || first_child[pq] != f0 + 8 * q) {
+  if (pq != p0 + q || nchild[pq] != 8 || first_child[pq] != f0 + 8 * q || rp0 < 0 || rf0 < 0 ||
+      row_of(rows, pq) != rp0 + q || row_of(rows, f0 + 8 * q + 7) != rf0 + 8 * q + 7) {
     atomicAnd(found, 0);
     return;
   }
@@ -45,18 +50,22 @@ __global__ void full_up_kernel(const int* __restrict__ parents, int n, const int
 }
 
 // L2L: thread per child j of the level's list (n of them, the parents' children in order).
-__global__ void full_down_kernel(const int* __restrict__ children, int n, const GCell* __restrict__ cells, double tol,
-                                 int* __restrict__ found) {
+__global__ void full_down_kernel(const int* __restrict__ children, int n, const GCell* __restrict__ cells,
+                                 const int* __restrict__ rows, double tol, int* __restrict__ found) {
   const int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= n) return;
   const int c0 = children[0], cj = children[j];
   const GCell C0 = cells[c0];
+  const long long rp0 = row_of(rows, C0.parent), rc0 = row_of(rows, c0);
   if (j == 0) {
     found[1] = C0.parent;
     found[2] = c0;
+    found[3] = static_cast<int>(rp0);
+    found[4] = static_cast<int>(rc0);
   }
   const GCell C = cells[cj];
-  if (cj != c0 + j || C.parent != C0.parent + j / 8) {
+  if (cj != c0 + j || C.parent != C0.parent + j / 8 || rp0 < 0 || rc0 < 0 || row_of(rows, cj) != rc0 + j ||
+      row_of(rows, C.parent) != rp0 + j / 8) {
     atomicAnd(found, 0);
     return;
   }
@@ -97,28 +106,30 @@ __global__ void level_matrix_kernel(const GCell* __restrict__ cells, int parent0
   col[2 * c + 1] = im;
 }
 
-// Looks at the levels (offset, count) of `lists` with launch(first, count, found), a found triple
-// a level, and returns those found full with at least min_parents parents.
+// Looks at the levels (offset, count) of `lists` with launch(first, count, found), five found
+// values a level, and returns those found full with at least min_parents parents.
 template <class Launch>
 std::vector<LatticeLevels::Level> full_levels(const std::vector<std::pair<int, int>>& lists, int per_parent,
                                               int min_parents, DeviceArray<int>& found, const Launch& launch) {
   const std::size_t nl = lists.size();
   std::vector<LatticeLevels::Level> out(nl);
-  std::vector<int> h(3 * nl, 0);
+  std::vector<int> h(5 * nl, 0);
   bool any = false;
   for (std::size_t i = 0; i < nl; ++i)
     if (lists[i].second / per_parent >= min_parents && lists[i].second % per_parent == 0) {
-      h[3 * i] = 1;
+      h[5 * i] = 1;
       any = true;
     }
   if (!any) return out;
-  found.reserve(3 * nl);
+  found.reserve(5 * nl);
   VH_CHECK_CUDA(cudaMemcpy(found.data(), h.data(), h.size() * sizeof(int), cudaMemcpyHostToDevice));
   for (std::size_t i = 0; i < nl; ++i)
-    if (h[3 * i]) launch(lists[i].first, lists[i].second, found.data() + 3 * i);
+    if (h[5 * i]) launch(lists[i].first, lists[i].second, found.data() + 5 * i);
   VH_CHECK_CUDA(cudaMemcpy(h.data(), found.data(), h.size() * sizeof(int), cudaMemcpyDeviceToHost));
   for (std::size_t i = 0; i < nl; ++i)
-    if (h[3 * i]) out[i] = LatticeLevels::Level{lists[i].second / per_parent, h[3 * i + 1], h[3 * i + 2]};
+    if (h[5 * i])
+      out[i] = LatticeLevels::Level{lists[i].second / per_parent, h[5 * i + 1], h[5 * i + 2], h[5 * i + 3],
+                                    h[5 * i + 4]};
   return out;
 }
 
@@ -133,11 +144,11 @@ void LatticeLevels::prepare(const FarPlan& f) {
   if (!f.own)
     up_ = full_levels(f.m2m_levels, 1, min_parents_, found_, [&](int first, int n, int* found) {
       full_up_kernel<<<(n + kThreads - 1) / kThreads, kThreads>>>(f.parents + first, n, f.first_child, f.nchild,
-                                                                  f.scells, tol, found);
+                                                                  f.scells, f.rows, tol, found);
       VH_CHECK_LAUNCH();
     });
   down_ = full_levels(f.l2l_levels, 8, min_parents_, found_, [&](int first, int n, int* found) {
-    full_down_kernel<<<(n + kThreads - 1) / kThreads, kThreads>>>(f.children + first, n, f.tcells, tol, found);
+    full_down_kernel<<<(n + kThreads - 1) / kThreads, kThreads>>>(f.children + first, n, f.tcells, f.rows, tol, found);
     VH_CHECK_LAUNCH();
   });
   if (count() > 0) {
@@ -190,8 +201,8 @@ void LatticeLevels::products(const Level& v, int p, double* X, bool up, cudaStre
   for (int o = 0; o < 8; ++o)
     for (int a = 0; a < 3; ++a) {
       const double* T = t_.data() + static_cast<long long>(o) * n2 * n2;
-      double* parents = X + static_cast<long long>(v.parent0) * ld + n2 * a;
-      double* children = X + static_cast<long long>(v.child0 + o) * ld + n2 * a;
+      double* parents = X + static_cast<long long>(v.parent_row0) * ld + n2 * a;
+      double* children = X + static_cast<long long>(v.child_row0 + o) * ld + n2 * a;
       if (up)
         dgemm_gpu(n2, v.parents, n2, T, n2, children, 1, 8 * ld, parents, ld, s, true);
       else

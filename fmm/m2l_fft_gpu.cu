@@ -64,6 +64,10 @@ __global__ void fold_kernel(int p, long long V, int m, int zbase, const double2*
   const int f = static_cast<int>(r % nf), a = static_cast<int>(r / nf % 3), cs = static_cast<int>(r / nf / 3);
   const int n = degree_of(f), mo = f - n * n - n;
   const long long cell = grid[child_of(P, cs, m, zbase)];
+  if (cell < 0) {  // a cell whose multipole no target of the window reads (kept nowhere)
+    Mh[i] = make_double2(0, 0);
+    return;
+  }
   double2 v = M[cell * 3 * nc + a * nc + cidx(n, mo < 0 ? -mo : mo)];
   if (mo < 0) negm(-mo, v.x, v.y);
   m2l_fold(n, v.x, v.y);
@@ -152,6 +156,7 @@ __global__ void scatter_kernel(int p, long long V, int m, int zbase, int z0, int
   const int c = static_cast<int>(r % nc), a = static_cast<int>(r / nc % 3), ct = static_cast<int>(r / nc / 3);
   const long long zl = ((z0 + Q / m / m - zbase) % m + m) % m, P = zl * m * m + Q % (static_cast<long long>(m) * m);
   const long long cell = grid[child_of(P, ct, m, zbase)];
+  if (cell < 0) return;  // never for the target planes' cells
   double2& o = L[cell * 3 * nc + a * nc + c];
   const double s = 1.0 / static_cast<double>(V);
   const double2 v = Lh[r * V + P];

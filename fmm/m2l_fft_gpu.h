@@ -94,9 +94,10 @@ class M2LFftGpu {
 
   /// Adds the level's M2L into the local expansions: M and L device arrays of double2, one
   /// expansion of 3 ncoef(p) coefficients per tree cell (the far field's layout), and grid the
-  /// device array of level_grid() (n^3 cell indices); only the children of the parent planes
-  /// z0 .. z0 + nz - 1 (mod m; nz 0: planes()) take theirs.  Issued on `stream` (null: the
-  /// legacy stream), not waited for.
+  /// device array of level_grid() (n^3 cell indices, or the cells' rows in M and L: FarPlan::
+  /// rows, -1 for a cell that keeps none, whose multipole counts as zero); only the children of
+  /// the parent planes z0 .. z0 + nz - 1 (mod m; nz 0: planes()) take theirs.  Issued on
+  /// `stream` (null: the legacy stream), not waited for.
   void apply_device(const void* M, void* L, const int* grid, CUstream_st* stream, int z0 = 0, int nz = 0);
   /// The same on host arrays (ncells x 3 ncoef(p) each; L added to), for the tests and benches.
   void apply(const std::vector<std::complex<double>>& M, std::vector<std::complex<double>>& L,

@@ -365,7 +365,7 @@ RowBases m2l_row_bases(int p, bool single) {
 }  // namespace
 
 void far_clear_locals(const FarPlan& f, FarWork& w, cudaStream_t s) {
-  const std::size_t count = static_cast<std::size_t>(f.n_tcells) * 3 * cidx(f.p + 1, 0);
+  const std::size_t count = local_rows(f) * 3 * cidx(f.p + 1, 0);
   w.L.reserve(count);
   if (count) VH_CHECK_CUDA(cudaMemsetAsync(w.L.data(), 0, count * sizeof(double2), s));
 }
@@ -411,11 +411,13 @@ void far_m2l(const FarPlan& f, FarWork& w, cudaStream_t s) {
   const int q = (nc + 31) / 32;  // (l, m) outputs per lane
   const std::size_t shm_m2l =
       warps * ws * cx + nfp * sizeof(unsigned) + (p + 2) * sizeof(double) + (p + 1 + nf) * sizeof(int);
+  // (Its cells index M and L: with FarPlan::rows, the cells 0 .. whole - 1 only, at their index.)
+  const int folded = f.rows ? f.whole : f.n_scells;
   if (f.single_m2l) {
-    w.Mfold.reserve(static_cast<std::size_t>(f.n_scells) * 3 * nfp);
-    const long long total = static_cast<long long>(f.n_scells) * 3 * nfp;
+    w.Mfold.reserve(static_cast<std::size_t>(folded) * 3 * nfp);
+    const long long total = static_cast<long long>(folded) * 3 * nfp;
     fold_multipoles_kernel<<<static_cast<int>(std::min<long long>(65535, (total + 255) / 256)), 256, 0, s>>>(
-        f.n_scells, f.scells, p, f.side0, w.M.data(), w.Mfold.data());
+        folded, f.scells, p, f.side0, w.M.data(), w.Mfold.data());
     VH_CHECK_LAUNCH();
   }
   auto launch = [&](auto kernel) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "base/cuda_check.h"
 #include "base/launch.h"
@@ -54,6 +55,15 @@ __global__ void add_kernel(long long n, int k, const int* __restrict__ ids, cons
   m.y += in[i].y;
 }
 
+// ids[i] = rows[ids[i]], i < n; bad set where one has none.
+__global__ void to_rows_kernel(long long n, const int* __restrict__ rows, int* __restrict__ ids, int* __restrict__ bad) {
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  const int r = rows[ids[i]];
+  if (r < 0) *bad = 1;
+  ids[i] = r;
+}
+
 }  // namespace
 
 void MultipoleHalo::plan(DeviceComm& comm, const GCell* cells, int L, double lo_z, double side0, const int* own,
@@ -70,6 +80,7 @@ void MultipoleHalo::plan(DeviceComm& comm, const GCell* cells, int L, double lo_
   while (first > 2 && planes[first - 1].count < (1 << (first - 1))) --first;
   first = static_cast<int>(-c.max(-static_cast<double>(first)));
   active_ = R > 1 && first <= L;
+  from_ = first;
   prefix_ = level_offset(first);
   if (!active_) return;
 
@@ -115,6 +126,21 @@ void MultipoleHalo::plan(DeviceComm& comm, const GCell* cells, int L, double lo_
   comm.alltoallv(send_ids_.data(), sc_, sd_, recv_ids_.data(), rc_, rd_, sizeof(int));
   send_.reserve(std::max<std::size_t>(total, 1) * coefficients);
   recv_.reserve(std::max<std::size_t>(received, 1) * coefficients);
+}
+
+void MultipoleHalo::to_rows(const int* rows) {
+  if (!active_ || !rows) return;
+  DeviceArray<int> bad(1);
+  bad.zero();
+  for (auto [ids, n] : {std::pair<int*, std::size_t>{send_ids_.data(), n_send_}, {recv_ids_.data(), n_recv_}}) {
+    if (n == 0) continue;
+    to_rows_kernel<<<blocks_for(static_cast<long long>(n), 256), 256>>>(static_cast<long long>(n), rows, ids,
+                                                                         bad.data());
+    VH_CHECK_LAUNCH();
+  }
+  int b = 0;
+  bad.download(&b, 1);
+  if (b) throw std::logic_error("MultipoleHalo: a cell exchanged outside the cells M keeps");
 }
 
 void MultipoleHalo::exchange(double2* M, cudaStream_t stream) {

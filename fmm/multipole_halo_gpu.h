@@ -10,7 +10,8 @@
 //     some of its sources and lie in that rank's source planes (a rank's slab and the stencil's
 //     reach: its neighbours), with the cells' indices, and adds what it receives to its own, in
 //     the senders' rank order (the same sums on every run).
-// The cells of the other planes keep this rank's part only; no M2L of this rank reads them.
+// The cells of the other planes keep this rank's part only; no M2L of this rank reads them (and
+// where M keeps only the windows' cells, fmm/expansion_rows.h, they have no place at all).
 // CUDA sources only.
 #pragma once
 
@@ -20,14 +21,10 @@
 
 #include "base/device_buffer.h"
 #include "base/device_comm.h"
+#include "fmm/expansion_rows.h"
 #include "fmm/far_gpu_device.h"
 
 namespace vh::fmm {
-
-/// Level l's cells of the z planes [first, first + count) (mod 2^l); count 2^l: all of them.
-struct PlaneWindow {
-  int first = 0, count = 0;
-};
 
 class MultipoleHalo {
  public:
@@ -42,6 +39,12 @@ class MultipoleHalo {
   bool active() const { return active_; }
   /// No plan: the caller sums every multipole.
   void clear() { active_ = false; }
+  /// The first level exchanged by cells (the last plan()); the levels below are all-reduced.
+  int from_level() const { return from_; }
+  /// After plan(): M's rows are `rows` (cell -> row, FarPlan::rows; the levels below
+  /// from_level() at their cells' index), no longer the cells' indices.  Throws
+  /// std::logic_error where a cell sent or received has no row.
+  void to_rows(const int* rows);
   /// Sums the ranks' parts of M (device, cells x coefficients double2) where this rank needs
   /// them (the header's two steps); stream: the one M was written on (packing and adding run on
   /// it; returns with the sums issued on it).
@@ -56,6 +59,7 @@ class MultipoleHalo {
   bool active_ = false;
   int coefficients_ = 0;
   long long prefix_ = 0;  // cells of the all-reduce: levels 0 .. first windowed - 1
+  int from_ = 0;          // that first windowed level
   std::size_t n_send_ = 0, n_recv_ = 0;
   std::vector<std::size_t> sc_, sd_, rc_, rd_;
   DeviceArray<int> send_ids_, recv_ids_, flags_, picked_, windows_, n_selected_;

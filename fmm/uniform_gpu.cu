@@ -12,6 +12,7 @@
 #include "base/comm.h"
 #include "base/cuda_check.h"
 #include "base/launch.h"
+#include "fmm/expansion_rows.h"
 
 namespace vh::fmm {
 
@@ -34,6 +35,30 @@ __global__ void grid_kernel(const GCell* __restrict__ cells, int ncells, double 
   const int ix = grid_coordinate(C.cx, lox, side, n), iy = grid_coordinate(C.cy, loy, side, n),
             iz = grid_coordinate(C.cz, loz, side, n);
   grid[((1LL << (3 * C.level)) - 1) / 7 + (static_cast<long long>(iz) * n + iy) * n + ix] = c;
+}
+
+// flags[c] = 1 where M and L keep cell c (expansion_rows.h): the levels below `from` whole, the
+// others in their windows (w: first and count of each level 0 .. L).
+__global__ void keep_kernel(const GCell* __restrict__ cells, int ncells, double lo_z, double side0, int from,
+                            const int2* __restrict__ w, int* __restrict__ flags) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= ncells) return;
+  const GCell C = cells[c];
+  const int2 v = w[C.level];
+  flags[c] = keeps_expansions(C.level, cell_plane(C.cz, C.level, lo_z, side0), from, PlaneWindow{v.x, v.y});
+}
+
+// rows[c] = its place among the kept cells (rows: their exclusive prefix count), -1 for the others.
+__global__ void rows_kernel(int ncells, const int* __restrict__ flags, int* __restrict__ rows) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c < ncells && !flags[c]) rows[c] = -1;
+}
+
+// out[g] = rows[grid[g]]: the level grids as rows of M and L.
+__global__ void grid_rows_kernel(long long n, const int* __restrict__ grid, const int* __restrict__ rows,
+                                 int* __restrict__ out) {
+  const long long g = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (g < n) out[g] = rows[grid[g]];
 }
 
 // The particles' smallest margins inside their cells of level L (side s, the cell (ix, iy, iz)
@@ -181,6 +206,12 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, const double4
                        int first_plane, int planes, const Comm* over) {
   const int L = levels - 1;
   refused_.clear();
+  n_rows_ = 0;  // every cell at its index until keep_rows()
+  whole_ = 0;
+  ncells_ = ncells;
+  L_ = L;
+  lo_z_ = lo[2];
+  side0_ = side0;
   if (p > 14 || !complete(ncells, levels, static_cast<int>(1LL << (3 * L)))) {
     refused_ = p > 14 ? "p > 14" : "not a complete tree";
     return false;
@@ -386,6 +417,68 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, const double4
   return true;
 }
 
+namespace {
+
+// The rows of M and L of `ncells` device cells (expansion_rows.h: levels below `from` whole, the
+// others in the windows w, a level each) into rows (ncells entries, -1 for a cell kept nowhere);
+// returns the number of rows.
+int expansion_rows_device(const GCell* cells, int ncells, double lo_z, double side0, int from,
+                          const std::vector<PlaneWindow>& w, DeviceArray<int>& rows, DeviceBytes& temp) {
+  std::vector<int2> wv(w.size());
+  for (std::size_t l = 0; l < w.size(); ++l) wv[l] = make_int2(w[l].first, w[l].count);
+  const DeviceArray<int2> wd(wv);
+  DeviceArray<int> flags(static_cast<std::size_t>(ncells) + 1);
+  VH_CHECK_CUDA(cudaMemset(flags.data() + ncells, 0, sizeof(int)));
+  keep_kernel<<<blocks_for(ncells, 256), 256>>>(cells, ncells, lo_z, side0, from, wd.data(), flags.data());
+  VH_CHECK_LAUNCH();
+  rows.resize(static_cast<std::size_t>(ncells) + 1);
+  std::size_t bytes = 0;
+  VH_CHECK_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, bytes, flags.data(), rows.data(), ncells + 1));
+  temp.reserve(std::max<std::size_t>(bytes, 1));
+  VH_CHECK_CUDA(cub::DeviceScan::ExclusiveSum(temp.data(), bytes, flags.data(), rows.data(), ncells + 1));
+  int n = 0;
+  VH_CHECK_CUDA(cudaMemcpy(&n, rows.data() + ncells, sizeof(int), cudaMemcpyDeviceToHost));
+  rows_kernel<<<blocks_for(ncells, 256), 256>>>(ncells, flags.data(), rows.data());
+  VH_CHECK_LAUNCH();
+  return n;
+}
+
+}  // namespace
+
+void UniformFar::keep_rows(const GCell* cells, int from) {
+  n_rows_ = 0;
+  whole_ = 0;
+  if (from > L_) return;  // every cell at its index
+  std::vector<PlaneWindow> w = source_planes();
+  w.resize(static_cast<std::size_t>(L_) + 1, PlaneWindow{0, 1 << L_});  // (no FFT level: whole)
+  for (const auto& [l, f] : fft_) {  // a window must hold its targets' planes (a reach about 0)
+    const ParentReach r = parent_z_reach(f.st);
+    if (r.lo > 0 || r.hi < 0) w[l] = {0, 1 << l};
+  }
+  n_rows_ = expansion_rows_device(cells, ncells_, lo_z_, side0_, from, w, rows_, scan_temp_);
+  const long long ng = level_offset(L_ + 1);
+  row_grid_.resize(static_cast<std::size_t>(ng));
+  grid_rows_kernel<<<blocks_for(ng, 256), 256>>>(ng, grid_.data(), rows_.data(), row_grid_.data());
+  VH_CHECK_LAUNCH();
+  whole_ = static_cast<int>(level_offset(from));
+}
+
+int expansion_rows_gpu(const std::vector<Cell>& cells, double lo_z, double side0, int from,
+                       const std::vector<PlaneWindow>& windows, std::vector<int>& rows) {
+  std::vector<GCell> g(cells.size());
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const Cell& c = cells[i];
+    g[i] = GCell{c.center[0], c.center[1], c.center[2], c.begin, c.end, c.parent, c.level};
+  }
+  const DeviceArray<GCell> dg(g);
+  DeviceArray<int> dr;
+  DeviceBytes temp;
+  const int n = expansion_rows_device(dg.data(), static_cast<int>(g.size()), lo_z, side0, from, windows, dr, temp);
+  rows.resize(cells.size());
+  dr.download(rows.data(), rows.size());
+  return n;
+}
+
 std::vector<PlaneWindow> UniformFar::source_planes() const {
   const int L = fft_.empty() ? 1 : fft_.rbegin()->first;
   std::vector<PlaneWindow> w(L + 1);
@@ -400,8 +493,9 @@ std::vector<PlaneWindow> UniformFar::source_planes() const {
 }
 
 void UniformFar::m2l(const double2* M, double2* L, cudaStream_t s) const {
+  const int* grid = n_rows_ > 0 ? row_grid_.data() : grid_.data();  // the cells' rows of M and L
   for (const auto& [l, f] : fft_)
-    f.op->apply_device(M, L, grid_.data() + level_offset(l), s, f.z0, f.nz);
+    f.op->apply_device(M, L, grid + level_offset(l), s, f.z0, f.nz);
 }
 
 void uniform_m2l(const UniformFar* u, FarWork& w, cudaStream_t s) {

@@ -83,13 +83,29 @@ class UniformFar {
   /// or of a level in windows (build's first_plane, planes) the children of the window's
   /// source parent planes (fmm/multipole_halo_gpu.h).
   std::vector<PlaneWindow> source_planes() const;
-  /// The M2L of levels 2 .. L from the multipoles M into the locals L (FarWork's arrays), on s.
+  /// Keeps in M and L (FarPlan::rows) every cell of the levels below `from` and, from `from` on,
+  /// the cells of each level's source planes (source_planes()), which hold every cell that this
+  /// rank's P2M, M2M, M2L, L2L and L2P touch (fmm/expansion_rows.h); from > L: every cell at its
+  /// index (rows() null).  cells: build()'s.  Until the next build().
+  void keep_rows(const GCell* cells, int from);
+  /// Cell -> row of M and L, -1 for the cells kept nowhere (keep_rows); null: every cell's index.
+  const int* rows() const { return n_rows_ > 0 ? rows_.data() : nullptr; }
+  int n_rows() const { return n_rows_; }
+  /// The cells 0 .. whole() - 1 are kept at their index (the levels below keep_rows' `from`).
+  int whole() const { return whole_; }
+
+  /// The M2L of levels 2 .. L from the multipoles M into the locals L (FarWork's arrays: by the
+  /// rows of keep_rows), on s.
   void m2l(const double2* M, double2* L, cudaStream_t s) const;
 
  private:
   std::string refused_;
   DeviceArray<unsigned long long> margins_;  // margin_kernel's two minima
   DeviceArray<int> grid_;  // level l's cells in grid order at offset (8^l - 1) / 7
+  DeviceArray<int> rows_, row_grid_;  // keep_rows: cell -> row; grid_ as rows
+  int n_rows_ = 0, whole_ = 0;
+  int ncells_ = 0, L_ = 0;  // build()'s tree
+  double lo_z_ = 0, side0_ = 0;
   DeviceArray<int> targets_, goffset_, groups_;
   DeviceArray<int2> entries_;
   int n_targets_ = 0;

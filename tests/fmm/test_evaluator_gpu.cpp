@@ -181,6 +181,37 @@ TEST(EvaluatorGpuStages, DeviceTreeEqualsHostTree) {
   expect_same_tree(one.x, one.sigma, false, 8, "one point");
 }
 
+// The rows of M and L that a rank keeps (UniformFar::keep_rows' kernels) are the host rule's
+// (fmm/expansion_rows.h), on the complete tree of a 32³ lattice (levels 0 .. 4) with windows of
+// every first plane and count, across the box's top face too, from each level on.
+TEST(EvaluatorGpuStages, ExpansionRowsAreTheHostRule) {
+  VH_NEED_GPU();
+  const Blobs l = lattice(32, 0, 3);
+  const double half = kBoxLength / 2;
+  const Tree t = build_tree(l.x, l.sigma, {half, half, half}, half, 8, TreeBuild{true, false});
+  ASSERT_EQ(t.levels.size(), 5u);
+  std::vector<int> level, plane;
+  for (const Cell& c : t.cells) {
+    level.push_back(c.level);
+    plane.push_back(cell_plane(c.center[2], c.level, 0.0, kBoxLength));
+  }
+  std::mt19937 gen(11);
+  for (int from = 2; from <= 5; ++from)
+    for (int trial = 0; trial < 8; ++trial) {
+      std::vector<PlaneWindow> w;
+      for (int v = 0; v <= 4; ++v) {
+        const int n = 1 << v;
+        w.push_back({static_cast<int>(gen() % n), 1 + static_cast<int>(gen() % n)});
+      }
+      std::vector<int> host, dev;
+      const int nh = expansion_rows(level, plane, from, w, host);
+      const int nd = expansion_rows_gpu(t.cells, 0.0, kBoxLength, from, w, dev);
+      EXPECT_EQ(nd, nh) << "from " << from << " trial " << trial;
+      EXPECT_EQ(dev, host) << "from " << from << " trial " << trial;
+      EXPECT_LE(nh, static_cast<int>(t.cells.size()));
+    }
+}
+
 // The far lattice and the mean terms on the device: the host's operations, the host's bits.
 TEST(EvaluatorGpuStages, PeriodicTermsEqualHost) {
   VH_NEED_GPU();

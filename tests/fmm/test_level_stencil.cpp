@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "fmm/expansion_rows.h"
 #include "fmm/level_stencil.h"
 #include "level_setup.h"
 
@@ -214,6 +215,41 @@ TEST(LevelStencil, TheWindowsExtentAndBytes) {
   const double four = m2l_fft_set_bytes(6, 13, 0.8, rcut, 256, 4);
   EXPECT_NEAR(four / whole, 14.0 / 32, 0.03);
   EXPECT_LT(m2l_fft_set_bytes(6, 13, 0.8, rcut, 256, 8), four);
+}
+
+// fmm/expansion_rows.h: a rank keeps the expansions of the levels below `from` and of its
+// windows' planes, numbered in cell order. The tree of a 16³ lattice (ncrit 8: levels 0 .. 3,
+// complete), windows across the box's top face (level 2: planes 3, 0; level 3: 6, 7, 0, 1):
+// 9 cells of levels 0 and 1, 2 planes of 16 cells, 4 of 64, each cell once and in order.
+TEST(ExpansionRows, TheLevelsBelowWholeAndTheWindowsPlanes) {
+  std::vector<Vec3> x;
+  const double h = kBoxLength / 16;
+  for (int k = 0; k < 16; ++k)
+    for (int j = 0; j < 16; ++j)
+      for (int i = 0; i < 16; ++i) x.push_back({(i + 0.5) * h, (j + 0.5) * h, (k + 0.5) * h});
+  const double half = kBoxLength / 2;
+  const Tree t = build_tree(x, std::vector<double>(x.size(), h), {half, half, half}, half, 8, TreeBuild{true, false});
+  ASSERT_EQ(t.cells.size(), 1u + 8 + 64 + 512);
+  std::vector<int> level, plane;
+  for (const Cell& c : t.cells) {
+    level.push_back(c.level);
+    plane.push_back(cell_plane(c.center[2], c.level, 0.0, kBoxLength));
+  }
+  const std::vector<PlaneWindow> w{{0, 1}, {0, 2}, {3, 2}, {6, 4}};
+  std::vector<int> rows;
+  const int n = expansion_rows(level, plane, 2, w, rows);
+  EXPECT_EQ(n, 9 + 2 * 16 + 4 * 64);
+  int next = 0;
+  for (std::size_t c = 0; c < rows.size(); ++c) {
+    // The window written out: the planes (cz / side) of the cell's level.
+    const int z = static_cast<int>(std::floor(t.cells[c].center[2] / (kBoxLength / (1 << level[c]))));
+    const bool kept = level[c] < 2 || (level[c] == 2 && (z == 3 || z == 0)) || (level[c] == 3 && (z >= 6 || z <= 1));
+    EXPECT_EQ(rows[c], kept ? next : -1) << "cell " << c << " level " << level[c] << " plane " << z;
+    if (kept) ++next;
+  }
+  // Below `from` the rows are the cells' indices; from past the last level, every cell is kept.
+  for (int c = 0; c < 9; ++c) EXPECT_EQ(rows[c], c);
+  EXPECT_EQ(expansion_rows(level, plane, 4, w, rows), static_cast<int>(t.cells.size()));
 }
 
 }  // namespace
