@@ -105,13 +105,16 @@ class GpuEvaluator {
   /// says), u and ∇u are written for sources [first, first + count) of share_upward, at d_u[3 (i -
   /// first) + m] and d_grad[9 (i - first) + ...]. The tree, and with fmm.m2l = fft its uniform
   /// levels, are the whole set's, as evaluate_self builds them on one rank; the P2P, the L2P and
-  /// the lists' M2L run for the leaves and cells that hold this rank's sources only (the FFTs of
-  /// the uniform levels stay whole). The results are evaluate_self's rows [first, first + count)
+  /// the lists' M2L run for the leaves and cells that hold this rank's sources only, the uniform
+  /// levels' FFTs over the windows of planes above them, and with the upward pass shared M and L
+  /// keep only the cells of those windows (fmm/expansion_rows.h). The results are evaluate_self's
+  /// rows [first, first + count)
   /// up to the order of the multipoles' sums when the upward pass is shared (round-off), and bit
   /// for bit when it is not, except where the leaves are alike (set_lattice_leaves) and this
   /// rank's are not one consecutive run of them: its L2P then takes the per-leaf kernel where
   /// evaluate_self takes the matrix product (round-off). Timings: n_p2p_pairs counts this rank's
-  /// P2P tasks' pairs, n_m2l the whole set's translations (the FFTs' levels are whole).
+  /// P2P tasks' pairs, n_m2l the translations of its windows, n_p2p_entries the list entries of
+  /// the leaves of its targets' planes, expansion_cells the cells M and L keep.
   /// std::invalid_argument when [first, first + count) is not within n.
   Timings evaluate_own(const double* d_x, const double* d_alpha, const double* d_sigma, std::size_t n,
                        double* d_u, double* d_grad, bool same_positions = false);

@@ -99,17 +99,21 @@ __global__ void margin_kernel(const GCell* __restrict__ cells, int ncells, int L
 __device__ inline int wrapi(int a, int n) { return ((a % n) + n) % n; }
 __device__ inline int floordiv(int a, int n) { return (a - wrapi(a, n)) / n; }
 
-// Entry e = g E + k: leaf g's k-th near leaf, (source begin, end, shift index, self flag); per
+// The P2P's leaves are the nw leaves from grid index g0 on (mod nl): the leaves of a window of
+// z planes (UniformFar::build's first_plane, planes), or all of them; leaf w of them is grid
+// index (g0 + w) mod nl.
+// Entry e = w E + k: leaf w's k-th near leaf, (source begin, end, shift index, self flag); per
 // leaf its task count; and the pairs, summed over each warp before one atomic add (a thread's
 // own atomic add on the one counter serialised nl E of them: 24 M at 2^24 blobs).
-__global__ void near_kernel(int L, int E, const int* __restrict__ near, const int* __restrict__ grid,
-                            const GCell* __restrict__ cells, const int* __restrict__ shift_of, int r0,
-                            int4* __restrict__ entries, int* __restrict__ ntask, unsigned long long* pairs) {
+__global__ void near_kernel(int L, int E, long long g0, long long nw, const int* __restrict__ near,
+                            const int* __restrict__ grid, const GCell* __restrict__ cells,
+                            const int* __restrict__ shift_of, int r0, int4* __restrict__ entries,
+                            int* __restrict__ ntask, unsigned long long* pairs) {
   const long long n = 1LL << L, nl = n * n * n;
   const long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
   unsigned long long np = 0;
-  if (e < nl * E) {
-    const long long g = e / E;
+  if (e < nw * E) {
+    const long long w0 = e / E, g = (g0 + w0) % nl;
     const int k = static_cast<int>(e % E), w = 2 * r0 + 1;
     const int i[3] = {static_cast<int>(g % n), static_cast<int>(g / n % n), static_cast<int>(g / n / n)};
     int j[3], S[3];
@@ -122,7 +126,7 @@ __global__ void near_kernel(int L, int E, const int* __restrict__ near, const in
     const int sh = shift_of[((S[2] + r0) * w + (S[1] + r0)) * w + (S[0] + r0)];
     entries[e] = make_int4(B.begin, B.end, sh, sh == 0 ? 1 : 0);
     const GCell A = cells[grid[g]];
-    if (k == 0) ntask[g] = (A.end - A.begin + 31) / 32;
+    if (k == 0) ntask[w0] = (A.end - A.begin + 31) / 32;
     np = static_cast<unsigned long long>(A.end - A.begin) * static_cast<unsigned long long>(B.end - B.begin);
   }
   for (int off = 16; off > 0; off >>= 1) np += __shfl_down_sync(0xffffffffu, np, off);
@@ -181,16 +185,18 @@ __global__ void fill_kernel(long long nl, int E, int* __restrict__ count) {
   if (g < nl) count[g] = E;
 }
 
-// Leaf g's tasks: targets begin + 32 k .. (at most 32), entries [g E, g E + count[g]).
-__global__ void task_kernel(int L, int E, const int* __restrict__ grid, const GCell* __restrict__ cells,
-                            const int* __restrict__ first, const int* __restrict__ count, int4* __restrict__ tasks) {
+// Leaf w's tasks (near_kernel's leaves): targets begin + 32 k .. (at most 32), entries
+// [w E, w E + count[w]).
+__global__ void task_kernel(int L, int E, long long g0, long long nw, const int* __restrict__ grid,
+                            const GCell* __restrict__ cells, const int* __restrict__ first,
+                            const int* __restrict__ count, int4* __restrict__ tasks) {
   const long long n = 1LL << L, nl = n * n * n;
-  const long long g = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-  if (g >= nl) return;
-  const GCell A = cells[grid[g]];
-  int t = first[g];
+  const long long w = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (w >= nw) return;
+  const GCell A = cells[grid[(g0 + w) % nl]];
+  int t = first[w];
   for (int b = A.begin; b < A.end; b += 32)
-    tasks[t++] = make_int4(b, min(32, A.end - b), static_cast<int>(g * E), static_cast<int>(g * E + count[g]));
+    tasks[t++] = make_int4(b, min(32, A.end - b), static_cast<int>(w * E), static_cast<int>(w * E + count[w]));
 }
 
 }  // namespace
@@ -368,47 +374,50 @@ bool UniformFar::build(const GCell* cells, int ncells, int levels, const double4
   groups_.upload(groups);
   entries_.upload(entries);
 
-  // The P2P of the leaves.
+  // The P2P of the leaves: those of the planes [first_plane, first_plane + planes) where only
+  // they need their fields (evaluate_own: a rank's own targets), else all.
   const int E = static_cast<int>(near.size());
-  const long long nl = 1LL << (3 * L);
+  const long long side = 1LL << L, g0 = planes > 0 ? first_plane * side * side : 0,
+                  nw = planes > 0 ? planes * side * side : side * side * side;
   std::vector<int> nflat;
   for (const auto& t : near) nflat.insert(nflat.end(), t.begin(), t.end());
   near_.upload(nflat);
   shift_of_.upload(shift_of);
-  p2p_entries_.resize(static_cast<std::size_t>(nl * E));
-  ntask_.resize(static_cast<std::size_t>(nl) + 1);
-  VH_CHECK_CUDA(cudaMemset(ntask_.data() + nl, 0, sizeof(int)));
-  task_first_.resize(static_cast<std::size_t>(nl) + 1);
+  p2p_entries_.resize(static_cast<std::size_t>(nw * E));
+  ntask_.resize(static_cast<std::size_t>(nw) + 1);
+  VH_CHECK_CUDA(cudaMemset(ntask_.data() + nw, 0, sizeof(int)));
+  task_first_.resize(static_cast<std::size_t>(nw) + 1);
   counts_dev_.resize(2);
   counts_dev_.zero();
   const int* gl = grid_.data() + level_offset(L);
-  near_kernel<<<blocks_for(nl * E, 256), 256>>>(L, E, near_.data(), gl, cells, shift_of_.data(), r0,
+  near_kernel<<<blocks_for(nw * E, 256), 256>>>(L, E, g0, nw, near_.data(), gl, cells, shift_of_.data(), r0,
                                                 p2p_entries_.data(), ntask_.data(), counts_dev_.data());
   VH_CHECK_LAUNCH();
   std::size_t bytes = 0;
-  VH_CHECK_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, bytes, ntask_.data(), task_first_.data(), nl + 1));
+  VH_CHECK_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, bytes, ntask_.data(), task_first_.data(), nw + 1));
   scan_temp_.reserve(std::max<std::size_t>(bytes, 1));
-  VH_CHECK_CUDA(cub::DeviceScan::ExclusiveSum(scan_temp_.data(), bytes, ntask_.data(), task_first_.data(), nl + 1));
-  VH_CHECK_CUDA(cudaMemcpy(&n_tasks_, task_first_.data() + nl, sizeof(int), cudaMemcpyDeviceToHost));
-  entry_count_.resize(static_cast<std::size_t>(nl));
+  VH_CHECK_CUDA(cub::DeviceScan::ExclusiveSum(scan_temp_.data(), bytes, ntask_.data(), task_first_.data(), nw + 1));
+  VH_CHECK_CUDA(cudaMemcpy(&n_tasks_, task_first_.data() + nw, sizeof(int), cudaMemcpyDeviceToHost));
+  entry_count_.resize(static_cast<std::size_t>(nw));
   if (E <= kMergeMaxE) {
     const int warps = std::max(1, std::min(8, static_cast<int>((48 << 10) / (2 * E * sizeof(int4)))));
-    merge_kernel<<<blocks_for(nl, warps), 32 * warps, 2 * E * warps * sizeof(int4)>>>(nl, E, p2p_entries_.data(),
+    merge_kernel<<<blocks_for(nw, warps), 32 * warps, 2 * E * warps * sizeof(int4)>>>(nw, E, p2p_entries_.data(),
                                                                                       entry_count_.data());
     VH_CHECK_LAUNCH();
   } else {
-    fill_kernel<<<blocks_for(nl, 256), 256>>>(nl, E, entry_count_.data());
+    fill_kernel<<<blocks_for(nw, 256), 256>>>(nw, E, entry_count_.data());
     VH_CHECK_LAUNCH();
   }
   tasks_.resize(static_cast<std::size_t>(n_tasks_));
-  task_kernel<<<blocks_for(nl, 256), 256>>>(L, E, gl, cells, task_first_.data(), entry_count_.data(), tasks_.data());
+  task_kernel<<<blocks_for(nw, 256), 256>>>(L, E, g0, nw, gl, cells, task_first_.data(), entry_count_.data(),
+                                            tasks_.data());
   VH_CHECK_LAUNCH();
   {
     unsigned long long* total = counts_dev_.data() + 1;
     std::size_t bytes = 0;
-    VH_CHECK_CUDA(cub::DeviceReduce::Sum(nullptr, bytes, entry_count_.data(), total, nl));
+    VH_CHECK_CUDA(cub::DeviceReduce::Sum(nullptr, bytes, entry_count_.data(), total, nw));
     scan_temp_.reserve(std::max<std::size_t>(bytes, 1));
-    VH_CHECK_CUDA(cub::DeviceReduce::Sum(scan_temp_.data(), bytes, entry_count_.data(), total, nl));
+    VH_CHECK_CUDA(cub::DeviceReduce::Sum(scan_temp_.data(), bytes, entry_count_.data(), total, nw));
   }
   unsigned long long pr[2] = {0, 0};
   counts_dev_.download(pr, 2);

@@ -50,7 +50,8 @@ class UniformFar {
   /// 2^L; planes 0: all) need their local expansions (evaluate_own: one rank's targets), each
   /// level whose window of their ancestors' parent planes, with the stencil's reach, is
   /// narrower than the level takes its FFTs over the window only (m2l_fft_gpu.h); the other
-  /// cells of that level then get no M2L of their level.
+  /// cells of that level then get no M2L of their level, and the P2P's tasks are those of the
+  /// leaves of those planes only.
   /// Returns false, building nothing the caller uses, when p > 14 or the FFTs' tables would not
   /// fit in the device's free memory; the caller then takes the traversal's lists.
   /// over: the ranks whose sources make the tree together, each a part of them (evaluate_own
@@ -71,7 +72,8 @@ class UniformFar {
   /// Translations per evaluation: the lists' and the stencils' (n^3 / 8 times their entries,
   /// the window's share of them).
   long long n_m2l() const { return n_m2l_; }
-  // The P2P, P2PGpu's layout (P2PArrays, p2p_gpu.h).
+  // The P2P, P2PGpu's layout (P2PArrays, p2p_gpu.h): the tasks of build()'s leaf planes (all,
+  // or a window's).
   const int4* p2p_tasks() const { return tasks_.data(); }
   int n_p2p_tasks() const { return n_tasks_; }
   const int4* p2p_entries() const { return p2p_entries_.data(); }
