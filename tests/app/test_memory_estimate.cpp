@@ -270,14 +270,16 @@ TEST(MemoryEstimate, VortexGpuHostHoldsTheStateItDownloads) {
 // FMM, tolerance 1e-4, p 10, GPU memory in use after the steps, the CUDA context not counted): with
 // the lists and with the uniform levels' FFTs at 128³, 192³ and 256³, and 4 ranks at 512³, one a GPU
 // (the lists: the FFT tables do not fit; every particle then gathered on every rank). And on an
-// NVIDIA H100 with ghosts instead of the gathers (2026-12-05 "the FMM's ghosts kept", the fourth
+// NVIDIA H100 with ghosts instead of the gathers, M and L of the windows' cells only and the P2P's
+// lists of the rank's leaves only (2026-12-05 "a rank's FMM keeps its windows' cells", the fourth
 // call: the bench's FMM, tolerance 1e-5, p auto; 2 and 4 ranks sharing one GPU, every rank's memory
 // in use over R). Never below what was in use (the check would admit runs that then fail); within
 // 1.2× with the lists, within 1.6× with the FFT tables, whose deepest level is counted twice for
 // the moment it is built (the FFT rows since the tables are one a parity difference, 27 a level
-// instead of 64: 2026-12-03 "27 FFT tables a level"), and within 1.5× on R ranks, where a rank
-// holds less than the items count (its FMM's pool, 8.62 GiB at 256³ on 4 ranks, against 13.2 GiB
-// of FMM items). Before 2026-12-03 the 512³ case on 4 GPUs was estimated at 121 GiB of vortex
+// instead of 64: 2026-12-03 "27 FFT tables a level"), and within 1.8× on R ranks, where a rank
+// holds less than the items count: they count the whole set's FMM, which a rank holds only where
+// it falls back to gathering every particle (a tree that is not complete), and its FMM's pool is
+// 5.66 GiB at 256³ on 4 ranks (8.62 GiB until its M, L and P2P lists were the windows'). Before 2026-12-03 the 512³ case on 4 GPUs was estimated at 121 GiB of vortex
 // memory a rank (1.8× its 67) and, with the spectral solver, refused on 4 H200s; until the ghosts'
 // items (2026-12-05) every rank counted 168 B a particle of the lattice (96.5 GiB there, 1.44×).
 TEST(MemoryEstimate, VortexGpuDeviceBoundsWhatRunsHeld) {
@@ -291,7 +293,7 @@ TEST(MemoryEstimate, VortexGpuDeviceBoundsWhatRunsHeld) {
   for (const Run& r :
        {Run{128, 1, "lists", 1.87}, Run{192, 1, "lists", 8.05}, Run{256, 1, "lists", 14.08}, Run{128, 1, "fft", 2.12},
         Run{192, 1, "fft", 11.39}, Run{256, 1, "fft", 16.46}, Run{512, 4, "lists", 66.98},
-        Run{256, 2, "fft", 31.78 / 2, "1e-5", "auto"}, Run{256, 4, "fft", 46.30 / 4, "1e-5", "auto"}}) {
+        Run{256, 2, "fft", 27.42 / 2, "1e-5", "auto"}, Run{256, 4, "fft", 35.60 / 4, "1e-5", "auto"}}) {
     vh::app::RunConfig c = config({"--case.solver=vortex", "--domain.n=" + std::to_string(r.n), "--vortex.refine=1",
                                    std::string("--fmm.tolerance=") + r.tolerance, std::string("--fmm.p=") + r.p,
                                    std::string("--fmm.m2l=") + r.m2l});
@@ -302,7 +304,7 @@ TEST(MemoryEstimate, VortexGpuDeviceBoundsWhatRunsHeld) {
     vh::app::fit_fmm_m2l(c, Backend::gpu, false, h200);
     EXPECT_EQ(c.vortex.fmm.m2l, r.m2l);
     const double est = estimate_memory(c, Backend::gpu, false).device_bytes() / std::pow(1024.0, 3);
-    const double most = r.ranks > 1 ? 1.5 : r.m2l == std::string("fft") ? 1.6 : 1.2;
+    const double most = r.ranks > 1 ? 1.8 : r.m2l == std::string("fft") ? 1.6 : 1.2;
     EXPECT_GE(est, r.used_gib) << "N " << r.n << " ranks " << r.ranks << " " << r.m2l;
     EXPECT_LE(est, most * r.used_gib) << "N " << r.n << " ranks " << r.ranks << " " << r.m2l;
     std::printf("N %d ranks %d %s: estimate %.2f GiB, in use %.2f GiB (%.2fx)\n", r.n, r.ranks,
