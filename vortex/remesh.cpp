@@ -32,7 +32,7 @@ void resample(const SpectralSlab& from, SpectralSlab& to) {
   const Slab &fs = from.slab, &ts = to.slab;
   VH_CHECK(fs.ranks() == ts.ranks(), "resample: the two slabs are spread over different ranks");
   for (auto& a : to.c) a.assign(ts.local_modes(), Complex(0.0, 0.0));
-  const int nt = ts.grid.n, nf = fs.grid.n, nxf = nf / 2 + 1;
+  const int nt = ts.grid.n, nf = fs.grid.n;
   if (ts.whole()) {
     for_each_mode(ts, [&](std::size_t dst, int ix, int iy, int iz) {
       const long long src = kernel::resample_source(ix, iy, iz, nt, nf);
@@ -41,8 +41,20 @@ void resample(const SpectralSlab& from, SpectralSlab& to) {
     });
     return;
   }
+  const ResamplePlan plan = plan_resample(fs, ts);
+  // Answer with the three components of each mode asked for.
+  std::vector<Complex> answer(3 * plan.send.size()), got(3 * plan.where.size());
+  for (std::size_t i = 0; i < plan.send.size(); ++i)
+    for (int d = 0; d < 3; ++d) answer[3 * i + std::size_t(d)] = from.c[d][plan.send[i]];
+  ts.comm.alltoallv(answer.data(), plan.send_counts, displacements(plan.send_counts), got.data(), plan.recv_counts,
+                    displacements(plan.recv_counts), 3 * sizeof(Complex));
+  for (std::size_t i = 0; i < plan.where.size(); ++i)
+    for (int d = 0; d < 3; ++d) to.c[d][plan.where[i]] = got[3 * i + std::size_t(d)];
+}
+
+ResamplePlan plan_resample(const Slab& fs, const Slab& ts) {
+  const int nt = ts.grid.n, nf = fs.grid.n, nxf = nf / 2 + 1;
   // Where each ky index of the source layout lives: its rank and slot there.
-  const Comm& comm = ts.comm;
   const int R = ts.ranks();
   const std::size_t NR = std::size_t(R), NF = std::size_t(nf);
   std::vector<int> owner(NF), slot(NF);
@@ -55,8 +67,7 @@ void resample(const SpectralSlab& from, SpectralSlab& to) {
       slot[std::size_t(ky)] = j;
     }
   }
-  // The requests: for each source rank, its storage indices of the modes this rank needs, and
-  // where they go here.
+  // For each source rank, its storage indices of the modes this rank needs, and where they go here.
   std::vector<std::vector<std::size_t>> want(NR), where(NR);
   const int nxt = nt / 2 + 1;
   for (int iz = 0; iz < nt; ++iz)
@@ -69,26 +80,20 @@ void resample(const SpectralSlab& from, SpectralSlab& to) {
         want[std::size_t(r)].push_back(of[std::size_t(r)].mode_index(sx, slot[std::size_t(sy)], sz));
         where[std::size_t(r)].push_back(ts.mode_index(ix, j, iz));
       }
-  std::vector<std::size_t> counts(NR), req;
-  for (int r = 0; r < R; ++r) {
-    counts[std::size_t(r)] = want[std::size_t(r)].size();
-    req.insert(req.end(), want[std::size_t(r)].begin(), want[std::size_t(r)].end());
+  // The requests to their owners (one all-to-all): what this rank sends each rank.
+  ResamplePlan p;
+  std::vector<std::size_t> req;
+  p.recv_counts.resize(NR);
+  for (std::size_t r = 0; r < NR; ++r) {
+    p.recv_counts[r] = want[r].size();
+    req.insert(req.end(), want[r].begin(), want[r].end());
+    p.where.insert(p.where.end(), where[r].begin(), where[r].end());
   }
-  const std::vector<std::size_t> asked = comm.alltoall_counts(counts);
-  const std::vector<std::size_t> displs = displacements(counts), adispls = displacements(asked);
-  std::vector<std::size_t> theirs(adispls.back() + asked.back());
-  comm.alltoallv(req.data(), counts, displs, theirs.data(), asked, adispls, sizeof(std::size_t));
-  // Answer with the three components of each mode asked for.
-  std::vector<Complex> answer(3 * theirs.size()), got(3 * req.size());
-  for (std::size_t i = 0; i < theirs.size(); ++i)
-    for (int d = 0; d < 3; ++d) answer[3 * i + std::size_t(d)] = from.c[d][theirs[i]];
-  comm.alltoallv(answer.data(), asked, adispls, got.data(), counts, displs, 3 * sizeof(Complex));
-  std::size_t i = 0;
-  for (int r = 0; r < R; ++r)
-    for (std::size_t dst : where[std::size_t(r)]) {
-      for (int d = 0; d < 3; ++d) to.c[d][dst] = got[3 * i + std::size_t(d)];
-      ++i;
-    }
+  p.send_counts = ts.comm.alltoall_counts(p.recv_counts);
+  p.send.resize(displacements(p.send_counts).back() + p.send_counts.back());
+  ts.comm.alltoallv(req.data(), p.recv_counts, displacements(p.recv_counts), p.send.data(), p.send_counts,
+                    displacements(p.send_counts), sizeof(std::size_t));
+  return p;
 }
 
 Lattice::Lattice(const Slab& s, double sigma0, double symbol_floor, double cutoff, bool gpu)

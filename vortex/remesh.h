@@ -52,6 +52,16 @@ void resample(const SpectralVector& from, const Grid& to_grid, SpectralVector& t
 /// all-to-alls).  Collective.
 void resample(const SpectralSlab& from, SpectralSlab& to);
 
+/// The exchange of resample(SpectralSlab) between two slab layouts over R > 1 ranks, planned once
+/// (collective: one all-to-all of the requests). A rank sends, to each rank r in turn,
+/// send_counts[r] of its source modes, at the storage indices `send` of its slab of `from`
+/// (each mode's three components); it receives recv_counts[r] modes from each rank r in turn,
+/// which go to its storage indices `where` of `to` (every other mode of `to` is zero).
+struct ResamplePlan {
+  std::vector<std::size_t> send_counts, send, recv_counts, where;
+};
+ResamplePlan plan_resample(const Slab& from, const Slab& to);
+
 /// The particle lattice and its spectral operations (one FFT plan, the symbol tables), on this
 /// rank's slab of it (core/slab.h): coefficients in the slab's [kz][slot][kx] order, point
 /// values on its z-planes in [z][y][x] order.  One rank: the whole lattice in grid.h's layout.
