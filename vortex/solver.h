@@ -227,9 +227,11 @@ class SolverInterface {
   virtual State state() const = 0;
   virtual void set_state(const State& s) = 0;
   virtual const fmm::Timings& last_timings() const = 0;
-  /// The velocity on the grid g as device coefficients (d[c]: g.modes() complex doubles each,
-  /// grid.h normalisation), valid until the next call that changes the state, where the
-  /// solver's state lives on the GPU: true; false (the default) where it does not.
+  /// The velocity on the grid g as device coefficients (d[c]: this rank's modes of its slab of
+  /// the grid, Slab::local_modes() complex doubles each, the slab's order and grid.h's
+  /// normalisation; one rank: g.modes()), valid until the next call that changes the state,
+  /// where the solver's state lives on the GPU: true; false (the default) where it does not.
+  /// Collective on R ranks.
   virtual bool device_velocity(const void* d[3]) {
     (void)d;
     return false;

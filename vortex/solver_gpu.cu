@@ -7,6 +7,8 @@
 //                        (remesh_kernel.h)
 //   blob_scale_kernel  ↔ Lattice::values(blob = true)'s × V/s
 //   biot_savart_kernel ↔ Lattice::biot_savart;  resample_kernel ↔ resample (remesh.cpp)
+//   send_modes_kernel, place_modes_kernel ↔ resample between slabs (remesh.cpp, its plan's
+//                        copies on each side of the exchange)
 //   blob_velocity_kernel ↔ Lattice::blob_velocity (Solver::lattice_rhs, vortex.velocity = lattice)
 //   init_modes_kernel  ↔ Solver::set_velocity's resample and spectral curl (core/diagnostics)
 //   split_kernel, join_kernel ↔ Lattice::modes and Lattice::values' copies between the particles'
@@ -261,6 +263,20 @@ __global__ void blob_velocity_kernel(long long nm, SlabModes L, double sigma, in
   }
 }
 
+// out[3 i + d] = from[d nm + send[i]], i < n: the modes a ResamplePlan sends (remesh.h).
+__global__ void send_modes_kernel(long long n, long long nm, const long long* __restrict__ send,
+                                  const Cx* __restrict__ from, Cx* __restrict__ out) {
+  for (long long i = thread_index(); i < n; i += thread_stride())
+    for (int d = 0; d < 3; ++d) out[3 * i + d] = from[d * nm + send[i]];
+}
+
+// to[d nt + where[i]] = in[3 i + d], i < n: the modes a ResamplePlan receives, in place.
+__global__ void place_modes_kernel(long long n, long long nt, const long long* __restrict__ where,
+                                   const Cx* __restrict__ in, Cx* __restrict__ to) {
+  for (long long i = thread_index(); i < n; i += thread_stride())
+    for (int d = 0; d < 3; ++d) to[d * nt + where[i]] = in[3 * i + d];
+}
+
 // to (n_to lattice, nm_to modes a component) from `from` (n_from, nm_from): resample (remesh.cpp).
 __global__ void resample_kernel(long long nm_to, int n_to, long long nm_from, int n_from,
                                 const Cx* __restrict__ from, Cx* __restrict__ to) {
@@ -447,6 +463,11 @@ struct GpuSolver::Impl {
   DeviceHalo blob_halo;
   DeviceArray<double> sel_x, sel_s, sel_q;
   long long nsel = 0;
+  // The grid velocity on this rank's slab of the grid (slab_grid_velocity, for the diagnostics):
+  // the lattice's modes to the grid's slabs (remesh.h ResamplePlan), planned at the first call.
+  std::unique_ptr<ResamplePlan> to_grid;
+  DeviceArray<long long> to_grid_send, to_grid_where;
+  DeviceArray<Cx> to_grid_out, to_grid_in, slab_velocity;
 
   // The state (solver_gpu.h: bytes per particle).
   DeviceArray<double> x, alpha, gamma, sigma, u_prev, da_prev, dg_prev;
@@ -1042,6 +1063,37 @@ struct GpuSolver::Impl {
     return out;
   }
 
+  /// R > 1: the grid velocity's coefficients on this rank's slab of the grid, on the device (3
+  /// gs.local_modes() complex): the lattice's modes moved to the grid's slabs as resample moves
+  /// them on the host (its plan, made at the first call; one all-to-all of the modes).
+  const Cx* slab_grid_velocity() {
+    lattice_velocity();
+    if (!to_grid) {
+      to_grid = std::make_unique<ResamplePlan>(plan_resample(ls, gs));
+      const auto as_ll = [](const std::vector<std::size_t>& v) { return std::vector<long long>(v.begin(), v.end()); };
+      to_grid_send.upload(as_ll(to_grid->send));
+      to_grid_where.upload(as_ll(to_grid->where));
+      to_grid_out.resize(std::max<std::size_t>(3 * to_grid->send.size(), 1));
+      to_grid_in.resize(std::max<std::size_t>(3 * to_grid->where.size(), 1));
+      slab_velocity.resize(3 * gs.local_modes());
+    }
+    const ResamplePlan& p = *to_grid;
+    const long long ns = static_cast<long long>(p.send.size()), nr = static_cast<long long>(p.where.size());
+    if (ns > 0) {
+      send_modes_kernel<<<blocks_for(ns), kThreads>>>(ns, nm, to_grid_send.data(), H, to_grid_out.data());
+      VH_CHECK_LAUNCH();
+    }
+    dcomm->alltoallv(to_grid_out.data(), p.send_counts, displacements(p.send_counts), to_grid_in.data(),
+                     p.recv_counts, displacements(p.recv_counts), 3 * sizeof(Cx));
+    slab_velocity.zero();
+    if (nr > 0) {
+      place_modes_kernel<<<blocks_for(nr), kThreads>>>(nr, static_cast<long long>(gs.local_modes()),
+                                                       to_grid_where.data(), to_grid_in.data(), slab_velocity.data());
+      VH_CHECK_LAUNCH();
+    }
+    return slab_velocity.data();
+  }
+
   /// The particle counts of the ranks (for a gather of values other than the positions).
   void gather_counts() {
     counts = comm.counts(static_cast<std::size_t>(np));
@@ -1144,9 +1196,12 @@ void GpuSolver::velocity(SpectralSlab& u) {
 
 bool GpuSolver::device_velocity(const void* d[3]) {
   Impl& s = *impl_;
-  // R > 1: each rank holds its slab of the lattice modes, not the grid's: the run driver takes
-  // the diagnostics from velocity(SpectralSlab&) on the host, as for the spectral solver there.
-  if (s.many) return false;
+  if (s.many) {  // R > 1: the lattice's slab of modes moved to the grid's slab, on the device
+    const Cx* v = s.slab_grid_velocity();
+    const long long nt = static_cast<long long>(s.gs.local_modes());
+    for (int c = 0; c < 3; ++c) d[c] = v + c * nt;
+    return true;
+  }
   const Cx* v = s.grid_velocity();
   for (int c = 0; c < 3; ++c) d[c] = v + c * s.nmg;
   return true;

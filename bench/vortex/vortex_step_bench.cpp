@@ -354,19 +354,14 @@ int main(int argc, char** argv) {
       r.gpu_used_gib = double(free0 - free1) / double(1 << 30);
 
       std::vector<double> stats, mon, vel;
-      SlabFft fft(gs);
+      DeviceStatistics device_stats(gs);
       for (int k = 0; k < 3; ++k) {
         t0 = clock_type::now();
         const void* d[3];
         Statistics st;
-        if (s.device_velocity(d)) {
-          std::vector<double> E;
-          st = statistics_device(d, g, f.nu, E);
-        } else {  // R > 1: the driver's host path
-          SpectralSlab u(gs);
-          s.velocity(u);
-          st = statistics(u, f.nu, fft);
-        }
+        std::vector<double> E;
+        if (!s.device_velocity(d)) throw std::logic_error("the GPU solver's velocity is not on the device");
+        st = device_stats(d, f.nu, E);
         stats.push_back(world.max(seconds_since(t0)));
         if (k == 0) std::printf("  n %d: K %.6f eps %.6f Re_lambda %.2f at t %.4f\n", n, st.K, st.epsilon, st.Re_lambda, s.time());
         t0 = clock_type::now();

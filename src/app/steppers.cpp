@@ -6,13 +6,6 @@
 
 #include "app/vortex_checkpoint.h"
 #include "base/error.h"
-#ifdef VH_HAVE_CUDA
-#include <cuda_runtime_api.h>
-
-#include "base/cuda_check.h"
-#include "base/device_comm.h"
-#include "core/fft_gpu.h"
-#endif
 #include "io/h5.h"
 #include "vortex/halo.h"
 
@@ -93,13 +86,6 @@ class SpectralStepper : public Stepper {
   SpectralStepper(const spectral::Params& p, const Slab& s, Backend b)
       : slab_(s), solver_(spectral::make_solver(p, s, b)), kmax_(spectral::resolved_kmax(p, s.grid.n)),
         dealias_(p.dealias) {}
-#ifdef VH_HAVE_CUDA
-  ~SpectralStepper() override {
-    slab_fft_.reset();
-    dcomm_.reset();
-    if (stream_) cudaStreamDestroy(stream_);
-  }
-#endif
   std::string name() const override { return "spectral"; }
   double kmax() const override { return kmax_; }
   std::string resolution_advice() const override {
@@ -122,16 +108,7 @@ class SpectralStepper : public Stepper {
     const void* d[3] = {solver_->device_velocity(0), solver_->device_velocity(1), solver_->device_velocity(2)};
     // Collective on R ranks: every rank's solver keeps its state on its GPU, or none does.
     if (d[0] == nullptr) return false;
-    if (slab_.whole()) {
-      s = statistics_device(d, slab_.grid, nu, E);
-      return true;
-    }
-    if (!slab_fft_) {  // S₃'s transforms on the ranks' slabs, made at the first output
-      VH_CHECK_CUDA(cudaStreamCreate(&stream_));
-      dcomm_ = std::make_unique<DeviceComm>(slab_.comm, stream_);
-      slab_fft_ = std::make_unique<GpuSlabFft>(slab_, dcomm_.get());
-    }
-    s = statistics_device(d, slab_, slab_fft_.get(), nu, E);
+    s = stats_(d, nu, E);
     return true;
 #else
     (void)nu, (void)s, (void)E;
@@ -172,10 +149,7 @@ class SpectralStepper : public Stepper {
   spectral::Dealias dealias_;
   long steps_ = 0;
 #ifdef VH_HAVE_CUDA
-  // R > 1 GPU ranks: the statistics' slab transforms and their exchange (statistics_in_place).
-  cudaStream_t stream_ = nullptr;
-  std::unique_ptr<DeviceComm> dcomm_;
-  std::unique_ptr<GpuSlabFft> slab_fft_;
+  DeviceStatistics stats_{slab_};  // statistics_in_place
 #endif
 };
 
@@ -191,7 +165,13 @@ class VortexStepper : public Stepper {
         sigma0_(p.overlap * lattice_.h()),
         solver_(vortex::make_solver(p, s)),
         max_core_ratio_(p.max_core_ratio),
-        kmax_(vortex::resolved_kmax(p, s.grid.n)) {}
+        kmax_(vortex::resolved_kmax(p, s.grid.n))
+#ifdef VH_HAVE_CUDA
+        ,
+        stats_(s)
+#endif
+  {
+  }
   std::string name() const override { return "vortex"; }
   double kmax() const override { return kmax_; }
   std::string resolution_advice() const override {
@@ -224,7 +204,7 @@ class VortexStepper : public Stepper {
 #ifdef VH_HAVE_CUDA
     const void* d[3];
     if (!solver_->device_velocity(d)) return false;  // the state is on the host
-    s = statistics_device(d, grid_, nu, E);
+    s = stats_(d, nu, E);
     return true;
 #else
     (void)nu, (void)s, (void)E;
@@ -287,6 +267,9 @@ class VortexStepper : public Stepper {
   double max_core_ratio_;
   double kmax_;
   bool reinitialised_ = false;
+#ifdef VH_HAVE_CUDA
+  DeviceStatistics stats_;  // statistics_in_place: on this rank's slab of the grid
+#endif
 };
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include <memory>
 
 #include "base/cuda_check.h"
+#include "base/device_comm.h"
 #include "base/device_buffer.h"
 #include "core/diagnostics.h"
 #include "core/diagnostics_kernel.h"
@@ -242,6 +243,33 @@ Statistics statistics_device(const void* const d_u[3], const Slab& sl, GpuSlabFf
 
 double energy_spectrum_device(const void* const d_u[3], const Grid& g, std::vector<double>& E) {
   return spectrum_of_slab(d_u, Slab::whole_grid(g), E);
+}
+
+
+struct DeviceStatistics::Impl {
+  Slab slab;
+  cudaStream_t stream = nullptr;
+  std::unique_ptr<DeviceComm> comm;
+  std::unique_ptr<GpuSlabFft> fft;
+};
+
+DeviceStatistics::DeviceStatistics(const Slab& s) : impl_(std::make_unique<Impl>()) { impl_->slab = s; }
+
+DeviceStatistics::~DeviceStatistics() {
+  impl_->fft.reset();
+  impl_->comm.reset();
+  if (impl_->stream) cudaStreamDestroy(impl_->stream);
+}
+
+Statistics DeviceStatistics::operator()(const void* const d_u[3], double nu, std::vector<double>& E) {
+  Impl& m = *impl_;
+  if (m.slab.whole()) return statistics_device(d_u, m.slab.grid, nu, E);
+  if (!m.fft) {  // S₃'s transforms on the ranks' slabs, made at the first output
+    VH_CHECK_CUDA(cudaStreamCreate(&m.stream));
+    m.comm = std::make_unique<DeviceComm>(m.slab.comm, m.stream);
+    m.fft = std::make_unique<GpuSlabFft>(m.slab, m.comm.get());
+  }
+  return statistics_device(d_u, m.slab, m.fft.get(), nu, E);
 }
 
 }  // namespace vh

@@ -15,6 +15,7 @@
 // fields on the grid hold the rank's z-planes. With one rank the two are the same loops.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "core/fft.h"
@@ -114,6 +115,24 @@ Statistics statistics_device(const void* const d_u[3], const Grid& g, double nu,
 /// statistics and E. Collective. One rank (s.whole()): the function above, fft unused.
 Statistics statistics_device(const void* const d_u[3], const Slab& s, GpuSlabFft* fft, double nu,
                              std::vector<double>& E);
+
+/// statistics_device of a velocity held on the device as this rank's modes of the slab s, with
+/// what it needs kept from one output to the next: on R > 1 ranks the slab transforms and their
+/// exchange (GpuSlabFft over a DeviceComm of a stream of its own), made at the first call. The
+/// run driver's steppers (src/app/steppers.cpp) and the step bench use it.
+class DeviceStatistics {
+ public:
+  explicit DeviceStatistics(const Slab& s);
+  ~DeviceStatistics();
+  DeviceStatistics(const DeviceStatistics&) = delete;
+  DeviceStatistics& operator=(const DeviceStatistics&) = delete;
+  /// Collective on R ranks.
+  Statistics operator()(const void* const d_u[3], double nu, std::vector<double>& E);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 #endif
 
 }  // namespace vh

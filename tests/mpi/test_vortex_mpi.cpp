@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -47,6 +48,8 @@
 #include "vortex/solver_gpu.h"
 #endif
 #include "core/device.h"
+#include "core/diagnostics.h"
+#include "core/fft.h"
 #include "slabs.h"
 #include "core/initial_field.h"
 #include "core/slab.h"
@@ -302,6 +305,33 @@ void ten_steps_equal_one_gpu(const Case& c) {
   for (int d = 0; d < 3; ++d) EXPECT_NEAR(mm.total_strength[d], m1.total_strength[d], tol * scale);
   EXPECT_EQ(w.sum(double(sm.particles.size())), double(s1.particles.size()));
 #ifdef VH_HAVE_CUDA
+  // The velocity the diagnostics read on the device (device_velocity: the lattice's modes moved to
+  // the grid's slabs on the device) is the host's resample of them, bit for bit, and the
+  // statistics computed there are the host's to round-off (the sums in another order).
+  {
+    const void* d[3];
+    ASSERT_TRUE(many->device_velocity(d));
+    SpectralSlab ud(gs);
+    for (int c = 0; c < 3; ++c)
+      ASSERT_EQ(cudaMemcpy(ud.c[c].data(), d[c], gs.local_modes() * sizeof(Complex), cudaMemcpyDeviceToHost),
+                cudaSuccess);
+    bool same = true;
+    for (int c = 0; c < 3; ++c)
+      same = same && std::memcmp(ud.c[c].data(), um.c[c].data(), gs.local_modes() * sizeof(Complex)) == 0;
+    EXPECT_FALSE(w.any(!same)) << "the device's grid velocity differs from the host's resample";
+    const double nu = 0.01;
+    std::vector<double> E;
+    DeviceStatistics device_stats(gs);
+    const Statistics sd = device_stats(d, nu, E);
+    SlabFft fft(gs);
+    const Statistics sh = statistics(um, nu, fft);
+    if (w.root())
+      std::printf("[vortex mpi gpu] statistics on the device, %d ranks: K %.15e vs the host's %.15e, S3 %.9e vs %.9e\n",
+                  w.size(), sd.K, sh.K, sd.S3, sh.S3);
+    EXPECT_NEAR(sd.K, sh.K, 1e-12 * sh.K);
+    EXPECT_NEAR(sd.epsilon, sh.epsilon, 1e-12 * sh.epsilon);
+    EXPECT_NEAR(sd.S3, sh.S3, 1e-10 * std::abs(sh.S3) + 1e-14);
+  }
   // On the uniform levels the FMM takes the rank's particles and its ghosts (fewer than all on 4
   // ranks: 48³ in 16 leaf planes, a rank's 4 and the near field's reach either way).
   if (c.m2l && std::string(c.m2l) == "fft" && w.size() > 1) {
