@@ -303,6 +303,11 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
         e.device.push_back({"vortex state and work space (this rank's particles)", kVortexGpuOwnPerParticle * own});
         e.device.push_back({"FMM's sources (this rank's and the ghosts)",
                             kVortexGpuSourcePerParticle * (own + vortex_gpu_ghosts(c, R))});
+        // The diagnostics on the device (GpuSolver::device_velocity, core/diagnostics.h
+        // DeviceStatistics): the grid velocity on the rank's slab of the grid, the modes sent and
+        // received to put it there (three components each), and the statistics' transform space
+        // (a derivative's modes, the slab transforms' buffers: four more), 16 B each.
+        e.device.push_back({"vortex diagnostics (this rank's slab of the grid)", 16.0 * 13 * Sizes(c.n).C / 16 / R});
       }
       // u and ∇u apart from the work space they share with the FMM's (vortex/solver_gpu.cu);
       // the FMM stays counted: an evaluation off the lattice (a restart) takes it.

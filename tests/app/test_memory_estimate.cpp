@@ -276,9 +276,10 @@ TEST(MemoryEstimate, VortexGpuHostHoldsTheStateItDownloads) {
 // in use over R). Never below what was in use (the check would admit runs that then fail); within
 // 1.2× with the lists, within 1.6× with the FFT tables, whose deepest level is counted twice for
 // the moment it is built (the FFT rows since the tables are one a parity difference, 27 a level
-// instead of 64: 2026-12-03 "27 FFT tables a level"), and within 1.8× on R ranks, where a rank
+// instead of 64: 2026-12-03 "27 FFT tables a level"), and within 2× on R ranks, where a rank
 // holds less than the items count: they count the whole set's FMM, which a rank holds only where
-// it falls back to gathering every particle (a tree that is not complete), and its FMM's pool is
+// it falls back to gathering every particle (a tree that is not complete), and the diagnostics'
+// buffers, which the bench's figure (taken before any output) does not hold; its FMM's pool is
 // 5.66 GiB at 256³ on 4 ranks (8.62 GiB until its M, L and P2P lists were the windows'). Before 2026-12-03 the 512³ case on 4 GPUs was estimated at 121 GiB of vortex
 // memory a rank (1.8× its 67) and, with the spectral solver, refused on 4 H200s; until the ghosts'
 // items (2026-12-05) every rank counted 168 B a particle of the lattice (96.5 GiB there, 1.44×).
@@ -304,7 +305,7 @@ TEST(MemoryEstimate, VortexGpuDeviceBoundsWhatRunsHeld) {
     vh::app::fit_fmm_m2l(c, Backend::gpu, false, h200);
     EXPECT_EQ(c.vortex.fmm.m2l, r.m2l);
     const double est = estimate_memory(c, Backend::gpu, false).device_bytes() / std::pow(1024.0, 3);
-    const double most = r.ranks > 1 ? 1.8 : r.m2l == std::string("fft") ? 1.6 : 1.2;
+    const double most = r.ranks > 1 ? 2.0 : r.m2l == std::string("fft") ? 1.6 : 1.2;
     EXPECT_GE(est, r.used_gib) << "N " << r.n << " ranks " << r.ranks << " " << r.m2l;
     EXPECT_LE(est, most * r.used_gib) << "N " << r.n << " ranks " << r.ranks << " " << r.m2l;
     std::printf("N %d ranks %d %s: estimate %.2f GiB, in use %.2f GiB (%.2fx)\n", r.n, r.ranks,
