@@ -98,8 +98,8 @@ void far_l2p(const FarPlan& f, const FarWork& w, const void* near, bool near_dou
                                                              f.out_first, f.out_count, u_out, grad_out);
   else
     l2p_kernel<float><<<f.n_tgt_leaves, kThreads, shm, s>>>(f.tgt_leaves, f.tcells, f.xt, f.p, f.rows,
-                                                            w.L.data(), static_cast<const float*>(near), f.perm, mean, f.out_first,
-                                                            f.out_count, u_out, grad_out);
+                                                            w.L.data(), static_cast<const float*>(near), f.perm, mean,
+                                                            f.out_first, f.out_count, u_out, grad_out);
   VH_CHECK_LAUNCH();
 }
 

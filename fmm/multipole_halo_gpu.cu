@@ -56,7 +56,8 @@ __global__ void add_kernel(long long n, int k, const int* __restrict__ ids, cons
 }
 
 // ids[i] = rows[ids[i]], i < n; bad set where one has none.
-__global__ void to_rows_kernel(long long n, const int* __restrict__ rows, int* __restrict__ ids, int* __restrict__ bad) {
+__global__ void to_rows_kernel(long long n, const int* __restrict__ rows, int* __restrict__ ids,
+                               int* __restrict__ bad) {
   const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
   const int r = rows[ids[i]];

@@ -127,8 +127,8 @@ void far_m2m(const FarPlan& f, FarWork& w, cudaStream_t s, const LatticeLevels* 
     if (levels && levels->m2m(f, w, static_cast<int>(i), s)) continue;
     const auto& lv = f.m2m_levels[i];
     if (lv.second == 0) continue;  // none of this rank's (evaluate_own)
-    m2m_kernel<<<lv.second, coef_threads(f.p), shm, s>>>(f.parents + lv.first, f.first_child, f.nchild, f.scells, f.own, f.rows,
-                                                         f.p, w.M.data());
+    m2m_kernel<<<lv.second, coef_threads(f.p), shm, s>>>(f.parents + lv.first, f.first_child, f.nchild,
+                                                         f.scells, f.own, f.rows, f.p, w.M.data());
     VH_CHECK_LAUNCH();
   }
 }

@@ -280,9 +280,10 @@ TEST(MemoryEstimate, VortexGpuHostHoldsTheStateItDownloads) {
 // holds less than the items count: they count the whole set's FMM, which a rank holds only where
 // it falls back to gathering every particle (a tree that is not complete), and the diagnostics'
 // buffers, which the bench's figure (taken before any output) does not hold; its FMM's pool is
-// 5.66 GiB at 256³ on 4 ranks (8.62 GiB until its M, L and P2P lists were the windows'). Before 2026-12-03 the 512³ case on 4 GPUs was estimated at 121 GiB of vortex
-// memory a rank (1.8× its 67) and, with the spectral solver, refused on 4 H200s; until the ghosts'
-// items (2026-12-05) every rank counted 168 B a particle of the lattice (96.5 GiB there, 1.44×).
+// 5.66 GiB at 256³ on 4 ranks (8.62 GiB until its M, L and P2P lists were the windows').
+// Before 2026-12-03 the 512³ case on 4 GPUs was estimated at 121 GiB of vortex memory a rank
+// (1.8× its 67) and, with the spectral solver, refused on 4 H200s; until the ghosts' items
+// (2026-12-05) every rank counted 168 B a particle of the lattice (96.5 GiB there, 1.44×).
 TEST(MemoryEstimate, VortexGpuDeviceBoundsWhatRunsHeld) {
   struct Run {
     int n, ranks;

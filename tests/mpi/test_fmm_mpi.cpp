@@ -815,7 +815,8 @@ TEST(FmmMpiGpu, OwnSourcesAndGhostsEqualTheOneRankSelfEvaluation) {
                     "at most %.0f %% of the blobs, keeps the expansions of %.0f to %.0f %% of the cells)%s: max |own - "
                     "one GPU's self rows| %.2e of %.2e; against the lattice's spectral sum u %.2e, grad u %.2e\n",
                     c.size(), amplitude > 0 ? "moved off the lattice" : "the lattice", sp.planes, sp.reach,
-                    100 * seen, 100 * kept_least, 100 * kept_most, pass ? " (new strengths, kept trees)" : "", emax, tmax, eu, eg);
+                    100 * seen, 100 * kept_least, 100 * kept_most, pass ? " (new strengths, kept trees)" : "", emax,
+                    tmax, eu, eg);
       EXPECT_LE(emax, 1e-13 * tmax);
       if (amplitude == 0) {
         EXPECT_LE(eu, tolerance);
