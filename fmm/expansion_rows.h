@@ -40,7 +40,7 @@ VH_HD inline bool keeps_expansions(int level, int plane, int from, PlaneWindow w
 
 /// The rows of the cells (level[c], plane[c]) in tree order: the kept cells numbered in cell
 /// order, −1 for the others; returns the number of rows. The device's rows (UniformFar::
-/// keep_rows) are these (tests/fmm/test_expansion_rows_gpu.cpp).
+/// keep_rows) are these (tests/fmm/test_evaluator_gpu.cpp, ExpansionRowsAreTheHostRule).
 inline int expansion_rows(const std::vector<int>& level, const std::vector<int>& plane, int from,
                           const std::vector<PlaneWindow>& windows, std::vector<int>& rows) {
   rows.assign(level.size(), -1);

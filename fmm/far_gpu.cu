@@ -37,7 +37,7 @@ void FarStages::reserve(const FarPlan& f, const FarPeriodic& per) {
   work_.M.reserve(multipole_rows(f) * 3 * nc);
   work_.L.reserve(local_rows(f) * 3 * nc);
   if (f.single_m2l) {
-    work_.Mfold.reserve(static_cast<std::size_t>(f.rows ? f.whole : f.n_scells) * 3 * nfp);
+    work_.Mfold.reserve(static_cast<std::size_t>(m2l_list_cells(f)) * 3 * nfp);
     work_.tables.reserve(static_cast<std::size_t>(kTablesPerLevel) * nf * sizeof(float2));
   } else {
     work_.tables.reserve(static_cast<std::size_t>(f.table_levels) * kTablesPerLevel * nf * sizeof(double2));

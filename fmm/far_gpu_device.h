@@ -342,6 +342,9 @@ struct FarPlan {
 /// Rows of M and of L (FarPlan::rows).
 inline std::size_t multipole_rows(const FarPlan& f) { return static_cast<std::size_t>(f.rows ? f.n_rows : f.n_scells); }
 inline std::size_t local_rows(const FarPlan& f) { return static_cast<std::size_t>(f.rows ? f.n_rows : f.n_tcells); }
+/// The cells that the per-pair M2L (far_m2l) may index M and L by: with FarPlan::rows only those
+/// kept at their index (the uniform levels 0 and 1), else every source cell.
+inline int m2l_list_cells(const FarPlan& f) { return f.rows ? f.whole : f.n_scells; }
 
 /// The far field's device work arrays: expansions (valid for the last evaluation) and the M2L
 /// tables, kept across evaluations (the tables are rebuilt when p, the precision, the root

@@ -411,8 +411,7 @@ void far_m2l(const FarPlan& f, FarWork& w, cudaStream_t s) {
   const int q = (nc + 31) / 32;  // (l, m) outputs per lane
   const std::size_t shm_m2l =
       warps * ws * cx + nfp * sizeof(unsigned) + (p + 2) * sizeof(double) + (p + 1 + nf) * sizeof(int);
-  // (Its cells index M and L: with FarPlan::rows, the cells 0 .. whole - 1 only, at their index.)
-  const int folded = f.rows ? f.whole : f.n_scells;
+  const int folded = m2l_list_cells(f);
   if (f.single_m2l) {
     w.Mfold.reserve(static_cast<std::size_t>(folded) * 3 * nfp);
     const long long total = static_cast<long long>(folded) * 3 * nfp;
