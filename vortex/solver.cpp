@@ -239,6 +239,17 @@ std::unique_ptr<SolverInterface> make_solver(const Params& p, const Slab& grid_s
   return std::make_unique<Solver>(p, grid_slab);
 }
 
+void keep_carried_modes(const Params& p, SpectralSlab& u) {
+  const Grid& g = u.slab.grid;
+  const int np = lattice_points_per_direction(p.refine, g.n), half = std::min(g.n, np) / 2;
+  const double kc = p.filter_fraction * 0.5 * np;
+  for_each_mode(u.slab, [&](std::size_t m, int ix, int iy, int iz) {
+    const int ky = g.wavenumber(iy), kz = g.wavenumber(iz);
+    if (ix < half && std::abs(ky) < half && std::abs(kz) < half && kernel::kept(p.filter, kc, ix, ky, kz)) return;
+    for (auto& a : u.c) a[m] = 0;
+  });
+}
+
 Slab lattice_slab(const Params& p, int n, const Comm& comm) {
   const Grid gp{lattice_points_per_direction(p.refine, n)};
   // The ky the reinitialisation keeps first (core/slab.h orders them so that they balance).
@@ -278,6 +289,7 @@ RbfResult Solver::set_velocity(const SpectralSlab& u, double t) {
   SpectralSlab up(ls_);
   if (gp_.n == g_.n && ls_.whole()) up = u;
   else resample(u, up);
+  lattice_->filter(up, prm_.filter, prm_.filter_fraction);  // keep_carried_modes
   VectorField omega;
   vorticity(up, lattice_->fft(), omega);
   p_ = lattice_particles(gp_, sigma0_, ls_.z0, ls_.nz);

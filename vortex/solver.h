@@ -120,6 +120,14 @@ int lattice_points_per_direction(double refine, int n);
 /// k_max = N/2 − 1, the grid's; refine = 1 makes it N/3. Throws as lattice_points_per_direction() does.
 double resolved_kmax(const Params& p, int n);
 
+/// Zeroes the modes of u, a field on the N³ grid (any slab), that the solver's initial particles
+/// do not carry: those beyond the lattice (resample's |k_i| < min(N, N_p)/2) and those its filter
+/// removes (kernel::kept). Every reinitialisation removes them, so set_velocity does not start
+/// from them either, and the first step sees the field every later one sees (docs/design.md,
+/// "Vortex method definitions": where they held energy, the first step's rates came from them and
+/// AB2 extrapolated those into a second step 30 times longer).
+void keep_carried_modes(const Params& p, SpectralSlab& u);
+
 /// ν·τ of the viscous factor the next reinitialisation applies at time t, since the last one at
 /// t_reinit, to the AB2 history of the strengths' rates: ν(t − t_reinit) with lattice diffusion,
 /// else 0.

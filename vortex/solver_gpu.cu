@@ -1143,6 +1143,10 @@ RbfResult GpuSolver::set_velocity(const SpectralVector& u, double t) {
   for (int d = 0; d < 3; ++d) copy_to_device(ug + d * s.nmg, u.c[d].data(), s.nmg * sizeof(Cx));
   init_modes_kernel<<<blocks_for(s.nm), kThreads>>>(s.nm, s.lm, s.nmg, s.g.n, ug, s.W);
   VH_CHECK_LAUNCH();
+  ModeSteps carried;  // only the modes the filter keeps (keep_carried_modes)
+  carried.filter = s.prm.filter;
+  carried.kc = s.kc;
+  s.mode_steps(carried, s.W);
   // Solver::set_velocity: γ = ω V; α the RBF strengths of ω (init = rbf) or α = γ (direct).
   if (s.prm.init == Init::rbf) {
     s.values(s.gamma.data(), s.vol, s.alpha.data(), 1.0);

@@ -711,9 +711,13 @@ void Run::start_from_initial_field() {
     st->start(init_.u, 0.0);
     st->velocity(u_);
     const Statistics s = statistics(u_, init_.nu, fft_);
-    if (st->name() == "vortex")
-      con_.line("vortex   initial particles: FMM velocity on the grid vs the spectral one, rel. L2 " +
-                fmt(relative_l2(u_, init_.u), 3));
+    if (st->name() == "vortex") {  // the particles carry the initial field's modes that the solver keeps
+      SpectralSlab carried = init_.u;
+      vortex::keep_carried_modes(s_.cfg.vortex, carried);
+      con_.line("vortex   initial particles: K " + fmt(s.K / s0_.K, 6) +
+                " of the initial field's (the modes the lattice and its filter keep); their grid velocity vs "
+                "those modes, rel. L2 " + fmt(relative_l2(u_, carried), 3));
+    }
     record(*rf_, *st, s, 0.0, energy_spectrum(u_), init_.nu);
     if (const std::string l = st->log_line(); !l.empty()) con_.line(l);
     if (field_due(0.0)) fields[st->name()] = grid_fields(u_, fft_);

@@ -240,8 +240,8 @@ TEST(Remesh, TwoThirdsFilterKeepsNoModeTheStretchingAliasesOnto) {
 
 // Particles on a lattice r times finer than the grid (vortex.refine) start from the spectral
 // interpolation of the grid's field, which is exact: the grid velocity of the initial particles
-// is the initial velocity to round-off, for r = 1, 1.5 and 2, whatever the reinitialisation
-// filter (it acts at reinitialisations, not on the initial field).
+// is the initial velocity to round-off, for r = 1, 1.5 and 2. Without a filter: the
+// particles carry only the modes the filter keeps (test_vortex.cpp, Initial.*).
 TEST(Remesh, InitialParticlesOnFinerLatticesCarryTheInitialVelocity) {
   const int n = 16;
   const SpectralVector u0 = random_velocity(n, 5);
@@ -249,6 +249,7 @@ TEST(Remesh, InitialParticlesOnFinerLatticesCarryTheInitialVelocity) {
     vh::vortex::Params p;
     p.nu = 0.02;
     p.refine = refine;
+    p.filter = vh::vortex::Filter::none;
     vh::vortex::Solver s(p, Grid{n});
     s.set_velocity(u0, 0.0);
     SpectralVector u;

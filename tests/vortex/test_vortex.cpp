@@ -13,6 +13,7 @@
 #include "core/diagnostics.h"
 #include "core/fft.h"
 #include "core/initial_field.h"
+#include "core/slab_copy.h"
 #include "fmm/fmm.h"
 #include "fmm/p2p_kernel.h"
 #include "vortex/blobs.h"
@@ -417,6 +418,94 @@ TEST(Velocity, MaxGradientOfTheTaylorGreenVortexIsOne) {
     EXPECT_NEAR(g, 1.0, 1e-5);
     EXPECT_NEAR(u, 1.0, 1e-5);
   }
+}
+
+// The initial particles carry the modes every reinitialisation keeps (keep_carried_modes), so
+// the first step sees the field every later one sees. On the grid's lattice (refine 1) the 2/3
+// cube keeps |k_i| ≤ 5 of N = 16 and the sphere |k|² ≤ 28 (kc = 16/3); with refine 1.5 both
+// keep what the grid does below its Nyquist, |k_i| ≤ 7 (kc = 8, the cube; the sphere also
+// |k|² < 64). The masks are written out here from those numbers, not from the solver's rule, and
+// the particles' grid velocity (exact on the lattice) is the initial field under them to
+// round-off. Until 2026-12-05 the particles carried every mode of the grid, and the first
+// reinitialisation removed the others after the first step. Pope's spectrum at Re_λ 40 on 16³
+// (k_max η 0.2) holds 32 % of its K beyond the cube: the first Δt, which those modes' gradients
+// set (lcfl 0.2 of max|∂u_i/∂x_j|), was 6.06e-4, the second 1.89e-2, and the variable-step AB2
+// weighted the first step's rates, which came from the removed modes, by r/2 = 15: K went from
+// 1.03 to 119 in the second step (a run stopped that as a blow-up, exit 3, or ran on where its
+// output interval kept the second step short). Now K falls at every step.
+TEST(Initial, TheParticlesCarryTheModesTheFilterKeeps) {
+  const int n = 16;
+  vh::InitialFieldSpec spec;
+  spec.shape = vh::SpectrumShape::pope;
+  spec.u_prime = 1;
+  spec.Re_lambda = 40;
+  spec.seed = 3;
+  const vh::InitialField f = vh::make_initial_field(spec, Grid{n});
+  using vh::vortex::Filter;
+  for (double refine : {1.0, 1.5})
+    for (Filter filter : {Filter::cube, Filter::spherical}) {
+      vh::vortex::Params prm;
+      prm.nu = f.nu;
+      prm.refine = refine;
+      prm.filter = filter;
+      vh::vortex::Solver s(prm, Grid{n});
+      s.set_velocity(f.u, 0.0);
+      vh::SpectralVector u1;
+      s.velocity(u1);
+      vh::SpectralVector expected = f.u;
+      const int largest = refine == 1 ? 5 : 7;
+      const int largest_k2 = refine == 1 ? 28 : 63;
+      for (int iz = 0; iz < n; ++iz)
+        for (int iy = 0; iy < n; ++iy)
+          for (int ix = 0; ix <= n / 2; ++ix) {
+            const int ky = Grid{n}.wavenumber(iy), kz = Grid{n}.wavenumber(iz);
+            const int k_max = std::max({ix, std::abs(ky), std::abs(kz)});
+            const bool in_cube = k_max <= std::min(largest, n / 2 - 1);
+            const bool in_sphere = ix * ix + ky * ky + kz * kz <= largest_k2 && k_max < n / 2;
+            if (filter == Filter::cube ? in_cube : in_sphere) continue;
+            for (auto& c : expected.c) c[Grid{n}.mode_index(ix, iy, iz)] = 0;
+          }
+      vh::SpectralSlab carried = vh::SpectralSlab::whole(f.u);
+      vh::vortex::keep_carried_modes(prm, carried);
+      const vh::SpectralSlab want = vh::SpectralSlab::whole(expected);
+      EXPECT_EQ(vh::relative_l2(carried, want), 0.0) << refine;
+      const double e = vh::relative_l2(vh::SpectralSlab::whole(u1), want);
+      const double removed = vh::relative_l2(want, vh::SpectralSlab::whole(f.u));
+      std::printf("refine %.1f, %s filter: the field it removes, rel. L2 %.3f; the particles' velocity vs the rest "
+                  "%.2e\n", refine, filter == Filter::cube ? "cube" : "spherical", removed, e);
+      EXPECT_LT(e, 1e-13) << refine;
+      if (refine == 1) {
+        EXPECT_GT(removed, 0.1);  // what the particles used to carry besides
+      }
+    }
+  // Six steps at the time step's limit, from the cube's field, with quick.ini's settings.
+  vh::vortex::Params prm;
+  prm.nu = f.nu;
+  prm.refine = 1;
+  prm.diffusion = vh::vortex::Diffusion::integrating_factor;
+  prm.blob_cutoff = 5;
+  prm.fmm.tolerance = 1e-4;
+  prm.fmm.theta = 0.8;
+  vh::vortex::Solver s(prm, Grid{n});
+  s.set_velocity(f.u, 0.0);
+  auto K = [&s] {
+    vh::SpectralVector u;
+    s.velocity(u);
+    double k = 0;
+    for (double e : vh::energy_spectrum(u)) k += e;
+    return k;
+  };
+  double K_prev = K();
+  std::printf("K %.6f", K_prev);
+  for (int step = 1; step <= 6; ++step) {
+    const double dt = 0.2 / s.max_gradient();
+    s.step(dt);
+    const double K_now = K();
+    std::printf(", dt %.2e: %.6f", dt, K_now);
+    EXPECT_LT(K_now, K_prev) << "step " << step;
+    K_prev = K_now;
+  }
+  std::printf("\n");
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // The vortex solver with its state on the GPU (vortex/solver_gpu.h) against the CPU Solver, the
 // reference, one mechanism at a time so that a failure names its place:
-//   - the initial particles (set_velocity: resampling, spectral curl, the lattice values) and the
-//     grid velocity of lattice particles: the same per-mode functions (remesh_kernel.h, rounded
-//     alike: solver_gpu.cu has no fused multiply-adds), so they differ by the FFTs' rounding only;
+//   - the initial particles (set_velocity: resampling, spectral curl, filter, lattice values)
+//     and the grid velocity of lattice particles: the same per-mode functions (remesh_kernel.h,
+//     rounded alike: solver_gpu.cu has no fused multiply-adds), so they differ by the FFTs'
+//     rounding only;
 //   - the reinitialisation from the same moved particles with an AB2 history, and the grid
 //     velocity of moved particles (blob sums, FFTs, per-mode steps, new lattice values): the
 //     blob sums differ by ≤ 1e-13 (test_blobs_gpu), the ÷ s and ÷ S of the modes the filter keeps
