@@ -636,11 +636,12 @@ Timings run_let(const Params& prm_in, const Comm& comm, const std::vector<Vec3>&
   Timings tm;
   StepTimer st("let");
   const std::vector<RankBox> boxes = allgather_boxes(comm, rank_box(x_in, sigma_in, targets_in, prm.periodic));
-  long long ns_all = 0;
+  long long ns_all = 0, nt_all = 0;
   double sigma_max = 0;
   Vec3 lo = {1e300, 1e300, 1e300}, hi = {-1e300, -1e300, -1e300};
   for (const RankBox& b : boxes) {
     ns_all += b.sources;
+    nt_all += b.targets;
     sigma_max = std::max(sigma_max, b.sigma_max);
     for (int d = 0; d < 3; ++d) {
       lo[d] = std::min({lo[d], b.source_lo[d], b.target_lo[d]});
@@ -659,9 +660,14 @@ Timings run_let(const Params& prm_in, const Comm& comm, const std::vector<Vec3>&
   const auto t_boxes = clock_type::now();
   st.mark("boxes");
 
-  Tree src = build_tree(x_in, sigma_in, center, half, prm.ncrit, TreeBuild{prm.periodic, false});
+  // Each rank's trees reach at least the level of the leaves of all the ranks' points (a thin
+  // slab's own count would stop them levels above, whole_set_leaf_level).
+  Tree src = build_tree(x_in, sigma_in, center, half, prm.ncrit,
+                        TreeBuild{prm.periodic, false, whole_set_leaf_level(ns_all, prm.ncrit)});
   Tree tgt_own;
-  if (!self) tgt_own = build_tree(*targets_in, {}, center, half, prm.ncrit, TreeBuild{prm.periodic, false});
+  if (!self)
+    tgt_own = build_tree(*targets_in, {}, center, half, prm.ncrit,
+                         TreeBuild{prm.periodic, false, whole_set_leaf_level(nt_all, prm.ncrit)});
   const Tree& tgt = self ? src : tgt_own;
   const int nt = tgt.size(), nc = ncoef(prm.p);
   const auto t_tree = clock_type::now();

@@ -196,14 +196,15 @@ Tree build_tree(const std::vector<Vec3>& x, const std::vector<double>& sigma, co
   }
 
   st.mark("permute");
-  return tree_from_sorted(std::move(t.perm), skey, std::move(t.x), std::move(t.sigma), center, half, ncrit);
+  return tree_from_sorted(std::move(t.perm), skey, std::move(t.x), std::move(t.sigma), center, half, ncrit,
+                          how.min_level);
 }
 
 Tree tree_from_sorted(std::vector<int> perm, const std::vector<std::uint64_t>& skey, std::vector<Vec3> x,
-                      std::vector<double> sigma, const Vec3& center, double half, int ncrit) {
+                      std::vector<double> sigma, const Vec3& center, double half, int ncrit, int min_level) {
   StepTimer st("cells");
   Tree t;
-  t.cells = split_cells(skey.data(), static_cast<int>(x.size()), center, half, ncrit);
+  t.cells = split_cells(skey.data(), static_cast<int>(x.size()), center, half, ncrit, min_level);
   st.mark("split");
   t.perm = std::move(perm);
   t.x = std::move(x);
@@ -214,7 +215,14 @@ Tree tree_from_sorted(std::vector<int> perm, const std::vector<std::uint64_t>& s
   return t;
 }
 
-std::vector<Cell> split_cells(const std::uint64_t* skey, int n, const Vec3& center, double half, int ncrit) {
+int whole_set_leaf_level(long long n, int ncrit) {
+  int level = 0;
+  for (double per_cell = double(n); per_cell > ncrit && level < kBits; per_cell /= 8) ++level;
+  return level;
+}
+
+std::vector<Cell> split_cells(const std::uint64_t* skey, int n, const Vec3& center, double half, int ncrit,
+                              int min_level) {
   std::vector<Cell> cells;
   Cell root;
   root.center = center;
@@ -239,7 +247,7 @@ std::vector<Cell> split_cells(const std::uint64_t* skey, int n, const Vec3& cent
       const Cell& c = cells[lb + k];
       Split& s = split[k];
       s.nchild = 0;
-      if (c.end - c.begin <= ncrit || c.level >= kBits) continue;
+      if ((c.end - c.begin <= ncrit && c.level >= min_level) || c.level >= kBits) continue;
       const int shift = 3 * (kBits - 1 - c.level);
       s.bound[0] = c.begin;
       for (int oct = 0; oct < 8; ++oct) {

@@ -44,6 +44,9 @@ struct TreeBuild {
   bool wrap = false;
   /// Sort the keys on the GPU (fmm/sort_gpu.h; CUDA builds, same result as the CPU sort).
   bool gpu_sort = false;
+  /// Split every cell that holds points down to this level, whatever its count (a rank's part
+  /// of a set: the leaves the whole set's tree would have, whole_set_leaf_level()).
+  int min_level = 0;
 };
 /// Builds the tree of points x (sigma may be empty for targets) in the cube of centre `center`
 /// and half side `half`; every point must lie inside it (after the wrap, with how.wrap).
@@ -57,12 +60,18 @@ Tree build_tree(const std::vector<Vec3>& x, const std::vector<double>& sigma, co
 /// input index, skey: their keys in the cube of centre `center` and half side `half` (fmm/morton.h),
 /// x and sigma (or empty) in sorted order).  SortedSourcesGpu (fmm/particles_gpu.h) sorts on the GPU.
 Tree tree_from_sorted(std::vector<int> perm, const std::vector<std::uint64_t>& skey, std::vector<Vec3> x,
-                      std::vector<double> sigma, const Vec3& center, double half, int ncrit);
+                      std::vector<double> sigma, const Vec3& center, double half, int ncrit, int min_level = 0);
 
 /// tree_from_sorted in its three steps, for callers that keep the points elsewhere (the GPU):
 /// split_cells: the cells of n points from their sorted keys alone (ranges, geometry, links;
 /// extents left at their defaults);
-std::vector<Cell> split_cells(const std::uint64_t* skey, int n, const Vec3& center, double half, int ncrit);
+std::vector<Cell> split_cells(const std::uint64_t* skey, int n, const Vec3& center, double half, int ncrit,
+                              int min_level = 0);
+/// The level whose cells hold at most ncrit of n points spread evenly over the cube: where the
+/// tree of all of them has its leaves on a lattice, and a rank's part of it should have them too
+/// (a rank of a thin slab, counting only its own points, stops splitting levels above: its
+/// leaves' cubes reach far beyond its points, and the near field takes 5x the pairs).
+int whole_set_leaf_level(long long n, int ncrit);
 /// cell_extents: tight boxes, radii and sigma_max of every cell from the sorted points (sigma
 /// may be empty: sigma_max 0); an empty cell keeps bmin = 1e300, bmax = -1e300, radius 0;
 void cell_extents(std::vector<Cell>& cells, const std::vector<Vec3>& x, const std::vector<double>& sigma);

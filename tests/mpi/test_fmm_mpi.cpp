@@ -233,6 +233,32 @@ TEST(FmmMpi, SelfZSlabsLastRankEmptyLooseTolerance) {
   self_case(Split::zslabs, true, 1e-4);
 }
 
+// A rank of a thin slab counts only its own points, so by ncrit alone its tree stops splitting
+// levels above the leaves of the whole set's: at ncrit 100 the one-rank tree of this 10³ lattice
+// splits its level-1 cells (125 points), but a rank of 3 or 2 z-planes holds 75 or 50 of each
+// and kept them as leaves, cubes of 5 planes around 2 or 3 of its own. Such a leaf's near field
+// reaches further, and the traversal could not split it: 8 and 16 ranks on a 16³ lattice (2 and
+// 1 planes a rank) took 5.7 and 5.4 times the one rank's P2P pairs (fmm_bench --turbulent, 2^12,
+// tolerance 1e-6). The ranks' trees now reach the whole set's leaf level
+// (whole_set_leaf_level): the pairs of all ranks together stay within 10 % of one rank's.
+TEST(FmmMpi, ThinSlabsKeepTheWholeSetsLeaves) {
+  const Comm c = world();
+  const Lattice& l = lattice();
+  const std::vector<int> owner = owners(l.x, Split::zslabs, false, 0);
+  Params prm = periodic_params(1e-6);
+  prm.ncrit = 100;
+  std::vector<Vec3> u, u1;
+  std::vector<Mat3> g, g1;
+  const Timings tm = evaluate_self(prm, c, mine(l.x, owner), mine(l.alpha, owner), mine(l.sigma, owner), u, g);
+  const Timings one = evaluate_self(prm, l.x, l.alpha, l.sigma, u1, g1);
+  const double pairs = c.sum(double(tm.n_p2p_pairs)), eu = rel_l2_all(u, mine(l.u, owner));
+  if (c.root())
+    std::printf("ncrit 100, z-slabs on %d ranks: P2P pairs %.0f, one rank %lld (%.3f); u against the spectral sum "
+                "%.2e\n", c.size(), pairs, one.n_p2p_pairs, pairs / double(one.n_p2p_pairs), eu);
+  EXPECT_LE(pairs, 1.1 * double(one.n_p2p_pairs));
+  EXPECT_LE(eu, 1e-6);
+}
+
 TEST(FmmMpi, AtTargetsPeriodic) {
   // Sources in uneven z-slabs, targets shared differently: 200 lattice points (spectral field
   // there, each blob's own contribution included as evaluate_at includes it) in shares of a
