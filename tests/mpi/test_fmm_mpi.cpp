@@ -240,7 +240,7 @@ TEST(FmmMpi, SelfZSlabsLastRankEmptyLooseTolerance) {
 // reaches further, and the traversal could not split it: 8 and 16 ranks on a 16³ lattice (2 and
 // 1 planes a rank) took 5.7 and 5.4 times the one rank's P2P pairs (fmm_bench --turbulent, 2^12,
 // tolerance 1e-6). The ranks' trees now reach the whole set's leaf level
-// (whole_set_leaf_level): the pairs of all ranks together stay within 10 % of one rank's.
+// (whole_set_leaf_level): here the pairs of all ranks together are one rank's (10 % allowed).
 TEST(FmmMpi, ThinSlabsKeepTheWholeSetsLeaves) {
   const Comm c = world();
   const Lattice& l = lattice();
