@@ -21,8 +21,8 @@ namespace {
 
 // found[5 i .. 5 i + 4] of level i: full (1, cleared by any parent that differs), the first
 // parent, its first child, and their rows in M and L (FarPlan::rows: the rows must follow one
-// another as the cells do; rows rise with the cells, so a run's last row tells).  M2M: thread per parent q of the level's list, the source cells'
-// child counts and first children.
+// another as the cells do; rows rise with the cells, so a run's last row tells).  M2M: thread
+// per parent q of the level's list, the source cells' child counts and first children.
 __global__ void full_up_kernel(const int* __restrict__ parents, int n, const int* __restrict__ first_child,
                                const int* __restrict__ nchild, const GCell* __restrict__ cells,
                                const int* __restrict__ rows, double tol, int* __restrict__ found) {
