@@ -283,7 +283,8 @@ class Solver : public SolverInterface {
   /// max_p max_i |u_i(x_p)| of the last right-hand side (computes it if stale).
   double max_velocity() override;
   double max_gradient() override;
-  /// The solver's velocity on the grid g as coefficients (grid.h normalisation).
+  /// The solver's velocity on the grid g as coefficients (grid.h normalisation): the lattice
+  /// field's modes |k_i| < N/2 (resample), on any rank count and refine.
   void velocity(SpectralVector& u) override;
   double time() const override { return t_; }
   long steps() const override { return steps_; }

@@ -6,7 +6,8 @@
 //                        diffusion_increment, project, filter
 //                        (remesh_kernel.h)
 //   blob_scale_kernel  ↔ Lattice::values(blob = true)'s × V/s
-//   biot_savart_kernel ↔ Lattice::biot_savart;  resample_kernel ↔ resample (remesh.cpp)
+//   biot_savart_kernel ↔ Lattice::biot_savart;  resample_kernel, drop_nyquist_kernel ↔ resample
+//                        (remesh.cpp; the latter between two grids of one N, in place)
 //   send_modes_kernel, place_modes_kernel ↔ resample between slabs (remesh.cpp, its plan's
 //                        copies on each side of the exchange)
 //   blob_velocity_kernel ↔ Lattice::blob_velocity (Solver::lattice_rhs, vortex.velocity = lattice)
@@ -278,6 +279,16 @@ __global__ void place_modes_kernel(long long n, long long nt, const long long* _
 }
 
 // to (n_to lattice, nm_to modes a component) from `from` (n_from, nm_from): resample (remesh.cpp).
+// resample_kernel between two grids of one N, in place: the modes it leaves out (|k_i| = N/2) zeroed.
+__global__ void drop_nyquist_kernel(long long nm, int n, Cx* v) {
+  for (long long m = thread_index(); m < nm; m += thread_stride()) {
+    int ix, iy, iz;
+    modes::mode_of(m, n, ix, iy, iz);
+    if (kernel::resample_source(ix, iy, iz, n, n) < 0)
+      for (int d = 0; d < 3; ++d) v[d * nm + m] = Cx{0, 0};
+  }
+}
+
 __global__ void resample_kernel(long long nm_to, int n_to, long long nm_from, int n_from,
                                 const Cx* __restrict__ from, Cx* __restrict__ to) {
   for (long long m = thread_index(); m < nm_to; m += thread_stride()) {
@@ -297,9 +308,8 @@ __global__ void init_modes_kernel(long long nm, SlabModes L, long long nm_grid, 
   for (long long m = thread_index(); m < nm; m += thread_stride()) {
     int ix, iy, iz;
     L.mode(m, ix, iy, iz);
-    // The same lattice: every mode as it is (Solver::set_velocity takes u itself there).
-    const long long src = n == n_grid ? (static_cast<long long>(iz) * n + iy) * (n / 2 + 1) + ix
-                                      : kernel::resample_source(ix, iy, iz, n, n_grid);
+    // As Solver::set_velocity's resample: the modes |k_i| < N/2, on any rank count and refine.
+    const long long src = kernel::resample_source(ix, iy, iz, n, n_grid);
     Cx um[3], wm[3];
     for (int d = 0; d < 3; ++d) um[d] = src < 0 ? Cx{0, 0} : u[d * nm_grid + src];
     double k[3];
@@ -1052,11 +1062,16 @@ struct GpuSolver::Impl {
     biot_savart_kernel<<<blocks_for(nm), kThreads>>>(nm, lm, W, H);
     VH_CHECK_LAUNCH();
   }
-  /// One rank: the grid velocity's coefficients on the device (Solver::velocity): into H (grid =
-  /// lattice) or R (refine > 1: the truncation to the grid).
+  /// One rank: the grid velocity's coefficients on the device (Solver::velocity, the modes
+  /// |k_i| < N/2): in H (grid = lattice: its modes at N/2 zeroed) or R (refine > 1: the
+  /// truncation to the grid).
   const Cx* grid_velocity() {
     lattice_velocity();
-    if (gp.n == g.n) return H;
+    if (gp.n == g.n) {
+      drop_nyquist_kernel<<<blocks_for(nm), kThreads>>>(nm, g.n, H);
+      VH_CHECK_LAUNCH();
+      return H;
+    }
     Cx* out = reinterpret_cast<Cx*>(R);  // 3 nmg complex ≤ 3 np doubles: np ≥ (N + 2)³
     resample_kernel<<<blocks_for(nmg), kThreads>>>(nmg, g.n, nm, gp.n, H, out);
     VH_CHECK_LAUNCH();
