@@ -278,8 +278,8 @@ __global__ void place_modes_kernel(long long n, long long nt, const long long* _
     for (int d = 0; d < 3; ++d) to[d * nt + where[i]] = in[3 * i + d];
 }
 
-// to (n_to lattice, nm_to modes a component) from `from` (n_from, nm_from): resample (remesh.cpp).
-// resample_kernel between two grids of one N, in place: the modes it leaves out (|k_i| = N/2) zeroed.
+// resample_kernel between two grids of one N, in place: the modes it leaves out, |k_i| = N/2,
+// zeroed.
 __global__ void drop_nyquist_kernel(long long nm, int n, Cx* v) {
   for (long long m = thread_index(); m < nm; m += thread_stride()) {
     int ix, iy, iz;
@@ -289,6 +289,7 @@ __global__ void drop_nyquist_kernel(long long nm, int n, Cx* v) {
   }
 }
 
+// to (n_to lattice, nm_to modes a component) from `from` (n_from, nm_from): resample (remesh.cpp).
 __global__ void resample_kernel(long long nm_to, int n_to, long long nm_from, int n_from,
                                 const Cx* __restrict__ from, Cx* __restrict__ to) {
   for (long long m = thread_index(); m < nm_to; m += thread_stride()) {
