@@ -60,32 +60,46 @@ void m2m_table(int p, const cplx* R, const cplx* Mc, cplx* Mp) {
 
 namespace {
 
-// M2L with a table, output degrees 0..lmax (lmax = p for a full M2L, 2 for the M2P) into Lout,
-// stride nc_out between components.
-void m2l_upto(int p, int lmax, const cplx* Ih, const cplx* Mc, cplx* Lout, int nc_out) {
-  const int nc = ncoef(p);
-  // Full (l, -l..l) real/imaginary arrays, index fidx(l, m), so that the inner sums over k are
-  // contiguous dot products; the (-1)^j conj(Mc_jk) factor is folded into Mr, Mi.
-  constexpr int nf = (kMaxOrder + 1) * (kMaxOrder + 1);
-  double Ir[nf], Ii[nf], Mr[3 * nf], Mi[3 * nf];
-  for (int f = 0; f < (p + 1) * (p + 1); ++f)
-    m2l_operands(f, nc, nf, reinterpret_cast<const double*>(Ih), reinterpret_cast<const double*>(Mc), Ir, Ii, Mr,
-                 Mi);
+constexpr int kNf = FoldedMultipole::nf;
+
+// The M2L's sums, output degrees 0..lmax (lmax = p for a full M2L, 2 for the M2P) into Lout,
+// stride nc_out between components, from the table's operands Ir, Ii and the folded multipole's
+// Mr, Mi (m2l_operands): full (l, -l..l) real/imaginary arrays, index fidx(l, m), so that the
+// inner sums over k are contiguous dot products.  Inlined where the operands are made: called
+// apart, the CPU's M2L stage took 5 % longer (fmm_bench, one rank, p 14).
+[[gnu::always_inline]] inline void m2l_sums(int p, int lmax, const double* Ir, const double* Ii, const double* Mr,
+                                            const double* Mi, cplx* Lout, int nc_out) {
   for (int l = 0; l <= lmax; ++l)
     for (int m = 0; m <= l; ++m) {
       double sr[3], si[3];
-      m2l_table_sum(p, l, m, Ir, Ii, Mr, Mi, nf, sr, si);
+      m2l_table_sum(p, l, m, Ir, Ii, Mr, Mi, kNf, sr, si);
       for (int a = 0; a < 3; ++a) Lout[a * nc_out + idx(l, m)] += cplx(sr[a], si[a]);
     }
 }
 
 }  // namespace
 
-void m2l_table(int p, const cplx* Ih, const cplx* Mc, cplx* Lc) { m2l_upto(p, p, Ih, Mc, Lc, ncoef(p)); }
+void m2l_table(int p, const cplx* Ih, const cplx* Mc, cplx* Lc) {
+  const int nc = ncoef(p);
+  double Ir[kNf], Ii[kNf], Mr[3 * kNf], Mi[3 * kNf];
+  for (int f = 0; f < (p + 1) * (p + 1); ++f)
+    m2l_operands(f, nc, kNf, reinterpret_cast<const double*>(Ih), reinterpret_cast<const double*>(Mc), Ir, Ii, Mr,
+                 Mi);
+  m2l_sums(p, p, Ir, Ii, Mr, Mi, Lc, nc);
+}
 
-void m2p_table(int p, const cplx* Ih, const cplx* Mc, double dphi[3][3], double hphi[3][3][3]) {
+void fold_multipole(int p, const cplx* Mc, FoldedMultipole& F) {
+  for (int n = 0; n <= p; ++n)
+    for (int m = -n; m <= n; ++m)
+      m2l_multipole_operand(n, m, ncoef(p), kNf, reinterpret_cast<const double*>(Mc), F.re, F.im);
+}
+
+void m2p_table(int p, const cplx* Ih, const FoldedMultipole& F, double dphi[3][3], double hphi[3][3][3]) {
+  double Ir[kNf], Ii[kNf];
+  for (int n = 0; n <= p; ++n)
+    for (int m = -n; m <= n; ++m) m2l_table_operand(n, m, reinterpret_cast<const double*>(Ih), Ir, Ii);
   cplx Lt[3 * 6] = {};  // degrees 0..2 of the local expansion about the target
-  m2l_upto(p, p < 2 ? p : 2, Ih, Mc, Lt, 6);
+  m2l_sums(p, p < 2 ? p : 2, Ir, Ii, F.re, F.im, Lt, 6);
   potential_derivatives(reinterpret_cast<const double*>(Lt), dphi, hphi);
 }
 

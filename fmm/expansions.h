@@ -57,14 +57,24 @@ void m2m_table(int p, const cplx* R, const cplx* Mc, cplx* Mp);
 void m2l(int p, const Vec3& d, const cplx* Mc, cplx* Lc);
 /// M2L with a precomputed table Ih = I_lm(d) of degree 0..p (the lattice uses sums of them).
 void m2l_table(int p, const cplx* Ih, const cplx* Mc, cplx* Lc);
+/// A multipole as the M2L's sums read it: (-1)^n conj(M_nm) of each component at the full index
+/// fidx(n, m) (fmm/expansions_kernel.h m2l_multipole_operand), split into real and imaginary
+/// parts. Folded once, it serves every target of an M2P.
+struct FoldedMultipole {
+  static constexpr int nf = (kMaxOrder + 1) * (kMaxOrder + 1);
+  double re[3 * nf], im[3 * nf];
+};
+/// Fold the multipole Mc (order p) into F.
+void fold_multipole(int p, const cplx* Mc, FoldedMultipole& F);
 /// M2P with a table Ih = I_lm(d), d = c - x from the target x to the multipole's centre c (a sum
-/// of tables: several images of one multipole at once): the gradient and Hessian of the three
-/// potentials at x (as l2p) from the M2L into the degrees 0..2 of a local expansion about x
-/// itself, whose L2P at x is those degrees alone.  The M2L's truncation (l + j <= p), so it equals
-/// m2l_table into a zero expansion about x followed by l2p at d = 0; O(p^2) where that is O(p^4).
+/// of tables: several images of one multipole at once), of the folded multipole F: the gradient
+/// and Hessian of the three potentials at x (as l2p) from the M2L into the degrees 0..2 of a
+/// local expansion about x itself, whose L2P at x is those degrees alone.  The M2L's truncation
+/// (l + j <= p), so it equals m2l_table into a zero expansion about x followed by l2p at d = 0;
+/// O(p^2) where that is O(p^4).
 /// Valid where the M2L about x is (|d| > the multipole's radius): the LET's receiver evaluates
 /// a remote multipole at the targets of a leaf too close for an M2L into the leaf (fmm/let.h).
-void m2p_table(int p, const cplx* Ih, const cplx* Mc, double dphi[3][3], double hphi[3][3][3]);
+void m2p_table(int p, const cplx* Ih, const FoldedMultipole& F, double dphi[3][3], double hphi[3][3][3]);
 /// L2L: shift local at c to c2, d = c2 - c; adds into Lchild.
 void l2l(int p, const Vec3& d, const cplx* Lc, cplx* Lchild);
 /// L2P: gradient and Hessian of the three potentials phi_a at c + d:

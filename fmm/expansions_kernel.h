@@ -233,14 +233,17 @@ VH_HD inline void m2m_table_sum(const double* R, const double* M, int l, int m, 
       [&](int n, int mm, double& re, double& im) { coef(M, n, mm, re, im); }, sr, si);
 }
 
-/// The M2L's operands at full index f = fidx(n, m) (expansions.h m2l_table): the table I_nm
-/// from Ih (m >= 0 storage, pairs) into Ir[f], Ii[f], and the folded multipole
-/// (-1)^n conj(M_nm) of each component a (m >= 0 storage at M + 2 a nc) into Mr[a nf + f],
-/// Mi[a nf + f].
-VH_HD inline void m2l_operands(int f, int nc, int nf, const double* Ih, const double* M, double* Ir, double* Ii,
-                               double* Mr, double* Mi) {
-  const int n = degree_of(f), m = f - n * n - n;
+/// The M2L's table operand at (n, m), full index f = fidx(n, m) (expansions.h m2l_table): I_nm
+/// from Ih (m >= 0 storage, pairs) into Ir[f], Ii[f].
+VH_HD inline void m2l_table_operand(int n, int m, const double* Ih, double* Ir, double* Ii) {
+  const int f = fidx(n, m);
   coef(Ih, n, m, Ir[f], Ii[f]);
+}
+
+/// The M2L's multipole operand at (n, m): the folded multipole (-1)^n conj(M_nm) of each
+/// component a (m >= 0 storage at M + 2 a nc) into Mr[a nf + f], Mi[a nf + f].
+VH_HD inline void m2l_multipole_operand(int n, int m, int nc, int nf, const double* M, double* Mr, double* Mi) {
+  const int f = fidx(n, m);
   for (int a = 0; a < 3; ++a) {
     double re, im;
     coef(M + 2 * a * nc, n, m, re, im);
@@ -248,6 +251,14 @@ VH_HD inline void m2l_operands(int f, int nc, int nf, const double* Ih, const do
     Mr[a * nf + f] = re;
     Mi[a * nf + f] = im;
   }
+}
+
+/// Both of the M2L's operands at the full index f (m2l_table, and a thread's share on the GPU).
+VH_HD inline void m2l_operands(int f, int nc, int nf, const double* Ih, const double* M, double* Ir, double* Ii,
+                               double* Mr, double* Mi) {
+  const int n = degree_of(f), m = f - n * n - n;
+  m2l_table_operand(n, m, Ih, Ir, Ii);
+  m2l_multipole_operand(n, m, nc, nf, M, Mr, Mi);
 }
 
 /// One output (l, m) of the M2L with a table (expansions.h m2l_table) for the three components:

@@ -337,30 +337,36 @@ void evaluate_cpu(const Params& prm, const Tree& tgt, const Tree& src, bool self
       }
     if (!remote || remote->lists.m2p[c].empty()) continue;
     // The LET's multipoles this leaf is too close to take by M2L, at each target (fmm/let.h),
-    // the images of one multipole in one table as the M2L's.
+    // the images of one multipole in one table as the M2L's; each multipole folded once for all
+    // the leaf's targets, which still take the multipoles in the list's order.
     std::vector<Interaction> list = remote->lists.m2p[c];
     std::sort(list.begin(), list.end(), [](const Interaction& a, const Interaction& b) {
       return a.source != b.source ? a.source < b.source : a.shift < b.shift;
     });
     const LetSources& let = remote->let;
     cplx I[kMaxCoef], T[kMaxCoef];
-    for (int i = C.begin; i < C.end; ++i)
-      for (std::size_t k = 0; k < list.size();) {
-        const int j = list[k].source;
-        const Vec3& cb = let.cells[j].center;
+    FoldedMultipole F;
+    for (std::size_t k0 = 0, k1; k0 < list.size(); k0 = k1) {
+      const int j = list[k0].source;
+      for (k1 = k0; k1 < list.size() && list[k1].source == j; ++k1) {
+      }
+      fold_multipole(p, &let.M[std::size_t(let.cells[j].multipole) * 3 * nc], F);
+      const Vec3& cb = let.cells[j].center;
+      for (int i = C.begin; i < C.end; ++i) {
         std::fill(T, T + nc, cplx(0.0));
-        for (; k < list.size() && list[k].source == j; ++k) {
+        for (std::size_t k = k0; k < k1; ++k) {
           const Vec3& s = shifts[list[k].shift];
           solid_harmonics({cb[0] + s[0] - tgt.x[i][0], cb[1] + s[1] - tgt.x[i][1], cb[2] + s[2] - tgt.x[i][2]}, p,
                           nullptr, I);
           for (int q = 0; q < nc; ++q) T[q] += I[q];
-          ++n_m2p;
         }
         double dphi[3][3], h[3][3][3], r[12];
-        m2p_table(p, T, &let.M[std::size_t(let.cells[j].multipole) * 3 * nc], dphi, h);
+        m2p_table(p, T, F, dphi, h);
         velocity_from_potentials(dphi, h, r);
         add(i, r);
       }
+      n_m2p += static_cast<long long>(k1 - k0) * (C.end - C.begin);
+    }
   }
   const auto t_down = clock_type::now();
   tm.l2l_l2p = seconds(t_m2l, t_down);

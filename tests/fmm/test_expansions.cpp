@@ -125,11 +125,11 @@ TEST(Expansions, ChainConvergesWithOrder) {
 }
 
 TEST(Expansions, M2pIsTheM2lToThePointThenL2p) {
-  // m2p_table: the M2L into the degrees 0..2 of a local expansion about the target, read there
-  // (fmm/expansions.h).  The same sums as m2l_table into a zero expansion followed by l2p at
-  // d = 0 (whose L2L adds only zero terms): equal to the last bit; and, for 30 charges in a ball
-  // of radius 0.5 seen from ~1.5 (ratio 1/3, p = 16: remainder ~(1/3)^17 ~ 1e-8 of the field),
-  // the direct gradient and Hessian of sum q / |r - x_q| within 1e-6.
+  // m2p_table of the folded multipole: the M2L into the degrees 0..2 of a local expansion about
+  // the target, read there (fmm/expansions.h).  The same sums as m2l_table into a zero expansion
+  // followed by l2p at d = 0 (whose L2L adds only zero terms): equal to the last bit; and, for 30
+  // charges in a ball of radius 0.5 seen from ~1.5 (ratio 1/3, p = 16: remainder ~(1/3)^17 ~ 1e-8
+  // of the field), the direct gradient and Hessian of sum q / |r - x_q| within 1e-6.
   const int p = 16, nc = ncoef(p);
   std::mt19937_64 gen(11);
   std::uniform_real_distribution<double> U(-0.28, 0.28);
@@ -145,7 +145,9 @@ TEST(Expansions, M2pIsTheM2lToThePointThenL2p) {
   std::vector<cplx> I(nc);
   solid_harmonics(d, p, nullptr, I.data());
   double dp[3][3], hp[3][3][3], dl[3][3], hl[3][3][3];
-  m2p_table(p, I.data(), M.data(), dp, hp);
+  FoldedMultipole F;
+  fold_multipole(p, M.data(), F);
+  m2p_table(p, I.data(), F, dp, hp);
   m2l(p, d, M.data(), L.data());
   l2p(p, {0, 0, 0}, L.data(), dl, hl);
   double num = 0, den = 0;
