@@ -233,32 +233,51 @@ struct Remote {
   const cplx* lattice_root;
 };
 
-// The M2Ls of one target cell (centre ca) from its list into L, the source j with centre
-// centre(j) and multipole multipole(j).  M2L is linear in the table I_lm(d): the periodic images
-// of one source taken by the same target share one contraction with the summed table (one M2L
-// per (target, source) pair).  Returns the number of images.
-template <class Centre, class Multipole>
-long long m2l_list(int p, std::vector<Interaction> list, const Vec3& ca, const std::vector<Vec3>& shifts,
-                   const Centre& centre, const Multipole& multipole, cplx* L) {
-  const int nc = ncoef(p);
+// An interaction list sorted by source, then by image: each source's images in one run.
+std::vector<Interaction> by_source(std::vector<Interaction> list) {
   std::sort(list.begin(), list.end(), [](const Interaction& a, const Interaction& b) {
     return a.source != b.source ? a.source < b.source : a.shift < b.shift;
   });
-  cplx I[kMaxCoef], T[kMaxCoef];
-  long long n = 0;
-  for (std::size_t k = 0; k < list.size();) {
-    const int j = list[k].source;
-    const Vec3& cb = centre(j);
-    std::fill(T, T + nc, cplx(0.0));
-    for (; k < list.size() && list[k].source == j; ++k) {
-      const Vec3& s = shifts[list[k].shift];
-      solid_harmonics({cb[0] + s[0] - ca[0], cb[1] + s[1] - ca[1], cb[2] + s[2] - ca[2]}, p, nullptr, I);
-      for (int c = 0; c < nc; ++c) T[c] += I[c];
-      ++n;
-    }
+  return list;
+}
+
+// The end of the run of list[k]'s source in a list sorted by_source.
+std::size_t source_run_end(const std::vector<Interaction>& list, std::size_t k) {
+  const int j = list[k].source;
+  while (k < list.size() && list[k].source == j) ++k;
+  return k;
+}
+
+// T = the tables I_lm(c + s - x) of the images s of list[k0, k1) (one source, centre c) seen
+// from x, summed in the list's order: M2L and M2P are linear in the table, so the images of one
+// source share one contraction.
+void image_table(int p, const std::vector<Interaction>& list, std::size_t k0, std::size_t k1, const Vec3& c,
+                 const Vec3& x, const std::vector<Vec3>& shifts, cplx* T) {
+  const int nc = ncoef(p);
+  cplx I[kMaxCoef];
+  std::fill(T, T + nc, cplx(0.0));
+  for (std::size_t k = k0; k < k1; ++k) {
+    const Vec3& s = shifts[list[k].shift];
+    solid_harmonics({c[0] + s[0] - x[0], c[1] + s[1] - x[1], c[2] + s[2] - x[2]}, p, nullptr, I);
+    for (int q = 0; q < nc; ++q) T[q] += I[q];
+  }
+}
+
+// The M2Ls of one target cell (centre ca) from its list into L, the source j with centre
+// centre(j) and multipole multipole(j): one M2L per (target, source) pair, with the summed table
+// of the source's images.  Returns the number of images.
+template <class Centre, class Multipole>
+long long m2l_list(int p, const std::vector<Interaction>& unsorted, const Vec3& ca, const std::vector<Vec3>& shifts,
+                   const Centre& centre, const Multipole& multipole, cplx* L) {
+  const std::vector<Interaction> list = by_source(unsorted);
+  cplx T[kMaxCoef];
+  for (std::size_t k0 = 0, k1; k0 < list.size(); k0 = k1) {
+    k1 = source_run_end(list, k0);
+    const int j = list[k0].source;
+    image_table(p, list, k0, k1, centre(j), ca, shifts, T);
     m2l_table(p, T, multipole(j), L);
   }
-  return n;
+  return static_cast<long long>(list.size());
 }
 
 // Far field and near field on the CPU from the multipoles M of src: the periodic lattice, M2L,
@@ -339,27 +358,16 @@ void evaluate_cpu(const Params& prm, const Tree& tgt, const Tree& src, bool self
     // The LET's multipoles this leaf is too close to take by M2L, at each target (fmm/let.h),
     // the images of one multipole in one table as the M2L's; each multipole folded once for all
     // the leaf's targets, which still take the multipoles in the list's order.
-    std::vector<Interaction> list = remote->lists.m2p[c];
-    std::sort(list.begin(), list.end(), [](const Interaction& a, const Interaction& b) {
-      return a.source != b.source ? a.source < b.source : a.shift < b.shift;
-    });
+    const std::vector<Interaction> list = by_source(remote->lists.m2p[c]);
     const LetSources& let = remote->let;
-    cplx I[kMaxCoef], T[kMaxCoef];
+    cplx T[kMaxCoef];
     FoldedMultipole F;
     for (std::size_t k0 = 0, k1; k0 < list.size(); k0 = k1) {
-      const int j = list[k0].source;
-      for (k1 = k0; k1 < list.size() && list[k1].source == j; ++k1) {
-      }
-      fold_multipole(p, &let.M[std::size_t(let.cells[j].multipole) * 3 * nc], F);
-      const Vec3& cb = let.cells[j].center;
+      k1 = source_run_end(list, k0);
+      const LetCell& B = let.cells[list[k0].source];
+      fold_multipole(p, &let.M[std::size_t(B.multipole) * 3 * nc], F);
       for (int i = C.begin; i < C.end; ++i) {
-        std::fill(T, T + nc, cplx(0.0));
-        for (std::size_t k = k0; k < k1; ++k) {
-          const Vec3& s = shifts[list[k].shift];
-          solid_harmonics({cb[0] + s[0] - tgt.x[i][0], cb[1] + s[1] - tgt.x[i][1], cb[2] + s[2] - tgt.x[i][2]}, p,
-                          nullptr, I);
-          for (int q = 0; q < nc; ++q) T[q] += I[q];
-        }
+        image_table(p, list, k0, k1, B.center, tgt.x[i], shifts, T);
         double dphi[3][3], h[3][3][3], r[12];
         m2p_table(p, T, F, dphi, h);
         velocity_from_potentials(dphi, h, r);
