@@ -140,20 +140,55 @@ double m2l_fft_bytes(int level, int p, bool building, int extent) {
   return 16.0 * V * ((building ? 54 : 27) * nf + 24 * nf + 24 * nc);
 }
 
+namespace {
+
+/// A rank's window of level l's FFT M2L on a lattice of n points a side split into R z-slabs:
+/// the target parent planes over its share of ceil(n / R) lattice planes, with a plane of drift
+/// either way, and the reach of the level's stencil (without the lattice's slack: the largest).
+struct SlabWindow {
+  int planes;
+  ParentReach reach;
+};
+SlabWindow slab_window(int l, int L, double theta, double rcut_cells_L, int n, int R) {
+  const double per_parent = n / std::ldexp(1.0, l - 1);  // lattice planes a parent plane
+  const int share = (n + R - 1) / R + 2;                   // with a plane of drift either way
+  const int planes = static_cast<int>(std::ceil(share / per_parent)) + 1;
+  const LevelStencil st = uniform_stencil(l, theta, rcut_cells_L * std::ldexp(1.0, l - L));
+  return {planes, parent_z_reach(st)};
+}
+
+}  // namespace
+
 double m2l_fft_set_bytes(int L, int p, double theta, double rcut_cells_L, int n, int R) {
   double b = 0;
   for (int l = 2; l <= L; ++l) {
     int extent = 0;
     if (R > 1) {
-      const double per_parent = n / std::ldexp(1.0, l - 1);  // lattice planes a parent plane
-      const int share = (n + R - 1) / R + 2;                   // with a plane of drift either way
-      const int planes = static_cast<int>(std::ceil(share / per_parent)) + 1;
-      const LevelStencil st = uniform_stencil(l, theta, rcut_cells_L * std::ldexp(1.0, l - L));
-      extent = m2l_fft_window_extent(l, parent_z_reach(st), planes);
+      const SlabWindow w = slab_window(l, L, theta, rcut_cells_L, n, R);
+      extent = m2l_fft_window_extent(l, w.reach, w.planes);
     }
     b += m2l_fft_bytes(l, p, l == L, extent);
   }
   return b;
+}
+
+double uniform_expansion_cells(int L, double theta, double rcut_cells_L, int n, int R) {
+  double cells = static_cast<double>(level_offset(std::min(L, 1) + 1));  // levels 0 and 1: whole
+  for (int l = 2; l <= L; ++l) {
+    const double whole = std::ldexp(1.0, 3 * l);
+    if (R == 1) {
+      cells += whole;
+      continue;
+    }
+    // UniformFar::source_planes: 2 (nz + hi − lo) planes of the level, where the window is not
+    // the whole level and holds its targets' planes (lo ≤ 0 ≤ hi).
+    const SlabWindow w = slab_window(l, L, theta, rcut_cells_L, n, R);
+    const int m = 1 << (l - 1);
+    const bool all = w.planes >= m || w.reach.lo > 0 || w.reach.hi < 0;
+    const int planes = all ? 2 * m : std::min(2 * m, 2 * (w.planes + w.reach.hi - w.reach.lo));
+    cells += std::ldexp(1.0, 2 * l) * planes;
+  }
+  return cells;
 }
 
 std::vector<int> level_grid(const Tree& t, int level) {

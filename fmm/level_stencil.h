@@ -105,6 +105,13 @@ double m2l_fft_bytes(int level, int p, bool building, int extent = 0);
 /// R = 1. The stencils without the lattice's slack, whose reach is the largest.
 double m2l_fft_set_bytes(int L, int p, double theta, double rcut_cells_L, int n, int R);
 
+/// The cells of a complete octree of depth L (uniform levels, fmm.m2l fft) whose multipoles and
+/// locals one of R ranks keeps (fmm/expansion_rows.h): every cell at R = 1; on R > 1 levels 0
+/// and 1 whole and, from level 2 on, the planes of the rank's window of the level's M2L (as
+/// m2l_fft_set_bytes takes them: its slab's share with a plane of drift either way, the
+/// stencil's reach), 2 (planes + hi − lo) of the level's 2^l, or all of them.
+double uniform_expansion_cells(int L, double theta, double rcut_cells_L, int n, int R);
+
 /// The cells of `level` in grid order: grid[(iz n + iy) n + ix] is the index in t.cells of the
 /// cell (ix, iy, iz); empty when the level misses a cell.
 std::vector<int> level_grid(const Tree& t, int level);

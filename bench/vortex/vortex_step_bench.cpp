@@ -184,6 +184,7 @@ struct Row {
   double out_stats = 0, out_monitors = 0, out_velocity = 0;
   double bytes_per_particle = 0, gpu_used_gib = 0;
   double solver_gib = 0, fmm_gib = 0;  // rank 0's solver arrays and its FMM's pool
+  double est_gib = 0, est_fmm_gib = 0;  // rank 0's device estimate (src/app/memory_estimate.h), its FMM's items
   double kept_cells = 1;  // rank 0's FMM: the tree's cells whose expansions it keeps, a share
   int reinits = 0;
 };
@@ -347,6 +348,17 @@ int main(int argc, char** argv) {
       r.bytes_per_particle = double(s.device_bytes()) / particles;
       r.solver_gib = double(s.device_bytes()) / double(1 << 30);
       r.fmm_gib = double(s.fmm_device_bytes()) / double(1 << 30);
+      {
+        app::RunConfig run;  // as the memory check above
+        run.solver = "vortex";
+        run.vortex = solver_params(o, 0.0);
+        run.ranks = ranks;
+        run.n = n;
+        const app::MemoryEstimate e = app::estimate_memory(run, Backend::gpu, false);
+        r.est_gib = e.device_bytes() / double(1 << 30);
+        for (const app::MemoryItem& i : e.device)
+          if (i.what.rfind("FMM ", 0) == 0) r.est_fmm_gib += i.bytes / double(1 << 30);
+      }
       if (s.last_timings().cells > 0)
         r.kept_cells = double(s.last_timings().expansion_cells) / double(s.last_timings().cells);
       std::size_t free1 = 0;
@@ -398,14 +410,15 @@ int main(int argc, char** argv) {
                 r.step[10], r.step[11]);
   std::printf("\nstart-up and output [s]; memory (B/particle: rank 0's solver arrays over every particle; rank 0's\n"
               "solver arrays and its FMM's pool, the share of its tree's cells whose multipoles and locals the\n"
-              "FMM keeps; GPU: in use after the steps, every rank's on its GPU)\n"
-              "%6s %9s %9s %9s %10s %9s %9s %10s %10s %9s %9s %9s\n",
+              "FMM keeps; GPU: in use after the steps, every rank's on its GPU; rank 0's estimate, all of it and\n"
+              "its FMM's items, the run's memory check's)\n"
+              "%6s %9s %9s %9s %10s %9s %9s %10s %10s %9s %9s %9s %9s %9s\n",
               "N", "construct", "set_vel", "1st eval", "out stats", "monitors", "vel host", "B/particle", "solver GiB",
-              "FMM GiB", "M,L cells", "GPU GiB");
+              "FMM GiB", "M,L cells", "GPU GiB", "est GiB", "est FMM");
   for (const Row& r : rows)
-    std::printf("%6d %9.4f %9.4f %9.4f %10.4f %9.4f %9.4f %10.1f %10.2f %9.2f %9.3f %9.2f\n", r.n, r.construct,
-                r.set_velocity, r.first_eval, r.out_stats, r.out_monitors, r.out_velocity, r.bytes_per_particle,
-                r.solver_gib, r.fmm_gib, r.kept_cells, r.gpu_used_gib);
+    std::printf("%6d %9.4f %9.4f %9.4f %10.4f %9.4f %9.4f %10.1f %10.2f %9.2f %9.3f %9.2f %9.2f %9.2f\n", r.n,
+                r.construct, r.set_velocity, r.first_eval, r.out_stats, r.out_monitors, r.out_velocity,
+                r.bytes_per_particle, r.solver_gib, r.fmm_gib, r.kept_cells, r.gpu_used_gib, r.est_gib, r.est_fmm_gib);
 
   if (o.csv) {
     vh::bench::CsvRows csv(std::cout, "vortex_step", dev, VH_GIT_HASH);
@@ -436,6 +449,8 @@ int main(int argc, char** argv) {
       csv.row(cs, "rank0_solver_memory", r.solver_gib, "GiB");
       csv.row(cs, "rank0_fmm_pool_memory", r.fmm_gib, "GiB");
       csv.row(cs, "rank0_fmm_expansion_cells_share", r.kept_cells, "1");
+      csv.row(cs, "rank0_memory_estimate", r.est_gib, "GiB");
+      csv.row(cs, "rank0_fmm_memory_estimate", r.est_fmm_gib, "GiB");
     }
   }
   return 0;

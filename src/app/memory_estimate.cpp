@@ -66,6 +66,10 @@ constexpr double kFmmHostPerCell = 4000;
 // device estimate of those runs is 5-13 % above what they held (tests/app/test_memory_estimate.cpp).
 constexpr double kFmmDevicePerParticle = 280;
 constexpr double kFmmDevicePerCell = 4000;
+// Of the 4000 B a cell, what every rank of R > 1 holds for every cell of the complete tree whose
+// cells are the whole set's (fmm/tree_gpu.h: the cells' records, their grid of the uniform levels
+// and rows): the rest, the near field's entries and the expansions, only for the cells it keeps.
+constexpr double kFmmDeviceTreePerCell = 256;
 constexpr double kFmmDeviceTables = 256 * kMiB;
 // The P2M and L2P as matrix products on lattice leaves (fmm/far_gpu_device.h LatticeLeaves): the
 // L2P's results of a run of leaves.
@@ -159,6 +163,31 @@ double vortex_gpu_ghosts(const RunConfig& c, int R) {
   const int reach = fmm::near_z_reach(c.vortex.fmm.resolved().theta, u.rcut) + 1;  // leaf planes
   const double planes = 2.0 * reach * std::ceil(double(m) / (1 << u.L));          // lattice planes
   return std::min(all - own, planes * plane);
+}
+
+/// Whether the vortex solver's GPU ranks take the uniform levels, each its own sources and the
+/// ghosts (vortex/solver_gpu.cu): fmm.m2l fft as fitted, an order the FFT M2L has (p ≤ 14) and a
+/// depth of at least 2 (fmm/uniform_gpu.h). Otherwise every rank gathers every particle and
+/// evaluates the whole set's FMM, its targets only.
+bool vortex_gpu_ranks_take_uniform_levels(const RunConfig& c) {
+  const fmm::Params r = c.vortex.fmm.resolved();
+  return c.vortex.fmm.m2l == "fft" && r.p <= 14 && uniform_leaves(c).L >= 2;
+}
+
+/// The GPU FMM of one of R > 1 ranks on the uniform levels (docs/design.md, "The vortex solver on
+/// several GPUs"): per source, its own particles and the ghosts (vortex_gpu_ghosts); the complete
+/// tree's records for every cell; the near field's entries and the multipoles and locals for the
+/// cells of its windows (fmm::uniform_expansion_cells), not the whole tree's.
+double vortex_gpu_rank_fmm(const RunConfig& c, int R) {
+  const fmm::Params r = c.vortex.fmm.resolved();
+  const UniformLeaves u = uniform_leaves(c);
+  const int n = vortex::lattice_points_per_direction(c.vortex.refine, c.n);
+  const double nc = (r.p + 1) * (r.p + 2) / 2;
+  const double cells = static_cast<double>(fmm::level_offset(u.L + 1));
+  const double kept = fmm::uniform_expansion_cells(u.L, r.theta, u.rcut, n, R);
+  const double sources = vortex_rank_particles(c, R).own + vortex_gpu_ghosts(c, R);
+  return kFmmDevicePerParticle * sources + kFmmDeviceTreePerCell * cells +
+         (kFmmDevicePerCell - kFmmDeviceTreePerCell + 120 * nc) * kept + kFmmDeviceTables + kFmmDeviceLatticeLeaves;
 }
 
 /// Complex values of the transform grid (M²(M/2+1)).
@@ -294,7 +323,8 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
     } else if (R == 1) {
       e.host.push_back({"vortex solver and FMM", f.host});
     }
-    if (gpu) e.device.push_back({"FMM and blob sums", f.device});
+    if (gpu && (!resident || R == 1 || !vortex_gpu_ranks_take_uniform_levels(c)))
+      e.device.push_back({"FMM and blob sums", f.device});
     if (gpu && c.vortex.reinit_from == vortex::ReinitFrom::points) {
       if (R == 1) {
         e.device.push_back({"vortex state and work space", kVortexGpuPerParticle * particles});
@@ -303,6 +333,8 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
         e.device.push_back({"vortex state and work space (this rank's particles)", kVortexGpuOwnPerParticle * own});
         e.device.push_back({"FMM's sources (this rank's and the ghosts)",
                             kVortexGpuSourcePerParticle * (own + vortex_gpu_ghosts(c, R))});
+        if (vortex_gpu_ranks_take_uniform_levels(c))
+          e.device.push_back({"FMM (this rank's sources, its windows' cells)", vortex_gpu_rank_fmm(c, R)});
         // The diagnostics on the device (GpuSolver::device_velocity, core/diagnostics.h
         // DeviceStatistics): the grid velocity on the rank's slab of the grid, the modes sent and
         // received to put it there (three components each), and the statistics' transform space
@@ -444,6 +476,11 @@ std::string fit_fmm_m2l(RunConfig& c, Backend b, bool fused, double device) {
   for (const MemoryItem& i : e.device)
     if (i.what == kFftTablesItem) tables = i.bytes;
   if (tables == 0 || e.device_bytes() <= device) return "";
+  // On R > 1 GPU ranks the lists gather every particle on every rank: no way out where that is
+  // no smaller.
+  RunConfig lists = c;
+  lists.vortex.fmm.m2l = "lists";
+  if (estimate_memory(lists, b, fused).device_bytes() >= e.device_bytes()) return "";
   c.vortex.fmm.m2l = "lists";
   return "the uniform levels' FFT tables, " + format_bytes(tables) + ", do not fit beside the run's " +
          format_bytes(e.device_bytes() - tables) + " in " + format_bytes(device) + " of free GPU memory";

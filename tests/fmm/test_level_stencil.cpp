@@ -217,6 +217,25 @@ TEST(LevelStencil, TheWindowsExtentAndBytes) {
   EXPECT_LT(m2l_fft_set_bytes(6, 13, 0.8, rcut, 256, 8), four);
 }
 
+// The cells whose expansions a rank keeps, as the memory estimate counts them, at 256³ (level 6)
+// on 4 ranks (θ 0.8, every level's stencil reaching 2 parent planes either way): a rank's 64
+// lattice planes and 2 of drift are 10 parent planes of 8 at level 6, 6 of 16 at level 5, so its
+// windows are 2 (10 + 4) = 28 of level 6's 64 planes and 2 (6 + 4) = 20 of level 5's 32; levels
+// 4 (2 (4 + 4) = 16 of 16) and below whole: 9 + 64 + 512 + 4 096 + 20 · 4⁵ + 28 · 4⁶ cells.
+TEST(LevelStencil, TheExpansionCellsOfARanksWindows) {
+  const double rcut = 1.15;
+  EXPECT_DOUBLE_EQ(uniform_expansion_cells(6, 0.8, rcut, 256, 1), static_cast<double>(level_offset(7)));
+  EXPECT_DOUBLE_EQ(uniform_expansion_cells(6, 0.8, rcut, 256, 4), 9 + 64 + 512 + 4096 + 20 * 1024 + 28 * 4096);
+  // Fewer with more ranks, never fewer than a rank's own planes of each level.
+  double last = level_offset(7);
+  for (int R : {2, 3, 4, 8, 16, 32, 64}) {
+    const double kept = uniform_expansion_cells(6, 0.8, rcut, 256, R);
+    EXPECT_LE(kept, last) << R;
+    EXPECT_GE(kept, static_cast<double>(level_offset(7)) / R) << R;
+    last = kept;
+  }
+}
+
 // fmm/expansion_rows.h: a rank keeps the expansions of the levels below `from` and of its
 // windows' planes, numbered in cell order. The tree of a 16³ lattice (ncrit 8: levels 0 .. 3,
 // complete), windows across the box's top face (level 2: planes 3, 0; level 3: 6, 7, 0, 1):
