@@ -466,6 +466,16 @@ MemoryAvailable device_memory_available() {
   return a;
 }
 
+MemoryAvailable shared_by(const MemoryAvailable& a, int ranks, const std::string& who) {
+  if (ranks <= 1) return a;
+  MemoryAvailable s;
+  for (const MemoryItem& l : a.limits) {
+    if (l.what.rfind("ulimit", 0) == 0) add_limit(s, l.what, l.bytes);  // per process
+    else add_limit(s, l.what + " shared by " + std::to_string(ranks) + " " + who, l.bytes / ranks);
+  }
+  return s;
+}
+
 namespace {
 
 /// fit_fmm_m2l against `device` bytes.

@@ -73,6 +73,14 @@ MemoryAvailable host_memory_available();
 /// Free memory of the current GPU (cudaMemGetInfo); infinite without a GPU.
 MemoryAvailable device_memory_available();
 
+/// What one of `ranks` processes that share a machine's memory may count on: a's shared limits
+/// divided among them, each then named "… shared by <ranks> <who>"; the others (the per-process
+/// ulimit -v and -d) as they are. Host memory: MemAvailable and the cgroup limits, shared by the
+/// ranks of a node (Comm::local_size); GPU memory: its free memory, shared by the ranks on one
+/// GPU (parallel.share_gpus). Each rank's estimate is rank 0's, the largest, so that R ranks of
+/// a node are admitted only where all of them fit. ranks ≤ 1: a unchanged.
+MemoryAvailable shared_by(const MemoryAvailable& a, int ranks, const std::string& who);
+
 /// Host and GPU bytes of the periodic FMM (fmm/) over `particles` sources with parameters f, on
 /// the GPU with `gpu`: per source and per cell of its octree (leaves of at most f.ncrit, 8/7 cells
 /// per leaf), the host side with the vortex solver's own per-particle arrays (they were calibrated

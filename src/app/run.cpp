@@ -336,10 +336,12 @@ struct Setup {
 /// R > 1 ranks of a GPU run: one GPU each (parallel.share_gpus lets them share) and the transport
 /// of device buffers (parallel.comm, VH_COMM). Returns its name for the banner and run.h5
 /// /meta: "nccl", "mpi-cuda" or "mpi-staged"; "mpi" on CPU ranks; "none" on one rank.
-std::string connect_ranks(const RunConfig& cfg, Backend backend, const Comm& world) {
+/// gpu_ranks: the ranks on this rank's GPU (select_gpus), 1 where none share.
+std::string connect_ranks(const RunConfig& cfg, Backend backend, const Comm& world, int& gpu_ranks) {
+  gpu_ranks = 1;
   if (world.size() == 1) return "none";
   if (backend != Backend::gpu) return "mpi";
-  select_gpus(world, cfg.share_gpus);
+  gpu_ranks = select_gpus(world, cfg.share_gpus);
 #ifdef VH_HAVE_CUDA
   DeviceComm::configure(world, cfg.comm);
   const DeviceComm::Transport t = DeviceComm::configured(world);
@@ -374,13 +376,16 @@ Setup configure(const std::string& deck_path, const std::vector<std::string>& ov
   const Backend backend = resolve_backend(cfg.device);
   check_ranks(cfg, opts, ranks);
   if (ckpt) check_checkpoint_grid(*ckpt, cfg);
-  const std::string comm = connect_ranks(cfg, backend, world);
+  int gpu_ranks = 1;
+  const std::string comm = connect_ranks(cfg, backend, world, gpu_ranks);
   if (ckpt) cfg.out_dir = ckpt->dir;  // a restart continues in the checkpoint's folder
   // Memory, estimated from the deck and checked before anything is written (memory_estimate.h);
-  // the FMM's M2L by FFTs only where its tables fit beside the rest, on every rank alike.
+  // the FMM's M2L by FFTs only where its tables fit beside the rest, on every rank alike. A
+  // node's memory is its ranks', a GPU's the ranks' that share it.
   const bool fused = spectral_fused_on_gpu(cfg, backend);
-  const MemoryAvailable host_mem = host_memory_available();
-  const MemoryAvailable gpu_mem = backend == Backend::gpu ? device_memory_available() : MemoryAvailable{};
+  const MemoryAvailable host_mem = shared_by(host_memory_available(), world.local_size(), "ranks of this node");
+  const MemoryAvailable gpu_mem =
+      backend == Backend::gpu ? shared_by(device_memory_available(), gpu_ranks, "ranks on this GPU") : MemoryAvailable{};
   std::string m2l_lists = fit_fmm_m2l(cfg, backend, fused, gpu_mem);
   if (world.any(!m2l_lists.empty()) && m2l_lists.empty()) {
     cfg.vortex.fmm.m2l = "lists";

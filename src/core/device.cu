@@ -51,7 +51,7 @@ bool gpu_memory(std::size_t& free, std::size_t& total) {
   return true;
 }
 
-void select_gpus(const Comm& comm, bool share_gpus) {
+int select_gpus(const Comm& comm, bool share_gpus) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
     cudaGetLastError();
@@ -88,6 +88,9 @@ void select_gpus(const Comm& comm, bool share_gpus) {
                          std::to_string(f.gpus) + " visible to a rank): one rank per GPU (mpirun -np <= GPUs per " +
                          "node), or parallel.share_gpus = true");
   }
+  int sharing = 0;
+  for (const Facts& f : all) sharing += std::memcmp(f.uuid, mine.uuid, sizeof f.uuid) == 0;
+  return sharing;
 }
 
 }  // namespace vh

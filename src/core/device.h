@@ -23,7 +23,8 @@ bool gpu_memory(std::size_t& free, std::size_t& total);
 /// local_rank modulo the GPUs it sees (all of its node's, or the one a scheduler bound to it).
 /// Throws InputError, the same one line on every rank, when two ranks would share a GPU and
 /// `share_gpus` is false, or when the ranks' GPUs are not all of one kind (a run goes at the
-/// pace of its slowest GPU, and its memory check assumes one size).
-void select_gpus(const Comm& comm, bool share_gpus);
+/// pace of its slowest GPU, and its memory check assumes one size). Returns the ranks on this
+/// rank's GPU, itself included (1 without share_gpus; 1 in a build without CUDA).
+int select_gpus(const Comm& comm, bool share_gpus);
 
 }  // namespace vh

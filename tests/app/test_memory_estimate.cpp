@@ -485,6 +485,35 @@ TEST(MemoryAvailable, ReadsMemAvailableAndTheAddressSpaceLimit) {
   EXPECT_NEAR(b.bytes, 64.0 * (1 << 20), 8.0 * (1 << 20));
 }
 
+// R ranks of a node share its memory (MemAvailable, the cgroup's limit) and the ranks on one GPU
+// its free memory: each counts on its part; ulimit -v and -d are each process's own.
+TEST(MemoryAvailable, ANodesRanksShareItsMemory) {
+  const double gib = 1024.0 * 1024 * 1024;
+  vh::app::MemoryAvailable a;
+  a.limits = {{"MemAvailable", 64 * gib}, {"cgroup memory.max 48 GiB less usage", 48 * gib},
+              {"ulimit -v 10 GiB less the mapped address space", 10 * gib}};
+  a.bytes = 10 * gib;
+  a.limited_by = a.limits[2].what;
+  const vh::app::MemoryAvailable one = vh::app::shared_by(a, 1, "ranks of this node");
+  EXPECT_EQ(one.bytes, a.bytes);
+  EXPECT_EQ(one.limited_by, a.limited_by);
+  const vh::app::MemoryAvailable four = vh::app::shared_by(a, 4, "ranks of this node");
+  ASSERT_EQ(four.limits.size(), 3u);
+  EXPECT_EQ(four.limits[0].what, "MemAvailable shared by 4 ranks of this node");
+  EXPECT_DOUBLE_EQ(four.limits[0].bytes, 16 * gib);
+  EXPECT_DOUBLE_EQ(four.limits[1].bytes, 12 * gib);
+  EXPECT_DOUBLE_EQ(four.bytes, 10 * gib);  // the ulimit, each process's own
+  EXPECT_EQ(four.limited_by, a.limits[2].what);
+  const vh::app::MemoryAvailable eight = vh::app::shared_by(a, 8, "ranks of this node");
+  EXPECT_DOUBLE_EQ(eight.bytes, 6 * gib);
+  EXPECT_EQ(eight.limited_by, "cgroup memory.max 48 GiB less usage shared by 8 ranks of this node");
+  vh::app::MemoryAvailable gpu;
+  gpu.limits = {{"free GPU memory of 79.2 GiB", 78 * gib}};
+  gpu.bytes = 78 * gib;
+  EXPECT_DOUBLE_EQ(vh::app::shared_by(gpu, 2, "ranks on this GPU").bytes, 39 * gib);
+  EXPECT_TRUE(std::isinf(vh::app::shared_by(vh::app::MemoryAvailable{}, 4, "ranks of this node").bytes));
+}
+
 TEST(MemoryEstimate, FormatBytes) {
   EXPECT_EQ(vh::app::format_bytes(512), "512 B");
   EXPECT_EQ(vh::app::format_bytes(1.5 * 1024), "1.50 KiB");

@@ -272,7 +272,8 @@ TEST_F(MpiRun, BothSolversOnTwoAndThreeRanksEqualOneRankAndRestartAcross) {
 }
 
 // The memory check on R ranks (issue 24): the estimate is one rank's part, printed by
-// --dry-run once with "(memory per rank, R ranks)", nothing written; a run too large for the
+// --dry-run once with "(memory per rank, R ranks)", against the node's memory shared by its
+// ranks, nothing written; a run too large for the
 // machine even on R ranks is refused by every rank with one line, exit 2, nothing written. The
 // solver's arrays are slabs, so 4 ranks need about half of what each of 2 ranks needs (not the
 // one-rank figure halved: the slab passes hold z, y and x lines and two message buffers where one
@@ -292,6 +293,8 @@ TEST_F(MpiRun, MemoryIsCheckedPerRank) {
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(count(r.output, "dry run: the deck is valid; nothing was written"), 1) << r.output;
   EXPECT_EQ(count(r.output, "(memory per rank, 2 ranks)"), 1) << r.output;
+  // The node's memory is both ranks': each counts on half of it (app::shared_by).
+  EXPECT_EQ(count(r.output, " shared by 2 ranks of this node)"), 1) << r.output;
   EXPECT_FALSE(fs::exists(dir / "d"));
   const Result four = shell(on(4) + kExe + base + (dir / "d").string() + " --domain.n=256 --dry-run");
   ASSERT_EQ(four.status, 0) << four.output;
