@@ -19,13 +19,16 @@ namespace vh::bench {
 /// Throws vh::InputError "`what` needs X of host memory (…), Y available (…); allowed here:
 /// `option` <= S" when estimate(size) does not fit on back end b, S the first of `smaller` (in
 /// descending order) whose estimate fits (a size whose estimate throws vh::InputError is not a
-/// valid one and is skipped). On R ranks of `comm` every rank checks its own memory and all throw
-/// the first short rank's line.
+/// valid one and is skipped). On R ranks of `comm` every rank checks its own memory, its part of
+/// its node's (app::shared_by) and of its GPU's, which `gpu_ranks` share (select_gpus), and all
+/// throw the first short rank's line.
 inline void require_memory(const std::string& what, const std::string& option, int size, const std::vector<int>& smaller,
                            const std::function<app::MemoryEstimate(int)>& estimate, Backend b,
-                           const Comm& comm = Comm()) {
-  const app::MemoryAvailable host = app::host_memory_available();
-  const app::MemoryAvailable device = b == Backend::gpu ? app::device_memory_available() : app::MemoryAvailable{};
+                           const Comm& comm = Comm(), int gpu_ranks = 1) {
+  const app::MemoryAvailable host = app::shared_by(app::host_memory_available(), comm.local_size(), "ranks of this node");
+  const app::MemoryAvailable device = b == Backend::gpu
+                                          ? app::shared_by(app::device_memory_available(), gpu_ranks, "ranks on this GPU")
+                                          : app::MemoryAvailable{};
   auto shortfall = [&](int s) { return app::memory_shortfall(estimate(s), b, host, device); };
   std::string why = shortfall(size);
   if (!why.empty()) {

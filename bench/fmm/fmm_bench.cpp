@@ -851,6 +851,7 @@ int main(int argc, char** argv) {
   vh::MpiSession mpi(&argc, &argv);
   const vh::Comm comm = vh::Comm::world();
   Options o;
+  int gpu_ranks = 1;  // the ranks on this rank's GPU
   try {
     o = parse(argc, argv);
     if (comm.size() > 1 && o.prm.use_gpu && !o.resident)
@@ -858,14 +859,14 @@ int main(int argc, char** argv) {
 #ifdef VH_FMM_HAVE_CUDA
     if (comm.size() > 1 && o.prm.use_gpu) {
       if (!o.prm.periodic) throw std::invalid_argument("under mpirun --device gpu needs --periodic (or --turbulent)");
-      vh::select_gpus(comm, o.share_gpus);
+      gpu_ranks = vh::select_gpus(comm, o.share_gpus);
     }
 #endif
     // The largest case's memory first (the others are smaller).
     vh::bench::require_memory("--max-log2n " + std::to_string(o.max_log2n), "--max-log2n", o.max_log2n,
                               vh::bench::sizes_below(o.max_log2n, 1, o.min_log2n),
                               [&](int lg) { return case_memory(o, lg); },
-                              o.prm.use_gpu ? vh::Backend::gpu : vh::Backend::cpu);
+                              o.prm.use_gpu ? vh::Backend::gpu : vh::Backend::cpu, comm, gpu_ranks);
   } catch (const std::exception& e) {
     if (comm.root()) std::fprintf(stderr, "fmm_bench: %s\n", e.what());
     return 2;

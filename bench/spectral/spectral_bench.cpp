@@ -170,8 +170,9 @@ int main(int argc, char** argv) {
   try {
     const Backend b = resolve_backend(device);
     std::string transport = "mpi";
+    int gpu_ranks = 1;  // the ranks on this rank's GPU
     if (b == Backend::gpu && ranks > 1) {
-      select_gpus(world, share_gpus);
+      gpu_ranks = select_gpus(world, share_gpus);
 #ifdef VH_HAVE_CUDA
       DeviceComm::configure(world, comm);
       transport = DeviceComm::name(DeviceComm::configured(world));
@@ -195,7 +196,7 @@ int main(int argc, char** argv) {
               run.n = m;
               return app::estimate_memory(run, b, app::spectral_fused_on_gpu(run, b));
             },
-            b, world);
+            b, world, gpu_ranks);
       }
     const std::string dev = device_name(b);
     const std::string prec = precision == "single" ? "fp32" : "fp64";

@@ -225,9 +225,10 @@ int main(int argc, char** argv) {
   }
   if (!world.root() && !std::freopen("/dev/null", "w", stdout)) return 1;
   std::string transport = "none";
+  int gpu_ranks = 1;  // the ranks on this rank's GPU
   try {
     if (ranks > 1) {
-      select_gpus(world, o.share_gpus);
+      gpu_ranks = select_gpus(world, o.share_gpus);
       DeviceComm::configure(world, "auto");
       transport = DeviceComm::name(DeviceComm::configured(world));
     }
@@ -255,7 +256,7 @@ int main(int argc, char** argv) {
                               run.n = m;
                               return app::estimate_memory(run, Backend::gpu, false);
                             },
-                            Backend::gpu);
+                            Backend::gpu, world, gpu_ranks);
     }
   } catch (const InputError& e) {
     std::fprintf(stderr, "vortex_step_bench: %s\n", e.what());
