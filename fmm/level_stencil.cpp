@@ -136,8 +136,8 @@ double m2l_fft_bytes(int level, int p, bool building, int extent) {
   const double m = std::ldexp(1.0, level - 1);
   const double nf = (p + 1.0) * (p + 1.0), nc = (p + 1.0) * (p + 2.0) / 2, V = m * m * (extent > 0 ? extent : m);
   // tables 27 nf (one a parity difference), folded multipoles 24 nf, local expansions 24 nc
-  // complex doubles a parent cell
-  return 16.0 * V * ((building ? 54 : 27) * nf + 24 * nf + 24 * nc);
+  // complex doubles a parent cell; while built, a chunk of the tables and cuFFT's work area
+  return 16.0 * V * ((building ? 27 + 2 * kFftTableChunk : 27) * nf + 24 * nf + 24 * nc);
 }
 
 namespace {

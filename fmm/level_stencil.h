@@ -92,17 +92,23 @@ int m2l_fft_window_extent(int level, const ParentReach& r, int planes);
 /// `level`'s cells start in one whose levels follow one another (fmm/tree_gpu.h).
 inline long long level_offset(int level) { return ((1LL << (3 * level)) - 1) / 7; }
 
+/// The parity differences whose tables M2LFftGpu transforms at a time while it builds a level's
+/// 27 (fmm/m2l_fft_gpu.cu): the tables in real space and cuFFT's work area for them are 3/27 of
+/// the tables each, where the whole set at once held as much again as the tables.
+constexpr int kFftTableChunk = 3;
+
 /// Device bytes of the FFT M2L of one level at order p (fmm/m2l_fft_gpu.h): its tables and
 /// transforms over `extent` parent planes in z (0: the whole level's n / 2), and with
-/// `building` the tables' transient copy too.
+/// `building` the transient of their construction too (a chunk of kFftTableChunk tables in real
+/// space and as much for cuFFT's work area).
 double m2l_fft_bytes(int level, int p, bool building, int extent = 0);
 
-/// Device bytes of the FFT M2L of the uniform levels 2 .. L, the deepest level's tables counted
-/// twice (they are built while the others are held), at order p and acceptance theta with the
-/// cut-off rcut_cells_L in cells of level L, for a lattice of n points a side split into R
-/// z-slabs: a rank's windows (m2l_fft_window_extent) over the parent planes its share of
-/// ceil(n / R) lattice planes, with a plane of drift either way, reaches; the whole levels at
-/// R = 1. The stencils without the lattice's slack, whose reach is the largest.
+/// Device bytes of the FFT M2L of the uniform levels 2 .. L, the deepest level's with the
+/// transient of its construction (it is built while the others are held), at order p and
+/// acceptance theta with the cut-off rcut_cells_L in cells of level L, for a lattice of n points a
+/// side split into R z-slabs: a rank's windows (m2l_fft_window_extent) over the parent planes its
+/// share of ceil(n / R) lattice planes, with a plane of drift either way, reaches; the whole
+/// levels at R = 1. The stencils without the lattice's slack, whose reach is the largest.
 double m2l_fft_set_bytes(int L, int p, double theta, double rcut_cells_L, int n, int R);
 
 /// The cells of a complete octree of depth L (uniform levels, fmm.m2l fft) whose multipoles and

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 #include <cufft.h>
 
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <map>
@@ -164,20 +165,22 @@ __global__ void scatter_kernel(int p, long long V, int m, int zbase, int z0, int
   o.y += v.y * s;
 }
 
-// D[idx[e]] = val[e] (distinct indices).
-__global__ void place_kernel(long long ne, const long long* __restrict__ idx, const double2* __restrict__ val,
-                             double2* __restrict__ D) {
-  const long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-  if (e < ne) D[idx[e]] = val[e];
+// D[idx[e] - lo] = val[e] (distinct indices) for the entries e of [first, last).
+__global__ void place_kernel(long long first, long long last, long long lo, const long long* __restrict__ idx,
+                             const double2* __restrict__ val, double2* __restrict__ D) {
+  const long long e = first + blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (e < last) D[idx[e] - lo] = val[e];
 }
 
-// Kh from the transformed tables D[(d nf + f) V + kappa].
-__global__ void transpose_kernel(int nf, long long V, const double2* __restrict__ D, double2* __restrict__ Kh) {
+// Kh's tables of the differences d0 .. d0 + k - 1 from their transforms D[((d - d0) nf + f) V +
+// kappa].
+__global__ void transpose_kernel(int nf, long long V, int d0, int k, const double2* __restrict__ D,
+                                 double2* __restrict__ Kh) {
   const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-  if (i >= 27LL * nf * V) return;
-  const int f = static_cast<int>(i % nf), d = static_cast<int>(i / nf % 27);
-  const long long k = i / nf / 27;
-  Kh[i] = D[(d * static_cast<long long>(nf) + f) * V + k];
+  if (i >= static_cast<long long>(k) * nf * V) return;
+  const int f = static_cast<int>(i % nf), dl = static_cast<int>(i / nf % k);
+  const long long kappa = i / nf / k;
+  Kh[(kappa * 27 + d0 + dl) * nf + f] = D[(dl * static_cast<long long>(nf) + f) * V + kappa];
 }
 
 int mod(int a, int b) { return ((a % b) + b) % b; }
@@ -284,30 +287,45 @@ M2LFftGpu::M2LFftGpu(int p, double side, const LevelStencil& st, int extent) : i
         }
     }
   }
+  // The entries in the order of the differences (K's keys are d V + T): those of the
+  // differences [d0, d0 + k) are one run of them, first[d0] .. first[d0 + k].
   std::vector<long long> idx;
   std::vector<double2> val;
+  std::vector<long long> first(28, 0);
   for (const auto& [key, k] : K) {
     const long long dd = key / d.V, T = key % d.V;
     for (int f = 0; f < nf; ++f) {
       idx.push_back((dd * nf + f) * d.V + T);
       val.push_back(make_double2(k[f].real(), k[f].imag()));
     }
+    first[dd + 1] = static_cast<long long>(idx.size());
   }
+  for (int dd = 1; dd <= 27; ++dd) first[dd] = std::max(first[dd], first[dd - 1]);
   {
-    DeviceArray<double2> D(27ULL * nf * d.V);
-    D.zero();
-    DeviceArray<long long> didx(idx);
-    DeviceArray<double2> dval(val);
-    place_kernel<<<blocks_for(static_cast<long long>(idx.size()), 256), 256>>>(
-        static_cast<long long>(idx.size()), didx.data(), dval.data(), D.data());
-    VH_CHECK_LAUNCH();
+    // kFftTableChunk differences at a time, each transformed in place and put into Kh, so that
+    // the tables in real space and cuFFT's work area are a ninth of the tables, not as large.
+    constexpr int k = kFftTableChunk;
+    static_assert(27 % k == 0, "the chunks cover the 27 differences");
+    d.Kh.resize(27ULL * nf * d.V);
+    DeviceArray<double2> D(static_cast<std::size_t>(k) * nf * d.V);
+    const DeviceArray<long long> didx(idx);
+    const DeviceArray<double2> dval(val);
     Plan tp;
-    make_plan(tp, d.m, d.e, 27LL * nf);
-    VH_CHECK_CUFFT(cufftExecZ2Z(tp.h, reinterpret_cast<cufftDoubleComplex*>(D.data()),
-                                reinterpret_cast<cufftDoubleComplex*>(D.data()), CUFFT_INVERSE));
-    d.Kh.resize(D.size());
-    transpose_kernel<<<blocks_for(27LL * nf * d.V, 256), 256>>>(nf, d.V, D.data(), d.Kh.data());
-    VH_CHECK_LAUNCH();
+    make_plan(tp, d.m, d.e, static_cast<long long>(k) * nf);
+    for (int d0 = 0; d0 < 27; d0 += k) {
+      D.zero();
+      const long long b = first[d0], e = first[d0 + k];
+      if (e > b) {
+        place_kernel<<<blocks_for(e - b, 256), 256>>>(b, e, d0 * static_cast<long long>(nf) * d.V, didx.data(),
+                                                      dval.data(), D.data());
+        VH_CHECK_LAUNCH();
+      }
+      VH_CHECK_CUFFT(cufftExecZ2Z(tp.h, reinterpret_cast<cufftDoubleComplex*>(D.data()),
+                                  reinterpret_cast<cufftDoubleComplex*>(D.data()), CUFFT_INVERSE));
+      transpose_kernel<<<blocks_for(static_cast<long long>(k) * nf * d.V, 256), 256>>>(nf, d.V, d0, k, D.data(),
+                                                                                      d.Kh.data());
+      VH_CHECK_LAUNCH();
+    }
     VH_CHECK_CUDA(cudaDeviceSynchronize());
   }
   d.Mh.resize(24ULL * nf * d.V);

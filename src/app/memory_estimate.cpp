@@ -345,11 +345,11 @@ MemoryEstimate estimate_memory(const RunConfig& c, Backend b, bool fused) {
       // the FMM stays counted: an evaluation off the lattice (a restart) takes it.
       if (c.vortex.velocity == vortex::Velocity::lattice)
         e.device.push_back({"u and grad u of the lattice velocity", 96 * particles / R});
-      // fmm.m2l fft: the uniform levels' FFT tables and transforms, the deepest level's tables
-      // twice while they are built (fmm/level_stencil.h m2l_fft_set_bytes): the whole levels on
-      // one GPU, on R a rank's windows over the parent planes above its slab (GpuEvaluator::
-      // evaluate_own). A run takes them only where the whole estimate with them fits its GPU,
-      // else the lists (fit_fmm_m2l), so that a run the lists carry is admitted.
+      // fmm.m2l fft: the uniform levels' FFT tables and transforms, the deepest level's with a
+      // chunk of its tables while they are built (fmm/level_stencil.h m2l_fft_set_bytes): the
+      // whole levels on one GPU, on R a rank's windows over the parent planes above its slab
+      // (GpuEvaluator::evaluate_own). A run takes them only where the whole estimate with them
+      // fits its GPU, else the lists (fit_fmm_m2l), so that a run the lists carry is admitted.
       if (c.vortex.velocity == vortex::Velocity::fmm && c.vortex.fmm.m2l == "fft") {
         const fmm::Params r = c.vortex.fmm.resolved();
         const UniformLeaves u = uniform_leaves(c);
