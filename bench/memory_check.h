@@ -25,10 +25,11 @@ namespace vh::bench {
 inline void require_memory(const std::string& what, const std::string& option, int size, const std::vector<int>& smaller,
                            const std::function<app::MemoryEstimate(int)>& estimate, Backend b,
                            const Comm& comm = Comm(), int gpu_ranks = 1) {
-  const app::MemoryAvailable host = app::shared_by(app::host_memory_available(), comm.local_size(), "ranks of this node");
-  const app::MemoryAvailable device = b == Backend::gpu
-                                          ? app::shared_by(app::device_memory_available(), gpu_ranks, "ranks on this GPU")
-                                          : app::MemoryAvailable{};
+  const app::MemoryAvailable host =
+      app::shared_by(app::host_memory_available(), comm.local_size(), "ranks of this node");
+  const app::MemoryAvailable device =
+      b == Backend::gpu ? app::shared_by(app::device_memory_available(), gpu_ranks, "ranks on this GPU")
+                        : app::MemoryAvailable{};
   auto shortfall = [&](int s) { return app::memory_shortfall(estimate(s), b, host, device); };
   std::string why = shortfall(size);
   if (!why.empty()) {

@@ -93,12 +93,12 @@ struct FmmMemory {
 FmmMemory fmm_memory(double particles, const fmm::Params& f, bool gpu, double tree = 0);
 
 /// fmm.m2l = fft asks for the M2L of a complete tree's uniform levels by FFTs, whose tables grow
-/// eightfold a level (fmm/uniform_gpu.h; level 7's, past 322³ particles at ncrit 128 and p 10,
-/// 37.5 GiB while built). A GPU run takes them only where its whole estimate with them fits the GPU's memory
-/// `device`; otherwise this sets c.vortex.fmm.m2l = "lists" (the estimate then counts no tables)
-/// and says why in one phrase; "" where nothing changed. The evaluator's own rule (the tables
-/// where they fit its free memory with a quarter and 1 GiB to spare) would take them while the
-/// run's later buffers (the blob sums') do not fit beside them, or refuse them after the check
+/// eightfold a level (fmm/uniform_gpu.h; level 7's, past 322³ particles at ncrit 128 and p 10, 37.5
+/// GiB while built). A GPU run takes them only where its whole estimate with them fits the GPU's
+/// memory `device`; otherwise this sets c.vortex.fmm.m2l = "lists" (the estimate then counts no
+/// tables) and says why in one phrase; "" where nothing changed. The evaluator's own rule (the
+/// tables where they fit its free memory with a quarter and 1 GiB to spare) would take them while
+/// the run's later buffers (the blob sums') do not fit beside them, or refuse them after the check
 /// had counted them.
 std::string fit_fmm_m2l(RunConfig& c, Backend b, bool fused, const MemoryAvailable& device);
 /// Why the estimate e (back end b) does not fit: "needs X of host memory (its three largest

@@ -384,8 +384,9 @@ Setup configure(const std::string& deck_path, const std::vector<std::string>& ov
   // node's memory is its ranks', a GPU's the ranks' that share it.
   const bool fused = spectral_fused_on_gpu(cfg, backend);
   const MemoryAvailable host_mem = shared_by(host_memory_available(), world.local_size(), "ranks of this node");
-  const MemoryAvailable gpu_mem =
-      backend == Backend::gpu ? shared_by(device_memory_available(), gpu_ranks, "ranks on this GPU") : MemoryAvailable{};
+  const MemoryAvailable gpu_mem = backend == Backend::gpu
+                                      ? shared_by(device_memory_available(), gpu_ranks, "ranks on this GPU")
+                                      : MemoryAvailable{};
   std::string m2l_lists = fit_fmm_m2l(cfg, backend, fused, gpu_mem);
   if (world.any(!m2l_lists.empty()) && m2l_lists.empty()) {
     cfg.vortex.fmm.m2l = "lists";

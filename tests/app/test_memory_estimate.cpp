@@ -339,7 +339,8 @@ TEST(MemoryEstimate, VortexGpuDeviceBoundsWhatRunsHeld) {
                                    std::string("--fmm.tolerance=") + r.tolerance, std::string("--fmm.p=") + r.p,
                                    std::string("--fmm.theta=") + r.theta, std::string("--fmm.m2l=") + r.m2l});
     c.ranks = r.ranks;
-    // As the run fits its M2L to the H200 (138 GiB free); the 4-rank case at 512³ ran with the lists.
+    // As the run fits its M2L to the H200 (138 GiB free); the 4-rank case at 512³ ran with the
+    // lists.
     vh::app::MemoryAvailable h200;
     h200.bytes = 138.0 * 1024 * 1024 * 1024;
     vh::app::fit_fmm_m2l(c, Backend::gpu, false, h200);
