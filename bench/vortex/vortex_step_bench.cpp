@@ -210,6 +210,17 @@ vortex::Params solver_params(const BenchOptions& o, double nu) {
   return p;
 }
 
+/// The run whose memory the bench checks and prints: the GPU-resident vortex solver alone at n,
+/// on `ranks` ranks.
+app::RunConfig estimate_run(const BenchOptions& o, int ranks, int n) {
+  app::RunConfig run;
+  run.solver = "vortex";
+  run.vortex = solver_params(o, 0.0);
+  run.ranks = ranks;
+  run.n = n;
+  return run;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -242,20 +253,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   try {
-    // Every size's memory before any runs (bench/memory_check.h): a run of the GPU-resident
-    // vortex solver alone.
-    app::RunConfig run;
-    run.solver = "vortex";
-    run.vortex = solver_params(o, 0.0);
-    run.ranks = ranks;
+    // Every size's memory before any runs (bench/memory_check.h).
     for (int n : o.n) {
       char what[64];
       std::snprintf(what, sizeof what, "--n %d --refine %g", n, o.refine);
       bench::require_memory(what, "--n", n, bench::sizes_below(n, 2, 8),
-                            [&](int m) {
-                              run.n = m;
-                              return app::estimate_memory(run, Backend::gpu, false);
-                            },
+                            [&](int m) { return app::estimate_memory(estimate_run(o, ranks, m), Backend::gpu, false); },
                             Backend::gpu, world, gpu_ranks);
     }
   } catch (const InputError& e) {
@@ -349,17 +352,10 @@ int main(int argc, char** argv) {
       r.bytes_per_particle = double(s.device_bytes()) / particles;
       r.solver_gib = double(s.device_bytes()) / double(1 << 30);
       r.fmm_gib = double(s.fmm_device_bytes()) / double(1 << 30);
-      {
-        app::RunConfig run;  // as the memory check above
-        run.solver = "vortex";
-        run.vortex = solver_params(o, 0.0);
-        run.ranks = ranks;
-        run.n = n;
-        const app::MemoryEstimate e = app::estimate_memory(run, Backend::gpu, false);
-        r.est_gib = e.device_bytes() / double(1 << 30);
-        for (const app::MemoryItem& i : e.device)
-          if (i.what.rfind("FMM ", 0) == 0) r.est_fmm_gib += i.bytes / double(1 << 30);
-      }
+      const app::MemoryEstimate e = app::estimate_memory(estimate_run(o, ranks, n), Backend::gpu, false);
+      r.est_gib = e.device_bytes() / double(1 << 30);
+      for (const app::MemoryItem& i : e.device)
+        if (i.what.rfind("FMM ", 0) == 0) r.est_fmm_gib += i.bytes / double(1 << 30);
       if (s.last_timings().cells > 0)
         r.kept_cells = double(s.last_timings().expansion_cells) / double(s.last_timings().cells);
       std::size_t free1 = 0;

@@ -74,6 +74,14 @@ constexpr double kFmmDeviceTables = 256 * kMiB;
 // The P2M and L2P as matrix products on lattice leaves (fmm/far_gpu_device.h LatticeLeaves): the
 // L2P's results of a run of leaves.
 constexpr double kFmmDeviceLatticeLeaves = 64 * kMiB;
+
+/// The GPU FMM's bytes over `sources` sources and a tree of `cells` cells, of which `kept` hold
+/// their near entries and expansions (all of them on one rank; a rank's windows' on R > 1) at nc
+/// coefficients an expansion component.
+double fmm_device_bytes(double sources, double cells, double kept, double nc) {
+  return kFmmDevicePerParticle * sources + kFmmDeviceTreePerCell * cells +
+         (kFmmDevicePerCell - kFmmDeviceTreePerCell + 120 * nc) * kept + kFmmDeviceTables + kFmmDeviceLatticeLeaves;
+}
 // The item of the FMM's uniform levels' FFT tables (fmm.m2l fft), which fit_fmm_m2l weighs.
 constexpr const char* kFftTablesItem = "FMM uniform levels' FFTs";
 // The GPU-resident vortex solver (vortex/solver_gpu.h, device = gpu with reinit_from = points)
@@ -186,8 +194,7 @@ double vortex_gpu_rank_fmm(const RunConfig& c, int R) {
   const double cells = static_cast<double>(fmm::level_offset(u.L + 1));
   const double kept = fmm::uniform_expansion_cells(u.L, r.theta, u.rcut, n, R);
   const double sources = vortex_rank_particles(c, R).own + vortex_gpu_ghosts(c, R);
-  return kFmmDevicePerParticle * sources + kFmmDeviceTreePerCell * cells +
-         (kFmmDevicePerCell - kFmmDeviceTreePerCell + 120 * nc) * kept + kFmmDeviceTables + kFmmDeviceLatticeLeaves;
+  return fmm_device_bytes(sources, cells, kept, nc);
 }
 
 /// Complex values of the transform grid (M²(M/2+1)).
@@ -253,8 +260,7 @@ FmmMemory fmm_memory(double particles, const fmm::Params& f, bool gpu, double tr
   // With the GPU back end the results come back through pinned staging memory (12 doubles).
   m.host = (kVortexHostPerParticle + (gpu ? 96 : 0)) * particles + (kFmmHostPerCell + 96 * nc) * cells;
   if (gpu)
-    m.device = kFmmDevicePerParticle * particles + (kFmmDevicePerCell + 120 * nc) * cells + kFmmDeviceTables +
-               kFmmDeviceLatticeLeaves;
+    m.device = fmm_device_bytes(particles, cells, cells, nc);
   return m;
 }
 
