@@ -5,6 +5,8 @@
 //   InputError    -> 2  (bad deck, option or input file: the message is one line naming it)
 //   RunStopped    -> 3  (the run stopped itself after writing a checkpoint, or could not write
 //                        one: see the message; a WriteError mid-run becomes one)
+//   OutOfMemory   -> 2 before the run's first step (the run does not fit), 3 after it (the
+//                        run stops, naming its last good checkpoint): src/app/run.cpp
 //   anything else -> 1  (LibraryError: a failed library call, with the file:line it was seen at)
 // CUDA and cuFFT calls are checked by base/cuda_check.h, MPI calls inside base/comm.cpp and
 // HDF5 calls by src/io/h5.h.
@@ -20,6 +22,15 @@ class LibraryError : public std::runtime_error {
  public:
   LibraryError(const std::string& what, const char* file, int line)
       : std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + what) {}
+};
+
+/// An allocation that the machine refused (GPU memory, page-locked host memory, a cuFFT work
+/// area): the memory check admitted the run, so other processes took the memory since, or the
+/// run needed more than its estimate. Thrown by base/cuda_check.h's checks, with the device's
+/// free memory at the failure.
+class OutOfMemory : public LibraryError {
+ public:
+  using LibraryError::LibraryError;
 };
 
 /// Bad user input: deck, command-line option or input file. Exit status 2.
