@@ -34,6 +34,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <new>
 #include <optional>
 #include <sstream>
 
@@ -442,10 +443,9 @@ class Run {
   /// Starts the solvers from the initial field, or restores them from the checkpoint and
   /// continues its run.h5; writes run.h5.
   void start();
-  /// Advances every solver to every stop time, recording each output.
+  /// Advances every solver to every stop time, recording each output, then writes a final
+  /// checkpoint, so that the run can be continued to a later t_end.
   void advance_to_end();
-  /// A final checkpoint, so that the run can be continued to a later t_end.
-  void final_checkpoint();
   /// Time per phase, memory used, summary.txt and the closing line.
   void report(std::chrono::steady_clock::time_point wall0);
 
@@ -468,6 +468,10 @@ class Run {
   void checkpoint_if_due();
   [[noreturn]] void stop(const std::string& why);
   [[noreturn]] void stop_broken(const std::string& why);
+  [[noreturn]] void out_of_memory(const std::string& what, bool gpu);
+  std::string last_good_note() const;
+  void advance_outputs();
+  void final_checkpoint();
   bool field_due(double t) const;
   void time_table(double wall);
   std::string memory_used() const;
@@ -733,6 +737,17 @@ void Run::start_from_initial_field() {
 }
 
 void Run::advance_to_end() {
+  try {
+    advance_outputs();
+    final_checkpoint();
+  } catch (const OutOfMemory& e) {
+    out_of_memory(e.what(), true);
+  } catch (const std::bad_alloc&) {
+    out_of_memory("host memory: an allocation failed (std::bad_alloc)", false);
+  }
+}
+
+void Run::advance_outputs() {
   last_ckpt_ = std::chrono::steady_clock::now();
   for (double stop : stop_times(t_end_, out_dt_, field_t_)) {
     std::map<std::string, GridFields> fields;
@@ -939,10 +954,35 @@ void Run::stop(const std::string& why) {
 /// Collective: every rank decides the same.
 void Run::stop_broken(const std::string& why) {
   on_root(world_, [&] { rf_->write(); });
-  throw RunStopped(why + "; this state is not saved: " +
-                   (last_good_.empty() ? "no checkpoint had been written yet (output.checkpoint_every)"
-                                       : "the last good checkpoint is " + last_good_ +
-                                             " (continue with `vortexhit run --restart " + last_good_ + "`)"));
+  throw RunStopped(why + "; this state is not saved: " + last_good_note());
+}
+
+std::string Run::last_good_note() const {
+  return last_good_.empty() ? "no checkpoint had been written yet (output.checkpoint_every)"
+                            : "the last good checkpoint is " + last_good_ + " (continue with `vortexhit run --restart " +
+                                  last_good_ + "`)";
+}
+
+/// An allocation that the machine refused after the steps began (vh::OutOfMemory from the GPU,
+/// std::bad_alloc from the host): the step it broke off may have left the state half-updated,
+/// so it stops as stop_broken does (exit 3, the last good checkpoint named). On R ranks the
+/// others may be waiting for this one in a collective: it says why on its own and ends them all
+/// with status 3 (run.h5 and the checkpoints stay as the last output and checkpoint wrote them).
+void Run::out_of_memory(const std::string& what, bool gpu) {
+  std::string at;
+  for (const auto& st : solvers_)
+    at += (at.empty() ? "" : ", ") + st->name() + " at step " + std::to_string(st->steps()) + " (t/T " +
+          fmt(st->time() / T0_, 4) + ")";
+  const bool shared = ranks_ > 1;
+  const std::string why =
+      "out of memory, " + at + ": " + what + "; the memory check estimated " +
+      format_bytes(gpu ? s_.mem.device_bytes() : s_.mem.host_bytes()) + (gpu ? " of GPU memory" : " of host memory") +
+      (shared ? " a rank" : "") + ", so other processes took memory since it ran, or the run needs more than its "
+      "estimate: run it where more is free (more GPUs or nodes, fewer ranks a GPU or node)";
+  if (!shared) stop_broken(why);
+  std::cerr << "vortexhit: stopped on rank " << world_.rank() << ": " << why << "; this state is not saved: "
+            << last_good_note() << std::endl;
+  world_.abort(3);
 }
 
 void Run::final_checkpoint() {
@@ -1021,6 +1061,19 @@ std::string Run::summary(double wall) const {
 
 }  // namespace
 
+/// An allocation that the machine refused before the first step: the run does not fit where it
+/// was started, although its memory check admitted it (other processes took memory since, or
+/// the run needs more than its estimate). Exit 2, as the check itself would have; on R ranks
+/// this one says so and ends them all (the others may be waiting for it in a collective).
+[[noreturn]] static void does_not_fit(const std::string& what) {
+  const std::string line = "the run does not fit in the memory free here: " + what +
+                           " (allowed: a run whose memory is free: a smaller domain.n, or more GPUs or nodes)";
+  const Comm world = Comm::world();
+  if (world.size() == 1) throw InputError(line);
+  std::cerr << "vortexhit: error on rank " << world.rank() << ": " << line << std::endl;
+  world.abort(2);
+}
+
 static int run_case(const std::string& deck_path, const std::vector<std::string>& overrides, bool quiet,
                     const std::string& restart, const std::vector<std::string>& argv, bool dry_run) {
   const auto wall0 = std::chrono::steady_clock::now();
@@ -1035,7 +1088,6 @@ static int run_case(const std::string& deck_path, const std::vector<std::string>
   Run r(std::move(setup), world, quiet, deck_path, argv);
   r.start();
   r.advance_to_end();
-  r.final_checkpoint();
   release_signals();
   r.report(wall0);
   return 0;
@@ -1062,6 +1114,10 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
     else
       left = "no checkpoint had been written yet";
     throw RunStopped(std::string(e.what()) + "; nothing was left half-written; " + left);
+  } catch (const OutOfMemory& e) {  // the steps' own are Run::out_of_memory's (exit 3)
+    does_not_fit(e.what());
+  } catch (const std::bad_alloc&) {
+    does_not_fit("host memory: an allocation failed (std::bad_alloc)");
   }
 }
 
