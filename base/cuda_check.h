@@ -15,8 +15,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include <cstddef>
-#include <cstdio>
 #include <string>
 
 #include "base/error.h"
@@ -24,37 +22,17 @@
 namespace vh {
 
 /// " (GPU memory: F GiB free of T GiB)" of the current device, or "" where it cannot be read.
-inline std::string gpu_memory_note() {
-  std::size_t free = 0, total = 0;
-  if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return "";
-  }
-  char buf[96];
-  std::snprintf(buf, sizeof buf, " (GPU memory: %.2f GiB free of %.2f GiB)", double(free) / (1u << 30),
-                double(total) / (1u << 30));
-  return buf;
-}
+std::string gpu_memory_note();
 
 /// The error of a failed CUDA runtime call: vh::OutOfMemory for an allocation the device
-/// refused (not sticky: it is cleared, so that the next check sees the next error), else
-/// vh::LibraryError.
-[[noreturn]] inline void throw_cuda_error(cudaError_t e, const char* call, const char* file, int line) {
-  const std::string what = std::string("CUDA: ") + cudaGetErrorString(e) + " in " + call;
-  if (e == cudaErrorMemoryAllocation) {
-    (void)cudaGetLastError();
-    throw OutOfMemory(what + gpu_memory_note(), file, line);
-  }
-  throw LibraryError(what, file, line);
-}
+/// refused (cudaErrorMemoryAllocation; not sticky: it is cleared, so that the next check sees
+/// the next error), else vh::LibraryError.
+[[noreturn]] void throw_cuda_error(cudaError_t e, const char* call, const char* file, int line);
 
-/// The error of a failed cuFFT call: vh::OutOfMemory for CUFFT_ALLOC_FAILED (2: a plan's work
-/// area), else vh::LibraryError.
-[[noreturn]] inline void throw_cufft_error(int e, const char* call, const char* file, int line) {
-  const std::string what = "cuFFT error " + std::to_string(e) + " in " + call;
-  if (e == 2) throw OutOfMemory(what + " (CUFFT_ALLOC_FAILED)" + gpu_memory_note(), file, line);
-  throw LibraryError(what, file, line);
-}
+/// The error of a failed cuFFT call: vh::OutOfMemory for CUFFT_ALLOC_FAILED, and for
+/// CUFFT_INTERNAL_ERROR where the GPU is all but full (cuFFT's plans answer so when the memory
+/// they need is refused: cuda_check.cpp), else vh::LibraryError.
+[[noreturn]] void throw_cufft_error(int e, const char* call, const char* file, int line);
 
 }  // namespace vh
 

@@ -958,9 +958,8 @@ void Run::stop_broken(const std::string& why) {
 }
 
 std::string Run::last_good_note() const {
-  return last_good_.empty() ? "no checkpoint had been written yet (output.checkpoint_every)"
-                            : "the last good checkpoint is " + last_good_ + " (continue with `vortexhit run --restart " +
-                                  last_good_ + "`)";
+  if (last_good_.empty()) return "no checkpoint had been written yet (output.checkpoint_every)";
+  return "the last good checkpoint is " + last_good_ + " (continue with `vortexhit run --restart " + last_good_ + "`)";
 }
 
 /// An allocation that the machine refused after the steps began (vh::OutOfMemory from the GPU,
