@@ -4,8 +4,8 @@
 #
 #   scripts/build-gpu.sh [SET]      SET: fmm (default), spectral, tgv, vortex or all
 #
-#   fmm       the FMM, P2P, blob, initial-field and diagnostics GPU tests and the FMM/P2P benchmarks
-#             (device-check.sh tests, sanitize; bench without the spectral benchmark)
+#   fmm       the FMM, P2P, blob, initial-field, diagnostics and device-memory GPU tests and the
+#             FMM/P2P benchmarks (device-check.sh tests, sanitize; bench without the spectral one)
 #   spectral  test_spectral_gpu, spectral_bench (device-check.sh tests, bench)
 #   tgv       tgv_check (the Taylor-Green check against the 512^3 reference)
 #   vortex    vortexhit, the blob and GPU-solver tests, blobs_bench and vortex_step_bench
@@ -21,13 +21,13 @@ cd "$(dirname "$0")/.."
 set_name=${1:-fmm}
 case "$set_name" in
   fmm) progs="fmm_gpu_test test_fmm_gpu test_traverse_gpu test_blobs_gpu test_initial_field test_diagnostics
-              fmm_bench p2p_gpu_bench p2p_cpu_bench" ;;
+              test_device_memory fmm_bench p2p_gpu_bench p2p_cpu_bench" ;;
   spectral) progs="test_spectral_gpu spectral_bench" ;;
   tgv) progs="tgv_check" ;;
   vortex) progs="vortexhit test_blobs_gpu test_vortex_gpu blobs_bench vortex_step_bench" ;;
   mpi) progs="test_spectral_mpi test_vortex_mpi test_fmm_mpi spectral_bench vortex_step_bench vortexhit" ;;
   all) progs="fmm_gpu_test test_fmm_gpu test_traverse_gpu test_blobs_gpu test_initial_field test_diagnostics
-              fmm_bench p2p_gpu_bench p2p_cpu_bench test_spectral_gpu spectral_bench tgv_check vortexhit blobs_bench
+              test_device_memory fmm_bench p2p_gpu_bench p2p_cpu_bench test_spectral_gpu spectral_bench tgv_check vortexhit blobs_bench
               test_vortex_gpu vortex_step_bench test_spectral_mpi test_vortex_mpi test_fmm_mpi" ;;
   *) echo "build-gpu.sh: unknown set '$set_name' (allowed: fmm, spectral, tgv, vortex, mpi, all)" >&2; exit 2 ;;
 esac

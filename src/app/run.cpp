@@ -974,7 +974,7 @@ void Run::out_of_memory(const std::string& what, bool gpu) {
           fmt(st->time() / T0_, 4) + ")";
   const bool shared = ranks_ > 1;
   const std::string why =
-      "out of memory, " + at + ": " + what + "; the memory check estimated " +
+      "out of memory" + (at.empty() ? "" : ", " + at) + ": " + what + "; the memory check estimated " +
       format_bytes(gpu ? s_.mem.device_bytes() : s_.mem.host_bytes()) + (gpu ? " of GPU memory" : " of host memory") +
       (shared ? " a rank" : "") + ", so other processes took memory since it ran, or the run needs more than its "
       "estimate: run it where more is free (more GPUs or nodes, fewer ranks a GPU or node)";
