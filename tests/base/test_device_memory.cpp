@@ -36,7 +36,9 @@ void expect_device_usable() {
   EXPECT_EQ(d.download(), v);
 }
 
-std::string refusal_of(void (*f)()) {
+/// What `f` threw: the line of a vh::OutOfMemory, else what it was.
+template <class F>
+std::string refusal_of(F f) {
   try {
     f();
   } catch (const vh::OutOfMemory& e) {
@@ -66,10 +68,8 @@ TEST(DeviceMemory, ARefusedPoolAllocationIsOutOfMemory) {
   props.location.id = dev;
   cudaMemPool_t pool = nullptr;
   ASSERT_EQ(cudaMemPoolCreate(&pool, &props), cudaSuccess);
-  static cudaMemPool_t the_pool;
-  the_pool = pool;
-  const std::string what = refusal_of([] {
-    const vh::ScopedPool use(the_pool);
+  const std::string what = refusal_of([pool] {
+    const vh::ScopedPool use(pool);
     vh::DeviceArray<double> a(kTooMany);
   });
   EXPECT_NE(what.find("CUDA: out of memory in cudaMallocFromPoolAsync"), std::string::npos) << what;
