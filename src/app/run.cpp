@@ -168,6 +168,9 @@ double output_interval(const RunConfig& c, double T0) {
 
 /// Below this share of K0 the velocity is under the round-off of the initial field's
 /// (√(K/K0) < ε): nothing of the flow is left, only the remains of a state that collapsed.
+/// What a host allocation that failed (std::bad_alloc) says, at start-up and mid-run.
+constexpr const char* kHostRefused = "host memory: an allocation failed (std::bad_alloc)";
+
 constexpr double kCollapsedEnergy = std::numeric_limits<double>::epsilon() * std::numeric_limits<double>::epsilon();
 
 /// Adds the wall time of its scope to a phase's total.
@@ -743,7 +746,7 @@ void Run::advance_to_end() {
   } catch (const OutOfMemory& e) {
     out_of_memory(e.what(), true);
   } catch (const std::bad_alloc&) {
-    out_of_memory("host memory: an allocation failed (std::bad_alloc)", false);
+    out_of_memory(kHostRefused, false);
   }
 }
 
@@ -972,13 +975,13 @@ void Run::out_of_memory(const std::string& what, bool gpu) {
   for (const auto& st : solvers_)
     at += (at.empty() ? "" : ", ") + st->name() + " at step " + std::to_string(st->steps()) + " (t/T " +
           fmt(st->time() / T0_, 4) + ")";
-  const bool shared = ranks_ > 1;
+  const bool several_ranks = ranks_ > 1;
   const std::string why =
       "out of memory" + (at.empty() ? "" : ", " + at) + ": " + what + "; the memory check estimated " +
       format_bytes(gpu ? s_.mem.device_bytes() : s_.mem.host_bytes()) + (gpu ? " of GPU memory" : " of host memory") +
-      (shared ? " a rank" : "") + ", so other processes took memory since it ran, or the run needs more than its "
+      (several_ranks ? " a rank" : "") + ", so other processes took memory since it ran, or the run needs more than its "
       "estimate: run it where more is free (more GPUs or nodes, fewer ranks a GPU or node)";
-  if (!shared) stop_broken(why);
+  if (!several_ranks) stop_broken(why);
   std::cerr << "vortexhit: stopped on rank " << world_.rank() << ": " << why << "; this state is not saved: "
             << last_good_note() << std::endl;
   world_.abort(3);
@@ -1116,7 +1119,7 @@ int run(const std::string& deck_path, const std::vector<std::string>& overrides,
   } catch (const OutOfMemory& e) {  // the steps' own are Run::out_of_memory's (exit 3)
     does_not_fit(e.what());
   } catch (const std::bad_alloc&) {
-    does_not_fit("host memory: an allocation failed (std::bad_alloc)");
+    does_not_fit(kHostRefused);
   }
 }
 
