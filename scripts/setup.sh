@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config git libhdf5-dev libboost-program-options-dev
           libfftw3-dev libopenmpi-dev openmpi-bin libgtest-dev libxml2-utils libxxhash-dev
-          python3 python3-pip ${VH_EXTRA_PACKAGES:-})
+          procps python3 python3-pip ${VH_EXTRA_PACKAGES:-})
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

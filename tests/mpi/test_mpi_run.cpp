@@ -3,8 +3,8 @@
 // restarted on 2 and on 1, and the bad input R > N, the seeds' vortex scheme on R > 1 ranks
 // and a checkpoint of another N; a damaged checkpoint and a checkpoint that cannot be written
 // (issue 19) stop every rank together; both solvers on 2 and 3 ranks and a vortex checkpoint
-// of 3 ranks restarted on 2 and 1 (issue 25). Runs mpirun itself (VH_MPIRUN,
-// tests/mpi/CMakeLists.txt); label mpi.
+// of 3 ranks restarted on 2 and 1, and a rank killed mid-run (issue 25). Runs mpirun itself
+// (VH_MPIRUN, tests/mpi/CMakeLists.txt); label mpi.
 //
 // Tolerances (as test_spectral_mpi.cpp): the R-rank solver runs the one-rank transforms in
 // the same order and differs by the order of reductions only, ~1e-16 per operation; the
@@ -380,6 +380,42 @@ TEST_F(MpiRun, DamagedOrUnwritableCheckpointStopsEveryRank) {
   fs::remove_all(dir / "c" / "checkpoint.h5.tmp");
   r = shell(on(2) + kExe + " run --restart " + (dir / "c").string() + " --time.t_end=0.1 --quiet");
   EXPECT_EQ(r.status, 0) << r.output;
+}
+
+// Issue 25's "ranks that lose a GPU" once the run has started: a rank that dies (killed, its GPU or
+// node gone) cannot say so; mpirun ends the job (and names the rank). What the program owes is that
+// nothing is lost: every file under a final name is whole (each is written under a temporary name
+// and renamed), and the last checkpoint continues on another rank count with the series of a run
+// that never stopped. Here one rank of three is killed (SIGKILL, no handler can run) as soon as the
+// first checkpoint of a checkpoint every step exists, at whatever point of a step or of a file's
+// writing the others then are; the run continues on 2 ranks. Tolerances as
+// BothSolversOnTwoAndThreeRanksEqualOneRankAndRestartAcross.
+TEST_F(MpiRun, RankKilledMidRunLeavesACheckpointThatContinues) {
+  const std::string opt = "--domain.n=10 --spectral.dealias=2/3 --fmm.tolerance=1e-4 --vortex.refine=1 ";
+  run("one", 1, opt + "--time.t_end=0.1", "both");
+  std::string c = kCase;
+  c.replace(c.find("--case.solver=spectral"), 22, "--case.solver=both");
+  const std::string d = (dir / "k").string();
+  // The ranks' command lines begin with the program (mpirun's with mpirun): -n picks the newest.
+  // (timeout: should no rank be found, the job would otherwise run to t = 50.)
+  const std::string job = "timeout -s KILL 300 env " + on(3) + kExe + c + " --output.dir=" + d + " " + opt +
+                          "--time.t_end=50 --output.checkpoint_every=1 > " + d + ".out 2>&1";
+  const Result r = shell("(" + job + "; echo $? > " + d + ".rc) & " + "for i in $(seq 3000); do [ -e " + d +
+                         "/checkpoint.h5 ] && break; sleep 0.01; done; pkill -KILL -n -f '^" + kExe +
+                         " run .*--output.dir=" + d + " '; wait; cat " + d + ".out; exit $(cat " + d + ".rc)");
+  EXPECT_NE(r.status, 0) << r.output;  // mpirun's (137 from Open MPI), which names the rank unless run -q
+  for (const auto& e : fs::directory_iterator(dir / "k")) {  // the files a run writes, or temporaries
+    const std::string name = e.path().filename().string();
+    EXPECT_TRUE(name == "run.h5" || name == "log.txt" || name == "checkpoint.h5" || name == "checkpoint_prev.h5" ||
+                name.rfind("fields", 0) == 0 || e.path().extension() == ".tmp")
+        << name;
+  }
+  EXPECT_NO_THROW(vh::RunFile::read((dir / "k" / "run.h5").string()));
+  const Result on2 = shell(on(2) + kExe + " run --restart " + d + " --time.t_end=0.1 --quiet");
+  ASSERT_EQ(on2.status, 0) << on2.output;
+  const double v = vortex_difference(dir / "one", dir / "k", 1e-4);
+  const double s = expect_same_run_files(dir / "one", dir / "k", 1e-12);
+  std::printf("[killed on 3 ranks, continued on 2, against one rank] vortex worst %.2e, spectral worst %.2e\n", v, s);
 }
 
 }  // namespace
