@@ -283,7 +283,12 @@ if [ "$what" = vgpus ]; then
   export NCCL_NVLS_ENABLE=0  # never NVLink multicast on a shared host (KINDS.md of the lender)
   export VH_PEER_COPIES=1
   ranks_list=""; for r in 2 4 8; do (( r <= G )) && ranks_list="$ranks_list $r"; done
-  vb="--tolerance 1e-4 --p 10 --steps ${VGPUS_BENCH_STEPS:-5} --warmup 2 --csv"
+  # The benches take the FMM of inputs/sc09_256.ini (its [fmm] p, theta and tolerance), as the
+  # issue's floors and the one-GPU figures of bench/RESULTS.md do.
+  deck_fmm=$(awk -F' *= *' '/^\[/ { s = $0 } s == "[fmm]" && /^(p|theta|tolerance) *=/ { printf "--%s %s ", $1, $2 }' \
+    inputs/sc09_256.ini)
+  echo "vortex_step_bench FMM (inputs/sc09_256.ini): $deck_fmm" | tee -a "$OUT/vgpus.log"
+  vb="$deck_fmm--steps ${VGPUS_BENCH_STEPS:-5} --warmup 2 --csv"
   for part in ${VGPUS_STEPS:-tests}; do
     case "$part" in
       tests)
@@ -321,7 +326,7 @@ if [ "$what" = vgpus ]; then
         $mpi -np "$G" $vh run inputs/sc09_256.ini --domain.n=512 --dry-run 2>&1 | grep -E "^memory|needs|allowed|GPU" |
           tee -a "$OUT/vgpus.log"
         # shellcheck disable=SC2086
-        $mpi -np "$G" .gpu/vortex_step_bench --n 512 --tolerance 1e-4 --p 10 --steps 3 --warmup 1 --csv \
+        $mpi -np "$G" .gpu/vortex_step_bench --n 512 $deck_fmm--steps 3 --warmup 1 --csv \
           >"$OUT/vgpus_big.out" 2>&1 || status=1
         sed -n '/^per step/,$p' "$OUT/vgpus_big.out" | tee -a "$OUT/vgpus.log" ;;
       *) echo "device-check.sh vgpus: unknown part '$part' (allowed: tests strong weak sc09 big)" >&2; status=2 ;;
