@@ -23,7 +23,7 @@
 # sanitize with fmm, spectral or vortex, the vortex modes and memory with vortex, mpi, gpus and
 # vgpus with mpi (gpus: vortexhit too).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 OUT=${OUT:-device-out}
 mkdir -p "$OUT"
 what=${1:-all}
