@@ -166,11 +166,11 @@ double output_interval(const RunConfig& c, double T0) {
   return std::isnan(c.output_interval) ? c.output_over_T * T0 : c.output_interval;
 }
 
-/// Below this share of K0 the velocity is under the round-off of the initial field's
-/// (√(K/K0) < ε): nothing of the flow is left, only the remains of a state that collapsed.
 /// What a host allocation that failed (std::bad_alloc) says, at start-up and mid-run.
 constexpr const char* kHostRefused = "host memory: an allocation failed (std::bad_alloc)";
 
+/// Below this share of K0 the velocity is under the round-off of the initial field's
+/// (√(K/K0) < ε): nothing of the flow is left, only the remains of a state that collapsed.
 constexpr double kCollapsedEnergy = std::numeric_limits<double>::epsilon() * std::numeric_limits<double>::epsilon();
 
 /// Adds the wall time of its scope to a phase's total.
