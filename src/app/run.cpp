@@ -979,8 +979,9 @@ void Run::out_of_memory(const std::string& what, bool gpu) {
   const std::string why =
       "out of memory" + (at.empty() ? "" : ", " + at) + ": " + what + "; the memory check estimated " +
       format_bytes(gpu ? s_.mem.device_bytes() : s_.mem.host_bytes()) + (gpu ? " of GPU memory" : " of host memory") +
-      (several_ranks ? " a rank" : "") + ", so other processes took memory since it ran, or the run needs more than its "
-      "estimate: run it where more is free (more GPUs or nodes, fewer ranks a GPU or node)";
+      (several_ranks ? " a rank" : "") +
+      ", so other processes took memory since it ran, or the run needs more than its estimate: run it where more "
+      "is free (more GPUs or nodes, fewer ranks a GPU or node)";
   if (!several_ranks) stop_broken(why);
   std::cerr << "vortexhit: stopped on rank " << world_.rank() << ": " << why << "; this state is not saved: "
             << last_good_note() << std::endl;
