@@ -616,6 +616,12 @@ void Run::check_resolution(const Stepper& st) {
 void Run::restart_from_checkpoint() {
   const CheckpointHeader& ckpt = *s_.ckpt;
   load_checkpoint(ckpt, solvers_, speed_cap(s_.cfg, g_.h(), initial_max_speed()));
+  double t_ckpt = 0;  // the latest solver's (a guard's checkpoint may hold them a little apart)
+  for (const auto& st : solvers_) t_ckpt = std::max(t_ckpt, st->time());
+  if (t_ckpt > t_end_ * (1 + 1e-12))  // a finished run (t_ckpt = t_end) continues to its end: nothing to do
+    throw InputError(ckpt.path + ": the run is at t/T " + fmt(t_ckpt / T0_, 6) + ", past the end asked for, t/T " +
+                     fmt(t_end_ / T0_, 6) + " (allowed: an end at or after the checkpoint's, time.t_end_over_T or " +
+                     "time.t_end)");
   RunData data = RunFile::read(run_h5_, /*require_seal=*/true);
   for (auto& st : solvers_) {
     check_restart_record(data, run_h5_, st->name(), st->time());

@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "io/run_file.h"
@@ -82,6 +84,30 @@ TEST_F(Restart, RunGivenInTimeUnitsRestartsToALaterEnd) {
   const auto da = vh::RunFile::read((a / "run.h5").string()), db = vh::RunFile::read((b / "run.h5").string());
   EXPECT_TRUE(da.solvers.at("spectral") == db.solvers.at("spectral"));
   EXPECT_EQ(db.solvers.at("spectral").outputs(), 5u);
+}
+
+// A restart asked to end before the checkpoint's time (a t_end mistyped, or the run's own
+// t_end after the run was continued further) has nothing it could do: bad input, one line,
+// nothing written. At the checkpoint's own time it is a finished run: exit 0, as before.
+TEST_F(Restart, AnEndBeforeTheCheckpointIsRefused) {
+  const fs::path b = dir / "b";
+  ASSERT_EQ(sh(kExe + " run" + kCase + " --output.dir=" + b.string() + " --time.t_end_over_T=0.2").status, 0);
+  const auto bytes = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string ckpt = bytes(b / "checkpoint.h5"), run_h5 = bytes(b / "run.h5"), fields = bytes(b / "fields_0001.h5");
+  const Result r = sh(kExe + " run --restart " + b.string() + " --time.t_end_over_T=0.1 --quiet");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_EQ(r.output.find("vortexhit: error: " + (b / "checkpoint.h5").string() + ": the run is at t/T 0.2"), 0u)
+      << r.output;
+  EXPECT_NE(r.output.find("(allowed: an end at or after the checkpoint's"), std::string::npos) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  EXPECT_EQ(bytes(b / "checkpoint.h5"), ckpt);
+  EXPECT_EQ(bytes(b / "run.h5"), run_h5);
+  EXPECT_EQ(bytes(b / "fields_0001.h5"), fields);
+  const Result same = sh(kExe + " run --restart " + b.string() + " --time.t_end_over_T=0.2 --quiet");
+  EXPECT_EQ(same.status, 0) << same.output;
 }
 
 TEST_F(Restart, StopFileStopsWithExit3AndARestartableCheckpoint) {
