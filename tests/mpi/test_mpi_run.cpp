@@ -387,9 +387,9 @@ TEST_F(MpiRun, DamagedOrUnwritableCheckpointStopsEveryRank) {
 // nothing is lost: every file under a final name is whole (each is written under a temporary name
 // and renamed), and the last checkpoint continues on another rank count with the series of a run
 // that never stopped. Here one rank of three is killed (SIGKILL, no handler can run) as soon as the
-// first checkpoint of a checkpoint every step exists, at whatever point of a step or of a file's
-// writing the others then are; the run continues on 2 ranks. Tolerances as
-// BothSolversOnTwoAndThreeRanksEqualOneRankAndRestartAcross.
+// first checkpoint exists (output.checkpoint_every = 1: one at every output, each 5 steps), at
+// whatever point of a step or of a file's writing the others then are; the run continues on 2
+// ranks. Tolerances as BothSolversOnTwoAndThreeRanksEqualOneRankAndRestartAcross.
 TEST_F(MpiRun, RankKilledMidRunLeavesACheckpointThatContinues) {
   const std::string opt = "--domain.n=10 --spectral.dealias=2/3 --fmm.tolerance=1e-4 --vortex.refine=1 ";
   run("one", 1, opt + "--time.t_end=0.1", "both");
