@@ -456,6 +456,7 @@ class Run {
   void banner();
   void make_solvers();
   void restart_from_checkpoint();
+  void check_same_flow(const RunData& data) const;
   double initial_max_speed();
   void check_checkpoint_times(const CheckpointHeader& ckpt, const RunData& data) const;
   void start_from_initial_field();
@@ -611,18 +612,36 @@ void Run::check_resolution(const Stepper& st) {
             " (k_max " + fmt(st.kmax(), 4) + "): the dissipation range is not resolved; " + st.resolution_advice());
 }
 
+/// A restart makes the initial field of its deck again for T and the guards' first speed: with
+/// another flow.spectrum, k_p or u_prime that field is not the run's, and every t/T (the end
+/// asked for, the fields' times, the progress) would be in another unit than run.h5's. K₀ and T₀
+/// against run.h5's initial record; another viscosity (flow.Re_lambda) leaves both as they are.
+void Run::check_same_flow(const RunData& data) const {
+  if (!data.solvers.count("initial")) return;
+  const auto& se = data.solvers.at("initial").series;
+  if (!se.count("K") || !se.count("T") || se.at("K").empty() || se.at("T").empty()) return;  // RunFile checks those
+  const double K = se.at("K").front(), T = se.at("T").front();
+  const auto near = [](double a, double b) { return std::fabs(a - b) <= 1e-9 * std::fabs(b); };
+  if (!near(s0_.K, K) || !near(T0_, T))
+    throw InputError(s_.ckpt->path + ": the restart's initial field is not the run's (K " +
+                     fmt(s0_.K, 6) + " and T " + fmt(T0_, 6) + " against " + run_h5_ + "'s " + fmt(K, 6) + " and " +
+                     fmt(T, 6) + "; allowed: the run's flow.spectrum, flow.k_p and flow.u_prime; flow.Re_lambda " +
+                     "may change the viscosity)");
+}
+
 /// Continue: the solvers' states from the checkpoint, the series from run.h5 trimmed to each
 /// solver's checkpoint time, fields files numbered on from the checkpoint's.
 void Run::restart_from_checkpoint() {
   const CheckpointHeader& ckpt = *s_.ckpt;
   load_checkpoint(ckpt, solvers_, speed_cap(s_.cfg, g_.h(), initial_max_speed()));
+  RunData data = RunFile::read(run_h5_, /*require_seal=*/true);
+  check_same_flow(data);
   double t_ckpt = 0;  // the latest solver's (a guard's checkpoint may hold them a little apart)
   for (const auto& st : solvers_) t_ckpt = std::max(t_ckpt, st->time());
   if (t_ckpt > t_end_ * (1 + 1e-12))  // a finished run (t_ckpt = t_end) continues to its end: nothing to do
     throw InputError(ckpt.path + ": the run is at t/T " + fmt(t_ckpt / T0_, 6) + ", past the end asked for, t/T " +
                      fmt(t_end_ / T0_, 6) + " (allowed: an end at or after the checkpoint's, time.t_end_over_T or " +
                      "time.t_end)");
-  RunData data = RunFile::read(run_h5_, /*require_seal=*/true);
   for (auto& st : solvers_) {
     check_restart_record(data, run_h5_, st->name(), st->time());
     trim_after(data.solvers.at(st->name()), st->time() * (1 + 1e-12));

@@ -110,6 +110,33 @@ TEST_F(Restart, AnEndBeforeTheCheckpointIsRefused) {
   EXPECT_EQ(same.status, 0) << same.output;
 }
 
+// The restart makes its deck's initial field again (T₀, the unit of every t/T, and the guards'
+// first speed): another spectrum, peak or u' would make it another flow's, and the run would go on
+// in another time unit than run.h5's (a checkpoint at t/T 0.2 read as 0.41 with k_p 3 for 2).
+// Refused, nothing written; another viscosity (Re_λ) leaves the field and T₀ as they are.
+TEST_F(Restart, AnotherInitialFieldIsRefused) {
+  const fs::path b = dir / "b";
+  ASSERT_EQ(sh(kExe + " run" + kSpectral + " --output.dir=" + b.string() + " --time.t_end_over_T=0.2").status, 0);
+  const auto bytes = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string ckpt = bytes(b / "checkpoint.h5"), run_h5 = bytes(b / "run.h5");
+  for (const char* flow : {"--flow.k_p=3", "--flow.u_prime=2", "--flow.spectrum=pope"}) {
+    const Result r = sh(kExe + " run --restart " + b.string() + " --time.t_end_over_T=0.4 --quiet " + flow);
+    EXPECT_EQ(r.status, 2) << flow << "\n" << r.output;
+    EXPECT_EQ(r.output.find("vortexhit: error: " + (b / "checkpoint.h5").string() +
+                            ": the restart's initial field is not the run's (K "),
+              0u)
+        << flow << "\n" << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  }
+  EXPECT_EQ(bytes(b / "checkpoint.h5"), ckpt);
+  EXPECT_EQ(bytes(b / "run.h5"), run_h5);
+  const Result nu = sh(kExe + " run --restart " + b.string() + " --time.t_end_over_T=0.3 --flow.Re_lambda=40 --quiet");
+  EXPECT_EQ(nu.status, 0) << nu.output;
+}
+
 TEST_F(Restart, StopFileStopsWithExit3AndARestartableCheckpoint) {
   const fs::path a = dir / "a", b = dir / "b";
   fs::create_directories(b);
