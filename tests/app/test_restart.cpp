@@ -2,7 +2,8 @@
 // series and spectra (both solvers, CPU); every guard stops the run with exit 3 and a
 // checkpoint that a restart can read: of the state it stopped at, or, where that state is
 // broken (not finite, or a flow collapsed to rest), the last good one, untouched; a foreign or
-// truncated checkpoint is bad input.
+// truncated checkpoint is bad input, as are a restart to an end before the checkpoint and one
+// from another initial field.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -46,6 +47,12 @@ class Restart : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir); }
   fs::path dir;
 };
+
+/// A file's bytes (to show that a file was left as it was).
+std::string bytes_of(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
 
 /// Series and spectra of both solvers, bit for bit (meta differs: start time, argv).
 void expect_same_records(const vh::RunData& a, const vh::RunData& b) {
@@ -92,20 +99,17 @@ TEST_F(Restart, RunGivenInTimeUnitsRestartsToALaterEnd) {
 TEST_F(Restart, AnEndBeforeTheCheckpointIsRefused) {
   const fs::path b = dir / "b";
   ASSERT_EQ(sh(kExe + " run" + kCase + " --output.dir=" + b.string() + " --time.t_end_over_T=0.2").status, 0);
-  const auto bytes = [](const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
-  const std::string ckpt = bytes(b / "checkpoint.h5"), run_h5 = bytes(b / "run.h5"), fields = bytes(b / "fields_0001.h5");
+  const std::string ckpt = bytes_of(b / "checkpoint.h5"), run_h5 = bytes_of(b / "run.h5");
+  const std::string fields = bytes_of(b / "fields_0001.h5");
   const Result r = sh(kExe + " run --restart " + b.string() + " --time.t_end_over_T=0.1 --quiet");
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_EQ(r.output.find("vortexhit: error: " + (b / "checkpoint.h5").string() + ": the run is at t/T 0.2"), 0u)
       << r.output;
   EXPECT_NE(r.output.find("(allowed: an end at or after the checkpoint's"), std::string::npos) << r.output;
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
-  EXPECT_EQ(bytes(b / "checkpoint.h5"), ckpt);
-  EXPECT_EQ(bytes(b / "run.h5"), run_h5);
-  EXPECT_EQ(bytes(b / "fields_0001.h5"), fields);
+  EXPECT_EQ(bytes_of(b / "checkpoint.h5"), ckpt);
+  EXPECT_EQ(bytes_of(b / "run.h5"), run_h5);
+  EXPECT_EQ(bytes_of(b / "fields_0001.h5"), fields);
   const Result same = sh(kExe + " run --restart " + b.string() + " --time.t_end_over_T=0.2 --quiet");
   EXPECT_EQ(same.status, 0) << same.output;
 }
@@ -117,11 +121,7 @@ TEST_F(Restart, AnEndBeforeTheCheckpointIsRefused) {
 TEST_F(Restart, AnotherInitialFieldIsRefused) {
   const fs::path b = dir / "b";
   ASSERT_EQ(sh(kExe + " run" + kSpectral + " --output.dir=" + b.string() + " --time.t_end_over_T=0.2").status, 0);
-  const auto bytes = [](const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
-  const std::string ckpt = bytes(b / "checkpoint.h5"), run_h5 = bytes(b / "run.h5");
+  const std::string ckpt = bytes_of(b / "checkpoint.h5"), run_h5 = bytes_of(b / "run.h5");
   for (const char* flow : {"--flow.k_p=3", "--flow.u_prime=2", "--flow.spectrum=pope"}) {
     const Result r = sh(kExe + " run --restart " + b.string() + " --time.t_end_over_T=0.4 --quiet " + flow);
     EXPECT_EQ(r.status, 2) << flow << "\n" << r.output;
@@ -131,8 +131,8 @@ TEST_F(Restart, AnotherInitialFieldIsRefused) {
         << flow << "\n" << r.output;
     EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
   }
-  EXPECT_EQ(bytes(b / "checkpoint.h5"), ckpt);
-  EXPECT_EQ(bytes(b / "run.h5"), run_h5);
+  EXPECT_EQ(bytes_of(b / "checkpoint.h5"), ckpt);
+  EXPECT_EQ(bytes_of(b / "run.h5"), run_h5);
   const Result nu = sh(kExe + " run --restart " + b.string() + " --time.t_end_over_T=0.3 --flow.Re_lambda=40 --quiet");
   EXPECT_EQ(nu.status, 0) << nu.output;
 }
@@ -222,11 +222,6 @@ TEST_F(Restart, NonFiniteVelocityStopsWithExit3WithoutSavingIt) {
       << r.output;
   EXPECT_FALSE(fs::exists(b / "checkpoint.h5"));
   EXPECT_TRUE(fs::exists(b / "run.h5"));
-}
-
-std::string bytes_of(const fs::path& f) {
-  std::ifstream in(f, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 // A flow that collapses to rest (issue 28: its CFL step, h / max|u| = inf, took t to infinity
