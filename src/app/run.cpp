@@ -638,10 +638,13 @@ void Run::restart_from_checkpoint() {
   check_same_flow(data);
   double t_ckpt = 0;  // the latest solver's (a guard's checkpoint may hold them a little apart)
   for (const auto& st : solvers_) t_ckpt = std::max(t_ckpt, st->time());
-  if (t_ckpt > t_end_ * (1 + 1e-12))  // a finished run (t_ckpt = t_end) continues to its end: nothing to do
-    throw InputError(ckpt.path + ": the run is at t/T " + fmt(t_ckpt / T0_, 6) + ", past the end asked for, t/T " +
-                     fmt(t_end_ / T0_, 6) + " (allowed: an end at or after the checkpoint's, time.t_end_over_T or " +
-                     "time.t_end)");
+  // A finished run (t_ckpt = t_end) continues to its end: nothing to do. The end may come from
+  // the stored deck, which is the run's first (a restart's overrides are not stored): say which.
+  if (t_ckpt > t_end_ * (1 + 1e-12))
+    throw InputError(ckpt.path + ": the run is at t/T " + fmt(t_ckpt / T0_, 6) + ", past the end t/T " +
+                     fmt(t_end_ / T0_, 6) + " (" +
+                     s_.opts.where(std::isnan(s_.cfg.t_end) ? "time.t_end_over_T" : "time.t_end") +
+                     ") (allowed: an end at or after the checkpoint's, time.t_end_over_T or time.t_end)");
   for (auto& st : solvers_) {
     check_restart_record(data, run_h5_, st->name(), st->time());
     trim_after(data.solvers.at(st->name()), st->time() * (1 + 1e-12));

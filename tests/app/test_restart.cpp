@@ -93,9 +93,10 @@ TEST_F(Restart, RunGivenInTimeUnitsRestartsToALaterEnd) {
   EXPECT_EQ(db.solvers.at("spectral").outputs(), 5u);
 }
 
-// A restart asked to end before the checkpoint's time (a t_end mistyped, or the run's own
-// t_end after the run was continued further) has nothing it could do: bad input, one line,
-// nothing written. At the checkpoint's own time it is a finished run: exit 0, as before.
+// A restart asked to end before the checkpoint's time (a t_end mistyped, or the stored deck's
+// end after the run was continued further) has nothing it could do: bad input, one line naming
+// where that end comes from, nothing written. At the checkpoint's own time it is a finished run:
+// exit 0, as before.
 TEST_F(Restart, AnEndBeforeTheCheckpointIsRefused) {
   const fs::path b = dir / "b";
   ASSERT_EQ(sh(kExe + " run" + kCase + " --output.dir=" + b.string() + " --time.t_end_over_T=0.2").status, 0);
@@ -112,6 +113,14 @@ TEST_F(Restart, AnEndBeforeTheCheckpointIsRefused) {
   EXPECT_EQ(bytes_of(b / "fields_0001.h5"), fields);
   const Result same = sh(kExe + " run --restart " + b.string() + " --time.t_end_over_T=0.2 --quiet");
   EXPECT_EQ(same.status, 0) << same.output;
+  // Continued to 0.3, the run is past its stored deck's end (the first deck's: a restart's
+  // overrides are not stored); a plain restart names where that end comes from.
+  ASSERT_EQ(sh(kExe + " run --restart " + b.string() + " --time.t_end_over_T=0.3 --quiet").status, 0);
+  const Result plain = sh(kExe + " run --restart " + b.string() + " --quiet");
+  EXPECT_EQ(plain.status, 2) << plain.output;
+  EXPECT_NE(plain.output.find("past the end t/T 0.2 (" + (b / "checkpoint.h5").string() + ":/deck:"),
+            std::string::npos)
+      << plain.output;
 }
 
 // The restart makes its deck's initial field again (T₀, the unit of every t/T, and the guards'
