@@ -635,6 +635,13 @@ void Run::restart_from_checkpoint() {
   const CheckpointHeader& ckpt = *s_.ckpt;
   load_checkpoint(ckpt, solvers_, speed_cap(s_.cfg, g_.h(), initial_max_speed()));
   RunData data = RunFile::read(run_h5_, /*require_seal=*/true);
+  for (auto& st : solvers_) {
+    check_restart_record(data, run_h5_, st->name(), st->time());
+    trim_after(data.solvers.at(st->name()), st->time() * (1 + 1e-12));
+    add_resolution_columns(data.solvers.at(st->name()), st->kmax(), init_.nu);
+  }
+  if (data.solvers.count("initial")) add_resolution_columns(data.solvers.at("initial"), g_.kmax(), init_.nu);
+  check_checkpoint_times(ckpt, data);
   check_same_flow(data);
   double t_ckpt = 0;  // the latest solver's (a guard's checkpoint may hold them a little apart)
   for (const auto& st : solvers_) t_ckpt = std::max(t_ckpt, st->time());
@@ -645,13 +652,6 @@ void Run::restart_from_checkpoint() {
                      fmt(t_end_ / T0_, 6) + " (" +
                      s_.opts.where(std::isnan(s_.cfg.t_end) ? "time.t_end_over_T" : "time.t_end") +
                      ") (allowed: an end at or after the checkpoint's, time.t_end_over_T or time.t_end)");
-  for (auto& st : solvers_) {
-    check_restart_record(data, run_h5_, st->name(), st->time());
-    trim_after(data.solvers.at(st->name()), st->time() * (1 + 1e-12));
-    add_resolution_columns(data.solvers.at(st->name()), st->kmax(), init_.nu);
-  }
-  if (data.solvers.count("initial")) add_resolution_columns(data.solvers.at("initial"), g_.kmax(), init_.nu);
-  check_checkpoint_times(ckpt, data);
   for (auto& st : solvers_) {
     const auto& se = data.solvers.at(st->name()).series;
     const auto& K = se.at("K");
