@@ -619,7 +619,7 @@ void Run::check_resolution(const Stepper& st) {
 void Run::check_same_flow(const RunData& data) const {
   if (!data.solvers.count("initial")) return;
   const auto& se = data.solvers.at("initial").series;
-  if (!se.count("K") || !se.count("T") || se.at("K").empty() || se.at("T").empty()) return;  // RunFile checks those
+  if (!se.count("K") || !se.count("T") || se.at("K").empty() || se.at("T").empty()) return;  // nothing to compare
   const double K = se.at("K").front(), T = se.at("T").front();
   const auto near = [](double a, double b) { return std::fabs(a - b) <= 1e-9 * std::fabs(b); };
   if (!near(s0_.K, K) || !near(T0_, T))

@@ -53,13 +53,18 @@ class MpiRun : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir); }
   fs::path dir;
 
+  /// kCase with another case.solver.
+  static std::string case_of(const std::string& solver) {
+    std::string c = kCase;
+    c.replace(c.find("--case.solver=spectral"), 22, "--case.solver=" + solver);
+    return c;
+  }
+
   /// Runs the case (kCase, or `with` the solver of another case.solver) into dir/name on `ranks`
   /// ranks (1: no mpirun) with extra options.
   void run(const std::string& name, int ranks, const std::string& extra, const std::string& solver = "spectral") {
-    std::string c = kCase;
-    c.replace(c.find("--case.solver=spectral"), 22, "--case.solver=" + solver);
-    const std::string cmd =
-        (ranks > 1 ? on(ranks) : std::string()) + kExe + c + " --output.dir=" + (dir / name).string() + " " + extra;
+    const std::string cmd = (ranks > 1 ? on(ranks) : std::string()) + kExe + case_of(solver) +
+                            " --output.dir=" + (dir / name).string() + " " + extra;
     const Result r = shell(cmd);
     ASSERT_EQ(r.status, 0) << cmd << "\n" << r.output;
   }
@@ -393,12 +398,10 @@ TEST_F(MpiRun, DamagedOrUnwritableCheckpointStopsEveryRank) {
 TEST_F(MpiRun, RankKilledMidRunLeavesACheckpointThatContinues) {
   const std::string opt = "--domain.n=10 --spectral.dealias=2/3 --fmm.tolerance=1e-4 --vortex.refine=1 ";
   run("one", 1, opt + "--time.t_end=0.1", "both");
-  std::string c = kCase;
-  c.replace(c.find("--case.solver=spectral"), 22, "--case.solver=both");
   const std::string d = (dir / "k").string();
   // The ranks' command lines begin with the program (mpirun's with mpirun): -n picks the newest.
   // (timeout: should no rank be found, the job would otherwise run to t = 50.)
-  const std::string job = "timeout -s KILL 300 env " + on(3) + kExe + c + " --output.dir=" + d + " " + opt +
+  const std::string job = "timeout -s KILL 300 env " + on(3) + kExe + case_of("both") + " --output.dir=" + d + " " + opt +
                           "--time.t_end=50 --output.checkpoint_every=1 > " + d + ".out 2>&1";
   const Result r = shell("(" + job + "; echo $? > " + d + ".rc) & " + "for i in $(seq 3000); do [ -e " + d +
                          "/checkpoint.h5 ] && break; sleep 0.01; done; pkill -KILL -n -f '^" + kExe +
