@@ -401,8 +401,8 @@ TEST_F(MpiRun, RankKilledMidRunLeavesACheckpointThatContinues) {
   const std::string d = (dir / "k").string();
   // The ranks' command lines begin with the program (mpirun's with mpirun): -n picks the newest.
   // (timeout: should no rank be found, the job would otherwise run to t = 50.)
-  const std::string job = "timeout -s KILL 300 env " + on(3) + kExe + case_of("both") + " --output.dir=" + d + " " + opt +
-                          "--time.t_end=50 --output.checkpoint_every=1 > " + d + ".out 2>&1";
+  const std::string job = "timeout -s KILL 300 env " + on(3) + kExe + case_of("both") + " --output.dir=" + d + " " +
+                          opt + "--time.t_end=50 --output.checkpoint_every=1 > " + d + ".out 2>&1";
   const Result r = shell("(" + job + "; echo $? > " + d + ".rc) & " + "for i in $(seq 3000); do [ -e " + d +
                          "/checkpoint.h5 ] && break; sleep 0.01; done; pkill -KILL -n -f '^" + kExe +
                          " run .*--output.dir=" + d + " '; wait; cat " + d + ".out; exit $(cat " + d + ".rc)");
