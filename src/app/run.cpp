@@ -138,13 +138,19 @@ void add_resolution_columns(SolverRecord& r, double kmax, double nu) {
 }
 
 /// Times at which the run stops to output: every output interval, every requested field
-/// time and the end, sorted, without near-duplicates.
+/// time and the end, sorted, without near-duplicates. A field time or an end that falls on an
+/// output is that output's k·out_dt: a run ended there and restarted then stops where a run to
+/// a later end does, bit for bit (0.3 T and 3 × 0.1 T differ in the last bit).
 std::vector<double> stop_times(double t_end, double out_dt, const std::vector<double>& field_t) {
+  const auto on_outputs = [&](double v) {
+    const double k = std::round(v / out_dt);
+    return k >= 1 && std::abs(v - k * out_dt) <= 1e-9 * t_end ? k * out_dt : v;
+  };
   std::vector<double> t;
   for (long k = 1; k * out_dt < t_end * (1 - 1e-12); ++k) t.push_back(k * out_dt);
   for (double f : field_t)
-    if (f > 0 && f < t_end) t.push_back(f);
-  t.push_back(t_end);
+    if (f > 0 && f < t_end) t.push_back(on_outputs(f));
+  t.push_back(on_outputs(t_end));
   std::sort(t.begin(), t.end());
   std::vector<double> out;
   for (double v : t)
