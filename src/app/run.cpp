@@ -508,7 +508,7 @@ class Run {
   std::vector<std::unique_ptr<Stepper>> solvers_;
   SpectralSlab u_;               ///< the velocity on the grid of the solver being output
   std::unique_ptr<RunFile> rf_;  ///< on every rank (the same rows); rank 0 writes it
-  std::string deck_;             ///< run.h5:/deck, which every checkpoint stores
+  const std::string deck_;       ///< the deck in effect (a restart's overrides applied): every checkpoint's
   long field_index_ = 0;         ///< index of the next fields file
   std::map<std::string, Last> last_;
   std::map<std::string, double> phases_;  ///< wall seconds per phase, for the table at the end
@@ -535,7 +535,8 @@ Run::Run(Setup s, const Comm& world, bool quiet, const std::string& deck_path, c
       out_dt_(output_interval(s_.cfg, T0_)),
       field_t_(field_times(s_.cfg.fields_at, T0_)),
       run_h5_((fs::path(s_.cfg.out_dir) / "run.h5").string()),
-      stop_file_(fs::path(s_.cfg.out_dir) / "STOP") {
+      stop_file_(fs::path(s_.cfg.out_dir) / "STOP"),
+      deck_(deck_text(s_.opts)) {
   banner();
   make_solvers();
   u_ = SpectralSlab(slab_);
@@ -584,7 +585,6 @@ void Run::start() {
   else
     start_from_initial_field();
   on_root(world_, [&] { rf_->write(); });
-  deck_ = rf_->data().deck;
   report_resolution();
 }
 
@@ -652,7 +652,7 @@ void Run::restart_from_checkpoint() {
   double t_ckpt = 0;  // the latest solver's (a guard's checkpoint may hold them a little apart)
   for (const auto& st : solvers_) t_ckpt = std::max(t_ckpt, st->time());
   // A finished run (t_ckpt = t_end) continues to its end: nothing to do. The end may come from
-  // the stored deck, which is the run's first (a restart's overrides are not stored): say which.
+  // the command line or from the stored deck: say which.
   if (t_ckpt > t_end_ * (1 + 1e-12))
     throw InputError(ckpt.path + ": the run is at t/T " + fmt(t_ckpt / T0_, 6) + ", past the end t/T " +
                      fmt(t_end_ / T0_, 6) + " (" +
@@ -664,8 +664,10 @@ void Run::restart_from_checkpoint() {
     last_[st->name()] = {K.back(), se.at("epsilon").back(), se.at("Re_lambda").back(),
                          *std::min_element(K.begin(), K.end())};
   }
-  data.meta["restarted_from"] = ckpt.path + " at " + now_iso() + " by: " + args_ +
-                                (ranks_ > 1 ? " (" + std::to_string(ranks_) + " ranks)" : "");
+  // One line a restart, the earlier ones kept: how each part of the series was run.
+  std::string& restarts = data.meta["restarted_from"];
+  restarts += (restarts.empty() ? "" : "\n") + ckpt.path + " at " + now_iso() + " by: " + args_ +
+              (ranks_ > 1 ? " (" + std::to_string(ranks_) + " ranks)" : "");
   rf_ = std::make_unique<RunFile>(run_h5_, std::move(data));
   field_index_ = ckpt.field_index;
   on_root(world_, [&] { remove_fields_from(s_.cfg.out_dir, field_index_); });
