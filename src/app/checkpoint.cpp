@@ -1,5 +1,6 @@
 #include "app/checkpoint.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -84,6 +85,8 @@ CheckpointHeader read_checkpoint_header(const std::string& where, const Comm& co
     throw InputError(h.path + ":/ is not a vortexhit checkpoint (attribute format is not '" +
                      std::string(kFormat) + "')");
   h.deck = h5::read_string(f, "deck");
+  for (const char* name : {"spectral", "vortex"})
+    if (h5::exists(f, name)) h.solvers.push_back(name);
   h.field_index = long(h5::read_int64_attribute(f, "field_index"));
   // The next fields file's index: a restart removes the fields files from it on.
   if (h.field_index < 0 || h.field_index > 9999999)
@@ -92,7 +95,17 @@ CheckpointHeader read_checkpoint_header(const std::string& where, const Comm& co
   return h;
 }
 
-void check_checkpoint_grid(const CheckpointHeader& h, const RunConfig& c) {
+void check_checkpoint_case(const CheckpointHeader& h, const RunConfig& c) {
+  for (const char* name : {"spectral", "vortex"}) {
+    const bool asked = name == std::string("vortex") ? runs_vortex(c.solver) : runs_spectral(c.solver);
+    if (asked && std::find(h.solvers.begin(), h.solvers.end(), name) == h.solvers.end()) {
+      std::string held;
+      for (const auto& s : h.solvers) held += (held.empty() ? "" : " and ") + s;
+      throw InputError(h.path + ": holds the state of the " + (held.empty() ? "initial field only" : held + " solver") +
+                       ", not the " + name + " solver's that case.solver = " + c.solver +
+                       " asks for (allowed: the checkpoint's solvers or fewer)");
+    }
+  }
   const Options deck = parse_deck(h.deck, h.path + ":/deck", {});
   const long written = deck.integer("domain.n");
   if (written != c.n)

@@ -36,6 +36,7 @@ struct CheckpointHeader {
   std::string dir;       ///< its run folder
   std::string deck;      ///< /deck
   long field_index = 0;  ///< index of the next fields file
+  std::vector<std::string> solvers;  ///< the solvers whose state it holds (its groups)
 };
 
 /// Writes RUN_DIR/checkpoint.h5, keeping the previous one as checkpoint_prev.h5. Collective
@@ -69,9 +70,10 @@ constexpr double kStepGrowth = 10;
 void load_checkpoint(const CheckpointHeader& h, const std::vector<std::unique_ptr<Stepper>>& solvers,
                      double speed);
 
-/// vh::InputError (one line) when the checkpoint was written at another domain.n than the run's,
-/// or, where both run the vortex solver, on another particle lattice (vortex.refine · N points per
+/// vh::InputError (one line) when the restart runs a solver whose state the checkpoint does not
+/// hold (it may run fewer), or the checkpoint was written at another domain.n than the run's, or,
+/// where both run the vortex solver, on another particle lattice (vortex.refine · N points per
 /// direction; its /deck says which): the state is not interpolated.
-void check_checkpoint_grid(const CheckpointHeader& h, const RunConfig& c);
+void check_checkpoint_case(const CheckpointHeader& h, const RunConfig& c);
 
 }  // namespace vh::app

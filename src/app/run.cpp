@@ -385,7 +385,7 @@ Setup configure(const std::string& deck_path, const std::vector<std::string>& ov
   cfg.ranks = ranks;
   const Backend backend = resolve_backend(cfg.device);
   check_ranks(cfg, opts, ranks);
-  if (ckpt) check_checkpoint_grid(*ckpt, cfg);
+  if (ckpt) check_checkpoint_case(*ckpt, cfg);
   int gpu_ranks = 1;
   const std::string comm = connect_ranks(cfg, backend, world, gpu_ranks);
   if (ckpt) cfg.out_dir = ckpt->dir;  // a restart continues in the checkpoint's folder

@@ -164,6 +164,24 @@ TEST_F(Restart, AnotherInitialFieldIsRefused) {
   EXPECT_EQ(nu.status, 0) << nu.output;
 }
 
+// A restart may run fewer solvers than the checkpoint holds, not one whose state it lacks: one
+// line naming both, before anything is printed or written (it was "checkpoint.h5:/vortex: group
+// missing", after the banner).
+TEST_F(Restart, ASolverTheCheckpointDoesNotHoldIsRefused) {
+  const fs::path b = dir / "b";
+  ASSERT_EQ(sh(kExe + " run" + kSpectral + " --output.dir=" + b.string() + " --time.t_end_over_T=0.1").status, 0);
+  const std::string ckpt = bytes_of(b / "checkpoint.h5"), run_h5 = bytes_of(b / "run.h5");
+  for (const char* solver : {"both", "vortex"}) {
+    const Result r = sh(kExe + " run --restart " + b.string() + " --time.t_end_over_T=0.2 --case.solver=" + solver);
+    EXPECT_EQ(r.status, 2) << solver << "\n" << r.output;
+    EXPECT_EQ(r.output, "vortexhit: error: " + (b / "checkpoint.h5").string() +
+                            ": holds the state of the spectral solver, not the vortex solver's that case.solver = " +
+                            solver + " asks for (allowed: the checkpoint's solvers or fewer)\n");
+  }
+  EXPECT_EQ(bytes_of(b / "checkpoint.h5"), ckpt);
+  EXPECT_EQ(bytes_of(b / "run.h5"), run_h5);
+}
+
 TEST_F(Restart, StopFileStopsWithExit3AndARestartableCheckpoint) {
   const fs::path a = dir / "a", b = dir / "b";
   fs::create_directories(b);
