@@ -94,8 +94,8 @@ TEST_F(Restart, RunGivenInTimeUnitsRestartsToALaterEnd) {
 }
 
 // A restart asked to end before the checkpoint's time (a t_end mistyped) has nothing it could
-// do: bad input, one line naming where that end comes from, nothing written. At the checkpoint's own time it is a finished run:
-// exit 0, as before.
+// do: bad input, one line naming where that end comes from, nothing written. At the
+// checkpoint's own time it is a finished run: exit 0, as before.
 TEST_F(Restart, AnEndBeforeTheCheckpointIsRefused) {
   const fs::path b = dir / "b";
   ASSERT_EQ(sh(kExe + " run" + kCase + " --output.dir=" + b.string() + " --time.t_end_over_T=0.2").status, 0);
