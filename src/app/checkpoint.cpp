@@ -109,7 +109,8 @@ void check_checkpoint_case(const CheckpointHeader& h, const RunConfig& c) {
   const Options deck = parse_deck(h.deck, h.path + ":/deck", {});
   const long written = deck.integer("domain.n");
   if (written != c.n)
-    throw InputError(h.path + ": written at domain.n = " + std::to_string(written) + ", the restart asks for domain.n = " +
+    throw InputError(h.path + ": written at domain.n = " + std::to_string(written) +
+                     ", the restart asks for domain.n = " +
                      std::to_string(c.n) + " (allowed: the checkpoint's N; the state is not interpolated)");
   // The particle lattice: refine · N points per direction, the vortex state's size.
   if (runs_vortex(c.solver) && runs_vortex(deck.text("case.solver"))) {

@@ -572,7 +572,8 @@ void check_memory(const RunConfig& c, Backend b, const MemoryEstimate& e, const 
 std::vector<std::string> memory_lines(const MemoryEstimate& e, Backend b, const MemoryAvailable& host,
                                       const MemoryAvailable& device) {
   auto available = [](const MemoryAvailable& a) {
-    return a.limits.empty() ? std::string("unknown available") : format_bytes(a.bytes) + " available (" + a.limited_by + ")";
+    return a.limits.empty() ? std::string("unknown available")
+                            : format_bytes(a.bytes) + " available (" + a.limited_by + ")";
   };
   std::vector<std::string> out;
   out.push_back("memory   host " + format_bytes(e.host_bytes()) + " needed (" + items(e.host) + "), " +

@@ -176,9 +176,10 @@ class VortexStepper : public Stepper {
   double kmax() const override { return kmax_; }
   std::string resolution_advice() const override {
     // The filter's cube grows with the lattice up to the grid's N/2 - 1 (refine 1.5 with the 2/3 filter).
-    return kmax_ < grid_.kmax() ? "raise domain.n (or vortex.refine: the filter keeps |k_i| < filter_fraction * refine * N/2, "
-                                  "up to the grid's N/2 - 1)"
-                                : "raise domain.n";
+    return kmax_ < grid_.kmax()
+               ? "raise domain.n (or vortex.refine: the filter keeps |k_i| < filter_fraction * refine * N/2, "
+                 "up to the grid's N/2 - 1)"
+               : "raise domain.n";
   }
   void start(const SpectralSlab& u, double t) override { init_ = solver_->set_velocity(u, t); }
   void step(double dt) override {
