@@ -24,15 +24,27 @@ namespace vh {
 /// " (GPU memory: F GiB free of T GiB)" of the current device, or "" where it cannot be read.
 std::string gpu_memory_note();
 
+/// Whether `e` is a sticky error, after which the process's CUDA context is unusable (CUDA
+/// Runtime API, cudaError: a kernel's fault, an uncorrectable ECC or NVLink error, a device
+/// lost or unavailable, an unknown error).
+bool is_device_fault(cudaError_t e);
+
 /// The error of a failed CUDA runtime call: vh::OutOfMemory for an allocation the device
 /// refused (cudaErrorMemoryAllocation; not sticky: it is cleared, so that the next check sees
-/// the next error), else vh::LibraryError.
+/// the next error), vh::DeviceFault for a sticky error (is_device_fault), else
+/// vh::LibraryError.
 [[noreturn]] void throw_cuda_error(cudaError_t e, const char* call, const char* file, int line);
 
 /// The error of a failed cuFFT call: vh::OutOfMemory for CUFFT_ALLOC_FAILED, and for
 /// CUFFT_INTERNAL_ERROR where the GPU is all but full (cuFFT's plans answer so when the memory
-/// they need is refused: cuda_check.cpp), else vh::LibraryError.
+/// they need is refused: cuda_check.cpp), vh::DeviceFault where the context has a sticky error
+/// (a fault of earlier work shows in the next library call), else vh::LibraryError.
 [[noreturn]] void throw_cufft_error(int e, const char* call, const char* file, int line);
+
+/// Throws vh::DeviceFault, with `what` and the context's sticky error, when the current
+/// device's context has one; the checks of other libraries (cuFFT, NCCL) call it before
+/// throwing their own error.
+void throw_if_device_fault(const std::string& what, const char* file, int line);
 
 }  // namespace vh
 

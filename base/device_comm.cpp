@@ -13,13 +13,16 @@
 #ifdef VH_HAVE_NCCL
 #include <nccl.h>
 
-/// Throws vh::LibraryError when an NCCL call fails.
-#define VH_CHECK_NCCL(call)                                                                          \
-  do {                                                                                               \
-    const ncclResult_t e_ = (call);                                                                  \
-    if (e_ != ncclSuccess)                                                                           \
-      throw ::vh::LibraryError(std::string("NCCL: ") + ncclGetErrorString(e_) + " in " #call, __FILE__, \
-                               __LINE__);                                                            \
+/// Throws when an NCCL call fails: vh::DeviceFault where the GPU's context has a sticky error
+/// (NCCL answers ncclUnhandledCudaError), else vh::LibraryError.
+#define VH_CHECK_NCCL(call)                                                                 \
+  do {                                                                                      \
+    const ncclResult_t e_ = (call);                                                         \
+    if (e_ != ncclSuccess) {                                                                \
+      const std::string what_ = std::string("NCCL: ") + ncclGetErrorString(e_) + " in " #call; \
+      ::vh::throw_if_device_fault(what_, __FILE__, __LINE__);                               \
+      throw ::vh::LibraryError(what_, __FILE__, __LINE__);                                  \
+    }                                                                                       \
   } while (0)
 #endif
 

@@ -7,6 +7,8 @@
 //                        one: see the message; a WriteError mid-run becomes one)
 //   OutOfMemory   -> 2 before the run's first step (the run does not fit), 3 after it (the
 //                        run stops, naming its last good checkpoint): src/app/run.cpp
+//   DeviceFault   -> 3 after the run's first step (as OutOfMemory: the GPU's state is lost,
+//                        the last good checkpoint is named), 1 before it
 //   anything else -> 1  (LibraryError: a failed library call, with the file:line it was seen at)
 // CUDA and cuFFT calls are checked by base/cuda_check.h, MPI calls inside base/comm.cpp and
 // HDF5 calls by src/io/h5.h.
@@ -29,6 +31,15 @@ class LibraryError : public std::runtime_error {
 /// run needed more than its estimate. Thrown by base/cuda_check.h's checks, with the device's
 /// free memory at the failure.
 class OutOfMemory : public LibraryError {
+ public:
+  using LibraryError::LibraryError;
+};
+
+/// A GPU that can no longer run this process's work: a sticky CUDA error (a kernel that
+/// faulted, an uncorrectable ECC or NVLink error, a GPU fallen off the bus or taken away). The
+/// process's CUDA context is unusable, so nothing more can be read from the GPU. Thrown by
+/// base/cuda_check.h's checks.
+class DeviceFault : public LibraryError {
  public:
   using LibraryError::LibraryError;
 };

@@ -479,6 +479,9 @@ class Run {
   [[noreturn]] void stop(const std::string& why);
   [[noreturn]] void stop_broken(const std::string& why);
   [[noreturn]] void out_of_memory(const std::string& what, bool gpu);
+  [[noreturn]] void device_fault(const std::string& what);
+  [[noreturn]] void stop_lost(const std::string& why);
+  std::string steps_at() const;
   std::string last_good_note() const;
   void advance_outputs();
   void final_checkpoint();
@@ -716,7 +719,8 @@ void Run::check_checkpoint_times(const CheckpointHeader& ckpt, const RunData& da
     const long step_row = long(se.at("step").back());
     const std::string row = run_h5_ + ":/" + st->name() + "/series";
     if (!(st->time() - t_row <= slack))
-      throw InputError(attribute(*st, "t", st->time()) + " is more than one output interval after the solver's last output (" +
+      throw InputError(attribute(*st, "t", st->time()) +
+                       " is more than one output interval after the solver's last output (" +
                        row + "/t = " + fmt(t_row, 17) + ")" + allowed);
     // At its last output (the same t) a solver has that output's step count, after it more.
     if (t_row >= st->time() ? step_row != st->steps() : step_row >= st->steps())
@@ -781,6 +785,8 @@ void Run::advance_to_end() {
     final_checkpoint();
   } catch (const OutOfMemory& e) {
     out_of_memory(e.what(), true);
+  } catch (const DeviceFault& e) {
+    device_fault(e.what());
   } catch (const std::bad_alloc&) {
     out_of_memory(kHostRefused, false);
   }
@@ -791,7 +797,8 @@ void Run::advance_outputs() {
   for (double stop : stop_times(t_end_, out_dt_, field_t_)) {
     std::map<std::string, GridFields> fields;
     for (auto& st : solvers_) {
-      if (rf_->data().solvers.at(st->name()).series.at("t").back() >= stop - 1e-9 * t_end_) continue;  // restarted past it
+      const bool past = rf_->data().solvers.at(st->name()).series.at("t").back() >= stop - 1e-9 * t_end_;
+      if (past) continue;  // restarted past it
       const double dt = advance(*st, stop);
       output(*st, dt, fields);
     }
@@ -1001,27 +1008,46 @@ std::string Run::last_good_note() const {
   return "the last good checkpoint is " + last_good_ + " (continue with `vortexhit run --restart " + last_good_ + "`)";
 }
 
-/// An allocation that the machine refused after the steps began (vh::OutOfMemory from the GPU,
-/// std::bad_alloc from the host): the step it broke off may have left the state half-updated,
-/// so it stops as stop_broken does (exit 3, the last good checkpoint named). On R ranks the
-/// others may be waiting for this one in a collective: it says why on its own and ends them all
-/// with status 3 (run.h5 and the checkpoints stay as the last output and checkpoint wrote them).
-void Run::out_of_memory(const std::string& what, bool gpu) {
+/// Where the solvers are: "vortex at step 12 (t/T 0.11), spectral at step 9 (t/T 0.1)".
+std::string Run::steps_at() const {
   std::string at;
   for (const auto& st : solvers_)
     at += (at.empty() ? "" : ", ") + st->name() + " at step " + std::to_string(st->steps()) + " (t/T " +
           fmt(st->time() / T0_, 4) + ")";
-  const bool several_ranks = ranks_ > 1;
-  const std::string why =
-      "out of memory" + (at.empty() ? "" : ", " + at) + ": " + what + "; the memory check estimated " +
-      format_bytes(gpu ? s_.mem.device_bytes() : s_.mem.host_bytes()) + (gpu ? " of GPU memory" : " of host memory") +
-      (several_ranks ? " a rank" : "") +
-      ", so other processes took memory since it ran, or the run needs more than its estimate: run it where more "
-      "is free (more GPUs or nodes, fewer ranks a GPU or node)";
-  if (!several_ranks) stop_broken(why);
+  return at;
+}
+
+/// A state that this rank lost after the steps began (the step it broke off may have left it
+/// half-updated, or the GPU holding it failed): it stops as stop_broken does (exit 3, the last
+/// good checkpoint named). On R ranks the others may be waiting for this one in a collective:
+/// it says why on its own and ends them all with status 3 (run.h5 and the checkpoints stay as
+/// the last output and checkpoint wrote them).
+void Run::stop_lost(const std::string& why) {
+  if (ranks_ == 1) stop_broken(why);
   std::cerr << "vortexhit: stopped on rank " << world_.rank() << ": " << why << "; this state is not saved: "
             << last_good_note() << std::endl;
   world_.abort(3);
+}
+
+/// An allocation that the machine refused after the steps began (vh::OutOfMemory from the GPU,
+/// std::bad_alloc from the host).
+void Run::out_of_memory(const std::string& what, bool gpu) {
+  const std::string at = steps_at();
+  const bool several_ranks = ranks_ > 1;
+  stop_lost("out of memory" + (at.empty() ? "" : ", " + at) + ": " + what + "; the memory check estimated " +
+            format_bytes(gpu ? s_.mem.device_bytes() : s_.mem.host_bytes()) +
+            (gpu ? " of GPU memory" : " of host memory") + (several_ranks ? " a rank" : "") +
+            ", so other processes took memory since it ran, or the run needs more than its estimate: run it where "
+            "more is free (more GPUs or nodes, fewer ranks a GPU or node)");
+}
+
+/// A sticky CUDA error after the steps began (vh::DeviceFault): the GPU failed, its driver did,
+/// or a kernel faulted; nothing more can be read from it.
+void Run::device_fault(const std::string& what) {
+  const std::string at = steps_at();
+  stop_lost("GPU fault" + (at.empty() ? "" : ", " + at) + ": " + what +
+            "; the GPU's state is lost (the GPU or its driver failed, or a kernel faulted: the system log's "
+            "NVIDIA Xid lines say which)");
 }
 
 void Run::final_checkpoint() {
@@ -1050,7 +1076,8 @@ void Run::time_table(double wall) {
     accounted += sec;
   }
   char other[160];
-  std::snprintf(other, sizeof other, "time  %-52s %9.2f s  %5.1f %%", "start-up (initial field, solver set-up) and rest",
+  std::snprintf(other, sizeof other, "time  %-52s %9.2f s  %5.1f %%",
+                "start-up (initial field, solver set-up) and rest",
                 wall - accounted, 100 * (wall - accounted) / wall);
   con_.line(other);
 }
