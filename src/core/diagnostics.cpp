@@ -22,29 +22,28 @@ struct Modes {
 
 Modes slab_modes(const SpectralSlab& u) { return {u.slab, {u.c[0].data(), u.c[1].data(), u.c[2].data()}}; }
 
-/// Sums of C quantities over the rank's modes or points, reduced over the ranks: plain sums
-/// per z-plane (in parallel over planes), the planes' sums added with Neumaier's compensation
-/// (Neumaier 1974), then the ranks'. A sum of n terms in one pass errs by up to ~√n ulp in
-/// practice (4e-14 relative for ε at 64³, 1e-12 at 512³); this errs by ~√(n/N) and, nearly
-/// independent of the order of the planes, gives the one-rank value on R ranks to a few ulp.
-/// `plane(iz, out)` adds plane iz's terms to out[0 … C−1].
-template <int C, class F>
-std::array<double, C> plane_sums(int planes, const Comm& comm, F&& plane) {
-  std::vector<std::array<double, C>> part;
-  part.resize(std::size_t(planes));
+/// Sums of `count` quantities over the rank's modes or points, reduced over the ranks: plain
+/// sums per z-plane (in parallel over planes), the planes' sums added in plane order with
+/// Neumaier's compensation (Neumaier 1974), then the ranks'. A sum of n terms in one pass errs
+/// by up to ~√n ulp in practice (4e-14 relative for ε at 64³, 1e-12 at 512³); this errs by
+/// ~√(n/N) and, nearly independent of the order of the planes, gives the one-rank value on R
+/// ranks to a few ulp. The order is fixed by the planes alone, not by the threads: the same
+/// bits on every run. `plane(iz, out)` adds plane iz's terms to out[0 … count−1].
+template <class F>
+std::vector<double> plane_sums(int planes, int count, const Comm& comm, F&& plane) {
+  const std::size_t c = std::size_t(count);
+  std::vector<double> part(std::size_t(planes) * c, 0.0);
 #pragma omp parallel for schedule(static)
-  for (int iz = 0; iz < planes; ++iz) {
-    part[iz].fill(0.0);
-    plane(iz, part[iz].data());
-  }
-  std::array<double, C> sum{}, comp{};
-  for (const auto& p : part)
-    for (int c = 0; c < C; ++c) {
-      const double t = sum[c] + p[c];
-      comp[c] += std::fabs(sum[c]) >= std::fabs(p[c]) ? (sum[c] - t) + p[c] : (p[c] - t) + sum[c];
-      sum[c] = t;
+  for (int iz = 0; iz < planes; ++iz) plane(iz, part.data() + std::size_t(iz) * c);
+  std::vector<double> sum(c, 0.0), comp(c, 0.0);
+  for (int iz = 0; iz < planes; ++iz)
+    for (std::size_t k = 0; k < c; ++k) {
+      const double p = part[std::size_t(iz) * c + k], t = sum[k] + p;
+      comp[k] += std::fabs(sum[k]) >= std::fabs(p) ? (sum[k] - t) + p : (p - t) + sum[k];
+      sum[k] = t;
     }
-  for (int c = 0; c < C; ++c) sum[c] = comm.sum(sum[c] + comp[c]);
+  for (std::size_t k = 0; k < c; ++k) sum[k] += comp[k];
+  comm.sum(sum);
   return sum;
 }
 
@@ -58,32 +57,21 @@ void for_each_mode_of_plane(const Slab& s, int iz, F&& f) {
 
 std::vector<double> spectrum_of(const Modes& u) {
   const Slab& s = u.slab;
-  const int ns = s.grid.max_shell() + 1;
-  std::vector<double> E(ns, 0.0);
-  // Per-thread bins, then a fixed-order sum, so the result does not depend on scheduling.
   const int n = s.grid.n;
-#pragma omp parallel
-  {
-    std::vector<double> local(ns, 0.0);
-#pragma omp for schedule(static)
-    for (int iz = 0; iz < n; ++iz)
-      for_each_mode_of_plane(s, iz, [&](std::size_t m, int ix, int iy) {
-        diag::C v[3];
-        u.at(m, v);
-        const diag::SpectrumTerms t = diag::spectrum_terms(n, ix, iy, iz, v);
-        local[t.shell] += t.energy;
-      });
-#pragma omp critical
-    for (int i = 0; i < ns; ++i) E[i] += local[i];
-  }
-  s.comm.sum(E);
-  return E;
+  return plane_sums(n, s.grid.max_shell() + 1, s.comm, [&](int iz, double* E) {
+    for_each_mode_of_plane(s, iz, [&](std::size_t m, int ix, int iy) {
+      diag::C v[3];
+      u.at(m, v);
+      const diag::SpectrumTerms t = diag::spectrum_terms(n, ix, iy, iz, v);
+      E[t.shell] += t.energy;
+    });
+  });
 }
 
 double gradient_norm2_of(const Modes& u) {
   const Slab& s = u.slab;
   const int n = s.grid.n;
-  return plane_sums<1>(n, s.comm, [&](int iz, double* sum) {
+  return plane_sums(n, 1, s.comm, [&](int iz, double* sum) {
     for_each_mode_of_plane(s, iz, [&](std::size_t m, int ix, int iy) {
       diag::C v[3];
       u.at(m, v);
@@ -111,7 +99,7 @@ Statistics statistics_of(const Modes& u, double nu, Fft& fft) {
 
   // ‖∇·u‖² = Σ |k·û|² (weighted), relative to ‖∇u‖² = Σ|k|²|û|²; helicity Σ Re(û*·(ik×û)).
   const int n = sl.grid.n;
-  const auto dh = plane_sums<2>(n, sl.comm, [&](int iz, double* sum) {
+  const auto dh = plane_sums(n, 2, sl.comm, [&](int iz, double* sum) {
     for_each_mode_of_plane(sl, iz, [&](std::size_t m, int ix, int iy) {
       diag::C v[3];
       u.at(m, v);
@@ -131,7 +119,7 @@ Statistics statistics_of(const Modes& u, double nu, Fft& fft) {
     derivative_of(u, c, c, dhat);
     fft.inverse(dhat.data(), dx.data());
     const std::size_t plane = std::size_t(n) * n;
-    const auto m = plane_sums<2>(sl.nz, sl.comm, [&](int z, double* sum) {
+    const auto m = plane_sums(sl.nz, 2, sl.comm, [&](int z, double* sum) {
       for (std::size_t i = z * plane; i < (z + 1) * plane; ++i) diag::add_moments(dx[i], sum);
     });
     s3 += diag::skewness(m[0], m[1], double(sl.grid.points()));

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <omp.h>
+
 #include "core/diagnostics.h"
 #include "core/fft.h"
 #include "validation/reference_data.h"
@@ -269,6 +271,40 @@ TEST(Diagnostics, SpectrumSumsToPhysicalEnergy) {
   double sum = 0;
   for (double e : vh::energy_spectrum(c)) sum += e;
   EXPECT_LT(rel(sum, phys), 1e-13);
+}
+
+// The spectrum and the statistics are the same bits on any number of threads and on every
+// call: their sums run in an order fixed by the planes (a run's series and spectra repeat
+// exactly, and a restart continues them bit for bit). Before, the threads' shell bins were
+// added in the order the threads finished.
+TEST(Diagnostics, SpectrumAndStatisticsAreTheSameBitsOnAnyThreadCount) {
+  const Grid g{20};
+  vh::VectorField u(g);
+  std::uint64_t x = 777;
+  for (auto& comp : u.c)
+    for (double& v : comp) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      v = double(x >> 11) / 9007199254740992.0 - 0.5;
+    }
+  vh::Fft3d fft(g.n);
+  vh::SpectralVector c(g);
+  fft.forward(u, c);
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const std::vector<double> E1 = vh::energy_spectrum(c);
+  const vh::Statistics s1 = vh::statistics(c, 0.01, fft);
+  for (int threads : {2, 3, 4, 7}) {
+    omp_set_num_threads(threads);
+    for (int call = 0; call < 3; ++call) {
+      EXPECT_EQ(vh::energy_spectrum(c), E1) << threads << " threads";
+      const vh::Statistics s = vh::statistics(c, 0.01, fft);
+      EXPECT_EQ(s.K, s1.K) << threads << " threads";
+      EXPECT_EQ(s.epsilon, s1.epsilon) << threads << " threads";
+      EXPECT_EQ(s.helicity, s1.helicity) << threads << " threads";
+      EXPECT_EQ(s.S3, s1.S3) << threads << " threads";
+    }
+  }
+  omp_set_num_threads(saved);
 }
 
 // Wray (1997) HOM02, 512³: the spectrum-level diagnostics fed CB512.es reproduce the
