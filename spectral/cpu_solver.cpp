@@ -13,6 +13,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "base/ordered_sum.h"
 #include "core/error.h"
 #include "core/fft.h"
 #include "spectral/rhs_kernel.h"
@@ -133,17 +134,17 @@ class CpuSolver final : public Rk4Solver {
   Energies energies() override {
     const int n = g_.n, nxh = g_.nxh(), sl = slab_.slots();
     const C* u[3] = {arr_.u0[0], arr_.u0[1], arr_.u0[2]};
-    double K = 0, Z = 0;
-#pragma omp parallel for collapse(2) reduction(+ : K, Z) schedule(static) num_threads(threads_)
-    for (int iz = 0; iz < n; ++iz)
-      for (int j = 0; j < sl; ++j)
-        for (int ix = 0; ix < nxh; ++ix) {
-          double e, z;
-          kernel::mode_energy(g_, ix, slab_.ky_index(j), iz, slab_.mode_index(ix, j, iz), u, e, z);
-          K += e;
-          Z += z;
-        }
-    return {slab_.comm.sum(K), slab_.comm.sum(Z)};
+    // One term a row (iz, slot) of modes.
+    const auto KZ = ordered_sum<2>(std::ptrdiff_t(n) * sl, [&](std::ptrdiff_t r, double* acc) {
+      const int iz = int(r / sl), j = int(r % sl);
+      for (int ix = 0; ix < nxh; ++ix) {
+        double e, z;
+        kernel::mode_energy(g_, ix, slab_.ky_index(j), iz, slab_.mode_index(ix, j, iz), u, e, z);
+        acc[0] += e;
+        acc[1] += z;
+      }
+    });
+    return {slab_.comm.sum(KZ[0]), slab_.comm.sum(KZ[1])};
   }
 
   void nonlinear_term(SpectralSlab& out) override {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "base/ordered_sum.h"
 #include "vortex/update_kernel.h"
 
 namespace vh::vortex {
@@ -30,15 +31,10 @@ Particles lattice_particles(const Grid& g, double sigma, int z0, int nz) {
 }
 
 Vec3 total_strength(const std::vector<Vec3>& s) {
-  double s0 = 0, s1 = 0, s2 = 0;
-  const std::ptrdiff_t n = std::ptrdiff_t(s.size());
-#pragma omp parallel for reduction(+ : s0, s1, s2) schedule(static)
-  for (std::ptrdiff_t i = 0; i < n; ++i) {
-    s0 += s[i][0];
-    s1 += s[i][1];
-    s2 += s[i][2];
-  }
-  return {s0, s1, s2};
+  const auto sum = ordered_sum<3>(std::ptrdiff_t(s.size()), [&](std::ptrdiff_t i, double* acc) {
+    for (int d = 0; d < 3; ++d) acc[d] += s[i][d];
+  });
+  return {sum[0], sum[1], sum[2]};
 }
 
 void wrap(Particles& p) {

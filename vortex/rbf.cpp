@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "base/ordered_sum.h"
 #include "core/fft.h"
 
 namespace vh::vortex {
@@ -19,11 +20,7 @@ std::vector<double> gaussian_weights(const Grid& g, double sigma0, double cutoff
 }
 
 double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  const std::ptrdiff_t n = std::ptrdiff_t(a.size());
-#pragma omp parallel for reduction(+ : s) schedule(static)
-  for (std::ptrdiff_t i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
+  return ordered_sum<1>(std::ptrdiff_t(a.size()), [&](std::ptrdiff_t i, double* s) { s[0] += a[i] * b[i]; })[0];
 }
 
 RbfResult solve_fft(const VectorField& omega, double sigma0, const RbfParams& prm, VectorField& alpha) {

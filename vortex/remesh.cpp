@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "base/ordered_sum.h"
 
 #include "vortex/blobs.h"
 #include "vortex/rbf.h"
@@ -152,18 +153,17 @@ void Lattice::diffusion_increment(SpectralSlab& c, double nu_tau) const {
 double Lattice::project(SpectralSlab& c) const {
   const Grid& g = s_.grid;
   const int n = g.n, nxh = n / 2 + 1, sl = s_.slots();
-  double removed = 0, total = 0;
-#pragma omp parallel for collapse(2) schedule(static) reduction(+ : removed, total)
-  for (int iz = 0; iz < n; ++iz)
-    for (int j = 0; j < sl; ++j) {
-      const int iy = s_.ky_index(j);
-      for (int ix = 0; ix < nxh; ++ix) {
-        const std::size_t m = s_.mode_index(ix, j, iz);
-        Cx v[3] = {cx(c.c[0].data())[m], cx(c.c[1].data())[m], cx(c.c[2].data())[m]};
-        kernel::project(ix, g.wavenumber(iy), g.wavenumber(iz), mode_weight(ix, n), v, removed, total);
-        for (int d = 0; d < 3; ++d) cx(c.c[d].data())[m] = v[d];
-      }
+  // One term a row (iz, slot) of modes.
+  const auto sums = ordered_sum<2>(std::ptrdiff_t(n) * sl, [&](std::ptrdiff_t r, double* acc) {
+    const int iz = int(r / sl), j = int(r % sl), iy = s_.ky_index(j);
+    for (int ix = 0; ix < nxh; ++ix) {
+      const std::size_t m = s_.mode_index(ix, j, iz);
+      Cx v[3] = {cx(c.c[0].data())[m], cx(c.c[1].data())[m], cx(c.c[2].data())[m]};
+      kernel::project(ix, g.wavenumber(iy), g.wavenumber(iz), mode_weight(ix, n), v, acc[0], acc[1]);
+      for (int d = 0; d < 3; ++d) cx(c.c[d].data())[m] = v[d];
     }
+  });
+  double removed = sums[0], total = sums[1];
   if (!s_.whole()) {
     std::vector<double> sums = {removed, total};
     s_.comm.sum(sums);

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 
+#include "base/ordered_sum.h"
 #include "core/diagnostics_kernel.h"
 #include "core/error.h"
 
@@ -282,9 +283,7 @@ GradientInvariants gradient_invariants(const SpectralVector& u, Fft3d& fft) {
     }
   GradientInvariants out{ScalarField(g), ScalarField(g), 0.0};
   const std::ptrdiff_t np = std::ptrdiff_t(g.points());
-  double qw = 0.0;
-#pragma omp parallel for reduction(+ : qw) schedule(static)
-  for (std::ptrdiff_t p = 0; p < np; ++p) {
+  const double qw = ordered_sum<1>(np, [&](std::ptrdiff_t p, double* qw_sum) {
     double m[3][3];
     for (int i = 0; i < 3; ++i)
       for (int j = 0; j < 3; ++j) m[i][j] = a[3 * i + j][p];
@@ -299,8 +298,8 @@ GradientInvariants gradient_invariants(const SpectralVector& u, Fft3d& fft) {
       }
     out.q.v[p] = -0.5 * tr2;
     out.r.v[p] = -tr3 / 3.0;
-    qw += w2 / 8.0;  // Q_W = |ω|²/4
-  }
+    qw_sum[0] += w2 / 8.0;  // Q_W = |ω|²/4
+  })[0];
   out.q_w_mean = qw / double(np);
   return out;
 }
