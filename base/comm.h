@@ -161,6 +161,8 @@ class SharedError : public std::runtime_error {
 /// collectives around it: run() catches an exception on rank 0 (the loop of collectives
 /// goes on without the I/O), and rethrow() passes it to every rank, keeping its kind
 /// (InputError, RunStopped, WriteError; anything else becomes a SharedError) and message.
+/// A DeviceFault is not caught: the GPU is lost, so no collective can wait for rank 0; it goes
+/// on to the run driver, which ends the job (exit 3, naming the last good checkpoint).
 class RootErrors {
  public:
   /// Runs f() on rank 0 unless an error was caught before; no-op elsewhere.
@@ -169,6 +171,8 @@ class RootErrors {
     if (!comm.root() || failed()) return;
     try {
       f();
+    } catch (const DeviceFault&) {
+      throw;
     } catch (...) {
       if (!error_) error_ = std::current_exception();  // the first error is the one to report
     }
