@@ -346,6 +346,9 @@ void atomic_path(const std::string& path, const std::function<void(const std::st
   } catch (const WriteError&) {
     fs::remove(tmp, ec);
     throw;
+  } catch (const DeviceFault&) {  // the GPU failed while its state was copied: not a failed write
+    fs::remove(tmp, ec);
+    throw;
   } catch (const std::system_error& e) {  // file system calls, including std::filesystem's
     fs::remove(tmp, ec);
     throw WriteError(path, write_failure(e));

@@ -295,6 +295,18 @@ TEST(AtomicPath, ReplacesOnlyOnSuccessAndLeavesNoTemporary) {
   EXPECT_FALSE(has_tmp(dir.path()));
   EXPECT_TRUE(RunFile::read(path) == first.data());
 
+  // A GPU that fails while its state is copied into the file (vh::DeviceFault, a LibraryError)
+  // stays a DeviceFault, for the run driver to report as one, not as a failed write.
+  EXPECT_THROW(h5::atomic_path(path,
+                               [](const std::string& tmp) {
+                                 h5::Handle f = h5::create_file(tmp);
+                                 f.close();
+                                 throw vh::DeviceFault("unspecified launch failure in cudaMemcpy", __FILE__, __LINE__);
+                               }),
+               vh::DeviceFault);
+  EXPECT_FALSE(has_tmp(dir.path()));
+  EXPECT_TRUE(RunFile::read(path) == first.data());
+
   // A stale temporary from a crashed run is cleared, and a good write replaces the file.
   std::ofstream(path + ".tmp") << "junk";
   RunFile second(path, first.data());
