@@ -12,20 +12,22 @@
 
 namespace vh {
 
-/// Terms a chunk of ordered_sum holds.
+/// Terms a chunk of ordered_sum holds (by default).
 inline constexpr std::ptrdiff_t kSumChunk = 4096;
 
 /// Σ over i < n of the K quantities that term(i, acc) adds to acc[0 … K−1], in the order
-/// described above.
+/// described above, `chunk` terms a chunk (a term that is itself a row of many values: about
+/// kSumChunk of them a chunk, so that small grids still spread over the threads).
 template <int K, class F>
-std::array<double, K> ordered_sum(std::ptrdiff_t n, F&& term) {
-  const std::ptrdiff_t chunks = (n + kSumChunk - 1) / kSumChunk;
+std::array<double, K> ordered_sum(std::ptrdiff_t n, F&& term, std::ptrdiff_t chunk = kSumChunk) {
+  if (chunk < 1) chunk = 1;
+  const std::ptrdiff_t chunks = (n + chunk - 1) / chunk;
   std::vector<std::array<double, K>> part(static_cast<std::size_t>(chunks));
 #pragma omp parallel for schedule(static)
   for (std::ptrdiff_t c = 0; c < chunks; ++c) {
     std::array<double, K> acc{};
-    const std::ptrdiff_t end = c + 1 == chunks ? n : (c + 1) * kSumChunk;
-    for (std::ptrdiff_t i = c * kSumChunk; i < end; ++i) term(i, acc.data());
+    const std::ptrdiff_t end = c + 1 == chunks ? n : (c + 1) * chunk;
+    for (std::ptrdiff_t i = c * chunk; i < end; ++i) term(i, acc.data());
     part[static_cast<std::size_t>(c)] = acc;
   }
   std::array<double, K> sum{};

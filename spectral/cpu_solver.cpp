@@ -134,7 +134,7 @@ class CpuSolver final : public Rk4Solver {
   Energies energies() override {
     const int n = g_.n, nxh = g_.nxh(), sl = slab_.slots();
     const C* u[3] = {arr_.u0[0], arr_.u0[1], arr_.u0[2]};
-    // One term a row (iz, slot) of modes.
+    // One term a row (iz, slot) of nxh modes.
     const auto KZ = ordered_sum<2>(std::ptrdiff_t(n) * sl, [&](std::ptrdiff_t r, double* acc) {
       const int iz = int(r / sl), j = int(r % sl);
       for (int ix = 0; ix < nxh; ++ix) {
@@ -143,7 +143,7 @@ class CpuSolver final : public Rk4Solver {
         acc[0] += e;
         acc[1] += z;
       }
-    });
+    }, kSumChunk / nxh);
     return {slab_.comm.sum(KZ[0]), slab_.comm.sum(KZ[1])};
   }
 

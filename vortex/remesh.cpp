@@ -153,7 +153,7 @@ void Lattice::diffusion_increment(SpectralSlab& c, double nu_tau) const {
 double Lattice::project(SpectralSlab& c) const {
   const Grid& g = s_.grid;
   const int n = g.n, nxh = n / 2 + 1, sl = s_.slots();
-  // One term a row (iz, slot) of modes.
+  // One term a row (iz, slot) of nxh modes.
   const auto sums = ordered_sum<2>(std::ptrdiff_t(n) * sl, [&](std::ptrdiff_t r, double* acc) {
     const int iz = int(r / sl), j = int(r % sl), iy = s_.ky_index(j);
     for (int ix = 0; ix < nxh; ++ix) {
@@ -162,7 +162,7 @@ double Lattice::project(SpectralSlab& c) const {
       kernel::project(ix, g.wavenumber(iy), g.wavenumber(iz), mode_weight(ix, n), v, acc[0], acc[1]);
       for (int d = 0; d < 3; ++d) cx(c.c[d].data())[m] = v[d];
     }
-  });
+  }, kSumChunk / nxh);
   double removed = sums[0], total = sums[1];
   if (!s_.whole()) {
     std::vector<double> sums = {removed, total};
