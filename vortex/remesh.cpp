@@ -154,7 +154,7 @@ double Lattice::project(SpectralSlab& c) const {
   const Grid& g = s_.grid;
   const int n = g.n, nxh = n / 2 + 1, sl = s_.slots();
   // One term a row (iz, slot) of nxh modes.
-  const auto sums = ordered_sum<2>(std::ptrdiff_t(n) * sl, [&](std::ptrdiff_t r, double* acc) {
+  const auto rows = ordered_sum<2>(std::ptrdiff_t(n) * sl, [&](std::ptrdiff_t r, double* acc) {
     const int iz = int(r / sl), j = int(r % sl), iy = s_.ky_index(j);
     for (int ix = 0; ix < nxh; ++ix) {
       const std::size_t m = s_.mode_index(ix, j, iz);
@@ -163,13 +163,9 @@ double Lattice::project(SpectralSlab& c) const {
       for (int d = 0; d < 3; ++d) cx(c.c[d].data())[m] = v[d];
     }
   }, kSumChunk / nxh);
-  double removed = sums[0], total = sums[1];
-  if (!s_.whole()) {
-    std::vector<double> sums = {removed, total};
-    s_.comm.sum(sums);
-    removed = sums[0], total = sums[1];
-  }
-  return total > 0 ? std::sqrt(removed / total) : 0.0;
+  std::vector<double> sums = {rows[0], rows[1]};  // removed, total
+  if (!s_.whole()) s_.comm.sum(sums);
+  return sums[1] > 0 ? std::sqrt(sums[0] / sums[1]) : 0.0;
 }
 
 void Lattice::filter(SpectralSlab& c, Filter f, double fraction) const {

@@ -35,6 +35,17 @@ vh::VectorField sample(const Grid& g, F&& f) {
 
 double rel(double a, double b) { return std::abs(a - b) / std::abs(b); }
 
+/// A field of uniform values in [−½, ½) from a 64-bit LCG seeded with `seed`.
+vh::VectorField random_field(const Grid& g, std::uint64_t seed) {
+  vh::VectorField u(g);
+  for (auto& comp : u.c)
+    for (double& v : comp) {
+      seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+      v = double(seed >> 11) / 9007199254740992.0 - 0.5;
+    }
+  return u;
+}
+
 // u = A (sin m y, sin m x, 0): one Fourier mode per component, solenoidal.
 // K = A²/2 (all in shell m), ε = ν A² m², L = 3π/(4m), Q = −A² m² cos mx cos my.
 TEST(Diagnostics, SingleModeClosedForms) {
@@ -256,15 +267,10 @@ TEST(Diagnostics, SkewnessClosedForm) {
 // Parseval: Σ E_n equals ½⟨u·u⟩ summed in physical space for an arbitrary field.
 TEST(Diagnostics, SpectrumSumsToPhysicalEnergy) {
   const Grid g{12};
-  vh::VectorField u(g);
-  std::uint64_t x = 12345;
+  const vh::VectorField u = random_field(g, 12345);
   double phys = 0;
-  for (auto& comp : u.c)
-    for (double& v : comp) {
-      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-      v = double(x >> 11) / 9007199254740992.0 - 0.5;
-      phys += 0.5 * v * v / double(g.points());
-    }
+  for (const auto& comp : u.c)
+    for (double v : comp) phys += 0.5 * v * v / double(g.points());
   vh::Fft3d fft(g.n);
   vh::SpectralVector c(g);
   fft.forward(u, c);
@@ -279,13 +285,7 @@ TEST(Diagnostics, SpectrumSumsToPhysicalEnergy) {
 // added in the order the threads finished.
 TEST(Diagnostics, SpectrumAndStatisticsAreTheSameBitsOnAnyThreadCount) {
   const Grid g{20};
-  vh::VectorField u(g);
-  std::uint64_t x = 777;
-  for (auto& comp : u.c)
-    for (double& v : comp) {
-      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-      v = double(x >> 11) / 9007199254740992.0 - 0.5;
-    }
+  const vh::VectorField u = random_field(g, 777);
   vh::Fft3d fft(g.n);
   vh::SpectralVector c(g);
   fft.forward(u, c);

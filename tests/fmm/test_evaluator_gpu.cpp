@@ -401,11 +401,12 @@ TEST(EvaluatorGpuRepeat, AFreshEvaluatorGivesTheSameBits) {
       VH_EXPECT_BITS(g2, g1, what + ", second call, grad");
       VH_EXPECT_BITS(uf, u1, what + ", fresh evaluator, u");
       VH_EXPECT_BITS(gf, g1, what + ", fresh evaluator, grad");
-      std::uint64_t h = 1469598103934665603ull;  // FNV-1a of the bytes
-      for (const auto* v : {static_cast<const void*>(u1.data()), static_cast<const void*>(g1.data())}) {
-        const std::size_t n = v == u1.data() ? u1.size() * sizeof(Vec3) : g1.size() * sizeof(Mat3);
-        for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(v)[i]) * 1099511628211ull;
-      }
+      std::uint64_t h = 1469598103934665603ull;  // FNV-1a of the bytes of u, then of grad
+      const auto hash = [&h](const void* p, std::size_t bytes) {
+        for (std::size_t i = 0; i < bytes; ++i) h = (h ^ static_cast<const unsigned char*>(p)[i]) * 1099511628211ull;
+      };
+      hash(u1.data(), u1.size() * sizeof(Vec3));
+      hash(g1.data(), g1.size() * sizeof(Mat3));
       std::printf("[ repeat %s ] checksum %016llx\n", what.c_str(), static_cast<unsigned long long>(h));
     }
 }
