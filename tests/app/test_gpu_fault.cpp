@@ -15,6 +15,7 @@
 
 #include "core/device.h"
 #include "io/run_file.h"
+#include "gpu_fault_case.h"
 #include "shell.h"
 
 namespace fs = std::filesystem;
@@ -25,12 +26,7 @@ using vh::test::Result;
 using vh::test::shell;
 
 const std::string kExe = VH_EXE;
-// Both solvers at 32³ to t/T 1 with a checkpoint at every output (20): on a GPU the steps take
-// milliseconds, so the fault lands well before the end.
-const std::string kCase =
-    " run --domain.n=32 --case.solver=both --device=gpu --flow.Re_lambda=30 --flow.k_p=3 --vortex.refine=1"
-    " --time.t_end_over_T=1 --time.output_interval_over_T=0.05 --output.fields_at= --output.checkpoint_every=1"
-    " --quiet --output.dir=";
+const std::string kCase = vh::test::kGpuFaultCase + " --output.dir=";
 // 64³ at refine 1.5 (884 736 particles): a checkpoint takes some 0.1 s to write, so a fault set
 // off as it begins lands inside it.
 const std::string kLargeCase =

@@ -22,6 +22,7 @@
 #include <regex>
 #include <string>
 
+#include "../app/gpu_fault_case.h"
 #include "../app/shell.h"
 #include "core/device.h"
 #include "io/fields_file.h"
@@ -433,10 +434,7 @@ TEST_F(MpiRun, RankKilledMidRunLeavesACheckpointThatContinues) {
 // FMM tolerance (the deck's 1e-5; measured on an H100: 2.6e-7 to 3.9e-7). Ranks may share the GPU.
 TEST_F(MpiRun, GpuRankWhoseGpuFailsEndsTheJobWithExit3) {
   if (!vh::gpu_available()) GTEST_SKIP() << "no CUDA device";
-  const std::string gpu_case =
-      " run --domain.n=32 --case.solver=both --device=gpu --flow.Re_lambda=30 --flow.k_p=3 --vortex.refine=1"
-      " --time.t_end_over_T=1 --time.output_interval_over_T=0.05 --output.fields_at= --output.checkpoint_every=1"
-      " --parallel.share_gpus=true --quiet --output.dir=";
+  const std::string gpu_case = vh::test::kGpuFaultCase + " --parallel.share_gpus=true --output.dir=";
   Result r = shell(kExe + gpu_case + (dir / "one").string());
   ASSERT_EQ(r.status, 0) << r.output;
   const fs::path d = dir / "f";
