@@ -1021,11 +1021,14 @@ std::string Run::steps_at() const {
 /// half-updated, or the GPU holding it failed): it stops as stop_broken does (exit 3, the last
 /// good checkpoint named). On R ranks the others may be waiting for this one in a collective:
 /// it says why on its own and ends them all with status 3 (run.h5 and the checkpoints stay as
-/// the last output and checkpoint wrote them).
+/// the last output and checkpoint wrote them). Such a collective may be a checkpoint or fields
+/// file that rank 0 is writing under its temporary name; the abort kills rank 0 inside it, so
+/// this rank removes the run folder's temporaries first (where it sees that folder).
 void Run::stop_lost(const std::string& why) {
   if (ranks_ == 1) stop_broken(why);
   std::cerr << "vortexhit: stopped on rank " << world_.rank() << ": " << why << "; this state is not saved: "
             << last_good_note() << std::endl;
+  h5::remove_temporaries(s_.cfg.out_dir);
   world_.abort(3);
 }
 

@@ -371,6 +371,15 @@ void atomic_write_text(const std::string& path, const std::string& text) {
   });
 }
 
+int remove_temporaries(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  int removed = 0;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".tmp" && fs::remove(it->path(), ec)) ++removed;
+  return removed;
+}
+
 // ---- groups and links --------------------------------------------------------------------
 
 Handle create_group(Id loc, const std::string& path, bool track_order) {

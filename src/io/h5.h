@@ -96,6 +96,11 @@ void atomic_path(const std::string& path, const std::function<void(const std::st
 std::string write_failure(const std::exception& e);
 /// atomic_path() for a text file.
 void atomic_write_text(const std::string& path, const std::string& text);
+/// Removes the files of folder `dir` named `*.tmp` (atomic_path's temporaries) and returns how
+/// many: for a rank that ends an R-rank job (MPI_Abort) while rank 0 may be inside a collective
+/// write, which the abort cuts short before atomic_path can remove its temporary. Errors (no
+/// such folder, a file already gone or renamed by its writer) are ignored.
+int remove_temporaries(const std::string& dir);
 
 // ---- groups and links --------------------------------------------------------------------
 

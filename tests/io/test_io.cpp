@@ -316,6 +316,14 @@ TEST(AtomicPath, ReplacesOnlyOnSuccessAndLeavesNoTemporary) {
   EXPECT_FALSE(has_tmp(dir.path()));
   EXPECT_TRUE(RunFile::read(path) == second.data());
 
+  // An aborted job's temporaries go, and only they (remove_temporaries).
+  std::ofstream(path + ".tmp") << "cut short";
+  std::ofstream(dir / "checkpoint.h5.tmp") << "cut short";
+  EXPECT_EQ(h5::remove_temporaries(dir.path().string()), 2);
+  EXPECT_FALSE(has_tmp(dir.path()));
+  EXPECT_TRUE(RunFile::read(path) == second.data());
+  EXPECT_EQ(h5::remove_temporaries((dir.path() / "no").string()), 0);
+
   // Writing into a folder that does not exist fails, names the file and why, creates nothing.
   RunFile nowhere((dir.path() / "no" / "run.h5").string());
   try {
