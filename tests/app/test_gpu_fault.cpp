@@ -27,12 +27,7 @@ using vh::test::shell;
 
 const std::string kExe = VH_EXE;
 const std::string kCase = vh::test::kGpuFaultCase + " --output.dir=";
-// 64³ at refine 1.5 (884 736 particles): a checkpoint takes some 0.1 s to write, so a fault set
-// off as it begins lands inside it.
-const std::string kLargeCase =
-    " run --domain.n=64 --case.solver=both --device=gpu --flow.Re_lambda=30 --flow.k_p=3"
-    " --time.t_end_over_T=0.3 --time.output_interval_over_T=0.05 --output.fields_at= --output.checkpoint_every=1"
-    " --quiet --output.dir=";
+const std::string kLargeCase = vh::test::kGpuFaultCheckpointCase + " --output.dir=";
 
 /// Runs `run_case` uninterrupted, then again with a fault set off by the file `trigger` of its
 /// folder: exit 3 and the one line, nothing half-written, and the checkpoint it names
