@@ -26,8 +26,6 @@ using vh::test::Result;
 using vh::test::shell;
 
 const std::string kExe = VH_EXE;
-const std::string kCase = vh::test::kGpuFaultCase + " --output.dir=";
-const std::string kLargeCase = vh::test::kGpuFaultCheckpointCase + " --output.dir=";
 
 /// Runs `run_case` uninterrupted, then again with a fault set off by the file `trigger` of its
 /// folder: exit 3 and the one line, nothing half-written, and the checkpoint it names
@@ -36,11 +34,11 @@ void expect_fault_stops_and_continues(const std::string& run_case, const std::st
   const fs::path dir = fs::temp_directory_path() / ("vh_gpu_fault_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   const fs::path a = dir / "a", b = dir / "b";
-  Result r = shell(kExe + run_case + a.string());
+  Result r = shell(kExe + run_case + " --output.dir=" + a.string());
   ASSERT_EQ(r.status, 0) << r.output;
   const std::string ckpt = (b / "checkpoint.h5").string();
   r = shell("LD_PRELOAD=" + std::string(VH_GPU_FAULT) + " VH_FAULT_AFTER=" + (b / trigger).string() + " " + kExe +
-            run_case + b.string());
+            run_case + " --output.dir=" + b.string());
   ASSERT_EQ(r.status, 3) << r.output;
   EXPECT_NE(r.output.find("gpu_fault: a kernel trapped"), std::string::npos) << r.output;
   const std::size_t at = r.output.find("vortexhit: stopped: GPU fault, ");
@@ -68,7 +66,7 @@ void expect_fault_stops_and_continues(const std::string& run_case, const std::st
 
 TEST(GpuFault, AGpuThatFailsMidRunStopsWithExit3AndItsCheckpointContinues) {
   if (!vh::gpu_available()) GTEST_SKIP() << "no CUDA device";
-  expect_fault_stops_and_continues(kCase, "checkpoint.h5");
+  expect_fault_stops_and_continues(vh::test::kGpuFaultCase, "checkpoint.h5");
 }
 
 // Set off as the second checkpoint begins (checkpoint_prev.h5 appears first): the fault meets
@@ -76,7 +74,7 @@ TEST(GpuFault, AGpuThatFailsMidRunStopsWithExit3AndItsCheckpointContinues) {
 // write; the new checkpoint is abandoned, and the first continues.
 TEST(GpuFault, AGpuThatFailsDuringACheckpointStopsWithExit3AndThePreviousOneContinues) {
   if (!vh::gpu_available()) GTEST_SKIP() << "no CUDA device";
-  expect_fault_stops_and_continues(kLargeCase, "checkpoint_prev.h5");
+  expect_fault_stops_and_continues(vh::test::kGpuFaultCheckpointCase, "checkpoint_prev.h5");
 }
 
 }  // namespace

@@ -425,24 +425,21 @@ TEST_F(MpiRun, RankKilledMidRunLeavesACheckpointThatContinues) {
 }
 
 #ifdef VH_GPU_FAULT
-/// A GPU rank whose GPU fails (tests/app/gpu_fault.cu, preloaded into rank `rank` of 2: a kernel
-/// trap, a sticky fault of its CUDA context, once `trigger` appears in the run folder) says why
-/// in one line and ends the job with exit 3; the folder holds the run's files only (no
-/// temporary: a fault during a checkpoint on rank 1 kills rank 0 inside its write, so the
-/// faulting rank removes the temporary first), and the last good checkpoint continues on 2 ranks
-/// to the one-rank run's series: the spectral solver's K and ε to round-off (its times too: a
-/// CFL step's max|u| differs in the last bits between rank counts on the GPU, so they are not
-/// compared bit for bit here), the vortex solver's within the FMM tolerance (the deck's 1e-5;
-/// measured on an H100: 2.6e-7 to 3.9e-7 at 32³). Ranks may share the GPU.
-void expect_rank_fault_ends_the_job(const fs::path& dir, const std::string& run_case, const std::string& trigger,
-                                    int rank) {
-  const std::string gpu_case = run_case + " --parallel.share_gpus=true --output.dir=";
-  Result r = shell(kExe + gpu_case + (dir / "one").string());
-  ASSERT_EQ(r.status, 0) << r.output;
-  const fs::path d = dir / "f";
+/// The faulted run of `gpu_case` into `d` on 2 ranks, against the one-rank run `one`: a GPU rank
+/// whose GPU fails (tests/app/gpu_fault.cu, preloaded into rank `rank`: a kernel trap, a sticky
+/// fault of its CUDA context, once `trigger` appears in the run folder) says why in one line and
+/// ends the job with exit 3; the folder holds the run's files only (no temporary: a fault during
+/// a checkpoint on rank 1 kills rank 0 inside its write, so the faulting rank removes the
+/// temporary first), and the last good checkpoint continues on 2 ranks to the one-rank run's
+/// series: the spectral solver's K and ε to round-off (its times too: a CFL step's max|u|
+/// differs in the last bits between rank counts on the GPU, so they are not compared bit for bit
+/// here), the vortex solver's within the FMM tolerance (the deck's 1e-5; measured on an H100:
+/// 2.6e-7 to 3.9e-7 at 32³). Ranks may share the GPU.
+void expect_rank_fault_ends_the_job(const fs::path& one, const fs::path& d, const std::string& gpu_case,
+                                    const std::string& trigger, int rank) {
   const std::string ckpt = (d / "checkpoint.h5").string();
-  r = shell(on(2) + "-x LD_PRELOAD=" + VH_GPU_FAULT + " -x VH_FAULT_AFTER=" + (d / trigger).string() +
-            " -x VH_FAULT_RANK=" + std::to_string(rank) + " " + kExe + gpu_case + d.string());
+  Result r = shell(on(2) + "-x LD_PRELOAD=" + VH_GPU_FAULT + " -x VH_FAULT_AFTER=" + (d / trigger).string() +
+                   " -x VH_FAULT_RANK=" + std::to_string(rank) + " " + kExe + gpu_case + d.string());
   EXPECT_EQ(r.status, 3) << r.output;
   const std::size_t at = r.output.find("vortexhit: stopped on rank " + std::to_string(rank) + ": GPU fault, ");
   ASSERT_NE(at, std::string::npos) << r.output;
@@ -457,8 +454,8 @@ void expect_rank_fault_ends_the_job(const fs::path& dir, const std::string& run_
   }
   r = shell(on(2) + kExe + " run --restart " + d.string() + " --parallel.share_gpus=true --quiet");
   ASSERT_EQ(r.status, 0) << r.output;
-  const double v = vortex_difference(dir / "one", d, 1e-5);
-  const vh::RunData da = vh::RunFile::read((dir / "one" / "run.h5").string());
+  const double v = vortex_difference(one, d, 1e-5);
+  const vh::RunData da = vh::RunFile::read((one / "run.h5").string());
   const vh::RunData db = vh::RunFile::read((d / "run.h5").string());
   double s = 0;
   for (const char* name : {"t", "K", "epsilon"}) {
@@ -472,10 +469,23 @@ void expect_rank_fault_ends_the_job(const fs::path& dir, const std::string& run_
               rank, trigger.c_str(), v, s);
 }
 
+/// Runs `run_case` on one rank (sharing the GPU), then expect_rank_fault_ends_the_job with the
+/// fault on each of `ranks`, against that one run.
+void expect_rank_faults_end_the_job(const fs::path& dir, const std::string& run_case, const std::string& trigger,
+                                    std::initializer_list<int> ranks) {
+  const std::string gpu_case = run_case + " --parallel.share_gpus=true --output.dir=";
+  const Result one = shell(kExe + gpu_case + (dir / "one").string());
+  ASSERT_EQ(one.status, 0) << one.output;
+  for (int rank : ranks) {
+    SCOPED_TRACE("fault on rank " + std::to_string(rank));
+    expect_rank_fault_ends_the_job(dir / "one", dir / ("f" + std::to_string(rank)), gpu_case, trigger, rank);
+  }
+}
+
 // Between checkpoints: the fault meets rank 1's steps.
 TEST_F(MpiRun, GpuRankWhoseGpuFailsEndsTheJobWithExit3) {
   if (!vh::gpu_available()) GTEST_SKIP() << "no CUDA device";
-  expect_rank_fault_ends_the_job(dir, vh::test::kGpuFaultCase, "checkpoint.h5", 1);
+  expect_rank_faults_end_the_job(dir, vh::test::kGpuFaultCase, "checkpoint.h5", {1});
 }
 
 // Inside the second checkpoint (set off as checkpoint_prev.h5 appears): on rank 0, the writer,
@@ -483,11 +493,7 @@ TEST_F(MpiRun, GpuRankWhoseGpuFailsEndsTheJobWithExit3) {
 // rank 0 waits for inside the write.
 TEST_F(MpiRun, GpuRankWhoseGpuFailsDuringACheckpointEndsTheJobWithExit3) {
   if (!vh::gpu_available()) GTEST_SKIP() << "no CUDA device";
-  for (int rank : {0, 1}) {
-    SCOPED_TRACE("fault on rank " + std::to_string(rank));
-    expect_rank_fault_ends_the_job(dir / std::to_string(rank), vh::test::kGpuFaultCheckpointCase,
-                                   "checkpoint_prev.h5", rank);
-  }
+  expect_rank_faults_end_the_job(dir, vh::test::kGpuFaultCheckpointCase, "checkpoint_prev.h5", {0, 1});
 }
 #endif
 
